@@ -1,0 +1,78 @@
+// braze conformance DIR...: runs cases in the ONNX backend-test layout and prints one line
+// per case, then "N passed, N failed, N skipped". Exit 1 when a case failed.
+#include <braze/error.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <regex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/backends.h"
+#include "cli/commands.h"
+#include "runtime/conformance.h"
+
+namespace braze::cli {
+
+namespace {
+
+struct ConformanceOptions {
+  std::vector<std::string> dirs;
+  std::string backend = "reference";
+  std::string filter;
+  std::string json;
+};
+
+int run_conformance(const ConformanceOptions& o) {
+  runtime::BackendFn backend = make_backend(o.backend);
+  std::regex re;
+  try {
+    re = std::regex(o.filter.empty() ? ".*" : o.filter);
+  } catch (const std::regex_error& e) {
+    throw UserError(fmt::format("--filter '{}' is not a valid regular expression", o.filter));
+  }
+  std::vector<std::filesystem::path> roots(o.dirs.begin(), o.dirs.end());
+  int pass = 0, fail = 0, skip = 0;
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& dir : runtime::find_cases(roots)) {
+    if (!std::regex_search(dir.filename().string(), re)) continue;
+    runtime::CaseResult r = runtime::run_case(dir, backend);
+    std::string detail = r.detail;  // one line per case
+    for (size_t p = detail.find("\n"); p != std::string::npos; p = detail.find("\n")) {
+      size_t q = detail.find_first_not_of(' ', p + 1);
+      detail.replace(p, (q == std::string::npos ? detail.size() : q) - p, "; ");
+    }
+    (r.status == runtime::CaseResult::Status::Pass   ? pass
+     : r.status == runtime::CaseResult::Status::Fail ? fail
+                                                     : skip)++;
+    std::cout << fmt::format("{} {} ({:.1f} ms){}{}\n", runtime::status_name(r.status), r.name, r.seconds * 1e3,
+                             detail.empty() ? "" : ": ", detail)
+              << std::flush;
+    cases.push_back({{"name", r.name}, {"path", dir.string()}, {"status", runtime::status_name(r.status)},
+                     {"detail", r.detail}, {"seconds", r.seconds}});
+  }
+  std::cout << fmt::format("{} passed, {} failed, {} skipped\n", pass, fail, skip);
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    if (!out) throw UserError(fmt::format("--json {}: cannot open for writing", o.json));
+    nlohmann::json j = {{"backend", o.backend}, {"passed", pass}, {"failed", fail}, {"skipped", skip}, {"cases", cases}};
+    out << j.dump(2) << "\n";
+  }
+  return fail ? 1 : 0;
+}
+
+}  // namespace
+
+void add_conformance(CLI::App& app, Runner& run) {
+  auto o = std::make_shared<ConformanceOptions>();
+  CLI::App* cmd = app.add_subcommand("conformance", "run ONNX backend-test cases and compare outputs");
+  cmd->add_option("dirs", o->dirs, "case folders, or folders of cases")->required();
+  cmd->add_option("--backend", o->backend, "backend to test")->check(CLI::IsMember(backend_names()));
+  cmd->add_option("--filter", o->filter, "run only cases whose name matches this regular expression");
+  cmd->add_option("--json", o->json, "also write the results as JSON to this file");
+  cmd->callback([o, &run] { run = [o] { return run_conformance(*o); }; });
+}
+
+}  // namespace braze::cli

@@ -1,0 +1,47 @@
+#include "cli/model_options.h"
+
+#include <braze/error.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+namespace braze::cli {
+
+void ModelOptions::add_to(CLI::App& cmd) {
+  cmd.add_option("model", model, "ONNX model file")->required();
+  cmd.add_option("--shapes", shapes, "input shapes, e.g. input_ids:1x128,attention_mask:1x128 (symbolic dims default to 1)");
+  cmd.add_option("--dump", dump, "print intermediate forms: graph (after import), passes (after each pass); "
+                                  "also from BRAZE_DUMP")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"graph", "passes"}));
+}
+
+bool ModelOptions::dumps(const std::string& what) const {
+  if (std::find(dump.begin(), dump.end(), what) != dump.end()) return true;
+  const char* env = std::getenv("BRAZE_DUMP");
+  if (!env) return false;
+  std::stringstream ss(env);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (item == what) return true;
+  return false;
+}
+
+LoadedModel load_model(const ModelOptions& opts, const std::map<std::string, Shape>& default_shapes) {
+  frontend::ImportOptions io;
+  io.shapes = default_shapes;
+  for (auto& [k, v] : frontend::parse_shape_spec(opts.shapes)) io.shapes[k] = v;
+  LoadedModel m;
+  m.imported = frontend::import_model_file(opts.model, io);
+  for (const std::string& n : m.imported.notes) std::cerr << "note: " << n << "\n";
+  m.imported_ops = graph::passes::op_counts(m.imported.graph);
+  if (opts.dumps("graph")) std::cout << "== imported ==\n" << m.imported.graph;
+  graph::passes::PipelineOptions po;
+  if (opts.dumps("passes")) po.dump = &std::cout;
+  m.passes = graph::passes::run_pipeline(m.imported.graph, po);
+  return m;
+}
+
+}  // namespace braze::cli

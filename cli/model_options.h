@@ -1,0 +1,34 @@
+// Options every command that loads a model shares (--shapes, --dump), and loading a model
+// through import and the pass pipeline with them.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "frontend/onnx_import.h"
+#include "graph/passes/pipeline.h"
+
+namespace braze::cli {
+
+struct ModelOptions {
+  std::string model;
+  std::string shapes;  // "name:1x128,..."
+  std::vector<std::string> dump;  // graph, passes
+
+  void add_to(CLI::App& cmd);
+  bool dumps(const std::string& what) const;
+};
+
+struct LoadedModel {
+  frontend::ImportResult imported;
+  std::map<std::string, int> imported_ops;  // op counts before the passes
+  graph::passes::PipelineReport passes;
+};
+
+// Imports (notes to stderr), runs the pass pipeline, and dumps as asked. Shapes given by
+// --shapes win over `default_shapes` (e.g. the shapes of given input files).
+LoadedModel load_model(const ModelOptions& opts, const std::map<std::string, Shape>& default_shapes = {});
+
+}  // namespace braze::cli

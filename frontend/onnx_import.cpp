@@ -1,0 +1,353 @@
+#include "frontend/onnx_import.h"
+
+#include <braze/error.h>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <onnx/defs/parser.h>
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "frontend/onnx_proto.h"
+#include "frontend/tensor_io.h"
+#include "graph/onnx_dtype.h"
+#include "graph/op_context.h"
+#include "graph/registry.h"
+
+namespace braze::frontend {
+
+namespace fs = std::filesystem;
+using graph::AttrValue;
+using graph::Graph;
+using graph::kNoValue;
+using graph::NodeId;
+using graph::ValueId;
+
+namespace {
+
+bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+std::string node_label(const onnx::NodeProto& n, int index) {
+  return n.name().empty() ? fmt::format("{}_{}", n.op_type(), index) : n.name();
+}
+
+AttrValue convert_attr(const onnx::AttributeProto& a, const fs::path& model_dir, const std::string& what) {
+  using A = onnx::AttributeProto;
+  A::AttributeType type = a.type();
+  if (!a.ref_attr_name().empty())
+    throw UnsupportedError(fmt::format("{}: attribute '{}' refers to a function attribute", what, a.name()));
+  if (type == A::UNDEFINED) {  // very old models leave the type out: take the field that is set
+    if (a.has_f()) type = A::FLOAT;
+    else if (a.has_i()) type = A::INT;
+    else if (a.has_s()) type = A::STRING;
+    else if (a.has_t()) type = A::TENSOR;
+    else if (a.floats_size()) type = A::FLOATS;
+    else if (a.ints_size()) type = A::INTS;
+    else if (a.strings_size()) type = A::STRINGS;
+  }
+  switch (type) {
+    case A::FLOAT: return static_cast<double>(a.f());
+    case A::INT: return static_cast<int64_t>(a.i());
+    case A::STRING: return a.s();
+    case A::TENSOR: return tensor_from_proto(a.t(), model_dir, fmt::format("{}: attribute '{}'", what, a.name()));
+    case A::FLOATS: return std::vector<double>(a.floats().begin(), a.floats().end());
+    case A::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    default:
+      throw UnsupportedError(fmt::format("{}: attribute '{}' has a kind braze does not support ({})", what,
+                                         a.name(), A::AttributeType_Name(type)));
+  }
+}
+
+// Every (op, domain, opset) the registry lacks, with the nodes that use it, in one error.
+void check_supported(const onnx::GraphProto& gp, const std::map<std::string, int64_t>& opsets) {
+  std::map<std::string, std::vector<std::string>> missing;  // "Op (domain, opset N)" -> nodes
+  for (int i = 0; i < gp.node_size(); ++i) {
+    const auto& n = gp.node(i);
+    std::string domain = is_default_domain(n.domain()) ? "" : n.domain();
+    auto it = opsets.find(domain);
+    int64_t opset = it == opsets.end() ? -1 : it->second;
+    const graph::OpDef* op = graph::find_op(domain, n.op_type());
+    std::string dname = domain.empty() ? "ai.onnx" : domain;
+    std::string key;
+    if (opset < 0) key = fmt::format("{} ({}, a domain the model does not import)", n.op_type(), dname);
+    else if (!op) key = fmt::format("{} ({}, opset {})", n.op_type(), dname, opset);
+    else if (op->since > opset)
+      key = fmt::format("{} ({}, opset {}: the op first appears in opset {})", n.op_type(), dname, opset, op->since);
+    if (!key.empty()) missing[key].push_back("'" + node_label(n, i) + "'");
+  }
+  if (missing.empty()) return;
+  std::string msg = fmt::format("the model uses {} unsupported op{}:", missing.size(), missing.size() == 1 ? "" : "s");
+  for (auto& [k, nodes] : missing) {
+    size_t total = nodes.size();
+    if (nodes.size() > 8) {
+      nodes.resize(8);
+      nodes.push_back(fmt::format("and {} more", total - 8));
+    }
+    msg += fmt::format("\n  {}: node{} {}", k, total == 1 ? "" : "s", fmt::join(nodes, ", "));
+  }
+  throw UnsupportedError(msg);
+}
+
+// ONNX requires nodes in topological order, but exporters do not always comply; order them,
+// reporting values nothing defines and cycles as user errors.
+std::vector<int> onnx_node_order(const onnx::GraphProto& gp, const std::set<std::string>& available) {
+  std::unordered_map<std::string, int> producer;
+  for (int i = 0; i < gp.node_size(); ++i)
+    for (const auto& o : gp.node(i).output())
+      if (!o.empty()) {
+        if (available.count(o) || !producer.emplace(o, i).second)
+          throw UserError(fmt::format("value '{}' is defined more than once (again by node '{}')", o,
+                                      node_label(gp.node(i), i)));
+      }
+  std::vector<int> pending(gp.node_size(), 0);
+  std::vector<std::vector<int>> consumers(gp.node_size());
+  for (int i = 0; i < gp.node_size(); ++i) {
+    for (const auto& in : gp.node(i).input()) {
+      if (in.empty() || available.count(in)) continue;
+      auto it = producer.find(in);
+      if (it == producer.end())
+        throw UserError(fmt::format("node '{}' ({}) reads '{}', which no node, input or initializer defines",
+                                    node_label(gp.node(i), i), gp.node(i).op_type(), in));
+      ++pending[i];
+      consumers[it->second].push_back(i);
+    }
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (int i = 0; i < gp.node_size(); ++i)
+    if (pending[i] == 0) ready.push(i);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int c : consumers[i])
+      if (--pending[c] == 0) ready.push(c);
+  }
+  if (static_cast<int>(order.size()) != gp.node_size()) {
+    std::vector<std::string> stuck;
+    for (int i = 0; i < gp.node_size() && stuck.size() < 5; ++i)
+      if (pending[i] > 0) stuck.push_back("'" + node_label(gp.node(i), i) + "'");
+    throw UserError(fmt::format("the graph has a cycle through nodes {}", fmt::join(stuck, ", ")));
+  }
+  return order;
+}
+
+Shape input_shape(const onnx::ValueInfoProto& vi, const ImportOptions& opts, std::vector<std::string>& notes) {
+  const auto& tt = vi.type().tensor_type();
+  auto given = opts.shapes.find(vi.name());
+  if (!tt.has_shape()) {
+    if (given != opts.shapes.end()) return given->second;
+    throw UserError(fmt::format("input '{}' has no shape in the model; give one with --shapes {}:<dims>",
+                                vi.name(), vi.name()));
+  }
+  const auto& dims = tt.shape().dim();
+  if (given != opts.shapes.end()) {
+    const Shape& s = given->second;
+    bool differs = static_cast<int>(s.size()) != dims.size();
+    for (int i = 0; !differs && i < dims.size(); ++i) differs = dims[i].has_dim_value() && dims[i].dim_value() != s[i];
+    if (differs && opts.shapes_override_model) {
+      notes.push_back(fmt::format("input '{}' is given as {} although the model declares another shape", vi.name(),
+                                  shape_str(s)));
+      return s;
+    }
+    if (static_cast<int>(s.size()) != dims.size())
+      throw UserError(fmt::format("--shapes gives input '{}' rank {} ({}), but the model declares rank {}",
+                                  vi.name(), s.size(), shape_str(s), dims.size()));
+    for (int i = 0; i < dims.size(); ++i)
+      if (dims[i].has_dim_value() && dims[i].dim_value() != s[i])
+        throw UserError(fmt::format("--shapes gives input '{}' dim {} = {}, but the model fixes it to {}",
+                                    vi.name(), i, s[i], dims[i].dim_value()));
+    return s;
+  }
+  Shape s;
+  for (int i = 0; i < dims.size(); ++i) {
+    if (dims[i].has_dim_value()) {
+      if (dims[i].dim_value() < 0)
+        throw UserError(fmt::format("input '{}' has a negative dimension {} at axis {}", vi.name(),
+                                    dims[i].dim_value(), i));
+      s.push_back(dims[i].dim_value());
+    } else {
+      std::string sym = dims[i].dim_param().empty() ? "?" : dims[i].dim_param();
+      notes.push_back(fmt::format("input '{}' dim {} ('{}') set to 1; choose it with --shapes {}:<dims>",
+                                  vi.name(), i, sym, vi.name()));
+      s.push_back(1);
+    }
+  }
+  checked_numel(s, fmt::format("input '{}'", vi.name()));
+  return s;
+}
+
+}  // namespace
+
+ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptions& opts) {
+  ImportResult res;
+  if (!model.has_graph()) throw UserError("not an ONNX model: it has no graph");
+  std::map<std::string, int64_t> opsets;
+  for (const auto& oi : model.opset_import()) opsets[is_default_domain(oi.domain()) ? "" : oi.domain()] = oi.version();
+  if (model.opset_import_size() == 0) {
+    if (model.ir_version() == 0 && model.graph().node_size() == 0)
+      throw UserError("not an ONNX model: no IR version, opset or nodes");
+    opsets[""] = 1;  // IR version 3 models without opset_import mean opset 1
+  }
+  auto def = opsets.find("");
+  if (def != opsets.end()) {
+    res.opset = def->second;
+    if (def->second < graph::kMinOpset || def->second > graph::kMaxOpset)
+      throw UnsupportedError(fmt::format("the model uses opset {} of the default domain; braze imports opsets {} to {}",
+                                         def->second, graph::kMinOpset, graph::kMaxOpset));
+  }
+  res.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
+  const onnx::GraphProto& gp = model.graph();
+  check_supported(gp, opsets);
+
+  Graph& g = res.graph;
+  g.name = gp.name().empty() ? "main" : gp.name();
+  std::set<std::string> available;
+
+  for (const auto& init : gp.initializer()) {
+    if (init.name().empty()) throw UserError("an initializer has no name");
+    if (!available.insert(init.name()).second)
+      throw UserError(fmt::format("initializer '{}' is defined twice", init.name()));
+    g.add_constant(init.name(), tensor_from_proto(init, opts.model_dir, fmt::format("initializer '{}'", init.name())));
+  }
+  if (gp.sparse_initializer_size())
+    throw UnsupportedError("sparse initializers are not supported");
+
+  std::set<std::string> input_names;
+  for (const auto& vi : gp.input()) {
+    if (available.count(vi.name())) continue;  // an initializer's default value: a constant
+    if (!vi.type().has_tensor_type())
+      throw UnsupportedError(fmt::format("input '{}' is not a tensor ({}); braze supports tensor inputs only",
+                                         vi.name(), vi.type().has_sequence_type() ? "a sequence"
+                                                    : vi.type().has_optional_type() ? "an optional"
+                                                                                    : "a non-tensor type"));
+    auto dt = graph::dtype_from_onnx(vi.type().tensor_type().elem_type());
+    if (!dt)
+      throw UnsupportedError(fmt::format("input '{}' has dtype {}, which braze does not support", vi.name(),
+                                         graph::onnx_dtype_name(vi.type().tensor_type().elem_type())));
+    Shape s = input_shape(vi, opts, res.notes);
+    available.insert(vi.name());
+    input_names.insert(vi.name());
+    g.add_input(g.add_value(vi.name(), *dt, s));
+  }
+  for (const auto& [name, shape] : opts.shapes)
+    if (!input_names.count(name)) {
+      std::vector<std::string> names(input_names.begin(), input_names.end());
+      throw UserError(fmt::format("--shapes names '{}', which is not an input of the model (inputs: {})", name,
+                                  fmt::join(names, ", ")));
+    }
+
+  for (int idx : onnx_node_order(gp, available)) {
+    const onnx::NodeProto& np = gp.node(idx);
+    std::string label = node_label(np, idx);
+    std::string what = fmt::format("node '{}' ({})", label, np.op_type());
+    std::string domain = is_default_domain(np.domain()) ? "" : np.domain();
+    const graph::OpDef* op = graph::find_op(domain, np.op_type());
+    graph::Attributes attrs;
+    for (const auto& a : np.attribute()) {
+      AttrValue v = convert_attr(a, opts.model_dir, what);
+      if (const graph::AttrSpec* spec = op->find_attr(a.name()); spec && graph::attr_type(v) != spec->type)
+        throw UserError(fmt::format("{}: attribute '{}' should be of type {}, not {}", what, a.name(),
+                                    graph::attr_type_name(spec->type), graph::attr_type_name(graph::attr_type(v))));
+      attrs.emplace(a.name(), std::move(v));
+    }
+    std::vector<ValueId> ins, outs;
+    for (const auto& in : np.input()) ins.push_back(in.empty() ? kNoValue : g.find_value(in));
+    while (!ins.empty() && ins.back() == kNoValue) ins.pop_back();
+    for (const auto& o : np.output()) outs.push_back(o.empty() ? kNoValue : g.add_value(o, DType::Float32, {}));
+    while (!outs.empty() && outs.back() == kNoValue) outs.pop_back();
+    NodeId id = g.add_node(op, label, std::move(ins), std::move(outs), std::move(attrs),
+                           static_cast<int>(opsets.at(domain)));
+    try {
+      if (op->upgrade) op->upgrade(g, id);
+      if (g.num_nodes() == static_cast<size_t>(id) + 1) {
+        graph::infer_node(g, id);
+      } else {  // the upgrade added nodes around this one: infer them all in dependency order
+        for (NodeId j : g.topo_order())
+          if (j >= id) graph::infer_node(g, j);
+      }
+    } catch (const UserError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw InternalError(fmt::format("{}: {}", what, e.what()));
+    }
+  }
+
+  for (const auto& vi : gp.output()) {
+    ValueId v = g.find_value(vi.name());
+    if (v == kNoValue) throw UserError(fmt::format("graph output '{}' is never defined", vi.name()));
+    g.add_output(v, vi.name());
+  }
+  if (g.outputs().empty()) throw UserError("the model has no outputs");
+  graph::verify(g);
+  return res;
+}
+
+ImportResult import_model_bytes(std::string_view bytes, ImportOptions opts) {
+  if (bytes.empty()) throw UserError("the model file is empty");
+  onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX)));
+  in.SetTotalBytesLimit(INT32_MAX);
+  if (bytes.size() > INT32_MAX) throw UnsupportedError("models over 2 GiB must keep their weights as external data");
+  if (!model.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+    throw UserError("not an ONNX model: the file does not parse as a ModelProto (truncated or another format?)");
+  if (!model.has_graph() || model.ir_version() <= 0)
+    throw UserError("not an ONNX model: it has no graph or IR version");
+  return import_model_proto(model, opts);
+}
+
+ImportResult import_model_file(const fs::path& path, ImportOptions opts) {
+  std::string bytes = read_file(path);
+  if (opts.model_dir.empty()) opts.model_dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  try {
+    return import_model_bytes(bytes, std::move(opts));
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(fmt::format("{}: {}", path.string(), e.what()));
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{}: {}", path.string(), e.what()));
+  }
+}
+
+onnx::ModelProto parse_model_text(const std::string& text) {
+  onnx::ModelProto model;
+  auto status = onnx::OnnxParser::Parse(model, text.c_str());
+  if (!status.IsOK()) throw UserError("ONNX text syntax: " + status.ErrorMessage());
+  return model;
+}
+
+std::map<std::string, Shape> parse_shape_spec(std::string_view spec) {
+  std::map<std::string, Shape> out;
+  size_t pos = 0;
+  while (pos < spec.size()) {
+    size_t end = spec.find(',', pos);
+    // A name may contain ':' (torch exports); the dims follow the last ':'.
+    std::string item(spec.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos));
+    pos = end == std::string_view::npos ? spec.size() : end + 1;
+    size_t colon = item.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      throw UserError(fmt::format("--shapes: '{}' is not NAME:DIMS (e.g. input_ids:1x128)", item));
+    std::string name = item.substr(0, colon), dims = item.substr(colon + 1);
+    Shape s;
+    size_t p = 0;
+    while (p < dims.size()) {
+      size_t x = dims.find('x', p);
+      std::string d = dims.substr(p, x == std::string::npos ? std::string::npos : x - p);
+      p = x == std::string::npos ? dims.size() : x + 1;
+      if (d.empty() || d.find_first_not_of("0123456789") != std::string::npos || d.size() > 15)
+        throw UserError(fmt::format("--shapes: '{}' in '{}' is not a dimension", d, item));
+      s.push_back(std::stoll(d));
+    }
+    checked_numel(s, "--shapes " + name);
+    if (!out.emplace(name, s).second) throw UserError(fmt::format("--shapes names '{}' twice", name));
+  }
+  return out;
+}
+
+}  // namespace braze::frontend

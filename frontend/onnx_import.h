@@ -1,0 +1,44 @@
+// ONNX importer: ModelProto -> graph::Graph for opsets 7 to 21.
+//
+// Symbolic input dims are specialised to concrete sizes: from ImportOptions::shapes when
+// given (--shapes), else 1 with a note. Each node is rewritten into its op's canonical form
+// (the registry's upgrade) and its outputs' dtypes and shapes are inferred as it is added.
+// Unsupported ops are reported all at once, each with its node names.
+#pragma once
+
+#include <braze/tensor.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace braze::frontend {
+
+struct ImportOptions {
+  std::map<std::string, Shape> shapes;  // input name -> full shape
+  std::filesystem::path model_dir;      // folder external data is read relative to
+  // When `shapes` disagrees with a dim the model fixes: false = error, true = the given
+  // shape wins with a note (test data is the ground truth in conformance runs).
+  bool shapes_override_model = false;
+};
+
+struct ImportResult {
+  graph::Graph graph;
+  std::vector<std::string> notes;  // things the user should know (dims defaulted …)
+  int64_t opset = 0;               // default-domain opset
+  std::string producer;            // "pytorch 2.11" …
+};
+
+// Reads, checks and imports the model at `path` (external data relative to its folder).
+ImportResult import_model_file(const std::filesystem::path& path, ImportOptions opts = {});
+// Imports a serialized ModelProto.
+ImportResult import_model_bytes(std::string_view bytes, ImportOptions opts = {});
+
+// "input_ids:1x128,mask:1x128" -> {input_ids: [1,128], mask: [1,128]}; "x:" is a scalar.
+std::map<std::string, Shape> parse_shape_spec(std::string_view spec);
+
+}  // namespace braze::frontend

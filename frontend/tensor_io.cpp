@@ -1,0 +1,147 @@
+#include "frontend/tensor_io.h"
+
+#include <braze/error.h>
+
+#include <cstring>
+#include <fstream>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "frontend/onnx_proto.h"
+
+namespace braze::frontend {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw UserError(fmt::format("{}: no such file", path.string()));
+  if (fs::is_directory(path, ec)) throw UserError(fmt::format("{}: is a folder, not a file", path.string()));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(fmt::format("{}: cannot open", path.string()));
+  uint64_t size = fs::file_size(path, ec);
+  if (ec) throw UserError(fmt::format("{}: cannot read its size", path.string()));
+  std::string s(size, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(size));
+  if (!in) throw UserError(fmt::format("{}: read failed", path.string()));
+  return s;
+}
+
+namespace {
+
+struct NpyType {
+  const char* descr;
+  DType dtype;
+};
+// bfloat16 has no numpy type: it is written as float32 (exactly).
+constexpr NpyType kNpyTypes[] = {
+    {"<f4", DType::Float32}, {"<f2", DType::Float16}, {"<f8", DType::Float64},
+    {"<i8", DType::Int64},   {"<i4", DType::Int32},   {"<i2", DType::Int16},
+    {"|i1", DType::Int8},    {"<u8", DType::UInt64},  {"<u4", DType::UInt32},
+    {"<u2", DType::UInt16},  {"|u1", DType::UInt8},   {"|b1", DType::Bool},
+};
+
+Tensor read_npy(const std::string& bytes, const std::string& what) {
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
+    throw UserError(what + ": not a .npy file (bad magic)");
+  uint8_t major = static_cast<uint8_t>(bytes[6]);
+  size_t header_len, header_start;
+  if (major == 1) {
+    header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+    header_start = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) throw UserError(what + ": truncated .npy header");
+    header_len = 0;
+    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
+    header_start = 12;
+  } else {
+    throw UserError(fmt::format("{}: unsupported .npy version {}", what, major));
+  }
+  if (bytes.size() < header_start + header_len) throw UserError(what + ": truncated .npy header");
+  std::string header = bytes.substr(header_start, header_len);
+  std::smatch m;
+  if (!std::regex_search(header, m, std::regex("'descr':\\s*'([^']*)'")))
+    throw UserError(what + ": .npy header lacks descr");
+  std::string descr = m[1];
+  std::optional<DType> dt;
+  if (descr.size() >= 2 && descr[0] != '>')  // byte order '<', '=' or '|' (little-endian host)
+    for (const NpyType& t : kNpyTypes)
+      if (descr.substr(1) == t.descr + 1) dt = t.dtype;
+  if (!dt) throw UnsupportedError(fmt::format("{}: .npy dtype '{}' is not supported", what, descr));
+  if (std::regex_search(header, m, std::regex("'fortran_order':\\s*True")))
+    throw UnsupportedError(what + ": Fortran-ordered .npy arrays are not supported");
+  if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)")))
+    throw UserError(what + ": .npy header lacks shape");
+  Shape shape;
+  std::string dims = m[1];
+  std::regex num("\\d+");
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it) {
+    try {
+      shape.push_back(std::stoll(it->str()));
+    } catch (const std::exception&) {
+      throw UserError(fmt::format("{}: .npy dimension '{}' is out of range", what, it->str()));
+    }
+  }
+  uint64_t nbytes = checked_nbytes(*dt, shape, what);
+  size_t data_start = header_start + header_len;
+  if (bytes.size() - data_start != nbytes)
+    throw UserError(fmt::format("{}: .npy data holds {} bytes, shape {} needs {}", what,
+                                bytes.size() - data_start, shape_str(shape), nbytes));
+  Tensor t(*dt, shape);
+  if (nbytes) std::memcpy(t.raw(), bytes.data() + data_start, nbytes);
+  return t;
+}
+
+}  // namespace
+
+NamedTensor read_tensor_file(const fs::path& path) {
+  std::string bytes = read_file(path);
+  std::string what = path.string();
+  if (path.extension() == ".npy") return {"", read_npy(bytes, what)};
+  if (path.extension() != ".pb")
+    throw UserError(fmt::format("{}: unknown tensor file type (expected .pb or .npy)", what));
+  onnx::TensorProto proto;
+  if (bytes.empty() || !proto.ParseFromString(bytes))
+    throw UserError(fmt::format("{}: not a valid ONNX TensorProto", what));
+  return {proto.name(), tensor_from_proto(proto, path.parent_path(), what)};
+}
+
+void write_npy(const fs::path& path, const Tensor& tensor) {
+  const Tensor* t = &tensor;
+  Tensor widened;
+  if (tensor.dtype() == DType::BFloat16) {
+    widened = Tensor(DType::Float32, tensor.shape());
+    for (int64_t i = 0; i < tensor.numel(); ++i) widened.set_f64(i, tensor.get_f64(i));
+    t = &widened;
+  }
+  const char* descr = nullptr;
+  for (const NpyType& nt : kNpyTypes)
+    if (nt.dtype == t->dtype()) descr = nt.descr;
+  std::string shape;
+  for (int64_t d : t->shape()) shape += std::to_string(d) + ",";
+  if (t->rank() > 1) shape.pop_back();
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", descr, shape);
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
+  out.write("\x93NUMPY\x01\x00", 8);
+  uint16_t len = static_cast<uint16_t>(header.size());
+  char lenb[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+  out.write(lenb, 2);
+  out << header;
+  out.write(static_cast<const char*>(t->raw()), static_cast<std::streamsize>(t->nbytes()));
+  if (!out) throw UserError(fmt::format("{}: write failed", path.string()));
+}
+
+void write_tensor_pb(const fs::path& path, const Tensor& t, const std::string& name) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
+  std::string s = tensor_to_proto(t, name).SerializeAsString();
+  out.write(s.data(), static_cast<std::streamsize>(s.size()));
+  if (!out) throw UserError(fmt::format("{}: write failed", path.string()));
+}
+
+}  // namespace braze::frontend

@@ -1,0 +1,142 @@
+#include <braze/error.h>
+
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "frontend/onnx_proto.h"
+#include "frontend/tensor_io.h"
+#include "graph/onnx_dtype.h"
+
+namespace braze::frontend {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Resolves an external-data location against the model's folder, rejecting any location
+// that leaves it: absolute paths, "..", and symlinks pointing outside.
+fs::path resolve_external(const fs::path& model_dir, const std::string& location, const std::string& what) {
+  fs::path loc(location);
+  if (location.empty()) throw UserError(what + ": external data has an empty location");
+  if (loc.is_absolute() || loc.has_root_name() || loc.has_root_directory())
+    throw UserError(fmt::format("{}: external data location '{}' is absolute; it must be relative to the model's folder", what, location));
+  for (const auto& part : loc)
+    if (part == "..")
+      throw UserError(fmt::format("{}: external data location '{}' leaves the model's folder", what, location));
+  std::error_code ec;
+  fs::path base = fs::weakly_canonical(model_dir.empty() ? fs::path(".") : model_dir, ec);
+  fs::path full = fs::weakly_canonical(base / loc, ec);
+  if (ec) throw UserError(fmt::format("{}: cannot resolve external data location '{}'", what, location));
+  auto rel = full.lexically_relative(base);
+  if (rel.empty() || *rel.begin() == "..")
+    throw UserError(fmt::format("{}: external data location '{}' resolves outside the model's folder (through a symlink)", what, location));
+  return full;
+}
+
+std::string read_external(const onnx::TensorProto& t, const fs::path& model_dir, const std::string& what,
+                          uint64_t expected) {
+  std::string location;
+  uint64_t offset = 0;
+  int64_t length = -1;
+  for (const auto& kv : t.external_data()) {
+    try {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoull(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    } catch (const std::exception&) {
+      throw UserError(fmt::format("{}: external data {} '{}' is not a number", what, kv.key(), kv.value()));
+    }
+  }
+  fs::path file = resolve_external(model_dir, location, what);
+  if (length >= 0 && static_cast<uint64_t>(length) != expected)
+    throw UserError(fmt::format("{}: external data length {} disagrees with dims (need {} bytes)", what, length, expected));
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw UserError(fmt::format("{}: cannot open external data file '{}'", what, file.string()));
+  std::error_code ec;
+  uint64_t size = fs::file_size(file, ec);
+  if (ec || offset > size || size - offset < expected)
+    throw UserError(fmt::format("{}: external data file '{}' is too short ({} bytes, need {} at offset {})",
+                                what, file.string(), ec ? 0 : size, expected, offset));
+  std::string buf(expected, '\0');
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(buf.data(), static_cast<std::streamsize>(expected));
+  if (!in) throw UserError(fmt::format("{}: failed reading external data from '{}'", what, file.string()));
+  return buf;
+}
+
+template <class Field>
+void check_count(const Field& f, int64_t numel, const std::string& what, const char* field) {
+  if (static_cast<int64_t>(f.size()) != numel)
+    throw UserError(fmt::format("{}: {} holds {} values but its dims need {}", what, field, f.size(), numel));
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const onnx::TensorProto& t, const fs::path& model_dir, const std::string& what) {
+  auto dt = graph::dtype_from_onnx(t.data_type());
+  if (!dt)
+    throw UnsupportedError(fmt::format("{}: dtype {} is not supported", what, graph::onnx_dtype_name(t.data_type())));
+  if (t.has_segment()) throw UnsupportedError(what + ": segmented tensors are not supported");
+  Shape shape(t.dims().begin(), t.dims().end());
+  for (int64_t d : shape)
+    if (d < 0) throw UserError(fmt::format("{}: negative dimension in dims {}", what, shape_str(shape)));
+  uint64_t nbytes = checked_nbytes(*dt, shape, what);
+  int64_t numel = checked_numel(shape, what);
+  Tensor out(*dt, shape);
+
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string bytes = read_external(t, model_dir, what, nbytes);
+    if (nbytes) std::memcpy(out.raw(), bytes.data(), nbytes);
+    return out;
+  }
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != nbytes)
+      throw UserError(fmt::format("{}: raw_data holds {} bytes but dims {} of {} need {}", what,
+                                  t.raw_data().size(), shape_str(shape), dtype_name(*dt), nbytes));
+    if (nbytes) std::memcpy(out.raw(), t.raw_data().data(), nbytes);
+    return out;
+  }
+  switch (*dt) {
+    case DType::Float32:
+      check_count(t.float_data(), numel, what, "float_data");
+      for (int64_t i = 0; i < numel; ++i) out.data<float>()[i] = t.float_data(static_cast<int>(i));
+      break;
+    case DType::Float64:
+      check_count(t.double_data(), numel, what, "double_data");
+      for (int64_t i = 0; i < numel; ++i) out.data<double>()[i] = t.double_data(static_cast<int>(i));
+      break;
+    case DType::Int64:
+      check_count(t.int64_data(), numel, what, "int64_data");
+      for (int64_t i = 0; i < numel; ++i) out.data<int64_t>()[i] = t.int64_data(static_cast<int>(i));
+      break;
+    case DType::UInt64:
+    case DType::UInt32:
+      check_count(t.uint64_data(), numel, what, "uint64_data");
+      for (int64_t i = 0; i < numel; ++i) out.set_u64(i, t.uint64_data(static_cast<int>(i)));
+      break;
+    case DType::Float16:
+    case DType::BFloat16:  // bit patterns in int32_data
+      check_count(t.int32_data(), numel, what, "int32_data");
+      for (int64_t i = 0; i < numel; ++i)
+        out.data<uint16_t>()[i] = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
+      break;
+    default:  // int32, int16, int8, uint16, uint8, bool
+      check_count(t.int32_data(), numel, what, "int32_data");
+      for (int64_t i = 0; i < numel; ++i) out.set_i64(i, t.int32_data(static_cast<int>(i)));
+      break;
+  }
+  return out;
+}
+
+onnx::TensorProto tensor_to_proto(const Tensor& t, const std::string& name) {
+  onnx::TensorProto p;
+  p.set_name(name);
+  p.set_data_type(static_cast<int32_t>(graph::dtype_to_onnx(t.dtype())));
+  for (int64_t d : t.shape()) p.add_dims(d);
+  p.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
+  return p;
+}
+
+}  // namespace braze::frontend

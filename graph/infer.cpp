@@ -1,0 +1,46 @@
+#include "graph/infer.h"
+
+#include <braze/error.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "graph/op_context.h"
+#include "graph/registry.h"
+
+namespace braze::graph {
+
+void infer_graph(Graph& g) {
+  for (NodeId n : g.topo_order()) infer_node(g, n);
+}
+
+std::vector<ValueId> shape_arg_inputs(const Graph& g) {
+  std::vector<ValueId> out;
+  for (ValueId in : g.inputs()) {
+    bool used = false;
+    for (size_t i = 0; i < g.num_nodes() && !used; ++i) {
+      const Node& n = g.node(static_cast<NodeId>(i));
+      if (n.dead) continue;
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if (n.inputs[k] == in && n.op->is_shape_input(static_cast<int>(k))) used = true;
+    }
+    if (used) out.push_back(in);
+  }
+  return out;
+}
+
+void bind_input(Graph& g, ValueId v, Tensor t) {
+  BRAZE_CHECK(g.is_graph_input(v), "bind_input on a value that is not a graph input");
+  Value& val = g.value(v);
+  if (t.dtype() != val.dtype || (val.has_shape && t.shape() != val.shape))
+    throw UserError(fmt::format("input '{}' is given as {}{}, but the model expects {}", val.name,
+                                dtype_name(t.dtype()), shape_str(t.shape()), value_type_str(val)));
+  val.constant = std::make_shared<const Tensor>(std::move(t));
+  val.shape = val.constant->shape();
+  val.has_shape = true;
+  g.remove_input(v);
+  infer_graph(g);
+}
+
+}  // namespace braze::graph

@@ -1,0 +1,106 @@
+#include "graph/passes/cse.h"
+
+#include <map>
+#include <string>
+
+#include "graph/registry.h"
+
+namespace braze::graph::passes {
+
+namespace {
+
+constexpr size_t kMaxMergedConstantBytes = 4096;
+
+bool attr_equal(const AttrValue& a, const AttrValue& b) {
+  if (a.index() != b.index()) return false;
+  return std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        const T& y = std::get<T>(b);
+        if constexpr (std::is_same_v<T, Tensor>) return x.bitwise_equal(y);
+        else return x == y;
+      },
+      a);
+}
+
+bool same_node(const Node& a, const Node& b) {
+  if (a.op != b.op || a.inputs != b.inputs || a.outputs.size() != b.outputs.size()) return false;
+  if (a.attrs.size() != b.attrs.size()) return false;
+  for (auto ia = a.attrs.begin(), ib = b.attrs.begin(); ia != a.attrs.end(); ++ia, ++ib)
+    if (ia->first != ib->first || !attr_equal(ia->second, ib->second)) return false;
+  // Optional outputs present in one and absent in the other would leave a use unmatched.
+  for (size_t i = 0; i < a.outputs.size(); ++i)
+    if ((a.outputs[i] == kNoValue) != (b.outputs[i] == kNoValue)) return false;
+  return true;
+}
+
+std::string constant_key(const Tensor& t) {
+  std::string k(dtype_name(t.dtype()));
+  k += shape_str(t.shape());
+  k.append(static_cast<const char*>(t.raw()), t.nbytes());
+  return k;
+}
+
+int merge_constants(Graph& g) {
+  std::vector<bool> used(g.num_values(), false);
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(static_cast<NodeId>(i));
+    if (n.dead) continue;
+    for (ValueId v : n.inputs)
+      if (v != kNoValue) used[v] = true;
+  }
+  std::map<std::string, ValueId> first;
+  int merged = 0;
+  for (size_t i = 0; i < g.num_values(); ++i) {
+    const Value& v = g.value(static_cast<ValueId>(i));
+    if (!used[i] || !v.constant || v.constant->nbytes() > kMaxMergedConstantBytes) continue;
+    auto [it, fresh] = first.emplace(constant_key(*v.constant), static_cast<ValueId>(i));
+    if (fresh) continue;
+    // Only node inputs move: a graph output keeps its own value.
+    for (size_t k = 0; k < g.num_nodes(); ++k) {
+      Node& n = g.node(static_cast<NodeId>(k));
+      if (n.dead) continue;
+      for (ValueId& in : n.inputs)
+        if (in == static_cast<ValueId>(i)) in = it->second, ++merged;
+    }
+  }
+  return merged;
+}
+
+}  // namespace
+
+int eliminate_common_subexpressions(Graph& g) {
+  int changed = merge_constants(g);
+  // Candidates share op and first input; bucket by those to avoid a quadratic scan.
+  std::map<std::pair<const OpDef*, ValueId>, std::vector<NodeId>> buckets;
+  for (NodeId id : g.topo_order()) {
+    Node& n = g.node(id);
+    if (n.op->name == "Dropout") continue;  // may be random in training mode
+    ValueId key_in = n.inputs.empty() ? kNoValue : n.inputs[0];
+    auto& bucket = buckets[{n.op, key_in}];
+    NodeId match = kNoNode;
+    for (NodeId c : bucket)
+      if (same_node(g.node(c), n)) {
+        match = c;
+        break;
+      }
+    if (match == kNoNode) {
+      bucket.push_back(id);
+      continue;
+    }
+    const Node& m = g.node(match);
+    bool replaced = false;
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      if (n.outputs[i] == kNoValue) continue;
+      // Nodes are visited in topological order, so later nodes' inputs are rewired before
+      // they are bucketed. Graph outputs keep their value: skip nodes producing them.
+      if (g.is_graph_output(n.outputs[i])) continue;
+      g.replace_all_uses(n.outputs[i], m.outputs[i]);
+      replaced = true;
+    }
+    if (replaced) ++changed;
+  }
+  return changed;
+}
+
+}  // namespace braze::graph::passes

@@ -1,0 +1,13 @@
+// Common-subexpression elimination: two live nodes with the same op, attributes and inputs
+// compute the same values, so the later one's uses move to the earlier. Small constants
+// with identical contents are merged first, so nodes reading equal constants match too.
+// Runs any time; leaves the duplicates dead for DCE.
+#pragma once
+
+#include "graph/ir.h"
+
+namespace braze::graph::passes {
+
+int eliminate_common_subexpressions(Graph& g);
+
+}  // namespace braze::graph::passes

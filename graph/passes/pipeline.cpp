@@ -1,0 +1,55 @@
+#include "graph/passes/pipeline.h"
+
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "graph/passes/constant_fold.h"
+#include "graph/passes/cse.h"
+#include "graph/passes/dce.h"
+#include "graph/passes/identity_elim.h"
+#include "graph/passes/pass.h"
+#include "graph/registry.h"
+
+namespace braze::graph::passes {
+
+namespace {
+constexpr Pass kPasses[] = {
+    {"fold_constants", fold_constants},
+    {"eliminate_identities", eliminate_identities},
+    {"eliminate_common_subexpressions", eliminate_common_subexpressions},
+    {"eliminate_dead_code", eliminate_dead_code},
+};
+}  // namespace
+
+PipelineReport run_pipeline(Graph& g, const PipelineOptions& opts) {
+  PipelineReport rep;
+  for (int round = 1; round <= opts.max_rounds; ++round) {
+    int total = 0;
+    for (const Pass& p : kPasses) {
+      int changed = p.run(g);
+      total += changed;
+      if (changed) rep.log.push_back(fmt::format("round {}: {} changed {} node{}", round, p.name, changed, changed == 1 ? "" : "s"));
+      verify(g);
+      if (opts.dump) {
+        *opts.dump << fmt::format("== after {} (round {}) ==\n", p.name, round);
+        if (changed) *opts.dump << g;
+        else *opts.dump << "(unchanged)\n";
+      }
+    }
+    rep.rounds = round;
+    if (total == 0) break;
+  }
+  return rep;
+}
+
+std::map<std::string, int> op_counts(const Graph& g) {
+  std::map<std::string, int> counts;
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(static_cast<NodeId>(i));
+    if (!n.dead) ++counts[n.op_type()];
+  }
+  return counts;
+}
+
+}  // namespace braze::graph::passes

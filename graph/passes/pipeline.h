@@ -1,0 +1,34 @@
+// The graph pass pipeline, in order, repeated until a round changes nothing:
+//   1. fold_constants        — evaluates constant subgraphs, shapes first (so later passes
+//                              see static shapes and constant shape arguments);
+//   2. eliminate_identities  — drops Identity and inference Dropout;
+//   3. eliminate_common_subexpressions — merges equal constants and equal nodes;
+//   4. eliminate_dead_code   — removes what the others left unused, and compacts.
+// Folding first exposes identities and duplicates; DCE last cleans up after all three.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace braze::graph::passes {
+
+struct PipelineOptions {
+  std::ostream* dump = nullptr;  // --dump=passes: the graph after each pass
+  int max_rounds = 16;
+};
+
+struct PipelineReport {
+  std::vector<std::string> log;  // "round 1: fold_constants changed 12 nodes" …
+  int rounds = 0;
+};
+
+PipelineReport run_pipeline(Graph& g, const PipelineOptions& opts = {});
+
+// Live nodes by op type, for reports ("what folded away").
+std::map<std::string, int> op_counts(const Graph& g);
+
+}  // namespace braze::graph::passes

@@ -1,0 +1,71 @@
+// The op registry: the single source of truth for what an op is. Every op braze knows is
+// one OpDef — its ONNX name and opsets, fusion kind, attributes with defaults, arity, type
+// constraint, the inputs whose values fix output shapes, the rewrite of older opsets' forms
+// into the canonical one, shape inference, and the CPU reference implementation.
+// The importer, constant folding, the reference executor (and later fusion and codegen)
+// all read this table; no pass keeps its own list of op names.
+#pragma once
+
+#include <braze/dtype.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/attribute.h"
+#include "graph/ir.h"
+
+namespace braze::graph {
+
+// Ordered so fusion rules read as comparisons (TVM's op pattern kinds).
+enum class FusionKind { ElemWise, Broadcast, Injective, Reduce, OutEWiseFusable, Opaque };
+std::string_view fusion_kind_name(FusionKind k);
+
+struct AttrSpec {
+  std::string name;
+  AttrType type;
+  std::optional<AttrValue> default_value;  // nullopt: optional without default or required
+  bool required = false;
+};
+
+class InferCtx;
+class RefCtx;
+
+// Rewrites a node imported at `opset` into the op's canonical (newest-opset) form, e.g. an
+// attribute that later opsets take as an input becomes a constant input. May add nodes.
+using UpgradeFn = std::function<void(Graph& g, NodeId n)>;
+using InferFn = std::function<void(InferCtx& ctx)>;
+using RefFn = std::function<void(RefCtx& ctx)>;
+
+struct OpDef {
+  std::string name;
+  std::string domain;  // "" is ai.onnx
+  int since = 1;       // first opset of the domain in which the op exists
+  FusionKind kind = FusionKind::Opaque;
+  int min_inputs = 1;
+  int max_inputs = 1;  // -1: variadic
+  int min_outputs = 1;
+  int max_outputs = 1;
+  std::vector<AttrSpec> attrs;
+  std::vector<int> shape_inputs;  // inputs whose values fix output shapes or attributes
+  DTypeSet types = kAllTypes;     // accepted dtypes of the first input
+  bool reads_shapes_only = false;  // reference reads its inputs' shapes, never their data
+  UpgradeFn upgrade;
+  InferFn infer;
+  RefFn reference;
+
+  const AttrSpec* find_attr(std::string_view attr) const;
+  bool is_shape_input(int i) const;
+};
+
+// Lowest and highest opset of the default domain braze imports.
+inline constexpr int kMinOpset = 7;
+inline constexpr int kMaxOpset = 21;
+
+const OpDef* find_op(std::string_view domain, std::string_view name);
+// Throws InternalError for an op not in the registry (for passes that build nodes).
+const OpDef& op(std::string_view name);
+const std::vector<const OpDef*>& all_ops();
+
+}  // namespace braze::graph

@@ -1,0 +1,38 @@
+// Errors, in two kinds that are never mixed (DESIGN.md "Errors"):
+//   UserError      — the input is at fault (bad model, unsupported op, wrong shape, missing
+//                    file). The message says what and where; the CLI exits non-zero.
+//   InternalError  — a broken invariant inside braze. The message starts "internal error".
+// UnsupportedError is the user error for "valid ONNX that braze does not handle" (an op,
+// opset or dtype outside the registry); the conformance runner reports it as a skip.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace braze {
+
+class UserError : public std::runtime_error {
+ public:
+  explicit UserError(const std::string& what) : std::runtime_error(what) {}
+};
+
+class UnsupportedError : public UserError {
+ public:
+  explicit UnsupportedError(const std::string& what) : UserError(what) {}
+};
+
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& what) : std::logic_error("internal error: " + what) {}
+};
+
+// Throws InternalError naming the failed condition and its place in the source.
+[[noreturn]] void internal_check_failed(const char* cond, const char* file, int line,
+                                        const std::string& msg);
+
+}  // namespace braze
+
+#define BRAZE_CHECK(cond, msg)                                             \
+  do {                                                                     \
+    if (!(cond)) ::braze::internal_check_failed(#cond, __FILE__, __LINE__, (msg)); \
+  } while (0)

@@ -1,0 +1,97 @@
+#include "runtime/inputs.h"
+
+#include <braze/error.h>
+
+#include <algorithm>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "frontend/tensor_io.h"
+
+namespace braze::runtime {
+
+namespace fs = std::filesystem;
+
+Tensor random_tensor(DType dt, const Shape& shape, uint64_t seed, const RandomSpec& spec) {
+  Tensor t(dt, shape);
+  std::mt19937_64 rng(seed);
+  if (is_float(dt)) {
+    std::uniform_real_distribution<double> u(spec.float_lo, spec.float_hi);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, u(rng));
+  } else if (dt == DType::Bool) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_i64(i, static_cast<int64_t>(rng() & 1));
+  } else {
+    if (spec.int_hi <= spec.int_lo)
+      throw UserError(fmt::format("--int-range {},{} is empty", spec.int_lo, spec.int_hi));
+    std::uniform_int_distribution<int64_t> u(spec.int_lo, spec.int_hi - 1);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_i64(i, u(rng));
+  }
+  return t;
+}
+
+namespace {
+
+// Files in a folder: input_0.pb, input_1.pb … in index order, else every .npy by name.
+std::vector<fs::path> files_in(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::pair<int, fs::path>> pbs;
+  std::vector<fs::path> npys;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const fs::path& p = e.path();
+    std::string stem = p.stem().string();
+    if (p.extension() == ".pb" && stem.rfind(prefix, 0) == 0) {
+      std::string num = stem.substr(prefix.size());
+      if (!num.empty() && num.size() < 7 && num.find_first_not_of("0123456789") == std::string::npos)
+        pbs.emplace_back(std::stoi(num), p);
+    } else if (p.extension() == ".npy") {
+      npys.push_back(p);
+    }
+  }
+  std::sort(pbs.begin(), pbs.end());
+  std::sort(npys.begin(), npys.end());
+  std::vector<fs::path> out;
+  for (auto& [i, p] : pbs) out.push_back(p);
+  if (out.empty()) out = npys;
+  if (out.empty())
+    throw UserError(fmt::format("{}: holds no {}N.pb or .npy files", dir.string(), prefix));
+  return out;
+}
+
+}  // namespace
+
+std::vector<InputFile> read_input_files(const std::vector<fs::path>& paths, const std::string& prefix) {
+  std::vector<fs::path> files;
+  for (const fs::path& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      auto in = files_in(p, prefix);
+      files.insert(files.end(), in.begin(), in.end());
+    } else {
+      files.push_back(p);
+    }
+  }
+  std::vector<InputFile> out;
+  for (const fs::path& f : files) {
+    frontend::NamedTensor nt = frontend::read_tensor_file(f);
+    out.push_back({nt.name.empty() && f.extension() == ".npy" ? f.stem().string() : nt.name, std::move(nt.tensor)});
+  }
+  return out;
+}
+
+std::vector<Tensor> match_inputs(const std::vector<std::string>& names, std::vector<InputFile> files) {
+  if (files.size() != names.size())
+    throw UserError(fmt::format("the model takes {} input{} ({}), {} given", names.size(),
+                                names.size() == 1 ? "" : "s", fmt::join(names, ", "), files.size()));
+  bool by_name = std::all_of(files.begin(), files.end(), [&](const InputFile& f) {
+    return std::find(names.begin(), names.end(), f.name) != names.end();
+  });
+  std::vector<Tensor> out(names.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    size_t slot = by_name ? static_cast<size_t>(std::find(names.begin(), names.end(), files[i].name) - names.begin()) : i;
+    if (out[slot].defined()) throw UserError(fmt::format("input '{}' is given twice", names[slot]));
+    out[slot] = std::move(files[i].tensor);
+  }
+  return out;
+}
+
+}  // namespace braze::runtime

@@ -1,0 +1,33 @@
+#include "tests/test_util.h"
+
+#include "frontend/onnx_proto.h"
+#include "runtime/compare.h"
+#include "runtime/inputs.h"
+#include "runtime/reference_executor.h"
+
+namespace braze::test {
+
+frontend::ImportResult import_text(const std::string& text, const frontend::ImportOptions& opts) {
+  return frontend::import_model_proto(frontend::parse_model_text(text), opts);
+}
+
+graph::Graph graph_from_text(const std::string& text) { return std::move(import_text(text).graph); }
+
+Tensor random(DType dt, const Shape& shape, uint64_t seed) {
+  return runtime::random_tensor(dt, shape, seed, runtime::RandomSpec{});
+}
+
+Tensor floats(const Shape& shape, std::vector<float> v) { return Tensor::from_floats(v, shape); }
+Tensor int64s(const Shape& shape, std::vector<int64_t> v) { return Tensor::from_int64s(v, shape); }
+
+std::vector<Tensor> run(const graph::Graph& g, const std::vector<Tensor>& inputs) {
+  return runtime::run_reference(g, inputs);
+}
+
+::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected) {
+  runtime::Comparison c = runtime::compare(actual, expected, runtime::default_tolerance(expected.dtype()));
+  if (c.ok) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << c.summary(actual, expected);
+}
+
+}  // namespace braze::test

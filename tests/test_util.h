@@ -1,0 +1,34 @@
+// Helpers for tests: graphs from ONNX text syntax, seeded random tensors, running the
+// reference executor.
+#pragma once
+
+#include <braze/error.h>
+#include <braze/tensor.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "frontend/onnx_import.h"
+#include "graph/ir.h"
+
+namespace braze::test {
+
+// Imports a model written in ONNX's text syntax, e.g.
+//   <ir_version: 8, opset_import: ["" : 18]>
+//   g (float[2,3] x) => (float[2,3] y) { y = Relu(x) }
+frontend::ImportResult import_text(const std::string& text, const frontend::ImportOptions& opts = {});
+graph::Graph graph_from_text(const std::string& text);
+
+// Uniform in [-1, 1) for floats, [0, 10) for integers; never all zeros.
+Tensor random(DType dt, const Shape& shape, uint64_t seed = 1);
+Tensor floats(const Shape& shape, std::vector<float> v);
+Tensor int64s(const Shape& shape, std::vector<int64_t> v);
+
+// Runs the graph on the reference executor.
+std::vector<Tensor> run(const graph::Graph& g, const std::vector<Tensor>& inputs);
+
+// Element-wise closeness (ONNX backend-test tolerances).
+::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected);
+
+}  // namespace braze::test

@@ -1,0 +1,152 @@
+// The braze executable end to end: exit codes and messages for good and bad input.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "frontend/onnx_proto.h"
+#include "frontend/tensor_io.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+Result braze(const std::string& args) {
+  std::string cmd = std::string(BRAZE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("braze_cli_test_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+// y = Relu(x + w), x float[2,3].
+fs::path write_model(const fs::path& dir) {
+  onnx::ModelProto m = frontend::parse_model_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,3] x) => (float[2,3] y)
+    <float[3] w = {1, -2, 0.5}> { t = Add(x, w)  y = Relu(t) })");
+  fs::path p = dir / "model.onnx";
+  std::ofstream(p, std::ios::binary) << m.SerializeAsString();
+  return p;
+}
+
+TEST(Cli, Version) {
+  Result r = braze("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("braze "), std::string::npos);
+}
+
+TEST(Cli, RunWritesOutputsAndChecksThem) {
+  fs::path d = temp_dir("run");
+  fs::path model = write_model(d);
+  Tensor x = test::floats({2, 3}, {0.5f, 1.f, -1.f, -2.f, 3.f, 0.25f});
+  frontend::write_tensor_pb(d / "input_0.pb", x, "x");
+  Tensor y = test::floats({2, 3}, {1.5f, 0.f, 0.f, 0.f, 1.f, 0.75f});
+  fs::create_directories(d / "expected");
+  frontend::write_tensor_pb(d / "expected" / "output_0.pb", y, "y");
+  Result r = braze(fmt::format("run {} --inputs {} --outputs {} --check {}", model.string(),
+                               (d / "input_0.pb").string(), (d / "out").string(), (d / "expected").string()));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(frontend::read_tensor_file(d / "out" / "y.npy").tensor.bitwise_equal(y));
+
+  Tensor wrong = y.clone();
+  wrong.set_f64(0, 9.0);
+  frontend::write_tensor_pb(d / "expected" / "output_0.pb", wrong, "y");
+  r = braze(fmt::format("run {} --inputs {} --check {}", model.string(), (d / "input_0.pb").string(),
+                        (d / "expected").string()));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("MISMATCH"), std::string::npos) << r.out;
+}
+
+TEST(Cli, RunOnRandomInputs) {
+  fs::path d = temp_dir("random");
+  Result r = braze("run " + write_model(d).string() + " --seed 3");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("is random float32[2,3] (seed 3)"), std::string::npos) << r.out;
+}
+
+TEST(Cli, InputOfTheWrongShapeOrDtype) {
+  fs::path d = temp_dir("wrong_input");
+  fs::path model = write_model(d);
+  frontend::write_tensor_pb(d / "bad_shape.pb", test::floats({3, 2}, {1, 2, 3, 4, 5, 6}), "x");
+  Result r = braze(fmt::format("run {} --inputs {} --shapes x:2x3", model.string(), (d / "bad_shape.pb").string()));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("input 'x' is float32[3,2], but the model expects float32[2,3]"), std::string::npos) << r.out;
+  frontend::write_tensor_pb(d / "bad_dtype.pb", test::int64s({2, 3}, {1, 2, 3, 4, 5, 6}), "x");
+  r = braze(fmt::format("run {} --inputs {}", model.string(), (d / "bad_dtype.pb").string()));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("input 'x' is int64[2,3], but the model expects float32[2,3]"), std::string::npos) << r.out;
+}
+
+TEST(Cli, BadModelFilesExitTwoWithAMessage) {
+  fs::path d = temp_dir("bad_models");
+  std::ofstream(d / "empty.onnx").close();
+  std::ofstream(d / "text.onnx") << "hello";
+  for (const char* f : {"missing.onnx", "empty.onnx", "text.onnx"}) {
+    Result r = braze("inspect " + (d / f).string());
+    EXPECT_EQ(r.code, 2) << f << ": " << r.out;
+    EXPECT_EQ(r.out.rfind("error: ", 0), 0u) << f << ": " << r.out;
+    EXPECT_EQ(r.out.find("internal error"), std::string::npos) << r.out;
+  }
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(braze("").code, 2);
+  EXPECT_EQ(braze("run").code, 2);
+  EXPECT_EQ(braze("run x.onnx --backend nowhere").code, 2);
+}
+
+TEST(Cli, InspectJson) {
+  fs::path d = temp_dir("inspect");
+  Result r = braze("inspect --json " + write_model(d).string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"op_counts\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"Relu\": 1"), std::string::npos) << r.out;
+}
+
+TEST(Cli, ConformanceOnOneCase) {
+  fs::path d = temp_dir("conformance");
+  fs::path c = d / "relu_case";
+  fs::create_directories(c / "test_data_set_0");
+  write_model(c);
+  Tensor x = test::floats({2, 3}, {0.5f, 1.f, -1.f, -2.f, 3.f, 0.25f});
+  frontend::write_tensor_pb(c / "test_data_set_0" / "input_0.pb", x, "x");
+  frontend::write_tensor_pb(c / "test_data_set_0" / "output_0.pb",
+                            test::floats({2, 3}, {1.5f, 0.f, 0.f, 0.f, 1.f, 0.75f}), "y");
+  Result r = braze("conformance " + d.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("PASS relu_case"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n1 passed, 0 failed, 0 skipped\n"), std::string::npos) << r.out;
+  frontend::write_tensor_pb(c / "test_data_set_0" / "output_0.pb",
+                            test::floats({2, 3}, {1.5f, 0.f, 0.f, 0.f, 1.f, 0.8f}), "y");
+  r = braze("conformance " + d.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("FAIL relu_case"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("worst at [1,2]"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace braze

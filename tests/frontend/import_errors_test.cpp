@@ -1,0 +1,218 @@
+// Bad input to the importer: each gets a clear UserError saying what and where, never a
+// crash, a hang or an out-of-bounds read.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "frontend/onnx_proto.h"
+#include "frontend/tensor_io.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the test's temp dir.
+fs::path temp_dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("braze_import_test_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+void write(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
+// y = Add(x, w) with w an initializer of 4 floats.
+onnx::ModelProto small_model() {
+  return frontend::parse_model_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[4] x) => (float[4] y)
+    <float[4] w = {1, 2, 3, 4}> { y = Add(x, w) })");
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+#define EXPECT_ERROR_HAS(call, text) EXPECT_PRED_FORMAT2(::testing::IsSubstring, text, error_of([&] { call; }))
+
+TEST(ImportErrors, MissingFile) {
+  EXPECT_ERROR_HAS(frontend::import_model_file("/nonexistent/model.onnx"), "no such file");
+}
+
+TEST(ImportErrors, EmptyFile) {
+  fs::path d = temp_dir("empty");
+  write(d / "model.onnx", "");
+  EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "empty");
+}
+
+TEST(ImportErrors, TruncatedFile) {
+  std::string bytes = small_model().SerializeAsString();
+  fs::path d = temp_dir("truncated");
+  write(d / "model.onnx", bytes.substr(0, bytes.size() / 2));
+  EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "not an ONNX model");
+}
+
+TEST(ImportErrors, NotOnnx) {
+  fs::path d = temp_dir("text");
+  write(d / "model.onnx", "this is a text file, not a protobuf\n");
+  EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "not an ONNX model");
+}
+
+TEST(ImportErrors, UnsupportedOpsAreListedTogether) {
+  onnx::ModelProto m = frontend::parse_model_text(R"(
+    <ir_version: 8, opset_import: ["" : 17, "com.example" : 1]>
+    g (float[4] x) => (float[4] y) {
+      a = Foo(x)
+      b = Foo(a)
+      c = com.example.Bar(b)
+      y = Relu(c)
+    })");
+  std::string err = error_of([&] { frontend::import_model_proto(m, {}); });
+  EXPECT_NE(err.find("2 unsupported ops"), std::string::npos) << err;
+  EXPECT_NE(err.find("Foo (ai.onnx, opset 17): nodes 'Foo_0', 'Foo_1'"), std::string::npos) << err;
+  EXPECT_NE(err.find("Bar (com.example, opset 1): node 'Bar_2'"), std::string::npos) << err;
+  EXPECT_THROW(frontend::import_model_proto(m, {}), UnsupportedError);
+}
+
+TEST(ImportErrors, UnsupportedOpset) {
+  onnx::ModelProto m = small_model();
+  m.mutable_opset_import(0)->set_version(6);
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "opsets 7 to 21");
+  m.mutable_opset_import(0)->set_version(22);
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "opsets 7 to 21");
+}
+
+TEST(ImportErrors, RawDataSizeDisagreesWithDims) {
+  onnx::ModelProto m = small_model();
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_float_data();
+  w->set_raw_data(std::string(12, '\0'));  // 3 floats for dims [4]
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "initializer 'w': raw_data holds 12 bytes but dims [4]");
+}
+
+TEST(ImportErrors, NegativeDims) {
+  onnx::ModelProto m = small_model();
+  m.mutable_graph()->mutable_initializer(0)->set_dims(0, -4);
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "negative dimension");
+}
+
+TEST(ImportErrors, DimsWhoseProductOverflows) {
+  onnx::ModelProto m = small_model();
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_dims();
+  for (int i = 0; i < 4; ++i) w->add_dims(int64_t{1} << 20);
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "overflows");
+  w->clear_dims();
+  w->add_dims(int64_t{1} << 40);  // fits int64 but not in memory: a clear limit, no allocation
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "limit");
+}
+
+TEST(ImportErrors, ExternalDataMustStayInTheModelFolder) {
+  fs::path d = temp_dir("external");
+  fs::path outside = temp_dir("external_outside");
+  write(d / "weights.bin", std::string(16, '\0'));
+  write(outside / "secret.bin", std::string(16, '\0'));
+  fs::create_symlink(outside / "secret.bin", d / "link.bin");
+  auto with_location = [&](const std::string& loc) {
+    onnx::ModelProto m = small_model();
+    auto* w = m.mutable_graph()->mutable_initializer(0);
+    w->clear_float_data();
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* kv = w->add_external_data();
+    kv->set_key("location");
+    kv->set_value(loc);
+    write(d / "model.onnx", m.SerializeAsString());
+  };
+  with_location("weights.bin");
+  EXPECT_NO_THROW(frontend::import_model_file(d / "model.onnx"));
+  with_location((outside / "secret.bin").string());
+  EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "is absolute");
+  with_location("../external_outside/secret.bin");
+  EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "leaves the model's folder");
+  with_location("link.bin");
+  EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "through a symlink");
+  with_location("missing.bin");
+  EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "cannot");
+}
+
+TEST(ImportErrors, GraphWithACycle) {
+  onnx::ModelProto m = frontend::parse_model_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[4] x) => (float[4] y) {
+      a = Add(x, b)
+      b = Relu(a)
+      y = Relu(b)
+    })");
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "cycle");
+}
+
+TEST(ImportErrors, UndefinedValue) {
+  onnx::ModelProto m = frontend::parse_model_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[4] x) => (float[4] y) { y = Add(x, nowhere) })");
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "reads 'nowhere'");
+}
+
+TEST(ImportErrors, WrongAttributeType) {
+  onnx::ModelProto m = frontend::parse_model_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[4] x) => (float[4] y) { y = LeakyRelu <alpha = 2> (x) })");
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "attribute 'alpha' should be of type float");
+}
+
+TEST(ImportErrors, ShapesForUnknownInput) {
+  frontend::ImportOptions o;
+  o.shapes["nope"] = {4};
+  EXPECT_ERROR_HAS(frontend::import_model_proto(small_model(), o), "'nope', which is not an input");
+  o.shapes.clear();
+  o.shapes["x"] = {5};
+  EXPECT_ERROR_HAS(frontend::import_model_proto(small_model(), o), "model fixes it to 4");
+}
+
+TEST(ImportErrors, ShapeSpecSyntax) {
+  EXPECT_ERROR_HAS(frontend::parse_shape_spec("x1x2"), "not NAME:DIMS");
+  EXPECT_ERROR_HAS(frontend::parse_shape_spec("x:1xq"), "not a dimension");
+  EXPECT_EQ(frontend::parse_shape_spec("a:1x128,b:7").at("a"), (Shape{1, 128}));
+  EXPECT_EQ(frontend::parse_shape_spec("s:").at("s"), Shape{});
+}
+
+TEST(ImportSymbolicDims, DefaultToOneWithANote) {
+  frontend::ImportResult r = test::import_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[batch, 4] x) => (float[batch, 4] y) { y = Relu(x) })");
+  EXPECT_EQ(r.graph.value(r.graph.inputs()[0]).shape, (Shape{1, 4}));
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("'batch'"), std::string::npos);
+  frontend::ImportOptions o;
+  o.shapes["x"] = {8, 4};
+  frontend::ImportResult r8 = test::import_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[batch, 4] x) => (float[batch, 4] y) { y = Relu(x) })", o);
+  EXPECT_EQ(r8.graph.value(r8.graph.outputs()[0].value).shape, (Shape{8, 4}));
+  EXPECT_TRUE(r8.notes.empty());
+}
+
+TEST(TensorFiles, NpyRoundTripAndBadFiles) {
+  fs::path d = temp_dir("npy");
+  Tensor t = test::random(DType::Float16, {3, 5}, 7);
+  frontend::write_npy(d / "t.npy", t);
+  EXPECT_TRUE(frontend::read_tensor_file(d / "t.npy").tensor.bitwise_equal(t));
+  std::string bytes = frontend::read_file(d / "t.npy");
+  write(d / "short.npy", bytes.substr(0, bytes.size() - 2));
+  EXPECT_ERROR_HAS(frontend::read_tensor_file(d / "short.npy"), "needs");
+  write(d / "junk.pb", "\xff\xff\xff");
+  EXPECT_ERROR_HAS(frontend::read_tensor_file(d / "junk.pb"), "not a valid ONNX TensorProto");
+}
+
+}  // namespace
+}  // namespace braze

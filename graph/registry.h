@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graph/attribute.h"
+#include "graph/cuda_hooks.h"
 #include "graph/ir.h"
 
 namespace braze::graph {
@@ -54,6 +55,8 @@ struct OpDef {
   UpgradeFn upgrade;
   InferFn infer;
   RefFn reference;
+  CudaExprFn cuda_expr;    // element-wise ops: the expression codegen inlines
+  CudaIndexFn cuda_index;  // injective ops: their output as loads of their inputs
 
   const AttrSpec* find_attr(std::string_view attr) const;
   bool is_shape_input(int i) const;

@@ -91,13 +91,11 @@ I saturate_cast(double v) {
   return static_cast<I>(v);
 }
 
-// Floating value to an unsigned type: negative values wrap as through int64 (as numpy on
-// x86-64 does), large ones saturate.
+// Floating value to an unsigned type, saturating at both ends (NaN -> 0), as the GPU's
+// conversion instructions do.
 template <class U>
 U float_to_unsigned(double v) {
-  if (std::isnan(v)) return 0;
-  if (v < 0) return static_cast<U>(saturate_cast<int64_t>(v));
-  return static_cast<U>(saturate_cast<uint64_t>(v));
+  return saturate_cast<U>(v);
 }
 
 }  // namespace

@@ -50,6 +50,57 @@ OpDef unary_float(std::string name, double (*f)(double), int since = 1) {
                {}, since);
 }
 
+// ---- CUDA expressions ------------------------------------------------------------------
+// Operands reaching a CudaExprFn are locals or literals, so repeating one is free.
+std::string lit(const std::string& t, double v) { return cuda_literal(t, v); }
+std::string fn1(const std::string& t, const char* f, const std::string& a) { return cuda_math(t, f) + "(" + a + ")"; }
+
+OpDef with_cuda(OpDef d, CudaExprFn f) {
+  d.cuda_expr = std::move(f);
+  return d;
+}
+// A unary op whose CUDA form is one math function of the same name family ("exp" -> expf).
+OpDef with_math(OpDef d, const char* fn) {
+  return with_cuda(std::move(d), [fn](const CudaExprCtx& c) { return fn1(c.type, fn, c.args[0]); });
+}
+// A CUDA expression from a format string over {t} (type), {a} and {b} (operands).
+CudaExprFn cuda_fmt(std::string f) {
+  return [f](const CudaExprCtx& c) {
+    return fmt::format(fmt::runtime(f), fmt::arg("t", c.type), fmt::arg("a", c.args.at(0)),
+                       fmt::arg("b", c.args.size() > 1 ? c.args[1] : ""));
+  };
+}
+
+// a op b, with signed integer arithmetic done unsigned so overflow wraps instead of being
+// undefined.
+CudaExprFn wrapping(const char* op) {
+  return [op](const CudaExprCtx& c) {
+    if (c.type == "long long")
+      return fmt::format("((long long)((unsigned long long){} {} (unsigned long long){}))", c.args[0], op, c.args[1]);
+    return fmt::format("({} {} {})", c.args[0], op, c.args[1]);
+  };
+}
+
+// Folds a variadic op's operands left to right with `step(acc, x)`.
+CudaExprFn folding(std::function<std::string(const CudaExprCtx&, const std::string&, const std::string&)> step,
+                   bool mean = false) {
+  return [step, mean](const CudaExprCtx& c) {
+    std::string acc = c.args[0];
+    for (size_t i = 1; i < c.args.size(); ++i) acc = step(c, acc, c.args[i]);
+    if (mean) acc = fmt::format("({} / {})", acc, cuda_literal(c.type, static_cast<double>(c.args.size())));
+    return acc;
+  };
+}
+
+// Converts an operand to dtype `to` as Cast does: through the storage type for narrow
+// integers (so out-of-range floats saturate as on the CPU), `!= 0` for bool.
+std::string cuda_cast(const std::string& a, DType from, DType to) {
+  std::string ct = cuda_compute_type(to);
+  if (to == DType::Bool) return "(" + a + " != 0)";
+  if (is_integer(to) && dtype_size(to) < 8) return fmt::format("(({})({}){})", ct, cuda_storage_type(to), a);
+  return fmt::format("(({}){})", ct, a);
+}
+
 double sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
 double softplus(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
@@ -74,63 +125,100 @@ C nan_aware_min(C a, C b) {
 }
 
 void add_unary_ops(std::vector<OpDef>& r) {
-  r.push_back(unary_float("Exp", [](double x) { return std::exp(x); }));
-  r.push_back(unary_float("Log", [](double x) { return std::log(x); }));
-  r.push_back(unary_float("Sqrt", [](double x) { return std::sqrt(x); }));
-  r.push_back(unary_float("Reciprocal", [](double x) { return 1.0 / x; }));
-  r.push_back(unary_float("Sigmoid", sigmoid));
-  r.push_back(unary_float("Tanh", [](double x) { return std::tanh(x); }));
-  r.push_back(unary_float("Erf", [](double x) { return std::erf(x); }, 9));
-  r.push_back(unary_float("Sin", [](double x) { return std::sin(x); }, 7));
-  r.push_back(unary_float("Cos", [](double x) { return std::cos(x); }, 7));
-  r.push_back(unary_float("Tan", [](double x) { return std::tan(x); }, 7));
-  r.push_back(unary_float("Asin", [](double x) { return std::asin(x); }, 7));
-  r.push_back(unary_float("Acos", [](double x) { return std::acos(x); }, 7));
-  r.push_back(unary_float("Atan", [](double x) { return std::atan(x); }, 7));
-  r.push_back(unary_float("Sinh", [](double x) { return std::sinh(x); }, 9));
-  r.push_back(unary_float("Cosh", [](double x) { return std::cosh(x); }, 9));
-  r.push_back(unary_float("Asinh", [](double x) { return std::asinh(x); }, 9));
-  r.push_back(unary_float("Acosh", [](double x) { return std::acosh(x); }, 9));
-  r.push_back(unary_float("Atanh", [](double x) { return std::atanh(x); }, 9));
-  r.push_back(unary_float("Floor", [](double x) { return std::floor(x); }));
-  r.push_back(unary_float("Ceil", [](double x) { return std::ceil(x); }));
-  r.push_back(unary_float("Round", [](double x) { return std::nearbyint(x); }, 11));  // half to even
-  r.push_back(unary_float("Softplus", softplus));
-  r.push_back(unary_float("Softsign", [](double x) { return x / (1.0 + std::fabs(x)); }));
-  r.push_back(unary_float("Mish", [](double x) { return x * std::tanh(softplus(x)); }, 18));
+  r.push_back(with_math(unary_float("Exp", [](double x) { return std::exp(x); }), "exp"));
+  r.push_back(with_math(unary_float("Log", [](double x) { return std::log(x); }), "log"));
+  r.push_back(with_math(unary_float("Sqrt", [](double x) { return std::sqrt(x); }), "sqrt"));
+  r.push_back(with_cuda(unary_float("Reciprocal", [](double x) { return 1.0 / x; }),
+                         [](const CudaExprCtx& c) { return "(" + lit(c.type, 1) + " / " + c.args[0] + ")"; }));
+  r.push_back(with_cuda(unary_float("Sigmoid", sigmoid), [](const CudaExprCtx& c) {
+    return fmt::format("({1} / ({1} + {0}(-{2})))", cuda_math(c.type, "exp"), lit(c.type, 1), c.args[0]);
+  }));
+  r.push_back(with_math(unary_float("Tanh", [](double x) { return std::tanh(x); }), "tanh"));
+  r.push_back(with_math(unary_float("Erf", [](double x) { return std::erf(x); }, 9), "erf"));
+  r.push_back(with_math(unary_float("Sin", [](double x) { return std::sin(x); }, 7), "sin"));
+  r.push_back(with_math(unary_float("Cos", [](double x) { return std::cos(x); }, 7), "cos"));
+  r.push_back(with_math(unary_float("Tan", [](double x) { return std::tan(x); }, 7), "tan"));
+  r.push_back(with_math(unary_float("Asin", [](double x) { return std::asin(x); }, 7), "asin"));
+  r.push_back(with_math(unary_float("Acos", [](double x) { return std::acos(x); }, 7), "acos"));
+  r.push_back(with_math(unary_float("Atan", [](double x) { return std::atan(x); }, 7), "atan"));
+  r.push_back(with_math(unary_float("Sinh", [](double x) { return std::sinh(x); }, 9), "sinh"));
+  r.push_back(with_math(unary_float("Cosh", [](double x) { return std::cosh(x); }, 9), "cosh"));
+  r.push_back(with_math(unary_float("Asinh", [](double x) { return std::asinh(x); }, 9), "asinh"));
+  r.push_back(with_math(unary_float("Acosh", [](double x) { return std::acosh(x); }, 9), "acosh"));
+  r.push_back(with_math(unary_float("Atanh", [](double x) { return std::atanh(x); }, 9), "atanh"));
+  r.push_back(with_math(unary_float("Floor", [](double x) { return std::floor(x); }), "floor"));
+  r.push_back(with_math(unary_float("Ceil", [](double x) { return std::ceil(x); }), "ceil"));
+  r.push_back(with_math(unary_float("Round", [](double x) { return std::nearbyint(x); }, 11), "rint"));  // half to even
+  r.push_back(with_cuda(unary_float("Softplus", softplus), cuda_fmt("braze_softplus({a})")));
+  r.push_back(with_cuda(unary_float("Softsign", [](double x) { return x / (1.0 + std::fabs(x)); }),
+                         [](const CudaExprCtx& c) { return fmt::format("({0} / ({1} + {2}))", c.args[0], lit(c.type, 1), fn1(c.type, "fabs", c.args[0])); }));
+  r.push_back(with_cuda(unary_float("Mish", [](double x) { return x * std::tanh(softplus(x)); }, 18),
+                         [](const CudaExprCtx& c) { return fmt::format("({0} * {1}(braze_softplus({0})))", c.args[0], cuda_math(c.type, "tanh")); }));
   r.push_back(unary("HardSwish", kFloatTypes, [](const Node&) {
     return [](double x) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); };
   }, {}, 14));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    return fmt::format("({0} * {1}({2}, {3}({4}, {0} / {5} + {6})))", c.args[0], cuda_math(c.type, "fmax"),
+                       lit(c.type, 0), cuda_math(c.type, "fmin"), lit(c.type, 1), lit(c.type, 6), lit(c.type, 0.5));
+  };
   r.push_back(unary("Gelu", kFloatTypes, [](const Node& n) {
     bool tanh_form = n.attr_string("approximate") == "tanh";
     if (!tanh_form && n.attr_string("approximate") != "none")
       throw UserError(n.describe() + ": approximate must be \"none\" or \"tanh\"");
     return [tanh_form](double x) { return tanh_form ? gelu_tanh(x) : gelu_erf(x); };
   }, {attr_s("approximate", "none")}, 20));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    return (c.node.attr_string("approximate") == "tanh" ? "braze_gelu_tanh(" : "braze_gelu_erf(") + c.args[0] + ")";
+  };
   r.push_back(unary("Elu", kFloatTypes, [](const Node& n) {
     double a = n.attr_float("alpha");
     return [a](double x) { return x >= 0 ? x : a * (std::exp(x) - 1.0); };
   }, {attr_f("alpha", 1.0)}));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    return fmt::format("({0} >= {1} ? {0} : {2} * ({3}({0}) - {4}))", c.args[0], lit(c.type, 0),
+                       lit(c.type, c.node.attr_float("alpha")), cuda_math(c.type, "exp"), lit(c.type, 1));
+  };
   r.push_back(unary("Selu", kFloatTypes, [](const Node& n) {
     double a = n.attr_float("alpha"), g = n.attr_float("gamma");
     return [a, g](double x) { return x > 0 ? g * x : g * a * (std::exp(x) - 1.0); };
   }, {attr_f("alpha", 1.67326319217681884765625), attr_f("gamma", 1.05070102214813232421875)}));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    double a = c.node.attr_float("alpha"), g = c.node.attr_float("gamma");
+    return fmt::format("({0} > {1} ? {2} * {0} : {3} * ({4}({0}) - {5}))", c.args[0], lit(c.type, 0), lit(c.type, g),
+                       lit(c.type, g * a), cuda_math(c.type, "exp"), lit(c.type, 1));
+  };
   r.push_back(unary("Celu", kFloatTypes, [](const Node& n) {
     double a = n.attr_float("alpha");
     return [a](double x) { return std::max(0.0, x) + std::min(0.0, a * (std::exp(x / a) - 1.0)); };
   }, {attr_f("alpha", 1.0)}, 12));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    double a = c.node.attr_float("alpha");
+    return fmt::format("({1}({0}, {2}) + {3}({2}, {4} * ({5}({0} / {4}) - {6})))", c.args[0], cuda_math(c.type, "fmax"),
+                       lit(c.type, 0), cuda_math(c.type, "fmin"), lit(c.type, a), cuda_math(c.type, "exp"), lit(c.type, 1));
+  };
   r.push_back(unary("LeakyRelu", kFloatTypes, [](const Node& n) {
     double a = n.attr_float("alpha");
     return [a](double x) { return x >= 0 ? x : a * x; };
   }, {attr_f("alpha", 0.01)}));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    return fmt::format("({0} >= {1} ? {0} : {2} * {0})", c.args[0], lit(c.type, 0), lit(c.type, c.node.attr_float("alpha")));
+  };
   r.push_back(unary("HardSigmoid", kFloatTypes, [](const Node& n) {
     double a = n.attr_float("alpha"), b = n.attr_float("beta");
     return [a, b](double x) { return std::max(0.0, std::min(1.0, a * x + b)); };
   }, {attr_f("alpha", 0.2), attr_f("beta", 0.5)}));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    return fmt::format("{0}({1}, {2}({3}, {4} * {5} + {6}))", cuda_math(c.type, "fmax"), lit(c.type, 0),
+                       cuda_math(c.type, "fmin"), lit(c.type, 1), lit(c.type, c.node.attr_float("alpha")), c.args[0],
+                       lit(c.type, c.node.attr_float("beta")));
+  };
   r.push_back(unary("ThresholdedRelu", kFloatTypes, [](const Node& n) {
     double a = n.attr_float("alpha");
     return [a](double x) { return x > a ? x : 0.0; };
   }, {attr_f("alpha", 1.0)}, 10));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    return fmt::format("({0} > {1} ? {0} : {2})", c.args[0], lit(c.type, c.node.attr_float("alpha")), lit(c.type, 0));
+  };
   r.push_back(unary("Shrink", kNumericTypes, [](const Node& n) {
     double l = n.attr_float("lambd"), b = n.attr_float("bias");
     return [l, b](auto x) -> decltype(x) {
@@ -138,21 +226,36 @@ void add_unary_ops(std::vector<OpDef>& r) {
       return static_cast<decltype(x)>(v < -l ? v + b : v > l ? v - b : 0.0);
     };
   }, {attr_f("lambd", 0.5), attr_f("bias", 0.0)}, 9));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    double l = c.node.attr_float("lambd"), b = c.node.attr_float("bias");
+    return fmt::format("(({0}) ((double){1} < {2} ? (double){1} + {3} : ((double){1} > {4} ? (double){1} - {3} : 0.0)))",
+                       c.type, c.args[0], lit("double", -l), lit("double", b), lit("double", l));
+  };
   r.push_back(unary("Abs", kNumericTypes, [](const Node&) {
     return [](auto x) -> decltype(x) {
       if constexpr (std::is_unsigned_v<decltype(x)>) return x;
       else return x < 0 ? -x : x;
     };
   }));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    if (c.type == "unsigned long long") return c.args[0];
+    if (c.type == "long long") return fmt::format("({0} < 0 ? (long long)(0ULL - (unsigned long long){0}) : {0})", c.args[0]);
+    return fn1(c.type, "fabs", c.args[0]);
+  };
   r.push_back(unary("Neg", kFloatTypes | kSignedTypes, [](const Node&) {
     return [](auto x) -> decltype(x) {
       if constexpr (std::is_integral_v<decltype(x)>) return static_cast<decltype(x)>(0ull - static_cast<uint64_t>(x));
       else return -x;
     };
   }));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    if (c.type == "long long") return fmt::format("((long long)(0ULL - (unsigned long long){}))", c.args[0]);
+    return "(-" + c.args[0] + ")";
+  };
   r.push_back(unary("Relu", kFloatTypes | kSignedTypes, [](const Node&) {
     return [](auto x) -> decltype(x) { return x > 0 ? x : 0; };
   }));
+  r.back().cuda_expr = cuda_fmt("({a} > ({t})0 ? {a} : ({t})0)");
   r.push_back(unary("Sign", kNumericTypes, [](const Node&) {
     return [](auto x) -> decltype(x) {
       if constexpr (std::is_floating_point_v<decltype(x)>) {
@@ -161,12 +264,16 @@ void add_unary_ops(std::vector<OpDef>& r) {
       return x > 0 ? 1 : (x < 0 ? static_cast<decltype(x)>(-1) : 0);
     };
   }, {}, 9));
+  r.back().cuda_expr = cuda_fmt("({a} > ({t})0 ? ({t})1 : ({a} < ({t})0 ? ({t})-1 : {a}))");
   r.push_back(unary("Not", DTypeSet{DType::Bool}, [](const Node&) {
     return [](auto x) -> decltype(x) { return x ? 0 : 1; };
   }));
+  r.back().cuda_expr = cuda_fmt("(!{a})");
   r.push_back(unary("Identity", kAllTypes, [](const Node&) { return [](auto x) { return x; }; }));
+  r.back().cuda_expr = cuda_fmt("{a}");
 
   OpDef isnan = unary_float("IsNaN", [](double x) { return std::isnan(x) ? 1.0 : 0.0; }, 9);
+  isnan.cuda_expr = cuda_fmt("isnan({a})");
   isnan.infer = [](InferCtx& ctx) {
     ctx.set_dtype(0, DType::Bool);
     ctx.set_shape(0, ctx.shape(0));
@@ -177,6 +284,10 @@ void add_unary_ops(std::vector<OpDef>& r) {
     return [neg, pos](double x) { return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg)) ? 1.0 : 0.0; };
   }, {attr_i("detect_negative", 1), attr_i("detect_positive", 1)}, 10);
   isinf.infer = isnan.infer;
+  isinf.cuda_expr = [](const CudaExprCtx& c) {
+    bool neg = c.node.attr_int("detect_negative") != 0, pos = c.node.attr_int("detect_positive") != 0;
+    return fmt::format("(isinf({0}) && (({0} > 0 && {1}) || ({0} < 0 && {2})))", c.args[0], pos, neg);
+  };
   r.push_back(isinf);
 }
 
@@ -287,9 +398,11 @@ void add_binary_ops(std::vector<OpDef>& r) {
   r.push_back(binary("Add", arith, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a + b); };
   }, {}, 7));
+  r.back().cuda_expr = wrapping("+");
   r.push_back(binary("Sub", arith, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a - b); };
   }, {}, 7));
+  r.back().cuda_expr = wrapping("-");
   r.push_back(binary("Mul", arith, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) {
       if constexpr (std::is_integral_v<decltype(a)>)
@@ -297,6 +410,7 @@ void add_binary_ops(std::vector<OpDef>& r) {
       else return a * b;
     };
   }, {}, 7));
+  r.back().cuda_expr = wrapping("*");
   r.push_back(binary("Div", arith, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) {
       using C = decltype(a);
@@ -309,6 +423,10 @@ void add_binary_ops(std::vector<OpDef>& r) {
       return a / b;
     };
   }, {}, 7));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    if (c.type == "float" || c.type == "double") return fmt::format("({} / {})", c.args[0], c.args[1]);
+    return fmt::format("braze_idiv({}, {})", c.args[0], c.args[1]);
+  };
   r.push_back(binary("Pow", arith, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) {
       using C = decltype(a);
@@ -316,6 +434,11 @@ void add_binary_ops(std::vector<OpDef>& r) {
       else return std::pow(a, b);
     };
   }, {}, 7));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    if (c.type == "float" || c.type == "double")
+      return fmt::format("{}({}, ({}){})", cuda_math(c.type, "pow"), c.args[0], c.type, c.args[1]);
+    return fmt::format("(({})braze_ipow((long long){}, (long long){}))", c.type, c.args[0], c.args[1]);
+  };
   r.push_back(binary("Mod", arith, [](const Node& n) {
     bool fmod_mode = n.attr_int("fmod") != 0;
     return [fmod_mode](auto a, auto b) -> decltype(a) {
@@ -338,6 +461,9 @@ void add_binary_ops(std::vector<OpDef>& r) {
       }
     };
   }, {attr_i("fmod", 0)}, 10));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    return fmt::format("braze_mod({}, {}, {})", c.args[0], c.args[1], c.node.attr_int("fmod") != 0);
+  };
   r.push_back(binary("BitShift", kUnsignedTypes, [](const Node& n) {
     std::string dir = n.attr_string("direction");
     if (dir != "LEFT" && dir != "RIGHT")
@@ -349,9 +475,13 @@ void add_binary_ops(std::vector<OpDef>& r) {
       return static_cast<decltype(a)>(left ? x << s : x >> s);
     };
   }, {attr_req("direction", AttrType::String)}, 11));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    return fmt::format("braze_shift({}, {}, {})", c.args[0], c.args[1], c.node.attr_string("direction") == "LEFT");
+  };
   r.push_back(binary("PRelu", kFloatTypes | kSignedTypes | kUnsignedTypes, [](const Node&) {
     return [](auto x, auto slope) -> decltype(x) { return x < 0 ? static_cast<decltype(x)>(slope * x) : x; };
   }, {}, 7));
+  r.back().cuda_expr = cuda_fmt("({a} < ({t})0 ? ({t})({b} * {a}) : {a})");
   // PRelu broadcasts the slope to X's shape (unidirectionally); X's shape is the output's.
   r.back().infer = [](InferCtx& ctx) {
     Shape out = broadcast_shapes(ctx, {ctx.shape(0), ctx.shape(1)});
@@ -361,29 +491,49 @@ void add_binary_ops(std::vector<OpDef>& r) {
   r.push_back(binary("And", DTypeSet{DType::Bool}, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return (a && b) ? 1 : 0; };
   }, {}, 7));
+  r.back().cuda_expr = cuda_fmt("({a} && {b})");
   r.push_back(binary("Or", DTypeSet{DType::Bool}, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return (a || b) ? 1 : 0; };
   }, {}, 7));
+  r.back().cuda_expr = cuda_fmt("({a} || {b})");
   r.push_back(binary("Xor", DTypeSet{DType::Bool}, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return ((a != 0) != (b != 0)) ? 1 : 0; };
   }, {}, 7));
+  r.back().cuda_expr = cuda_fmt("({a} != {b})");
 
   r.push_back(variadic("Max", kNumericTypes, [](const Node&) {
     return [](auto a, auto b) { return nan_aware_max(a, b); };
   }));
+  r.back().cuda_expr = folding([](const CudaExprCtx&, const std::string& a, const std::string& b) {
+    return fmt::format("braze_max({}, {})", a, b);
+  });
   r.push_back(variadic("Min", kNumericTypes, [](const Node&) {
     return [](auto a, auto b) { return nan_aware_min(a, b); };
   }));
+  r.back().cuda_expr = folding([](const CudaExprCtx&, const std::string& a, const std::string& b) {
+    return fmt::format("braze_min({}, {})", a, b);
+  });
   r.push_back(variadic("Sum", kNumericTypes, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a + b); };
   }));
+  r.back().cuda_expr = folding([](const CudaExprCtx& c, const std::string& a, const std::string& b) {
+    return wrapping("+")(CudaExprCtx{c.node, c.type, {a, b}, c.arg_dtypes, c.out_dtype});
+  });
   r.push_back(variadic("Mean", kFloatTypes, [](const Node&) { return MeanFn{}; }));
+  r.back().cuda_expr = folding([](const CudaExprCtx&, const std::string& a, const std::string& b) {
+    return fmt::format("({} + {})", a, b);
+  }, true);
 
   r.push_back(comparison("Equal", kAllTypes, [](auto a, auto b) { return a == b; }));
+  r.back().cuda_expr = cuda_fmt("({a} == {b})");
   r.push_back(comparison("Less", kNumericTypes, [](auto a, auto b) { return a < b; }));
+  r.back().cuda_expr = cuda_fmt("({a} < {b})");
   r.push_back(comparison("Greater", kNumericTypes, [](auto a, auto b) { return a > b; }));
+  r.back().cuda_expr = cuda_fmt("({a} > {b})");
   r.push_back(comparison("LessOrEqual", kNumericTypes, [](auto a, auto b) { return a <= b; }, 12));
+  r.back().cuda_expr = cuda_fmt("({a} <= {b})");
   r.push_back(comparison("GreaterOrEqual", kNumericTypes, [](auto a, auto b) { return a >= b; }, 12));
+  r.back().cuda_expr = cuda_fmt("({a} >= {b})");
 }
 
 // ---- Where, Clip, Cast, Dropout ---------------------------------------------------------
@@ -399,6 +549,7 @@ OpDef where_op() {
     ctx.set_dtype(0, ctx.dtype(1));
     ctx.set_shape(0, broadcast_shapes(ctx, {ctx.shape(0), ctx.shape(1), ctx.shape(2)}));
   };
+  d.cuda_expr = [](const CudaExprCtx& c) { return fmt::format("({} ? {} : {})", c.args[0], c.args[1], c.args[2]); };
   d.reference = [](RefCtx& ctx) {
     const Tensor &c = ctx.input(0), &x = ctx.input(1), &y = ctx.input(2);
     Tensor& out = ctx.output(0);
@@ -432,6 +583,16 @@ OpDef clip_op() {
       if (n != 1) ctx.fail("min and max must be scalars");
     }
     infer_same_as_input0(ctx);
+  };
+  d.cuda_expr = [](const CudaExprCtx& c) {
+    bool flt = c.type == "float" || c.type == "double";
+    auto bound = [&](size_t i, bool upper) {
+      if (c.args.size() > i && !c.args[i].empty()) return c.args[i];
+      if (flt) return cuda_literal(c.type, upper ? INFINITY : -INFINITY);
+      return fmt::format("braze_limit<{}>({})", cuda_storage_type(c.arg_dtypes[0]), upper);
+    };
+    return fmt::format("({0} != {0} ? {0} : ({0} < {1} ? ({3}){1} : ({0} > {2} ? ({3}){2} : {0})))", c.args[0],
+                       bound(1, false), bound(2, true), c.type);
   };
   d.reference = [](RefCtx& ctx) {
     const Tensor& x = ctx.input(0);
@@ -479,6 +640,7 @@ OpDef cast_op() {
     ctx.set_output(0, *dt, ctx.shape(0));
   };
   d.reference = [](RefCtx& ctx) { convert_into(ctx.input(0), ctx.output(0)); };
+  d.cuda_expr = [](const CudaExprCtx& c) { return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype); };
   return d;
 }
 
@@ -491,6 +653,7 @@ OpDef castlike_op() {
   d.attrs = {attr_i("saturate", 1)};
   d.infer = [](InferCtx& ctx) { ctx.set_output(0, ctx.dtype(1), ctx.shape(0)); };
   d.reference = [](RefCtx& ctx) { convert_into(ctx.input(0), ctx.output(0)); };
+  d.cuda_expr = [](const CudaExprCtx& c) { return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype); };
   return d;
 }
 

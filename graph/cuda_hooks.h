@@ -1,0 +1,71 @@
+// What the op registry tells GPU code generation about an op, so codegen keeps no op list
+// of its own:
+//   - element-wise ops give a CUDA expression over their operands (CudaExprFn);
+//   - injective ops give their value at an output coordinate in terms of loads of their
+//     inputs at computed coordinates (CudaIndexFn) — Transpose, Slice, Gather, Concat …
+//     become index arithmetic inside the consuming kernel's loads, never copies.
+// Codegen implements CudaIndexCtx; graph/ only declares it. Expressions may call the
+// braze_* device functions of codegen/device/ops.cuh (integer power, Python-style mod …).
+#pragma once
+
+#include <braze/tensor.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace braze::graph {
+
+struct Node;
+
+// CUDA compute types: float for float16/bfloat16/float32, double, long long for signed
+// integers, unsigned long long for unsigned ones, bool.
+std::string cuda_compute_type(DType dt);
+// The C type a tensor of dt is stored as on the device ("__half", "signed char" …).
+std::string cuda_storage_type(DType dt);
+// "expf" for float, "exp" for double.
+std::string cuda_math(const std::string& compute_type, const std::string& fn);
+// A literal of the compute type, exactly ("1.5f", "(double)0.1", "3LL"); inf and nan spelled
+// through the CUDA intrinsics.
+std::string cuda_literal(const std::string& compute_type, double v);
+
+struct CudaExprCtx {
+  const Node& node;
+  std::string type;               // compute type of the first operand
+  std::vector<std::string> args;  // operand expressions, each in its own compute type
+  std::vector<DType> arg_dtypes;
+  DType out_dtype;
+};
+// Returns an expression of the output's compute type.
+using CudaExprFn = std::function<std::string(const CudaExprCtx&)>;
+
+class CudaIndexCtx {
+ public:
+  virtual ~CudaIndexCtx() = default;
+  virtual const Node& node() const = 0;
+  virtual const Shape& out_shape() const = 0;
+  // The output coordinate along dim d, a `long long` expression.
+  virtual const std::string& coord(size_t d) const = 0;
+  virtual const Shape& in_shape(size_t i) const = 0;
+  virtual DType in_dtype(size_t i) const = 0;
+  virtual const Tensor* in_value(size_t i) const = 0;  // constant inputs (shape arguments)
+  virtual bool has_input(size_t i) const = 0;
+  // Input i's value at `coords` (one `long long` expression per dim of input i); returns an
+  // expression in the input's compute type. Emits code at the current point.
+  virtual std::string load(size_t i, const std::vector<std::string>& coords) = 0;
+  // Binds expr to a fresh local of `type`; returns its name.
+  virtual std::string let(const std::string& type, const std::string& expr) = 0;
+  // cond ? then() : otherwise(), with each branch's loads emitted inside its branch only
+  // (so a load that would be out of bounds is never issued). Returns a local of `type`.
+  virtual std::string select(const std::string& cond, const std::string& type,
+                             const std::function<std::string()>& then,
+                             const std::function<std::string()>& otherwise) = 0;
+  // At run time, when `cond` is false the run fails with `message` (naming the node) and
+  // `fixup` (a statement) makes the current element safe to finish, e.g. by zeroing an index.
+  virtual void check(const std::string& cond, const std::string& message, const std::string& fixup) = 0;
+};
+// Returns the expression (in the output's compute type) of the op's output 0 at the
+// output coordinate.
+using CudaIndexFn = std::function<std::string(CudaIndexCtx& ctx)>;
+
+}  // namespace braze::graph

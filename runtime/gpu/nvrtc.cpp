@@ -1,0 +1,83 @@
+#include "runtime/gpu/nvrtc.h"
+
+#include <braze/error.h>
+#include <nvrtc.h>
+
+#include <memory>
+
+#include <fmt/format.h>
+
+namespace braze::gpu {
+
+std::string Arch::name() const { return fmt::format("sm_{}{}{}", major, minor, accelerated ? "a" : ""); }
+
+Arch Arch::parse(const std::string& s) {
+  std::string t = s.rfind("sm_", 0) == 0 ? s.substr(3) : s;
+  Arch a;
+  a.accelerated = !t.empty() && t.back() == 'a';
+  if (a.accelerated) t.pop_back();
+  if (t.size() < 2 || t.size() > 3 || t.find_first_not_of("0123456789") != std::string::npos)
+    throw UserError(fmt::format("--arch '{}' is not an architecture like sm_90 or sm_90a", s));
+  a.major = std::stoi(t.substr(0, t.size() - 1));
+  a.minor = t.back() - '0';
+  if (a.major < 7) throw UnsupportedError(fmt::format("--arch {}: braze targets sm_70 and newer", s));
+  return a;
+}
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return fmt::format("{}.{}", major, minor);
+}
+
+std::vector<std::string> nvrtc_options(const Arch& arch) {
+  return {fmt::format("--gpu-architecture={}", arch.name()), "--std=c++17", "-default-device",
+          "--include-path=" BRAZE_CUDA_INCLUDE_DIR};
+}
+
+namespace {
+
+void check(nvrtcResult r, const char* what) {
+  if (r != NVRTC_SUCCESS) throw InternalError(fmt::format("NVRTC {} failed: {}", what, nvrtcGetErrorString(r)));
+}
+
+std::string generated_part(const std::string& source) {
+  size_t p = source.find("// ---- generated ----");
+  return p == std::string::npos ? source : source.substr(p);
+}
+
+}  // namespace
+
+Compiled nvrtc_compile(const std::string& source, const std::string& name, const Arch& arch, bool want_ptx) {
+  nvrtcProgram prog;
+  check(nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr), "create");
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
+  std::vector<std::string> opts = nvrtc_options(arch);
+  std::vector<const char*> argv;
+  for (const auto& o : opts) argv.push_back(o.c_str());
+  nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  Compiled out;
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  if (log_size > 1) {
+    out.log.resize(log_size);
+    nvrtcGetProgramLog(prog, out.log.data());
+    out.log.resize(log_size - 1);
+  }
+  if (r != NVRTC_SUCCESS)
+    throw InternalError(fmt::format("NVRTC could not compile kernel {} for {}: {}\n{}\n{}", name, arch.name(),
+                                    nvrtcGetErrorString(r), out.log, generated_part(source)));
+  size_t size = 0;
+  check(nvrtcGetCUBINSize(prog, &size), "CUBIN size");
+  out.cubin.resize(size);
+  check(nvrtcGetCUBIN(prog, out.cubin.data()), "CUBIN");
+  if (want_ptx) {
+    check(nvrtcGetPTXSize(prog, &size), "PTX size");
+    out.ptx.resize(size);
+    check(nvrtcGetPTX(prog, out.ptx.data()), "PTX");
+    if (!out.ptx.empty() && out.ptx.back() == '\0') out.ptx.pop_back();
+  }
+  return out;
+}
+
+}  // namespace braze::gpu

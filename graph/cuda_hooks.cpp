@@ -39,18 +39,52 @@ std::string cuda_math(const std::string& type, const std::string& fn) {
 
 std::string cuda_literal(const std::string& type, double v) {
   if (type == "bool") return v != 0 ? "true" : "false";
-  if (type == "long long") return fmt::format("{}LL", static_cast<long long>(v));
-  if (type == "unsigned long long") return fmt::format("{}ULL", static_cast<unsigned long long>(v));
+  if (type == "long long") {  // saturating; the extremes spelled so the literal is valid C
+    if (v >= 9223372036854775807.0) return "0x7fffffffffffffffLL";
+    if (v <= -9223372036854775808.0) return "(-0x7fffffffffffffffLL - 1)";
+    return fmt::format("{}LL", static_cast<long long>(v));
+  }
+  if (type == "unsigned long long") {
+    if (v >= 18446744073709551615.0) return "0xffffffffffffffffULL";
+    return fmt::format("{}ULL", v <= 0 ? 0ULL : static_cast<unsigned long long>(v));
+  }
   bool f = type == "float";
   if (std::isnan(v)) return f ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
   if (std::isinf(v)) {
     std::string inf = f ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)";
     return v > 0 ? inf : "(-" + inf + ")";
   }
-  if (f) return fmt::format("{:.9g}f", static_cast<float>(v));
-  std::string s = fmt::format("{:.17g}", v);
+  std::string s = f ? fmt::format("{:.9g}", static_cast<float>(v)) : fmt::format("{:.17g}", v);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
+  return f ? s + "f" : s;
+}
+
+std::string cuda_linearize(const std::vector<std::string>& coords, const Shape& shape) {
+  std::string out;
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1) {
+      std::string term = stride == 1 ? coords[d] : fmt::format("{} * {}LL", coords[d], stride);
+      out = out.empty() ? term : term + " + " + out;
+    }
+    stride *= shape[d];
+  }
+  return out.empty() ? "0LL" : "(" + out + ")";
+}
+
+std::vector<std::string> cuda_unravel(const std::string& flat, const Shape& shape) {
+  std::vector<std::string> c(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 1) {
+      c[d] = "0LL";
+    } else {
+      std::string q = stride == 1 ? flat : fmt::format("({} / {}LL)", flat, stride);
+      c[d] = d == 0 ? q : fmt::format("({} % {}LL)", q, shape[d]);
+    }
+    stride *= shape[d];
+  }
+  return c;
 }
 
 }  // namespace braze::graph

@@ -29,6 +29,12 @@ std::string cuda_math(const std::string& compute_type, const std::string& fn);
 // through the CUDA intrinsics.
 std::string cuda_literal(const std::string& compute_type, double v);
 
+// Index arithmetic as expressions over `long long` coordinates, for CudaIndexFns:
+// the row-major flat offset of coords in shape (size-1 dims skipped), and the coordinates
+// of a flat offset.
+std::string cuda_linearize(const std::vector<std::string>& coords, const Shape& shape);
+std::vector<std::string> cuda_unravel(const std::string& flat, const Shape& shape);
+
 struct CudaExprCtx {
   const Node& node;
   std::string type;               // compute type of the first operand
@@ -43,6 +49,7 @@ class CudaIndexCtx {
  public:
   virtual ~CudaIndexCtx() = default;
   virtual const Node& node() const = 0;
+  virtual size_t output_index() const = 0;  // which output of the node is asked for (Split)
   virtual const Shape& out_shape() const = 0;
   // The output coordinate along dim d, a `long long` expression.
   virtual const std::string& coord(size_t d) const = 0;
@@ -64,8 +71,8 @@ class CudaIndexCtx {
   // `fixup` (a statement) makes the current element safe to finish, e.g. by zeroing an index.
   virtual void check(const std::string& cond, const std::string& message, const std::string& fixup) = 0;
 };
-// Returns the expression (in the output's compute type) of the op's output 0 at the
-// output coordinate.
+// Returns the expression (in the output's compute type) of the op's output
+// ctx.output_index() at the output coordinate.
 using CudaIndexFn = std::function<std::string(CudaIndexCtx& ctx)>;
 
 }  // namespace braze::graph

@@ -1,0 +1,57 @@
+#include "codegen/codegen.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "codegen/device_sources.h"
+#include "graph/registry.h"
+
+namespace braze::codegen {
+
+void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code, bool needs_reduce_helpers) {
+  std::vector<std::string> ops;
+  std::string covers;
+  for (graph::NodeId id : k.nodes) {
+    const graph::Node& n = g.node(id);
+    if (std::find(ops.begin(), ops.end(), n.op_type()) == ops.end()) ops.push_back(n.op_type());
+    covers += fmt::format("{}'{}' ({})", covers.empty() ? "" : ", ", n.name, n.op_type());
+  }
+  std::string op_part;
+  for (size_t i = 0; i < ops.size() && i < 3; ++i) op_part += (i ? "_" : "") + ops[i];
+  if (ops.size() > 3) op_part += "_etc";
+  uint64_t h = XXH3_64bits(code.data(), code.size());
+  k.name = fmt::format("braze_{}_{}_{:08x}", fusion::group_kind_name(k.kind), op_part, static_cast<uint32_t>(h));
+  std::string body = code;
+  for (size_t p = body.find("KERNEL_NAME"); p != std::string::npos; p = body.find("KERNEL_NAME", p))
+    body.replace(p, 11, k.name);
+  k.source = std::string(device_prelude()) + std::string(device_ops());
+  if (needs_reduce_helpers) k.source += std::string(device_reduce());
+  k.source += fmt::format("// ---- generated ----\n// {}: {} kernel for ONNX nodes {}\n", k.name,
+                          fusion::group_kind_name(k.kind), covers);
+  k.source += body;
+}
+
+GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Target& target) {
+  GroupCode out;
+  for (graph::NodeId id : group.nodes)
+    for (graph::ValueId v : g.node(id).outputs)
+      if (v != graph::kNoValue && !g.value(v).has_shape) {
+        out.fallback_reason = fmt::format("%{} has a data-dependent shape", g.value(v).name);
+        return out;
+      }
+  switch (group.kind) {
+    case fusion::GroupKind::Pointwise:
+      out.kernel = pointwise_kernel(g, group, target, &out.fallback_reason);
+      break;
+    default:
+      out.fallback_reason = fmt::format("no GPU schedule for {} groups yet", fusion::group_kind_name(group.kind));
+      break;
+  }
+  return out;
+}
+
+}  // namespace braze::codegen

@@ -1,0 +1,32 @@
+// Code generation: one kernel per fusion group, by a schedule per group kind
+// (pointwise.cpp, reduction.cpp, gemm.cpp, opaque/*.cpp). A group no schedule covers runs
+// on the CPU reference executor instead; the reason is kept so inspect and run can say it.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "codegen/kernel.h"
+#include "fusion/plan.h"
+#include "graph/ir.h"
+
+namespace braze::codegen {
+
+struct GroupCode {
+  std::optional<Kernel> kernel;
+  std::string fallback_reason;  // why there is no kernel
+};
+
+GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Target& target);
+
+// The whole translation unit: device helpers, then "// ---- generated ----", a comment
+// naming the ONNX nodes, and `code` (which must define `extern "C" __global__ NAME`).
+// Fills kernel.name (braze_<kind>_<ops>_<hash of code>) and kernel.source; `code` spells
+// the kernel's name as the placeholder KERNEL_NAME.
+void finish_kernel(const graph::Graph& g, Kernel& kernel, const std::string& code, bool needs_reduce_helpers);
+
+// Schedules.
+std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
+                                       std::string* why_not);
+
+}  // namespace braze::codegen

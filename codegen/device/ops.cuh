@@ -1,0 +1,68 @@
+// Element-wise helpers the op registry's CUDA expressions call (graph/cuda_hooks.h).
+// Overloaded on the compute types; semantics match the CPU reference implementations.
+
+BRAZE_DEV float braze_softplus(float x) { return x > 20.f ? x : log1pf(expf(x)); }
+BRAZE_DEV double braze_softplus(double x) { return x > 30.0 ? x : log1p(exp(x)); }
+BRAZE_DEV float braze_gelu_erf(float x) { return 0.5f * x * (1.f + erff(x * 0.707106781186547524f)); }
+BRAZE_DEV double braze_gelu_erf(double x) { return 0.5 * x * (1.0 + erf(x * 0.707106781186547524)); }
+BRAZE_DEV float braze_gelu_tanh(float x) {
+  return 0.5f * x * (1.f + tanhf(0.797884560802865355f * (x + 0.044715f * x * x * x)));
+}
+BRAZE_DEV double braze_gelu_tanh(double x) {
+  return 0.5 * x * (1.0 + tanh(0.797884560802865355 * (x + 0.044715 * x * x * x)));
+}
+
+// NaN-propagating max / min (fmaxf would drop the NaN).
+BRAZE_DEV float braze_max(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b); }
+BRAZE_DEV float braze_min(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b); }
+BRAZE_DEV double braze_max(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
+BRAZE_DEV double braze_min(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
+BRAZE_DEV long long braze_max(long long a, long long b) { return a > b ? a : b; }
+BRAZE_DEV long long braze_min(long long a, long long b) { return a < b ? a : b; }
+BRAZE_DEV unsigned long long braze_max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+BRAZE_DEV unsigned long long braze_min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+BRAZE_DEV bool braze_max(bool a, bool b) { return a || b; }
+BRAZE_DEV bool braze_min(bool a, bool b) { return a && b; }
+
+// Integer division truncating toward zero; x/0 is 0 and x/-1 wraps instead of trapping.
+BRAZE_DEV long long braze_idiv(long long a, long long b) {
+  if (b == 0) return 0;
+  if (b == -1) return (long long)(0ULL - (unsigned long long)a);
+  return a / b;
+}
+BRAZE_DEV unsigned long long braze_idiv(unsigned long long a, unsigned long long b) { return b ? a / b : 0; }
+
+BRAZE_DEV long long braze_ipow(long long base, long long e) {
+  if (e < 0) return base == 1 ? 1 : (base == -1 ? ((e & 1) ? -1 : 1) : 0);
+  unsigned long long r = 1, b = (unsigned long long)base, u = (unsigned long long)e;
+  while (u) {
+    if (u & 1) r *= b;
+    b *= b;
+    u >>= 1;
+  }
+  return (long long)r;
+}
+
+// Mod: fmod != 0 takes the dividend's sign (C fmod), else the divisor's (Python %).
+BRAZE_DEV float braze_mod(float a, float b, bool fmod_mode) {
+  float m = fmodf(a, b);
+  if (!fmod_mode && m != 0.f && ((m < 0.f) != (b < 0.f))) m += b;
+  return m;
+}
+BRAZE_DEV double braze_mod(double a, double b, bool fmod_mode) {
+  double m = fmod(a, b);
+  if (!fmod_mode && m != 0.0 && ((m < 0.0) != (b < 0.0))) m += b;
+  return m;
+}
+BRAZE_DEV long long braze_mod(long long a, long long b, bool fmod_mode) {
+  if (b == 0 || b == -1) return 0;
+  long long m = a % b;
+  if (!fmod_mode && m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}
+BRAZE_DEV unsigned long long braze_mod(unsigned long long a, unsigned long long b, bool) { return b ? a % b : 0; }
+
+BRAZE_DEV unsigned long long braze_shift(unsigned long long a, unsigned long long s, bool left) {
+  if (s >= 64) return 0;
+  return left ? a << s : a >> s;
+}

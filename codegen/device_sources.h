@@ -1,0 +1,12 @@
+// The device helper files (codegen/device/*.cuh), embedded as strings at build time.
+#pragma once
+
+#include <string_view>
+
+namespace braze::codegen {
+
+std::string_view device_prelude();  // prelude.cuh: load/store conversions, error flag
+std::string_view device_ops();      // ops.cuh: helpers the registry's CUDA expressions call
+std::string_view device_reduce();   // reduce.cuh: warp and block reductions
+
+}  // namespace braze::codegen

@@ -1,0 +1,213 @@
+#include "codegen/emitter.h"
+
+#include <braze/error.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "graph/cuda_hooks.h"
+#include "graph/registry.h"
+
+namespace braze::codegen {
+
+using graph::kNoValue;
+using graph::NodeId;
+using graph::ValueId;
+
+std::vector<std::string> broadcast_coords(const std::vector<std::string>& coords, const Shape& out, const Shape& in) {
+  std::vector<std::string> c(in.size());
+  size_t off = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d) c[d] = in[d] == 1 ? "0LL" : coords[off + d];
+  return c;
+}
+
+Emitter::Emitter(const graph::Graph& g, std::function<bool(NodeId)> in_group)
+    : g_(g), in_group_(std::move(in_group)) {}
+
+std::string Emitter::fresh(const std::string& prefix) { return fmt::format("{}{}", prefix, counter_++); }
+
+void Emitter::line(const std::string& s) {
+  body_.append(static_cast<size_t>(indent_) * 2, ' ');
+  body_ += s;
+  body_ += '\n';
+}
+
+void Emitter::open(const std::string& header) {
+  line(header);
+  ++indent_;
+}
+
+void Emitter::close() {
+  --indent_;
+  line("}");
+}
+
+std::string Emitter::let(const std::string& type, const std::string& expr) {
+  std::string name = fresh("v");
+  line(fmt::format("const {} {} = {};", type, name, expr));
+  return name;
+}
+
+void Emitter::push_scope() { memo_.emplace_back(); }
+void Emitter::pop_scope() { memo_.pop_back(); }
+void Emitter::clear_memo() { memo_.assign(1, {}); }
+
+std::vector<std::string> Emitter::unravel(const std::string& flat, const Shape& shape) {
+  std::vector<std::string> exprs = graph::cuda_unravel(flat, shape);
+  std::vector<std::string> c(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (exprs[d] == "0LL") {
+      c[d] = "0LL";
+      continue;
+    }
+    c[d] = fresh("c");
+    line(fmt::format("const long long {} = {};", c[d], exprs[d]));
+  }
+  return c;
+}
+
+std::string Emitter::input_param(ValueId v) {
+  auto it = param_names_.find(v);
+  if (it != param_names_.end()) return it->second;
+  std::string name = fmt::format("in{}", params_.size());
+  params_.push_back({v, false});
+  param_names_[v] = name;
+  return name;
+}
+
+std::string Emitter::output_param(ValueId v) {
+  auto it = param_names_.find(v);
+  if (it != param_names_.end()) {
+    BRAZE_CHECK(std::any_of(params_.begin(), params_.end(), [&](const Param& p) { return p.value == v && p.is_output; }),
+                "value used as a kernel input and output: " + g_.value(v).name);
+    return it->second;
+  }
+  std::string name = fmt::format("out{}", params_.size());
+  params_.push_back({v, true});
+  param_names_[v] = name;
+  return name;
+}
+
+int Emitter::add_check(const std::string& message) {
+  errors_.push_back(message);
+  return static_cast<int>(errors_.size());
+}
+
+std::string Emitter::signature() const {
+  std::string s;
+  for (const Param& p : params_) {
+    const graph::Value& v = g_.value(p.value);
+    if (!s.empty()) s += ", ";
+    s += fmt::format("{}{}* __restrict__ {}", p.is_output ? "" : "const ", graph::cuda_storage_type(v.dtype),
+                     param_names_.at(p.value));
+  }
+  if (!errors_.empty()) s += std::string(s.empty() ? "" : ", ") + "int* __restrict__ braze_err";
+  return s;
+}
+
+namespace {
+
+// CudaIndexCtx over the emitter, for one node's output at one coordinate.
+class IndexCtx final : public graph::CudaIndexCtx {
+ public:
+  IndexCtx(Emitter& e, const graph::Node& n, size_t out_index, const std::vector<std::string>& coords)
+      : e_(e), n_(n), out_(out_index), coords_(coords) {}
+  const graph::Node& node() const override { return n_; }
+  size_t output_index() const override { return out_; }
+  const Shape& out_shape() const override { return e_.graph().value(n_.outputs[out_]).shape; }
+  const std::string& coord(size_t d) const override { return coords_.at(d); }
+  const Shape& in_shape(size_t i) const override { return e_.graph().value(n_.inputs.at(i)).shape; }
+  DType in_dtype(size_t i) const override { return e_.graph().value(n_.inputs.at(i)).dtype; }
+  const Tensor* in_value(size_t i) const override {
+    return n_.has_input(i) ? e_.graph().value(n_.inputs[i]).constant.get() : nullptr;
+  }
+  bool has_input(size_t i) const override { return n_.has_input(i); }
+  std::string load(size_t i, const std::vector<std::string>& coords) override {
+    BRAZE_CHECK(coords.size() == in_shape(i).size(), n_.describe() + ": index map gave the wrong rank");
+    return e_.value_at(n_.inputs.at(i), coords);
+  }
+  std::string let(const std::string& type, const std::string& expr) override { return e_.let(type, expr); }
+  std::string select(const std::string& cond, const std::string& type, const std::function<std::string()>& then,
+                     const std::function<std::string()>& otherwise) override {
+    std::string r = e_.fresh("s");
+    e_.line(fmt::format("{} {};", type, r));
+    e_.open(fmt::format("if ({}) {{", cond));
+    e_.push_scope();
+    e_.line(fmt::format("{} = {};", r, then()));
+    e_.pop_scope();
+    e_.close();
+    e_.open("else {");
+    e_.push_scope();
+    e_.line(fmt::format("{} = {};", r, otherwise()));
+    e_.pop_scope();
+    e_.close();
+    return r;
+  }
+  void check(const std::string& cond, const std::string& message, const std::string& fixup) override {
+    int code = e_.add_check(fmt::format("{}: {}", n_.describe(), message));
+    e_.line(fmt::format("if (!({})) {{ braze_fail(braze_err, {}); {} }}", cond, code, fixup));
+  }
+
+ private:
+  Emitter& e_;
+  const graph::Node& n_;
+  size_t out_;
+  const std::vector<std::string>& coords_;
+};
+
+}  // namespace
+
+std::string Emitter::value_at(ValueId v, const std::vector<std::string>& coords) {
+  std::string key = std::to_string(v);
+  for (const std::string& c : coords) key += "|" + c;
+  for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
+    if (auto f = it->find(key); f != it->end()) return f->second;
+  std::string r = compute(v, coords);
+  memo_.back()[key] = r;
+  return r;
+}
+
+std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) {
+  const graph::Value& val = g_.value(v);
+  std::string type = graph::cuda_compute_type(val.dtype);
+  BRAZE_CHECK(val.has_shape && coords.size() == val.shape.size(), "value_at: rank mismatch for %" + val.name);
+  bool inside = val.producer != graph::kNoNode && in_group_(val.producer);
+  if (!inside) {
+    // Scalar constants become literals (exactly representable ones only).
+    if (val.constant && val.constant->numel() == 1) {
+      const Tensor& t = *val.constant;
+      if (is_float(t.dtype()) || t.dtype() == DType::Bool || std::fabs(static_cast<double>(t.get_i64(0))) < 9e15)
+        return graph::cuda_literal(type, is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)));
+    }
+    std::string p = input_param(v);
+    return let(type, fmt::format("braze_load({}, {})", p, graph::cuda_linearize(coords, val.shape)));
+  }
+  const graph::Node& n = g_.node(val.producer);
+  size_t out_index = 0;
+  while (n.outputs[out_index] != v) ++out_index;
+  if (n.op->cuda_expr) {
+    BRAZE_CHECK(out_index == 0, n.describe() + ": element-wise op with several outputs");
+    graph::CudaExprCtx ctx{n, "", {}, {}, val.dtype};
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] == kNoValue) {
+        ctx.args.push_back("");
+        ctx.arg_dtypes.push_back(DType::Float32);
+        continue;
+      }
+      const graph::Value& in = g_.value(n.inputs[i]);
+      ctx.args.push_back(value_at(n.inputs[i], broadcast_coords(coords, val.shape, in.shape)));
+      ctx.arg_dtypes.push_back(in.dtype);
+    }
+    ctx.type = graph::cuda_compute_type(ctx.arg_dtypes.at(0));
+    return let(type, n.op->cuda_expr(ctx));
+  }
+  if (n.op->cuda_index) {
+    IndexCtx ctx(*this, n, out_index, coords);
+    std::string e = n.op->cuda_index(ctx);
+    return let(type, e);
+  }
+  throw InternalError(n.describe() + " has no CUDA expression or index map but was put in a pointwise kernel");
+}
+
+}  // namespace braze::codegen

@@ -1,0 +1,70 @@
+// The expression emitter at the core of every schedule: it writes the CUDA statements that
+// compute a value at a coordinate, inlining the group's element-wise ops (the registry's
+// CudaExprFn) and injective ops (CudaIndexFn) and loading only the group's inputs. A value
+// asked for twice at the same coordinate is computed once (a local per value and
+// coordinate, scoped to the branch it was computed in).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel.h"
+#include "graph/ir.h"
+
+namespace braze::codegen {
+
+class Emitter {
+ public:
+  // in_group(n): node n is computed inside this kernel; other values are loaded.
+  Emitter(const graph::Graph& g, std::function<bool(graph::NodeId)> in_group);
+
+  // An expression (a local or a literal) of value v at `coords` (one `long long`
+  // expression per dim of v), in v's compute type.
+  std::string value_at(graph::ValueId v, const std::vector<std::string>& coords);
+
+  std::string fresh(const std::string& prefix);
+  std::string let(const std::string& type, const std::string& expr);
+  void line(const std::string& s);
+  void open(const std::string& header);  // a line ending in "{", indenting what follows
+  void close();                          // "}"
+  void push_scope();
+  void pop_scope();
+  void clear_memo();
+
+  // Local names c0, c1 … of the coordinates of flat index `flat` in `shape`.
+  std::vector<std::string> unravel(const std::string& flat, const Shape& shape);
+
+  // Kernel parameters: pointer names, registered on first use.
+  std::string input_param(graph::ValueId v);
+  std::string output_param(graph::ValueId v);
+  const std::vector<Param>& params() const { return params_; }
+  // A run-time check; returns the code braze_fail records.
+  int add_check(const std::string& message);
+  const std::vector<std::string>& errors() const { return errors_; }
+
+  // The parameter list of the kernel signature ("const float* __restrict__ in0, …").
+  std::string signature() const;
+  std::string body() const { return body_; }
+  const graph::Graph& graph() const { return g_; }
+
+ private:
+  std::string compute(graph::ValueId v, const std::vector<std::string>& coords);
+
+  const graph::Graph& g_;
+  std::function<bool(graph::NodeId)> in_group_;
+  std::string body_;
+  int indent_ = 1;
+  int counter_ = 0;
+  std::vector<std::map<std::string, std::string>> memo_{1};
+  std::vector<Param> params_;
+  std::map<graph::ValueId, std::string> param_names_;
+  std::vector<std::string> errors_;
+};
+
+// Maps coordinates in `out` to those of an operand of shape `in` under numpy broadcasting
+// (right-aligned; size-1 dims read index 0).
+std::vector<std::string> broadcast_coords(const std::vector<std::string>& coords, const Shape& out, const Shape& in);
+
+}  // namespace braze::codegen

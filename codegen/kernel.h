@@ -1,0 +1,41 @@
+// codegen::Kernel — one group's generated CUDA C++ and how to launch it. Shapes are static,
+// so sizes, strides and the launch grid are all compile-time facts of the source.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "fusion/plan.h"
+#include "graph/ir.h"
+
+namespace braze::codegen {
+
+// The GPU a kernel is generated for.
+struct Target {
+  int sm = 90;        // compute capability * 10 + minor
+  int num_sms = 132;  // for sizing grids
+};
+
+struct Param {
+  graph::ValueId value;
+  bool is_output;
+};
+
+struct Kernel {
+  std::string name;  // braze_<kind>_<ops>_<hash>, deterministic
+  fusion::GroupKind kind = fusion::GroupKind::Pointwise;
+  std::vector<graph::NodeId> nodes;
+  std::string source;          // the whole translation unit
+  std::vector<Param> params;   // device pointers, in signature order
+  // When set, the last parameter is an `int*` flag a failed run-time check writes
+  // (1 + index into error_messages).
+  bool has_error_flag = false;
+  std::vector<std::string> error_messages;
+  std::array<unsigned, 3> grid{1, 1, 1};
+  std::array<unsigned, 3> block{1, 1, 1};
+  unsigned shared_bytes = 0;
+  bool empty_launch = false;  // nothing to compute (zero-size output): skip the launch
+};
+
+}  // namespace braze::codegen

@@ -1,0 +1,69 @@
+#include "fusion/plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include "graph/registry.h"
+
+namespace braze::fusion {
+
+using graph::FusionKind;
+
+std::string_view group_kind_name(GroupKind k) {
+  switch (k) {
+    case GroupKind::Pointwise: return "pointwise";
+    case GroupKind::Reduction: return "reduction";
+    case GroupKind::Gemm: return "gemm";
+    case GroupKind::Opaque: return "opaque";
+  }
+  return "?";
+}
+
+GroupKind kind_of(const graph::Node& n) {
+  switch (n.op->kind) {
+    case FusionKind::ElemWise:
+    case FusionKind::Broadcast:
+    case FusionKind::Injective: return GroupKind::Pointwise;
+    case FusionKind::Reduce: return GroupKind::Reduction;
+    case FusionKind::OutEWiseFusable: return GroupKind::Gemm;
+    case FusionKind::Opaque: return GroupKind::Opaque;
+  }
+  return GroupKind::Opaque;
+}
+
+void compute_boundary(const graph::Graph& g, Group& group, const std::vector<std::vector<graph::NodeId>>& users) {
+  std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
+  std::set<graph::ValueId> produced;
+  group.inputs.clear();
+  group.outputs.clear();
+  for (graph::NodeId id : group.nodes)
+    for (graph::ValueId v : g.node(id).outputs)
+      if (v != graph::kNoValue) produced.insert(v);
+  for (graph::NodeId id : group.nodes) {
+    for (graph::ValueId v : g.node(id).inputs)
+      if (v != graph::kNoValue && !produced.count(v) &&
+          std::find(group.inputs.begin(), group.inputs.end(), v) == group.inputs.end())
+        group.inputs.push_back(v);
+    for (graph::ValueId v : g.node(id).outputs) {
+      if (v == graph::kNoValue) continue;
+      bool outside = g.is_graph_output(v) ||
+                     std::any_of(users[v].begin(), users[v].end(), [&](graph::NodeId u) { return !members.count(u); });
+      if (outside) group.outputs.push_back(v);
+    }
+  }
+}
+
+Plan plan_unfused(const graph::Graph& g) {
+  Plan p;
+  auto users = g.users();
+  for (graph::NodeId id : g.topo_order()) {
+    Group grp;
+    grp.kind = kind_of(g.node(id));
+    grp.nodes = {id};
+    compute_boundary(g, grp, users);
+    p.groups.push_back(std::move(grp));
+  }
+  return p;
+}
+
+}  // namespace braze::fusion

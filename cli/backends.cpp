@@ -4,15 +4,37 @@
 
 #include <fmt/format.h>
 
+#include "fusion/plan.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/engine.h"
 #include "runtime/reference_executor.h"
 
 namespace braze::cli {
 
-std::vector<std::string> backend_names() { return {"reference"}; }
+std::vector<std::string> backend_names() { return {"reference", "gpu", "gpu-unfused"}; }
+
+namespace {
+
+runtime::BackendFn gpu_backend(bool fuse) {
+  return [fuse](const graph::Graph& g, const std::vector<Tensor>& in) {
+    if (!gpu::gpu_available()) throw gpu::DeviceError("no GPU: " + gpu::gpu_unavailable_reason());
+    gpu::EngineOptions opts = gpu::default_engine_options();
+    opts.fuse = fuse;
+    auto engine = gpu::Engine::build(g, fusion::plan_unfused(g), opts);
+    gpu::Session session(engine);
+    gpu::RunOptions ro;
+    ro.poison = true;
+    return session.run(in, ro);
+  };
+}
+
+}  // namespace
 
 runtime::BackendFn make_backend(const std::string& name) {
   if (name == "reference")
     return [](const graph::Graph& g, const std::vector<Tensor>& in) { return runtime::run_reference(g, in); };
+  if (name == "gpu") return gpu_backend(true);
+  if (name == "gpu-unfused") return gpu_backend(false);
   throw UserError(fmt::format("unknown backend '{}' (choose from: {})", name, fmt::join(backend_names(), ", ")));
 }
 

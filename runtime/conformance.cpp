@@ -78,7 +78,7 @@ SetResult run_data_set(const fs::path& model, const fs::path& set, const Backend
     }
     for (const auto& o : probe.graph.outputs()) out_types.push_back(probe.graph.value(o.value).dtype);
   }
-  std::vector<Tensor> given = match_inputs(names, read_input_files({set}, "input_"));
+  std::vector<Tensor> given = match_inputs(names, read_input_files({set}, "input_", true));
   std::vector<InputFile> expected = read_input_files({set}, "output_");
   for (size_t i = 0; i < given.size(); ++i) given[i] = as_declared(given[i], in_types[i]);
   for (size_t i = 0; i < expected.size() && i < out_types.size(); ++i)

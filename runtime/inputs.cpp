@@ -33,7 +33,7 @@ Tensor random_tensor(DType dt, const Shape& shape, uint64_t seed, const RandomSp
 namespace {
 
 // Files in a folder: input_0.pb, input_1.pb … in index order, else every .npy by name.
-std::vector<fs::path> files_in(const fs::path& dir, const std::string& prefix) {
+std::vector<fs::path> files_in(const fs::path& dir, const std::string& prefix, bool allow_none) {
   std::vector<std::pair<int, fs::path>> pbs;
   std::vector<fs::path> npys;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -52,19 +52,19 @@ std::vector<fs::path> files_in(const fs::path& dir, const std::string& prefix) {
   std::vector<fs::path> out;
   for (auto& [i, p] : pbs) out.push_back(p);
   if (out.empty()) out = npys;
-  if (out.empty())
+  if (out.empty() && !allow_none)
     throw UserError(fmt::format("{}: holds no {}N.pb or .npy files", dir.string(), prefix));
   return out;
 }
 
 }  // namespace
 
-std::vector<InputFile> read_input_files(const std::vector<fs::path>& paths, const std::string& prefix) {
+std::vector<InputFile> read_input_files(const std::vector<fs::path>& paths, const std::string& prefix, bool allow_none) {
   std::vector<fs::path> files;
   for (const fs::path& p : paths) {
     std::error_code ec;
     if (fs::is_directory(p, ec)) {
-      auto in = files_in(p, prefix);
+      auto in = files_in(p, prefix, allow_none);
       files.insert(files.end(), in.begin(), in.end());
     } else {
       files.push_back(p);

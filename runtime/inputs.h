@@ -31,8 +31,9 @@ struct InputFile {
   std::string name;
   Tensor tensor;
 };
+// A folder holding no such files is an error unless allow_none.
 std::vector<InputFile> read_input_files(const std::vector<std::filesystem::path>& paths,
-                                        const std::string& prefix = "input_");
+                                        const std::string& prefix = "input_", bool allow_none = false);
 
 // Orders `files` to match the graph-input names `names`: by name when every file carries a
 // name the model knows, else by position. UserError on a count or name mismatch.

@@ -509,6 +509,7 @@ void add_binary_ops(std::vector<OpDef>& r) {
   r.back().cuda_expr = cuda_fmt("({a} < ({t})0 ? ({t})({b} * {a}) : {a})");
   // PRelu broadcasts the slope to X's shape (unidirectionally); X's shape is the output's.
   r.back().infer = [](InferCtx& ctx) {
+    ctx.set_dtype(0, ctx.dtype(0));
     Shape out = broadcast_shapes(ctx, {ctx.shape(0), ctx.shape(1)});
     if (out != ctx.shape(0)) ctx.fail("slope must broadcast to the shape of X");
     ctx.set_output(0, ctx.dtype(0), out);
@@ -601,6 +602,7 @@ OpDef clip_op() {
     move_attr_to_input(g, n, "max", 2, dt);
   };
   d.infer = [](InferCtx& ctx) {
+    ctx.set_dtype(0, ctx.dtype(0));
     for (size_t i = 1; i < 3; ++i) {
       if (!ctx.has_input(i)) continue;
       if (ctx.dtype(i) != ctx.dtype(0)) ctx.fail("min and max must have the input's dtype");
@@ -662,7 +664,8 @@ OpDef cast_op() {
     auto dt = dtype_from_onnx(ctx.node().attr_int("to"));
     if (!dt) throw UnsupportedError(fmt::format("{}: cast to dtype {} is not supported",
                                                 ctx.node().describe(), onnx_dtype_name(ctx.node().attr_int("to"))));
-    ctx.set_output(0, *dt, ctx.shape(0));
+    ctx.set_dtype(0, *dt);
+    ctx.set_shape(0, ctx.shape(0));
   };
   d.reference = [](RefCtx& ctx) { convert_into(ctx.input(0), ctx.output(0)); };
   d.cuda_expr = [](const CudaExprCtx& c) { return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype); };
@@ -676,7 +679,10 @@ OpDef castlike_op() {
   d.kind = FusionKind::ElemWise;
   d.min_inputs = d.max_inputs = 2;
   d.attrs = {attr_i("saturate", 1)};
-  d.infer = [](InferCtx& ctx) { ctx.set_output(0, ctx.dtype(1), ctx.shape(0)); };
+  d.infer = [](InferCtx& ctx) {
+    ctx.set_dtype(0, ctx.dtype(1));
+    ctx.set_shape(0, ctx.shape(0));
+  };
   d.reference = [](RefCtx& ctx) { convert_into(ctx.input(0), ctx.output(0)); };
   d.cuda_expr = [](const CudaExprCtx& c) { return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype); };
   return d;

@@ -1,0 +1,79 @@
+#include "runtime/gpu/device.h"
+
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "runtime/gpu/cuda_driver.h"
+
+namespace braze::gpu {
+
+namespace {
+
+struct Context {
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  DeviceInfo info;
+};
+
+const Context& context() {
+  static const Context c = [] {
+    Context r;
+    BRAZE_CU(cuDeviceGet, &r.dev, 0);
+    BRAZE_CU(cuDevicePrimaryCtxRetain, &r.ctx, r.dev);
+    char name[256] = {};
+    BRAZE_CU(cuDeviceGetName, name, sizeof name, r.dev);
+    r.info.name = name;
+    BRAZE_CU(cuDeviceGetAttribute, &r.info.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, r.dev);
+    BRAZE_CU(cuDeviceGetAttribute, &r.info.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, r.dev);
+    BRAZE_CU(cuDeviceGetAttribute, &r.info.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, r.dev);
+    int l2 = 0;
+    BRAZE_CU(cuDeviceGetAttribute, &l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, r.dev);
+    r.info.l2_bytes = static_cast<size_t>(l2);
+    BRAZE_CU(cuDeviceTotalMem, &r.info.memory_bytes, r.dev);
+    BRAZE_CU(cuDriverGetVersion, &r.info.driver_version);
+    return r;
+  }();
+  return c;
+}
+
+}  // namespace
+
+Arch DeviceInfo::arch() const {
+  Arch a;
+  a.major = cc_major;
+  a.minor = cc_minor;
+  return a;
+}
+
+const DeviceInfo& device_info() { return context().info; }
+
+void make_current() { BRAZE_CU(cuCtxSetCurrent, context().ctx); }
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : size_(bytes) {
+  if (bytes == 0) return;
+  make_current();
+  BRAZE_CU(cuMemAlloc, &ptr_, bytes);
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) driver().cuMemFree(ptr_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), size_(o.size_) {
+  o.ptr_ = 0;
+  o.size_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) driver().cuMemFree(ptr_);
+    ptr_ = o.ptr_;
+    size_ = o.size_;
+    o.ptr_ = 0;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+}  // namespace braze::gpu

@@ -1,0 +1,46 @@
+// The GPU braze runs on (device 0), its primary context, and device memory.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <string>
+
+#include "runtime/gpu/nvrtc.h"
+
+namespace braze::gpu {
+
+struct DeviceInfo {
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sms = 0;
+  size_t memory_bytes = 0;
+  int driver_version = 0;  // e.g. 13000
+  size_t l2_bytes = 0;
+  Arch arch() const;  // sm_XY of the device
+};
+
+// Throws DeviceError when there is no usable GPU.
+const DeviceInfo& device_info();
+// Makes device 0's primary context current on the calling thread (retained once).
+void make_current();
+
+// An owning device allocation.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CUdeviceptr ptr() const { return ptr_; }
+  size_t size() const { return size_; }
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace braze::gpu

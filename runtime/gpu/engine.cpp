@@ -1,0 +1,184 @@
+#include "runtime/gpu/engine.h"
+
+#include <braze/error.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "codegen/codegen.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/memory_plan.h"
+
+namespace braze::gpu {
+
+using graph::kNoValue;
+using graph::ValueId;
+
+EngineOptions default_engine_options(const std::string& arch) {
+  EngineOptions o;
+  if (!arch.empty()) {
+    o.arch = Arch::parse(arch);
+  } else if (gpu_available()) {
+    o.arch = device_info().arch();
+  }
+  if (gpu_available()) o.target.num_sms = device_info().sms;
+  o.target.sm = o.arch.major * 10 + o.arch.minor;
+  return o;
+}
+
+void Engine::compile_steps(std::vector<Step>& steps, const Arch& arch, const EngineOptions& opts,
+                           BuildReport* report) {
+  auto t0 = std::chrono::steady_clock::now();
+  KernelCache cache = opts.use_cache ? KernelCache(opts.cache_dir) : KernelCache::disabled();
+  std::string version = nvrtc_version();
+  std::string options;
+  for (const std::string& o : nvrtc_options(arch)) options += o + " ";
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].kernel) todo.push_back(i);
+  std::atomic<size_t> next{0}, compiled{0}, hits{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    for (size_t k; (k = next++) < todo.size();) {
+      Step& s = steps[todo[k]];
+      try {
+        uint64_t key = KernelCache::key(s.kernel->source, arch.name(), version, options);
+        if (!opts.want_ptx) {
+          if (auto hit = cache.load(key)) {
+            s.cubin = std::move(*hit);
+            ++hits;
+            continue;
+          }
+        }
+        Compiled c = nvrtc_compile(s.kernel->source, s.kernel->name, arch, opts.want_ptx);
+        s.cubin = std::move(c.cubin);
+        s.ptx = std::move(c.ptx);
+        cache.store(key, s.cubin);
+        ++compiled;
+      } catch (...) {
+        std::lock_guard<std::mutex> l(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  unsigned n = opts.threads ? opts.threads : std::max(1u, std::thread::hardware_concurrency());
+  n = static_cast<unsigned>(std::min<size_t>(n, std::max<size_t>(todo.size(), 1)));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  if (report) {
+    report->compiled += compiled;
+    report->cache_hits += hits;
+    report->compile_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+}
+
+std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan, const EngineOptions& opts,
+                                      BuildReport* report) {
+  std::vector<Step> steps;
+  for (fusion::Group& grp : plan.groups) {
+    Step s;
+    codegen::GroupCode gc = codegen::generate(graph, grp, opts.target);
+    s.kernel = std::move(gc.kernel);
+    s.fallback_reason = std::move(gc.fallback_reason);
+    s.group = std::move(grp);
+    steps.push_back(std::move(s));
+  }
+  compile_steps(steps, opts.arch, opts, report);
+  if (report) {
+    for (const Step& s : steps) (s.kernel ? report->kernels : report->fallbacks)++;
+  }
+  return assemble(std::move(graph), std::move(steps), opts.arch);
+}
+
+std::shared_ptr<Engine> Engine::assemble(graph::Graph graph, std::vector<Step> steps, const Arch& arch) {
+  std::shared_ptr<Engine> e(new Engine());
+  e->graph_ = std::move(graph);
+  e->steps_ = std::move(steps);
+  e->arch_ = arch;
+  e->place_values();
+  return e;
+}
+
+void Engine::place_values() {
+  const graph::Graph& g = graph_;
+  int n_steps = static_cast<int>(steps_.size());
+  slots_.assign(g.num_values(), Slot{});
+  std::vector<int> first(g.num_values(), -1), last(g.num_values(), -1);
+  std::vector<bool> used_by_kernel(g.num_values(), false);
+  auto touch = [&](ValueId v, int step) {
+    if (first[v] < 0 || step < first[v]) first[v] = step;
+    last[v] = std::max(last[v], step);
+  };
+  for (ValueId v : g.inputs()) touch(v, 0);
+  for (int s = 0; s < n_steps; ++s) {
+    for (graph::NodeId id : steps_[s].group.nodes) {
+      const graph::Node& n = g.node(id);
+      for (ValueId v : n.inputs)
+        if (v != kNoValue) touch(v, s);
+      for (ValueId v : n.outputs)
+        if (v != kNoValue) touch(v, s);
+    }
+    if (steps_[s].kernel)
+      for (const codegen::Param& p : steps_[s].kernel->params) used_by_kernel[p.value] = true;
+  }
+  for (const auto& o : g.outputs()) touch(o.value, n_steps);
+
+  std::vector<LiveRange> ranges;
+  for (size_t v = 0; v < g.num_values(); ++v) {
+    const graph::Value& val = g.value(static_cast<ValueId>(v));
+    if (first[v] < 0 || !val.has_shape) continue;
+    size_t bytes = static_cast<size_t>(checked_numel(val.shape)) * dtype_size(val.dtype);
+    if (val.constant) {
+      if (!used_by_kernel[v]) continue;  // only CPU fallbacks read it: stays on the host
+      slots_[v] = {Slot::Weights, weights_bytes_, bytes};
+      weights_bytes_ += (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+      continue;
+    }
+    ranges.push_back({static_cast<int32_t>(v), bytes, first[v], last[v]});
+  }
+  MemoryPlan mp = plan_memory(ranges);
+  for (size_t i = 0; i < ranges.size(); ++i) slots_[ranges[i].value] = {Slot::Arena, mp.offsets[i], ranges[i].bytes};
+  arena_bytes_ = mp.arena_bytes;
+  intermediate_bytes_ = mp.total_bytes;
+}
+
+Engine::~Engine() {
+  for (CUmodule m : modules_)
+    if (m) driver().cuModuleUnload(m);
+}
+
+void Engine::load() const {
+  std::call_once(loaded_, [this] {
+    make_current();
+    const DeviceInfo& dev = device_info();
+    if (dev.arch().major != arch_.major || dev.arch().minor != arch_.minor)
+      throw InternalError(fmt::format("engine compiled for {} loaded on a {} device", arch_.name(), dev.arch().name()));
+    modules_.assign(steps_.size(), nullptr);
+    functions_.assign(steps_.size(), nullptr);
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& s = steps_[i];
+      if (!s.kernel) continue;
+      BRAZE_CU(cuModuleLoadData, &modules_[i], s.cubin.data());
+      BRAZE_CU(cuModuleGetFunction, &functions_[i], modules_[i], s.kernel->name.c_str());
+      if (s.kernel->shared_bytes > 48 * 1024)
+        BRAZE_CU(cuFuncSetAttribute, functions_[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                 static_cast<int>(s.kernel->shared_bytes));
+    }
+    weights_ = DeviceBuffer(weights_bytes_);
+    for (size_t v = 0; v < slots_.size(); ++v) {
+      if (slots_[v].where != Slot::Weights) continue;
+      const Tensor& t = *graph_.value(static_cast<ValueId>(v)).constant;
+      if (t.nbytes()) BRAZE_CU(cuMemcpyHtoD, weights_.ptr() + slots_[v].offset, t.raw(), t.nbytes());
+    }
+  });
+}
+
+}  // namespace braze::gpu

@@ -1,0 +1,135 @@
+// Engine and Session, as TensorRT separates engine and execution context.
+//
+// An Engine is built from an optimised graph: a fusion plan, one generated kernel per
+// group (or the CPU reference for a group no schedule covers, said aloud in the build
+// report), the kernels compiled to CUBIN in parallel through the kernel cache, and a memory
+// plan placing every non-constant value in one arena. Building needs no GPU. Once built it
+// is immutable; load() puts modules and weights on the device once, so threads can share it.
+// A Session holds what one thread needs to run it: the arena, a stream, error flags.
+#pragma once
+
+#include <cuda.h>
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel.h"
+#include "fusion/plan.h"
+#include "graph/ir.h"
+#include "runtime/gpu/device.h"
+#include "runtime/gpu/kernel_cache.h"
+#include "runtime/gpu/nvrtc.h"
+
+namespace braze::gpu {
+
+struct EngineOptions {
+  Arch arch;                   // what NVRTC compiles for
+  codegen::Target target;      // sizes grids
+  bool fuse = false;           // fusion plan (issue #4) or one node per group
+  bool use_cache = true;       // --no-cache turns it off
+  std::filesystem::path cache_dir = default_cache_dir();
+  bool want_ptx = false;       // keep PTX for --dump=ptx
+  unsigned threads = 0;        // compile threads; 0 = all cores
+};
+
+// Options for a build on this machine: the device's arch and SM count when a GPU is
+// present, else sm_90 / 132 SMs (an H100/H200), or `arch` when given.
+EngineOptions default_engine_options(const std::string& arch = "");
+
+struct Step {
+  fusion::Group group;
+  std::optional<codegen::Kernel> kernel;  // nullopt: the group runs on the CPU reference
+  std::string fallback_reason;
+  std::string cubin;
+  std::string ptx;
+};
+
+struct BuildReport {
+  size_t kernels = 0;
+  size_t fallbacks = 0;
+  size_t compiled = 0;    // kernels NVRTC compiled
+  size_t cache_hits = 0;  // kernels taken from the cache
+  double compile_seconds = 0;
+};
+
+// Where a value lives during a run.
+struct Slot {
+  enum Where { None, Arena, Weights } where = None;
+  size_t offset = 0;
+  size_t bytes = 0;
+};
+
+class Engine {
+ public:
+  static std::shared_ptr<Engine> build(graph::Graph graph, fusion::Plan plan, const EngineOptions& opts,
+                                       BuildReport* report = nullptr);
+  // Rebuilds from stored steps (an engine file); kernels are not compiled again unless the
+  // arch differs, which `recompile_for` requests.
+  static std::shared_ptr<Engine> assemble(graph::Graph graph, std::vector<Step> steps, const Arch& arch);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const graph::Graph& graph() const { return graph_; }
+  const std::vector<Step>& steps() const { return steps_; }
+  const Arch& arch() const { return arch_; }
+  const std::vector<Slot>& slots() const { return slots_; }
+  size_t arena_bytes() const { return arena_bytes_; }
+  size_t weights_bytes() const { return weights_bytes_; }
+  size_t intermediate_bytes() const { return intermediate_bytes_; }  // sum without reuse
+
+  // Device side (needs a GPU). Thread-safe; does the work once.
+  void load() const;
+  CUfunction function(size_t step) const { return functions_.at(step); }
+  CUdeviceptr weights() const { return weights_.ptr(); }
+
+  // Compiles (or takes from the cache) every kernel of `steps` for `arch`.
+  static void compile_steps(std::vector<Step>& steps, const Arch& arch, const EngineOptions& opts, BuildReport* report);
+
+ private:
+  Engine() = default;
+  void place_values();
+
+  graph::Graph graph_;
+  Arch arch_;
+  std::vector<Step> steps_;
+  std::vector<Slot> slots_;  // by ValueId
+  size_t arena_bytes_ = 0, weights_bytes_ = 0, intermediate_bytes_ = 0;
+
+  mutable std::once_flag loaded_;
+  mutable std::vector<CUmodule> modules_;
+  mutable std::vector<CUfunction> functions_;
+  mutable DeviceBuffer weights_;
+};
+
+struct RunOptions {
+  bool poison = false;  // fill the arena with 0xFF bytes (NaN) first: unwritten outputs show
+};
+
+class Session {
+ public:
+  explicit Session(std::shared_ptr<const Engine> engine);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Inputs in graph-input order; returns the graph outputs. Throws UserError for bad inputs
+  // or a failed run-time check (an out-of-range index), DeviceError for driver errors.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& opts = {});
+  // Every value's contents after the last run (empty Tensor for values not on the device).
+  Tensor fetch(graph::ValueId v) const;
+
+ private:
+  void run_fallback(const Step& step);
+  std::shared_ptr<const Engine> engine_;
+  DeviceBuffer arena_;
+  DeviceBuffer flags_;  // one int per kernel step with run-time checks
+  std::vector<size_t> flag_index_;
+  CUstream stream_ = nullptr;
+};
+
+}  // namespace braze::gpu

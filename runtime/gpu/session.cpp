@@ -1,0 +1,136 @@
+#include <braze/error.h>
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "graph/op_context.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/engine.h"
+#include "runtime/reference_executor.h"
+
+namespace braze::gpu {
+
+using graph::kNoValue;
+using graph::ValueId;
+
+Session::Session(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {
+  engine_->load();
+  make_current();
+  arena_ = DeviceBuffer(engine_->arena_bytes());
+  size_t flags = 0;
+  flag_index_.assign(engine_->steps().size(), 0);
+  for (size_t i = 0; i < engine_->steps().size(); ++i) {
+    const Step& s = engine_->steps()[i];
+    if (s.kernel && s.kernel->has_error_flag) flag_index_[i] = flags++;
+  }
+  flags_ = DeviceBuffer(std::max<size_t>(flags, 1) * sizeof(int));
+  BRAZE_CU(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
+}
+
+Session::~Session() {
+  if (stream_) driver().cuStreamDestroy(stream_);
+}
+
+namespace {
+
+CUdeviceptr address(const Engine& e, const DeviceBuffer& arena, ValueId v) {
+  const Slot& s = e.slots().at(v);
+  switch (s.where) {
+    case Slot::Arena: return arena.ptr() + s.offset;
+    case Slot::Weights: return e.weights() + s.offset;
+    case Slot::None: break;
+  }
+  throw InternalError("value %" + e.graph().value(v).name + " has no device slot");
+}
+
+}  // namespace
+
+Tensor Session::fetch(ValueId v) const {
+  const graph::Value& val = engine_->graph().value(v);
+  if (val.constant) return *val.constant;
+  if (engine_->slots().at(v).where == Slot::None || !val.has_shape) return Tensor();
+  Tensor t(val.dtype, val.shape);
+  make_current();
+  BRAZE_CU(cuStreamSynchronize, stream_);
+  if (t.nbytes()) BRAZE_CU(cuMemcpyDtoH, t.raw(), address(*engine_, arena_, v), t.nbytes());
+  return t;
+}
+
+void Session::run_fallback(const Step& step) {
+  const graph::Graph& g = engine_->graph();
+  BRAZE_CU(cuStreamSynchronize, stream_);
+  std::map<ValueId, Tensor> host;
+  for (ValueId v : step.group.inputs) host[v] = fetch(v);
+  for (graph::NodeId id : step.group.nodes) {
+    const graph::Node& n = g.node(id);
+    std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (n.inputs[i] != kNoValue) ins[i] = &host.at(n.inputs[i]);
+    std::vector<Tensor> outs = graph::evaluate_node(n, ins);
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      ValueId v = n.outputs[i];
+      if (v == kNoValue) continue;
+      const Tensor& t = outs[i];
+      if (engine_->slots().at(v).where == Slot::Arena && t.nbytes())
+        BRAZE_CU(cuMemcpyHtoD, address(*engine_, arena_, v), t.raw(), t.nbytes());
+      host[v] = std::move(outs[i]);
+    }
+  }
+}
+
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOptions& opts) {
+  const graph::Graph& g = engine_->graph();
+  runtime::check_inputs(g, inputs);
+  make_current();
+  if (opts.poison && arena_.size()) BRAZE_CU(cuMemsetD8Async, arena_.ptr(), 0xFF, arena_.size(), stream_);
+  BRAZE_CU(cuMemsetD8Async, flags_.ptr(), 0, flags_.size(), stream_);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ValueId v = g.inputs()[i];
+    if (engine_->slots().at(v).where == Slot::Arena && inputs[i].nbytes())
+      BRAZE_CU(cuMemcpyHtoDAsync, address(*engine_, arena_, v), inputs[i].raw(), inputs[i].nbytes(), stream_);
+  }
+  // The inputs' host memory is pageable: finish the copies before the caller can free it.
+  BRAZE_CU(cuStreamSynchronize, stream_);
+  const auto& steps = engine_->steps();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    if (!s.kernel) {
+      run_fallback(s);
+      continue;
+    }
+    const codegen::Kernel& k = *s.kernel;
+    if (k.empty_launch) continue;
+    std::vector<CUdeviceptr> ptrs;
+    for (const codegen::Param& p : k.params) ptrs.push_back(address(*engine_, arena_, p.value));
+    if (k.has_error_flag) ptrs.push_back(flags_.ptr() + flag_index_[i] * sizeof(int));
+    std::vector<void*> args;
+    for (CUdeviceptr& p : ptrs) args.push_back(&p);
+    BRAZE_CU(cuLaunchKernel, engine_->function(i), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
+             k.block[2], k.shared_bytes, stream_, args.data(), nullptr);
+  }
+  std::vector<Tensor> outs;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    ValueId v = g.outputs()[i].value;
+    if (g.is_graph_input(v)) {
+      size_t k = std::find(g.inputs().begin(), g.inputs().end(), v) - g.inputs().begin();
+      outs.push_back(inputs[k].clone());
+    } else {
+      outs.push_back(fetch(v));  // synchronises the stream first
+    }
+  }
+  BRAZE_CU(cuStreamSynchronize, stream_);
+  std::vector<int> flags(flags_.size() / sizeof(int));
+  BRAZE_CU(cuMemcpyDtoH, flags.data(), flags_.ptr(), flags_.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    if (!s.kernel || !s.kernel->has_error_flag) continue;
+    int code = flags[flag_index_[i]];
+    if (code > 0 && static_cast<size_t>(code) <= s.kernel->error_messages.size())
+      throw UserError(s.kernel->error_messages[code - 1]);
+  }
+  return outs;
+}
+
+}  // namespace braze::gpu

@@ -79,6 +79,8 @@ void check_supported(const onnx::GraphProto& gp, const std::map<std::string, int
     else if (!op) key = fmt::format("{} ({}, opset {})", n.op_type(), dname, opset);
     else if (op->since > opset)
       key = fmt::format("{} ({}, opset {}: the op first appears in opset {})", n.op_type(), dname, opset, op->since);
+    else if (op->oldest > opset)
+      key = fmt::format("{} ({}, opset {}: braze imports this op from opset {})", n.op_type(), dname, opset, op->oldest);
     if (!key.empty()) missing[key].push_back("'" + node_label(n, i) + "'");
   }
   if (missing.empty()) return;

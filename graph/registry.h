@@ -43,6 +43,10 @@ struct OpDef {
   std::string name;
   std::string domain;  // "" is ai.onnx
   int since = 1;       // first opset of the domain in which the op exists
+  // Oldest opset whose form of the op braze imports. Opsets before 7 changed several ops
+  // (broadcast attributes, attributes later made inputs); ops whose meaning never changed
+  // take their very first form too.
+  int oldest = 7;
   FusionKind kind = FusionKind::Opaque;
   int min_inputs = 1;
   int max_inputs = 1;  // -1: variadic
@@ -62,8 +66,9 @@ struct OpDef {
   bool is_shape_input(int i) const;
 };
 
-// Lowest and highest opset of the default domain braze imports.
-inline constexpr int kMinOpset = 7;
+// Lowest and highest opset of the default domain braze imports (each op's own oldest
+// form bounds it further).
+inline constexpr int kMinOpset = 1;
 inline constexpr int kMaxOpset = 21;
 
 const OpDef* find_op(std::string_view domain, std::string_view name);

@@ -36,6 +36,7 @@ OpDef unary(std::string name, DTypeSet types, Factory factory, std::vector<AttrS
   OpDef d;
   d.name = std::move(name);
   d.since = since;
+  d.oldest = 1;  // unary ops kept their meaning since opset 1 (only consumed_inputs went)
   d.kind = FusionKind::ElemWise;
   d.types = types;
   d.attrs = std::move(attrs);
@@ -355,6 +356,7 @@ OpDef binary(std::string name, DTypeSet types, Factory factory, std::vector<Attr
   OpDef d;
   d.name = std::move(name);
   d.since = since;
+  d.oldest = std::max(since, 7);  // before opset 7 broadcasting took attributes
   d.kind = FusionKind::Broadcast;
   d.min_inputs = d.max_inputs = 2;
   d.types = types;
@@ -374,10 +376,11 @@ OpDef variadic(std::string name, DTypeSet types, Factory factory) {
 
 // Comparisons: result is bool; read in the compute type of input 0.
 template <class Cmp>
-OpDef comparison(std::string name, DTypeSet types, Cmp cmp, int since = 7) {
+OpDef comparison(std::string name, DTypeSet types, Cmp cmp, int since = 1) {
   OpDef d;
   d.name = std::move(name);
   d.since = since;
+  d.oldest = std::max(since, 7);
   d.kind = FusionKind::Broadcast;
   d.min_inputs = d.max_inputs = 2;
   d.types = types;
@@ -422,11 +425,11 @@ void add_binary_ops(std::vector<OpDef>& r) {
   const DTypeSet arith = kNumericTypes;
   r.push_back(binary("Add", arith, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a + b); };
-  }, {}, 7));
+  }, {}, 1));
   r.back().cuda_expr = wrapping("+");
   r.push_back(binary("Sub", arith, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a - b); };
-  }, {}, 7));
+  }, {}, 1));
   r.back().cuda_expr = wrapping("-");
   r.push_back(binary("Mul", arith, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) {
@@ -434,7 +437,7 @@ void add_binary_ops(std::vector<OpDef>& r) {
         return static_cast<decltype(a)>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
       else return a * b;
     };
-  }, {}, 7));
+  }, {}, 1));
   r.back().cuda_expr = wrapping("*");
   r.push_back(binary("Div", arith, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) {
@@ -447,7 +450,7 @@ void add_binary_ops(std::vector<OpDef>& r) {
       }
       return a / b;
     };
-  }, {}, 7));
+  }, {}, 1));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     if (c.type == "float" || c.type == "double") return fmt::format("({} / {})", c.args[0], c.args[1]);
     return fmt::format("braze_idiv({}, {})", c.args[0], c.args[1]);
@@ -458,7 +461,7 @@ void add_binary_ops(std::vector<OpDef>& r) {
       if constexpr (std::is_integral_v<C>) return int_pow<C>(a, b);
       else return std::pow(a, b);
     };
-  }, {}, 7));
+  }, {}, 1));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     if (c.type == "float" || c.type == "double")
       return fmt::format("{}({}, ({}){})", cuda_math(c.type, "pow"), c.args[0], c.type, c.args[1]);
@@ -505,7 +508,7 @@ void add_binary_ops(std::vector<OpDef>& r) {
   };
   r.push_back(binary("PRelu", kFloatTypes | kSignedTypes | kUnsignedTypes, [](const Node&) {
     return [](auto x, auto slope) -> decltype(x) { return x < 0 ? static_cast<decltype(x)>(slope * x) : x; };
-  }, {}, 7));
+  }, {}, 1));
   r.back().cuda_expr = cuda_fmt("({a} < ({t})0 ? ({t})({b} * {a}) : {a})");
   // PRelu broadcasts the slope to X's shape (unidirectionally); X's shape is the output's.
   r.back().infer = [](InferCtx& ctx) {
@@ -516,15 +519,15 @@ void add_binary_ops(std::vector<OpDef>& r) {
   };
   r.push_back(binary("And", DTypeSet{DType::Bool}, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return (a && b) ? 1 : 0; };
-  }, {}, 7));
+  }, {}, 1));
   r.back().cuda_expr = cuda_fmt("({a} && {b})");
   r.push_back(binary("Or", DTypeSet{DType::Bool}, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return (a || b) ? 1 : 0; };
-  }, {}, 7));
+  }, {}, 1));
   r.back().cuda_expr = cuda_fmt("({a} || {b})");
   r.push_back(binary("Xor", DTypeSet{DType::Bool}, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return ((a != 0) != (b != 0)) ? 1 : 0; };
-  }, {}, 7));
+  }, {}, 1));
   r.back().cuda_expr = cuda_fmt("({a} != {b})");
 
   r.push_back(variadic("Max", kNumericTypes, [](const Node&) {
@@ -591,6 +594,7 @@ OpDef where_op() {
 OpDef clip_op() {
   OpDef d;
   d.name = "Clip";
+  d.oldest = 6;  // opset 6 (min and max attributes) is upgraded to inputs
   d.kind = FusionKind::ElemWise;
   d.min_inputs = 1;
   d.max_inputs = 3;

@@ -168,6 +168,22 @@ std::string Emitter::value_at(ValueId v, const std::vector<std::string>& coords)
   return r;
 }
 
+std::string Emitter::value_at_view(ValueId v, const Shape& view, const std::vector<std::string>& coords) {
+  const graph::Value& val = g_.value(v);
+  if (view == val.shape) return value_at(v, coords);
+  std::string flat = graph::cuda_linearize(coords, view);
+  bool inside = val.producer != graph::kNoNode && in_group_(val.producer);
+  if (!inside && !(val.constant && val.constant->numel() == 1)) {
+    std::string key = std::to_string(v) + "@" + flat;
+    for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
+      if (auto f = it->find(key); f != it->end()) return f->second;
+    std::string r = let(graph::cuda_compute_type(val.dtype), fmt::format("braze_load({}, {})", input_param(v), flat));
+    memo_.back()[key] = r;
+    return r;
+  }
+  return value_at(v, graph::cuda_unravel(let("long long", flat), val.shape));
+}
+
 std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) {
   const graph::Value& val = g_.value(v);
   std::string type = graph::cuda_compute_type(val.dtype);

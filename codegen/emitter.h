@@ -24,6 +24,9 @@ class Emitter {
   // expression per dim of v), in v's compute type.
   std::string value_at(graph::ValueId v, const std::vector<std::string>& coords);
 
+  // Value v at `coords` of `view`, a shape with v's element count it is reinterpreted as.
+  std::string value_at_view(graph::ValueId v, const Shape& view, const std::vector<std::string>& coords);
+
   std::string fresh(const std::string& prefix);
   std::string let(const std::string& type, const std::string& expr);
   void line(const std::string& s);

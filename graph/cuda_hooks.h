@@ -11,6 +11,7 @@
 #include <braze/tensor.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,5 +75,37 @@ class CudaIndexCtx {
 // Returns the expression (in the output's compute type) of the op's output
 // ctx.output_index() at the output coordinate.
 using CudaIndexFn = std::function<std::string(CudaIndexCtx& ctx)>;
+
+// How a reduction or normalisation op runs on the GPU: passes over each "row" (the
+// elements of input 0 that reduce into one output position), then outputs.
+//
+// Expressions are fmt-style templates over named fields:
+//   {x}   input 0 at the current element (compute type of input 0)
+//   {r}   the element's flat index within its row (long long)
+//   {n}   the row length, as a literal of the pass or output type
+//   {s0}, {s1} … the results of earlier passes (their accumulator types)
+//   {in1}, {in2} … other inputs at the current element, read through `views`
+struct CudaRowProgram {
+  std::vector<int64_t> axes;  // reduced axes of input 0, ascending
+  struct Pass {
+    // "sum", "prod", "max", "min" (NaN-propagating), or "argmax" / "argmin" (the row index
+    // of the first extreme; "argmax_last" / "argmin_last" for the last one).
+    std::string combine;
+    std::string map;   // the value combined, per element
+    std::string type;  // accumulator type (a CUDA compute type); argmax results are long long
+  };
+  std::vector<Pass> passes;
+  struct Output {
+    bool per_element = false;  // input 0's shape (a normalisation) or one value per row
+    std::string expr;          // empty: this output is not produced
+  };
+  std::vector<Output> outputs;  // one per node output
+  // For inputs 1, 2 …: the shape each is viewed as (same element count) so that it
+  // broadcasts against input 0; empty keeps the input's own shape.
+  std::vector<Shape> views;
+};
+// nullopt when this node (its attributes, shapes or dtypes) has no GPU row program.
+using CudaRowFn = std::function<std::optional<CudaRowProgram>(const Node& node, const std::vector<Shape>& in_shapes,
+                                                              const std::vector<DType>& in_dtypes)>;
 
 }  // namespace braze::graph

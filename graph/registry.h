@@ -61,6 +61,7 @@ struct OpDef {
   RefFn reference;
   CudaExprFn cuda_expr;    // element-wise ops: the expression codegen inlines
   CudaIndexFn cuda_index;  // injective ops: their output as loads of their inputs
+  CudaRowFn cuda_row;      // reductions and normalisations: a row program
 
   const AttrSpec* find_attr(std::string_view attr) const;
   bool is_shape_input(int i) const;

@@ -47,6 +47,9 @@ GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Targ
     case fusion::GroupKind::Pointwise:
       out.kernel = pointwise_kernel(g, group, target, &out.fallback_reason);
       break;
+    case fusion::GroupKind::Gemm:
+      out.kernel = gemm_kernel(g, group, target, &out.fallback_reason);
+      break;
     case fusion::GroupKind::Reduction:
       out.kernel = reduction_kernel(g, group, target, &out.fallback_reason);
       break;

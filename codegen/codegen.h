@@ -28,6 +28,8 @@ void finish_kernel(const graph::Graph& g, Kernel& kernel, const std::string& cod
 // Schedules.
 std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
                                        std::string* why_not);
+std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
+                                  std::string* why_not);
 std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
                                        std::string* why_not);
 

@@ -138,8 +138,11 @@ std::vector<Tensor> evaluate_node(const Node& n, const std::vector<const Tensor*
   }
   std::vector<OutputInfo> outs = run_infer(n, std::move(ins), true);
   std::vector<Tensor> result(n.outputs.size());
-  for (size_t i = 0; i < outs.size(); ++i)
-    if (n.outputs[i] != kNoValue) result[i] = Tensor(outs[i].dtype, outs[i].shape);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (n.outputs[i] == kNoValue) continue;
+    checked_nbytes(outs[i].dtype, outs[i].shape, fmt::format("{} output {}", n.describe(), i));
+    result[i] = Tensor(outs[i].dtype, outs[i].shape);
+  }
   RefCtx ctx(n, inputs, result);
   n.op->reference(ctx);
   return result;

@@ -7,11 +7,12 @@
 #include "fusion/plan.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
+#include "runtime/emulator.h"
 #include "runtime/reference_executor.h"
 
 namespace braze::cli {
 
-std::vector<std::string> backend_names() { return {"reference", "gpu", "gpu-unfused"}; }
+std::vector<std::string> backend_names() { return {"reference", "gpu", "gpu-unfused", "emulator"}; }
 
 namespace {
 
@@ -33,6 +34,10 @@ runtime::BackendFn gpu_backend(bool fuse) {
 runtime::BackendFn make_backend(const std::string& name) {
   if (name == "reference")
     return [](const graph::Graph& g, const std::vector<Tensor>& in) { return runtime::run_reference(g, in); };
+  if (name == "emulator")  // the GPU path's kernels, compiled for and run on the CPU
+    return [](const graph::Graph& g, const std::vector<Tensor>& in) {
+      return runtime::run_emulated(g, fusion::plan_unfused(g), in);
+    };
   if (name == "gpu") return gpu_backend(true);
   if (name == "gpu-unfused") return gpu_backend(false);
   throw UserError(fmt::format("unknown backend '{}' (choose from: {})", name, fmt::join(backend_names(), ", ")));

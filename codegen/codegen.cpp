@@ -51,11 +51,22 @@ GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Targ
       out.kernel = gemm_kernel(g, group, target, &out.fallback_reason);
       break;
     case fusion::GroupKind::Reduction:
-      out.kernel = reduction_kernel(g, group, target, &out.fallback_reason);
+    case fusion::GroupKind::Opaque: {
+      // An op that says how to compute one output element (an index map, possibly with a
+      // loop: pooling, convolution, Resize, LRN …) runs as pointwise; a row program runs
+      // on the reduction schedule.
+      bool per_element = std::all_of(group.nodes.begin(), group.nodes.end(), [&](graph::NodeId id) {
+        const graph::Node& n = g.node(id);
+        return n.op->cuda_index || n.op->cuda_expr;
+      });
+      bool rows = group.nodes.size() == 1 && g.node(group.nodes[0]).op->cuda_row;
+      if (rows) out.kernel = reduction_kernel(g, group, target, &out.fallback_reason);
+      if (!out.kernel && per_element) out.kernel = pointwise_kernel(g, group, target, &out.fallback_reason);
+      if (!out.kernel && out.fallback_reason.empty())
+        out.fallback_reason = fmt::format("{} has no GPU kernel", g.node(group.nodes[0]).describe());
+      if (out.kernel) out.fallback_reason.clear();
       break;
-    default:
-      out.fallback_reason = fmt::format("no GPU schedule for {} groups yet", fusion::group_kind_name(group.kind));
-      break;
+    }
   }
   return out;
 }

@@ -144,6 +144,18 @@ class IndexCtx final : public graph::CudaIndexCtx {
     e_.close();
     return r;
   }
+  std::string accumulate(const std::string& type, const std::string& init, int64_t count,
+                         const std::function<std::string(const std::string&, const std::string&)>& step) override {
+    std::string acc = e_.fresh("acc"), k = e_.fresh("k");
+    e_.line(fmt::format("{} {} = {};", type, acc, init));
+    e_.open(fmt::format("for (long long {0} = 0; {0} < {1}LL; ++{0}) {{", k, count));
+    e_.push_scope();
+    std::string next = step(acc, k);
+    e_.line(fmt::format("{} = {};", acc, next));
+    e_.pop_scope();
+    e_.close();
+    return acc;
+  }
   void check(const std::string& cond, const std::string& message, const std::string& fixup) override {
     int code = e_.add_check(fmt::format("{}: {}", n_.describe(), message));
     e_.line(fmt::format("if (!({})) {{ braze_fail(braze_err, {}); {} }}", cond, code, fixup));

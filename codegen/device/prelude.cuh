@@ -1,8 +1,10 @@
 // braze device prelude: storage <-> compute type conversions. Every generated kernel
 // begins with this file. Compute types: float for float16/bfloat16/float32, double,
 // long long for signed integers, unsigned long long for unsigned ones, bool.
+#ifndef BRAZE_CPU_EMULATION  // the CPU emulator (tests) brings its own definitions
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#endif
 
 #define BRAZE_DEV __device__ __forceinline__
 

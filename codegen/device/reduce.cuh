@@ -1,5 +1,20 @@
 // Warp and block reductions for the reduction schedules.
 
+// Arg-reduction order: is (a, ia) a better extreme than (b, ib)? The max (is_max) or min
+// value wins, the first index on ties unless `last`; NaN counts as the extreme (numpy's
+// argmax does); an index of -1 means "nothing yet".
+template <class T>
+BRAZE_DEV bool braze_arg_better(T a, long long ia, T b, long long ib, bool is_max, bool last) {
+  if (ib < 0) return true;
+  if (ia < 0) return false;
+  bool an = a != a, bn = b != b;
+  if (an || bn) return an && (!bn || (last ? ia > ib : ia < ib));
+  if (a == b) return last ? ia > ib : ia < ib;
+  return is_max ? a > b : a < b;
+}
+
+#ifndef BRAZE_CPU_EMULATION
+
 template <class T, class F>
 BRAZE_DEV T braze_warp_reduce(T v, F f) {
   for (int off = 16; off > 0; off >>= 1) v = f(v, __shfl_xor_sync(0xffffffffu, v, off));
@@ -26,18 +41,7 @@ BRAZE_DEV T braze_block_reduce(T v, F f, T identity, T* shm) {
   return r;
 }
 
-// Arg-reduction over the block: the row index of the max (is_max) or min value, the
-// first such index unless `last`; NaN counts as the extreme (numpy's argmax does).
-template <class T>
-BRAZE_DEV bool braze_arg_better(T a, long long ia, T b, long long ib, bool is_max, bool last) {
-  if (ib < 0) return true;
-  if (ia < 0) return false;
-  bool an = a != a, bn = b != b;
-  if (an || bn) return an && (!bn || (last ? ia > ib : ia < ib));
-  if (a == b) return last ? ia > ib : ia < ib;
-  return is_max ? a > b : a < b;
-}
-
+// The row index of the block's best (value, index) pair; every thread gets it.
 template <class T>
 BRAZE_DEV long long braze_block_argreduce(T v, long long i, bool is_max, bool last, T* shm_v, long long* shm_i) {
   for (int off = 16; off > 0; off >>= 1) {
@@ -64,3 +68,11 @@ BRAZE_DEV long long braze_block_argreduce(T v, long long i, bool is_max, bool la
   __syncthreads();
   return r;
 }
+
+#else
+// The CPU emulator runs a block as one thread, which already holds the whole reduction.
+template <class T, class F>
+BRAZE_DEV T braze_block_reduce(T v, F, T, T*) { return v; }
+template <class T>
+BRAZE_DEV long long braze_block_argreduce(T, long long i, bool, bool, T*, long long*) { return i; }
+#endif

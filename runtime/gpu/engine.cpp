@@ -80,17 +80,22 @@ void Engine::compile_steps(std::vector<Step>& steps, const Arch& arch, const Eng
   }
 }
 
-std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan, const EngineOptions& opts,
-                                      BuildReport* report) {
+std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan, const codegen::Target& target) {
   std::vector<Step> steps;
   for (fusion::Group& grp : plan.groups) {
     Step s;
-    codegen::GroupCode gc = codegen::generate(graph, grp, opts.target);
+    codegen::GroupCode gc = codegen::generate(graph, grp, target);
     s.kernel = std::move(gc.kernel);
     s.fallback_reason = std::move(gc.fallback_reason);
     s.group = std::move(grp);
     steps.push_back(std::move(s));
   }
+  return steps;
+}
+
+std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan, const EngineOptions& opts,
+                                      BuildReport* report) {
+  std::vector<Step> steps = generate_steps(graph, std::move(plan), opts.target);
   compile_steps(steps, opts.arch, opts, report);
   if (report) {
     for (const Step& s : steps) (s.kernel ? report->kernels : report->fallbacks)++;

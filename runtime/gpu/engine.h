@@ -48,6 +48,9 @@ struct Step {
   std::string ptx;
 };
 
+// Generates each group's kernel (no compilation): the steps an engine runs.
+std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan, const codegen::Target& target);
+
 struct BuildReport {
   size_t kernels = 0;
   size_t fallbacks = 0;

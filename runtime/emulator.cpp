@@ -1,0 +1,141 @@
+#include "runtime/emulator.h"
+
+#include <braze/error.h>
+#include <dlfcn.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "codegen/codegen.h"
+#include "graph/cuda_hooks.h"
+#include "graph/op_context.h"
+#include "runtime/emulator_sources.h"
+#include "runtime/gpu/engine.h"
+#include "runtime/gpu/kernel_cache.h"
+#include "runtime/reference_executor.h"
+
+namespace braze::runtime {
+
+namespace fs = std::filesystem;
+using graph::kNoValue;
+using graph::ValueId;
+
+namespace {
+
+using LaunchFn = void (*)(void**, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned);
+
+std::string emulation_source(const graph::Graph& g, const codegen::Kernel& k) {
+  std::string src = std::string(emulator_half_header()) + std::string(emulator_shim()) + k.source;
+  std::string args;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const graph::Value& v = g.value(k.params[i].value);
+    args += fmt::format("{}({}{}*)a[{}]", i ? ", " : "", k.params[i].is_output ? "" : "const ",
+                        graph::cuda_storage_type(v.dtype), i);
+  }
+  if (k.has_error_flag) args += fmt::format("{}(int*)a[{}]", k.params.empty() ? "" : ", ", k.params.size());
+  src += fmt::format(
+      "\nextern \"C\" void braze_emu_launch(void** a, unsigned gx, unsigned gy, unsigned gz, unsigned bx, "
+      "unsigned by, unsigned bz) {{\n  braze_emu_run([&] {{ {}({}); }}, {{gx, gy, gz}}, {{bx, by, bz}});\n}}\n",
+      k.name, args);
+  return src;
+}
+
+// Compiles (or finds in the cache) the shared object for `src`; returns its launch entry.
+LaunchFn load_kernel(const std::string& src, const fs::path& dir, const std::string& name) {
+  static std::mutex mu;
+  static std::map<uint64_t, LaunchFn> loaded;
+  uint64_t h = XXH3_64bits(src.data(), src.size());
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (auto it = loaded.find(h); it != loaded.end()) return it->second;
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  fs::path so = dir / fmt::format("{:016x}.so", h);
+  if (!fs::exists(so)) {
+    fs::path cpp = dir / fmt::format("{:016x}.{}.cpp", h, ::getpid());
+    std::ofstream(cpp) << src;
+    fs::path tmp = dir / fmt::format("{:016x}.{}.so.tmp", h, ::getpid());
+    std::string cmd = fmt::format("{} -std=c++20 -O1 -w -shared -fPIC -pthread -x c++ '{}' -o '{}' 2>'{}.log'",
+                                  BRAZE_HOST_CXX, cpp.string(), tmp.string(), cpp.string());
+    int rc = std::system(cmd.c_str());
+    if (rc != 0) {
+      std::ifstream log(cpp.string() + ".log");
+      std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+      throw InternalError(fmt::format("the CPU emulator could not compile kernel {} (source kept at {}):\n{}", name,
+                                      cpp.string(), text.substr(0, 4000)));
+    }
+    fs::rename(tmp, so, ec);
+    fs::remove(cpp, ec);
+    fs::remove(cpp.string() + ".log", ec);
+  }
+  void* h_so = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h_so) throw InternalError(fmt::format("dlopen {}: {}", so.string(), dlerror()));
+  auto fn = reinterpret_cast<LaunchFn>(dlsym(h_so, "braze_emu_launch"));
+  if (!fn) throw InternalError("emulated kernel lacks braze_emu_launch: " + name);
+  std::lock_guard<std::mutex> l(mu);
+  loaded[h] = fn;
+  return fn;
+}
+
+}  // namespace
+
+std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan, const std::vector<Tensor>& inputs,
+                                 const EmulatorOptions& opts) {
+  check_inputs(g, inputs);
+  fs::path dir = opts.cache_dir.empty() ? gpu::default_cache_dir() / "emulator" : opts.cache_dir;
+  std::vector<gpu::Step> steps = gpu::generate_steps(g, plan, codegen::Target{});
+  std::vector<Tensor> vals(g.num_values());
+  for (size_t i = 0; i < g.num_values(); ++i)
+    if (g.value(static_cast<ValueId>(i)).constant) vals[i] = *g.value(static_cast<ValueId>(i)).constant;
+  for (size_t i = 0; i < inputs.size(); ++i) vals[g.inputs()[i]] = inputs[i];
+
+  for (const gpu::Step& s : steps) {
+    if (!s.kernel) {
+      for (graph::NodeId id : s.group.nodes) {
+        const graph::Node& n = g.node(id);
+        std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
+        for (size_t i = 0; i < n.inputs.size(); ++i)
+          if (n.inputs[i] != kNoValue) ins[i] = &vals[n.inputs[i]];
+        std::vector<Tensor> outs = graph::evaluate_node(n, ins);
+        for (size_t i = 0; i < n.outputs.size(); ++i)
+          if (n.outputs[i] != kNoValue) vals[n.outputs[i]] = std::move(outs[i]);
+      }
+      continue;
+    }
+    const codegen::Kernel& k = *s.kernel;
+    std::vector<void*> args;
+    for (const codegen::Param& p : k.params) {
+      Tensor& t = vals[p.value];
+      if (p.is_output) {
+        const graph::Value& v = g.value(p.value);
+        t = Tensor(v.dtype, v.shape);
+        if (opts.poison && t.nbytes()) std::memset(t.raw(), 0xFF, t.nbytes());
+      }
+      BRAZE_CHECK(t.defined(), "emulator: kernel input %" + g.value(p.value).name + " not computed");
+      args.push_back(t.raw());
+    }
+    int flag = 0;
+    if (k.has_error_flag) args.push_back(&flag);
+    if (k.empty_launch) continue;
+    LaunchFn fn = load_kernel(emulation_source(g, k), dir, k.name);
+    // Pointwise and reduction kernels stride over their work, so one thread does it all;
+    // GEMM tiles need their real block of threads.
+    bool real = k.kind == fusion::GroupKind::Gemm;
+    if (real) fn(args.data(), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2]);
+    else fn(args.data(), 1, 1, 1, 1, 1, 1);
+    if (flag > 0 && static_cast<size_t>(flag) <= k.error_messages.size()) throw UserError(k.error_messages[flag - 1]);
+  }
+  std::vector<Tensor> out;
+  for (const auto& o : g.outputs()) out.push_back(vals[o.value]);
+  return out;
+}
+
+}  // namespace braze::runtime

@@ -1,0 +1,26 @@
+// The CPU emulator: runs a graph the way the GPU engine does — the same plan and the same
+// generated kernels — but compiles each kernel with the host C++ compiler (against
+// runtime/emulator_shim.h) and runs it on the CPU. Groups without a kernel run on the
+// reference executor, as the GPU engine's fallback does. It lets tests and CI check
+// generated code on machines without a GPU ("--backend emulator"); it is slow.
+#pragma once
+
+#include <braze/tensor.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "fusion/plan.h"
+#include "graph/ir.h"
+
+namespace braze::runtime {
+
+struct EmulatorOptions {
+  std::filesystem::path cache_dir;  // compiled kernels (.so); default: the kernel cache's folder
+  bool poison = true;               // outputs start as 0xFF bytes, so unwritten ones show
+};
+
+std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan, const std::vector<Tensor>& inputs,
+                                 const EmulatorOptions& opts = {});
+
+}  // namespace braze::runtime

@@ -44,6 +44,7 @@ int run_conformance(const ConformanceOptions& o) {
       size_t q = detail.find_first_not_of(' ', p + 1);
       detail.replace(p, (q == std::string::npos ? detail.size() : q) - p, "; ");
     }
+    if (detail.size() > 600) detail = detail.substr(0, 600) + " … (whole text in --json)";
     (r.status == runtime::CaseResult::Status::Pass   ? pass
      : r.status == runtime::CaseResult::Status::Fail ? fail
                                                      : skip)++;

@@ -85,22 +85,25 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     return std::nullopt;
   }
   const graph::Node& n = g.node(group.nodes[0]);
-  std::vector<Shape> shapes;
-  std::vector<DType> dtypes;
+  graph::CudaRowInputs ins;
   for (graph::ValueId v : n.inputs) {
-    shapes.push_back(v == graph::kNoValue ? Shape{} : g.value(v).shape);
-    dtypes.push_back(v == graph::kNoValue ? DType::Float32 : g.value(v).dtype);
+    ins.shapes.push_back(v == graph::kNoValue ? Shape{} : g.value(v).shape);
+    ins.dtypes.push_back(v == graph::kNoValue ? DType::Float32 : g.value(v).dtype);
+    ins.values.push_back(v == graph::kNoValue ? nullptr : g.value(v).constant.get());
   }
-  std::optional<graph::CudaRowProgram> prog = n.op->cuda_row ? n.op->cuda_row(n, shapes, dtypes) : std::nullopt;
+  const std::vector<Shape>& shapes = ins.shapes;
+  std::optional<graph::CudaRowProgram> prog = n.op->cuda_row ? n.op->cuda_row(n, ins) : std::nullopt;
   if (!prog) {
     *why_not = n.describe() + " has no GPU row program for these attributes and dtypes";
     return std::nullopt;
   }
-  const graph::Value& x = g.value(n.inputs[0]);
+  const graph::Value& xv = g.value(n.inputs[0]);
+  const Shape xshape = prog->x_view.empty() ? xv.shape : prog->x_view;
+  BRAZE_CHECK(checked_numel(xshape) == checked_numel(xv.shape), n.describe() + ": row program view of X differs in size");
   Shape kept_shape, red_shape;
-  std::vector<bool> reduced(x.shape.size(), false);
+  std::vector<bool> reduced(xshape.size(), false);
   for (int64_t a : prog->axes) reduced.at(static_cast<size_t>(a)) = true;
-  for (size_t d = 0; d < x.shape.size(); ++d) (reduced[d] ? red_shape : kept_shape).push_back(x.shape[d]);
+  for (size_t d = 0; d < xshape.size(); ++d) (reduced[d] ? red_shape : kept_shape).push_back(xshape[d]);
   int64_t rows = checked_numel(kept_shape), len = checked_numel(red_shape);
 
   Emitter e(g, [&](graph::NodeId id) { return id == group.nodes[0]; });
@@ -112,26 +115,27 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   std::string acc_decls;
   for (size_t p = 0; p < prog->passes.size(); ++p) {
     const auto& pass = prog->passes[p];
-    acc_decls += fmt::format("  __shared__ {} braze_shm{}[32];\n", pass.type, p);
-    if (pass.combine.rfind("arg", 0) == 0) acc_decls += fmt::format("  __shared__ long long braze_shmi{}[32];\n", p);
+    bool arg = pass.combine.rfind("arg", 0) == 0;
+    acc_decls += fmt::format("  __shared__ {} braze_shm{}[32];\n", arg ? graph::cuda_compute_type(xv.dtype) : pass.type, p);
+    if (arg) acc_decls += fmt::format("  __shared__ long long braze_shmi{}[32];\n", p);
   }
 
   auto full_coords = [&](const std::vector<std::string>& kept, const std::vector<std::string>& red) {
     std::vector<std::string> c;
     size_t ki = 0, ri = 0;
-    for (size_t d = 0; d < x.shape.size(); ++d) c.push_back(reduced[d] ? red[ri++] : kept[ki++]);
+    for (size_t d = 0; d < xshape.size(); ++d) c.push_back(reduced[d] ? red[ri++] : kept[ki++]);
     return c;
   };
   std::map<std::string, std::string> fields;
   auto element_fields = [&](const std::vector<std::string>& coords, const std::string& r) {
     std::map<std::string, std::string> f = fields;
     f["r"] = r;
-    f["x"] = e.value_at(n.inputs[0], coords);
+    f["x"] = e.value_at_view(n.inputs[0], xshape, coords);
     for (size_t i = 1; i < n.inputs.size(); ++i) {
       if (n.inputs[i] == graph::kNoValue) continue;
       Shape view = i - 1 < prog->views.size() && !prog->views[i - 1].empty() ? prog->views[i - 1] : shapes[i];
       std::string name = "in" + std::to_string(i);
-      if (uses_field(*prog, name)) f[name] = e.value_at_view(n.inputs[i], view, broadcast_coords(coords, x.shape, view));
+      if (uses_field(*prog, name)) f[name] = e.value_at_view(n.inputs[i], view, broadcast_coords(coords, xshape, view));
     }
     return f;
   };
@@ -141,9 +145,9 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   const bool elementwise = prog->passes.empty();
   if (elementwise) {
     kept_shape.clear();
-    red_shape = x.shape;
+    red_shape = xshape;
     std::fill(reduced.begin(), reduced.end(), true);
-    len = checked_numel(x.shape);
+    len = checked_numel(xshape);
     rows = 1;
   }
   if (!elementwise) e.open(fmt::format("for (long long row = blockIdx.x; row < {}LL; row += gridDim.x) {{", rows));
@@ -152,7 +156,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     const auto& pass = prog->passes[p];
     bool arg = pass.combine.rfind("arg", 0) == 0;
     std::string acc = fmt::format("a{}", p), acci = fmt::format("ai{}", p);
-    std::string val_type = arg ? graph::cuda_compute_type(x.dtype) : pass.type;
+    std::string val_type = arg ? graph::cuda_compute_type(xv.dtype) : pass.type;
     if (arg) {
       e.line(fmt::format("{} {} = {};", val_type, acc, graph::cuda_literal(val_type, 0)));
       e.line(fmt::format("long long {} = -1;", acci));
@@ -194,9 +198,16 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       any_element = true;
       continue;
     }
-    std::map<std::string, std::string> f = fields;
+    e.open("if (threadIdx.x == 0) {");
+    e.push_scope();
+    std::vector<std::string> zeros(red_shape.size(), "0LL");
+    std::map<std::string, std::string> f = o.expr.find("{in") != std::string::npos || o.expr.find("{x}") != std::string::npos
+                                               ? element_fields(full_coords(kept, zeros), "0LL")
+                                               : fields;
     f["n"] = graph::cuda_literal(ct == "bool" ? "long long" : ct, static_cast<double>(len));
-    e.line(fmt::format("if (threadIdx.x == 0) braze_store({}, row, ({})({}));", out_params[i], ct, substitute(o.expr, f, n)));
+    e.line(fmt::format("braze_store({}, row, ({})({}));", out_params[i], ct, substitute(o.expr, f, n)));
+    e.pop_scope();
+    e.close();
   }
   if (any_element) {
     if (elementwise)
@@ -208,7 +219,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     std::vector<std::string> red = e.unravel("r", red_shape);
     std::vector<std::string> coords = full_coords(kept, red);
     auto f = element_fields(coords, "r");
-    std::string lin = e.let("long long", graph::cuda_linearize(coords, x.shape));
+    std::string lin = e.let("long long", graph::cuda_linearize(coords, xshape));
     for (size_t i = 0; i < out_params.size(); ++i) {
       if (out_params[i].empty() || !prog->outputs[i].per_element) continue;
       const graph::Value& ov = g.value(n.outputs[i]);

@@ -68,6 +68,10 @@ class CudaIndexCtx {
   virtual std::string select(const std::string& cond, const std::string& type,
                              const std::function<std::string()>& then,
                              const std::function<std::string()>& otherwise) = 0;
+  // A loop: acc = init; for k in [0, count): acc = step(acc, k); returns acc's local.
+  // `step` returns the new accumulator value; loads it makes are emitted inside the loop.
+  virtual std::string accumulate(const std::string& type, const std::string& init, int64_t count,
+                                 const std::function<std::string(const std::string& acc, const std::string& k)>& step) = 0;
   // At run time, when `cond` is false the run fails with `message` (naming the node) and
   // `fixup` (a statement) makes the current element safe to finish, e.g. by zeroing an index.
   virtual void check(const std::string& cond, const std::string& message, const std::string& fixup) = 0;
@@ -100,12 +104,20 @@ struct CudaRowProgram {
     std::string expr;          // empty: this output is not produced
   };
   std::vector<Output> outputs;  // one per node output
+  // Input 0 may be viewed as another shape of the same element count (GroupNormalization
+  // views [N, C, …] as [N, G, C/G, …]); `axes` then refer to the view. Empty: its shape.
+  Shape x_view;
   // For inputs 1, 2 …: the shape each is viewed as (same element count) so that it
-  // broadcasts against input 0; empty keeps the input's own shape.
+  // broadcasts against input 0 (or its view); empty keeps the input's own shape. Per-row
+  // outputs may read them too, at the row's first element.
   std::vector<Shape> views;
 };
 // nullopt when this node (its attributes, shapes or dtypes) has no GPU row program.
-using CudaRowFn = std::function<std::optional<CudaRowProgram>(const Node& node, const std::vector<Shape>& in_shapes,
-                                                              const std::vector<DType>& in_dtypes)>;
+struct CudaRowInputs {
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  std::vector<const Tensor*> values;  // constant inputs (axes …), else nullptr
+};
+using CudaRowFn = std::function<std::optional<CudaRowProgram>(const Node& node, const CudaRowInputs& inputs)>;
 
 }  // namespace braze::graph

@@ -21,6 +21,7 @@
 
 using std::isinf;
 using std::isnan;
+using std::isfinite;
 
 struct braze_dim3 {
   unsigned x = 0, y = 0, z = 0;

@@ -25,7 +25,11 @@ runtime::BackendFn gpu_backend(bool fuse) {
     gpu::Session session(engine);
     gpu::RunOptions ro;
     ro.poison = true;
-    return session.run(in, ro);
+    runtime::BackendRun r;
+    r.outputs = session.run(in, ro);
+    for (const gpu::Step& s : engine->steps())
+      if (!s.kernel) r.fallbacks.push_back(s.fallback_reason);
+    return r;
   };
 }
 
@@ -33,10 +37,16 @@ runtime::BackendFn gpu_backend(bool fuse) {
 
 runtime::BackendFn make_backend(const std::string& name) {
   if (name == "reference")
-    return [](const graph::Graph& g, const std::vector<Tensor>& in) { return runtime::run_reference(g, in); };
+    return [](const graph::Graph& g, const std::vector<Tensor>& in) {
+      return runtime::BackendRun{runtime::run_reference(g, in), {}};
+    };
   if (name == "emulator")  // the GPU path's kernels, compiled for and run on the CPU
     return [](const graph::Graph& g, const std::vector<Tensor>& in) {
-      return runtime::run_emulated(g, fusion::plan_unfused(g), in);
+      runtime::BackendRun r;
+      runtime::EmulatorOptions eo;
+      eo.fallbacks = &r.fallbacks;
+      r.outputs = runtime::run_emulated(g, fusion::plan_unfused(g), in, eo);
+      return r;
     };
   if (name == "gpu") return gpu_backend(true);
   if (name == "gpu-unfused") return gpu_backend(false);

@@ -45,6 +45,8 @@ int run_conformance(const ConformanceOptions& o) {
       detail.replace(p, (q == std::string::npos ? detail.size() : q) - p, "; ");
     }
     if (detail.size() > 600) detail = detail.substr(0, 600) + " … (whole text in --json)";
+    if (!r.fallbacks.empty())
+      detail += fmt::format("{}CPU fallback: {}", detail.empty() ? "" : "; ", fmt::join(r.fallbacks, "; "));
     (r.status == runtime::CaseResult::Status::Pass   ? pass
      : r.status == runtime::CaseResult::Status::Fail ? fail
                                                      : skip)++;
@@ -52,7 +54,7 @@ int run_conformance(const ConformanceOptions& o) {
                              detail.empty() ? "" : ": ", detail)
               << std::flush;
     cases.push_back({{"name", r.name}, {"path", dir.string()}, {"status", runtime::status_name(r.status)},
-                     {"detail", r.detail}, {"seconds", r.seconds}});
+                     {"detail", r.detail}, {"fallbacks", r.fallbacks}, {"seconds", r.seconds}});
   }
   std::cout << fmt::format("{} passed, {} failed, {} skipped\n", pass, fail, skip);
   if (!o.json.empty()) {

@@ -101,7 +101,9 @@ int run_run(const RunOptions& o) {
     }
   }
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<Tensor> outs = backend(g, inputs);
+  runtime::BackendRun ran = backend(g, inputs);
+  std::vector<Tensor>& outs = ran.outputs;
+  for (const std::string& f : ran.fallbacks) std::cerr << "note: ran on the CPU reference: " << f << "\n";
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("ran {} on the {} backend in {:.2f} ms ({} nodes)\n", o.model.model, o.backend, ms,
                            g.num_live_nodes());

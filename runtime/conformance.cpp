@@ -52,6 +52,7 @@ namespace {
 struct SetResult {
   std::string failure;  // empty when every output matched
   std::string notes;
+  std::vector<std::string> fallbacks;
 };
 
 // ONNX 1.12's test generator stores bfloat16 tensors as uint16 bit patterns; read them as
@@ -101,18 +102,19 @@ SetResult run_data_set(const fs::path& model, const fs::path& set, const Backend
   graph::passes::run_pipeline(g);
   std::vector<Tensor> feed;
   for (graph::ValueId v : g.inputs()) feed.push_back(by_name.at(g.value(v).name));
-  std::vector<Tensor> actual = backend(g, feed);
+  BackendRun run = backend(g, feed);
+  const std::vector<Tensor>& actual = run.outputs;
   if (actual.size() != expected.size())
     return {fmt::format("{}: the model gives {} outputs, {} expected", set.filename().string(), actual.size(),
-                       expected.size()), notes};
+                       expected.size()), notes, run.fallbacks};
   for (size_t i = 0; i < actual.size(); ++i) {
     Comparison c = compare(actual[i], expected[i].tensor, default_tolerance(expected[i].tensor.dtype()));
     if (!c.ok)
       return {fmt::format("{}: output {} '{}': {}", set.filename().string(), i, g.outputs()[i].name,
                           c.summary(actual[i], expected[i].tensor)),
-              notes};
+              notes, run.fallbacks};
   }
-  return {"", notes};
+  return {"", notes, run.fallbacks};
 }
 
 }  // namespace
@@ -130,6 +132,7 @@ CaseResult run_case(const fs::path& dir, const BackendFn& backend) {
     for (const fs::path& set : sets) {
       SetResult sr = run_data_set(dir / "model.onnx", set, backend);
       r.detail = sr.notes;
+      r.fallbacks = sr.fallbacks;
       if (!sr.failure.empty()) {
         r.status = CaseResult::Status::Fail;
         r.detail = sr.failure;

@@ -18,14 +18,21 @@
 
 namespace braze::runtime {
 
-// Runs a prepared graph on inputs (graph-input order) and returns its outputs.
-using BackendFn = std::function<std::vector<Tensor>(const graph::Graph&, const std::vector<Tensor>&)>;
+// What a backend returns: the graph outputs, and the groups it ran on the CPU reference
+// instead of the device ("node 'x' (TopK): no GPU kernel"), so no fallback is silent.
+struct BackendRun {
+  std::vector<Tensor> outputs;
+  std::vector<std::string> fallbacks;
+};
+// Runs a prepared graph on inputs (graph-input order).
+using BackendFn = std::function<BackendRun(const graph::Graph&, const std::vector<Tensor>&)>;
 
 struct CaseResult {
   enum class Status { Pass, Fail, Skip };
   std::string name;
   Status status = Status::Pass;
   std::string detail;  // why it failed or was skipped; notes for a pass
+  std::vector<std::string> fallbacks;  // groups run on the CPU instead of the backend
   double seconds = 0;
 };
 

@@ -99,6 +99,7 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
 
   for (const gpu::Step& s : steps) {
     if (!s.kernel) {
+      if (opts.fallbacks) opts.fallbacks->push_back(s.fallback_reason);
       for (graph::NodeId id : s.group.nodes) {
         const graph::Node& n = g.node(id);
         std::vector<const Tensor*> ins(n.inputs.size(), nullptr);

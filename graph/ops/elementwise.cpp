@@ -601,7 +601,8 @@ OpDef clip_op() {
   d.types = kNumericTypes;
   d.attrs = {attr_opt("min", AttrType::Float), attr_opt("max", AttrType::Float)};
   d.upgrade = [](Graph& g, NodeId n) {  // opset < 11: min and max are attributes
-    DType dt = g.value(g.node(n).inputs.at(0)).dtype;
+    if (!g.node(n).has_input(0)) return;  // inference reports the missing input
+    DType dt = g.value(g.node(n).inputs[0]).dtype;
     move_attr_to_input(g, n, "min", 1, dt);
     move_attr_to_input(g, n, "max", 2, dt);
   };
@@ -720,8 +721,8 @@ OpDef dropout_op() {
   d.upgrade = [](Graph& g, NodeId n) {
     // opset < 12: ratio attribute, inference unless is_test=0 (opset < 7, not imported).
     Node& node = g.node(n);
-    if (node.opset < 12) {
-      DType dt = g.value(node.inputs.at(0)).dtype;
+    if (node.opset < 12 && node.has_input(0)) {
+      DType dt = g.value(node.inputs[0]).dtype;
       move_attr_to_input(g, n, "ratio", 1, dt);
       g.node(n).attrs.erase("is_test");
     }

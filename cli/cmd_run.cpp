@@ -1,6 +1,7 @@
-// braze run MODEL: runs the model on given inputs (.pb / .npy files or a folder) or on
-// seeded random ones, prints a summary of each output, writes them as .npy with
-// --outputs, and with --check compares them with expected outputs (exit 1 on mismatch).
+// braze run MODEL|ENGINE: runs a model or a compiled engine on given inputs (.pb / .npy
+// files or a folder) or on seeded random ones, prints a summary of each output, writes them
+// as .npy with --outputs, and with --check compares them with expected outputs (exit 1 on
+// a mismatch). The GPU is used when one is present; otherwise the CPU reference, said so.
 #include <braze/error.h>
 
 #include <algorithm>
@@ -14,10 +15,14 @@
 
 #include "cli/backends.h"
 #include "cli/commands.h"
+#include "cli/gpu_build.h"
 #include "cli/model_options.h"
+#include "cli/run_inputs.h"
 #include "frontend/tensor_io.h"
 #include "runtime/compare.h"
-#include "runtime/inputs.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/engine_file.h"
+#include "runtime/reference_executor.h"
 
 namespace braze::cli {
 
@@ -27,12 +32,11 @@ namespace {
 
 struct RunOptions {
   ModelOptions model;
-  std::string backend = "reference";
-  std::vector<std::string> inputs;
+  BuildOptions build;
+  InputOptions in;
+  std::string backend;  // empty: gpu when present, else reference
   std::string outputs;
   std::string check;
-  uint64_t seed = 0;
-  std::vector<int64_t> int_range;
 };
 
 std::string summarize(const Tensor& t) {
@@ -63,70 +67,111 @@ std::string file_safe(const std::string& name) {
   return s.empty() ? "output" : s;
 }
 
-int run_run(const RunOptions& o) {
-  runtime::BackendFn backend = make_backend(o.backend);
-  runtime::RandomSpec rs;
-  rs.seed = o.seed;
-  if (!o.int_range.empty()) {
-    if (o.int_range.size() != 2) throw UserError("--int-range takes LO,HI");
-    rs.int_lo = o.int_range[0];
-    rs.int_hi = o.int_range[1] + 1;  // inclusive on the command line
-  }
+std::vector<std::string> input_names(const graph::Graph& g) {
+  std::vector<std::string> names;
+  for (graph::ValueId v : g.inputs()) names.push_back(g.value(v).name);
+  return names;
+}
 
-  std::vector<runtime::InputFile> files;
-  std::map<std::string, Shape> file_shapes;
-  if (!o.inputs.empty()) {
-    files = runtime::read_input_files({o.inputs.begin(), o.inputs.end()});
-    // Shapes of the given inputs specialise the model; a first import learns the names.
-    frontend::ImportResult probe = frontend::import_model_file(o.model.model);
-    std::vector<std::string> names;
-    for (graph::ValueId v : probe.graph.inputs()) names.push_back(probe.graph.value(v).name);
-    std::vector<Tensor> ordered = runtime::match_inputs(names, files);
-    files.clear();
-    for (size_t i = 0; i < names.size(); ++i) {
-      file_shapes[names[i]] = ordered[i].shape();
-      files.push_back({names[i], ordered[i]});
-    }
+struct Ran {
+  std::vector<Tensor> outputs;
+  std::vector<std::string> output_names;
+  std::string where;
+};
+
+Ran run_engine_file(const RunOptions& o) {
+  gpu::LoadedEngine le = gpu::load_engine(o.model.model);
+  std::cout << fmt::format("engine {}: model {} (hash {}), {} kernels for {}\n", o.model.model, le.info.model_name,
+                           le.info.model_hash, le.engine->steps().size(), le.info.arch);
+  const graph::Graph& g = le.engine->graph();
+  GivenInputs given = read_given_inputs(o.in, input_names(g));
+  std::vector<Tensor> inputs = inputs_for(g, o.in, given);
+  Ran r;
+  for (const auto& out : g.outputs()) r.output_names.push_back(out.name);
+  if (!gpu::gpu_available()) {
+    std::cerr << "note: no GPU (" << gpu::gpu_unavailable_reason() << "): running the engine's graph on the CPU reference\n";
+    r.outputs = runtime::run_reference(g, inputs);
+    r.where = "the CPU reference";
+    return r;
   }
-  LoadedModel m = load_model(o.model, file_shapes);
+  std::shared_ptr<gpu::Engine> engine = le.engine;
+  gpu::Arch dev = gpu::device_info().arch();
+  if (dev.name() != engine->arch().name()) {
+    std::cerr << fmt::format("note: the engine was compiled for {}, this GPU is {}: recompiling its kernels\n",
+                             engine->arch().name(), dev.name());
+    std::vector<gpu::Step> steps = engine->steps();
+    gpu::EngineOptions opts = gpu::default_engine_options();
+    gpu::Engine::compile_steps(steps, dev, opts, nullptr);
+    engine = gpu::Engine::assemble(engine->graph(), std::move(steps), dev);
+  }
+  print_fallbacks(*engine);
+  gpu::Session session(engine);
+  gpu::RunOptions ro;
+  ro.poison = true;
+  r.outputs = session.run(inputs, ro);
+  r.where = "the GPU (" + gpu::device_info().name + ")";
+  return r;
+}
+
+Ran run_model(const RunOptions& o) {
+  std::string backend = o.backend;
+  if (backend.empty()) {
+    backend = gpu::gpu_available() ? "gpu" : "reference";
+    if (backend == "reference")
+      std::cerr << "note: no GPU (" << gpu::gpu_unavailable_reason() << "): running on the CPU reference\n";
+  }
+  GivenInputs given;
+  if (!o.in.inputs.empty()) given = read_given_inputs(o.in, model_input_names(o.model.model));
+  LoadedModel m = load_model(o.model, given.shapes);
   const graph::Graph& g = m.imported.graph;
-  std::vector<Tensor> inputs;
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const graph::Value& v = g.value(g.inputs()[i]);
-    if (!files.empty()) {
-      inputs.push_back(files.at(i).tensor);
-    } else {
-      inputs.push_back(runtime::random_tensor(v.dtype, v.shape, o.seed * 1000003 + i, rs));
-      std::cerr << fmt::format("note: input '{}' is random {} (seed {})\n", v.name, graph::value_type_str(v), o.seed);
-    }
+  std::vector<Tensor> inputs = inputs_for(g, o.in, given);
+  Ran r;
+  for (const auto& out : g.outputs()) r.output_names.push_back(out.name);
+  if (backend == "gpu" || backend == "gpu-unfused") {
+    BuildOptions b = o.build;
+    b.no_fuse = b.no_fuse || backend == "gpu-unfused";
+    BuiltEngine built = build_engine(g, b, o.model);
+    print_fallbacks(*built.engine);
+    gpu::Session session(built.engine);
+    gpu::RunOptions ro;
+    ro.poison = true;
+    r.outputs = session.run(inputs, ro);
+    r.where = "the GPU (" + gpu::device_info().name + ")";
+    return r;
   }
-  auto t0 = std::chrono::steady_clock::now();
-  runtime::BackendRun ran = backend(g, inputs);
-  std::vector<Tensor>& outs = ran.outputs;
+  runtime::BackendRun ran = make_backend(backend)(g, inputs);
   for (const std::string& f : ran.fallbacks) std::cerr << "note: ran on the CPU reference: " << f << "\n";
+  r.outputs = std::move(ran.outputs);
+  r.where = "the " + backend + " backend";
+  return r;
+}
+
+int run_run(const RunOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  Ran r = gpu::is_engine_file(o.model.model) ? run_engine_file(o) : run_model(o);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << fmt::format("ran {} on the {} backend in {:.2f} ms ({} nodes)\n", o.model.model, o.backend, ms,
-                           g.num_live_nodes());
-  for (size_t i = 0; i < outs.size(); ++i)
-    std::cout << fmt::format("  {} {}{}  {}\n", g.outputs()[i].name, dtype_name(outs[i].dtype()),
-                             shape_str(outs[i].shape()), summarize(outs[i]));
+  std::cout << fmt::format("ran {} on {} in {:.1f} ms (including set-up)\n", o.model.model, r.where, ms);
+  for (size_t i = 0; i < r.outputs.size(); ++i)
+    std::cout << fmt::format("  {} {}{}  {}\n", r.output_names[i], dtype_name(r.outputs[i].dtype()),
+                             shape_str(r.outputs[i].shape()), summarize(r.outputs[i]));
   if (!o.outputs.empty()) {
     std::error_code ec;
     fs::create_directories(o.outputs, ec);
     if (ec) throw UserError(fmt::format("--outputs {}: cannot create the folder", o.outputs));
-    for (size_t i = 0; i < outs.size(); ++i)
-      frontend::write_npy(fs::path(o.outputs) / (file_safe(g.outputs()[i].name) + ".npy"), outs[i]);
-    std::cout << fmt::format("wrote {} output{} to {}\n", outs.size(), outs.size() == 1 ? "" : "s", o.outputs);
+    for (size_t i = 0; i < r.outputs.size(); ++i)
+      frontend::write_npy(fs::path(o.outputs) / (file_safe(r.output_names[i]) + ".npy"), r.outputs[i]);
+    std::cout << fmt::format("wrote {} output{} to {}\n", r.outputs.size(), r.outputs.size() == 1 ? "" : "s", o.outputs);
   }
   if (o.check.empty()) return 0;
-  std::vector<std::string> names;
-  for (const auto& out : g.outputs()) names.push_back(out.name);
-  std::vector<Tensor> expected = runtime::match_inputs(names, runtime::read_input_files({o.check}, "output_"));
+  std::vector<Tensor> expected =
+      runtime::match_inputs(r.output_names, runtime::read_input_files({o.check}, "output_"));
   bool ok = true;
-  for (size_t i = 0; i < outs.size(); ++i) {
-    runtime::Comparison c = runtime::compare(outs[i], expected[i], runtime::default_tolerance(expected[i].dtype()));
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    runtime::Comparison c =
+        runtime::compare(r.outputs[i], expected[i], runtime::default_tolerance(expected[i].dtype()));
     ok = ok && c.ok;
-    std::cout << fmt::format("check {} {}: {}\n", names[i], c.ok ? "ok" : "MISMATCH", c.summary(outs[i], expected[i]));
+    std::cout << fmt::format("check {} {}: {}\n", r.output_names[i], c.ok ? "ok" : "MISMATCH",
+                             c.summary(r.outputs[i], expected[i]));
   }
   return ok ? 0 : 1;
 }
@@ -135,15 +180,15 @@ int run_run(const RunOptions& o) {
 
 void add_run(CLI::App& app, Runner& run) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand("run", "run a model on given or random inputs");
-  o->model.add_to(*cmd);
-  cmd->add_option("--backend", o->backend, "where to run it")->check(CLI::IsMember(backend_names()));
-  cmd->add_option("--inputs", o->inputs, "input files (.pb or .npy), or a folder of them; random when absent");
+  CLI::App* cmd = app.add_subcommand("run", "run a model or an engine file on given or random inputs");
+  o->model.add_to(*cmd, "ONNX model or .braze engine file");
+  o->build.add_to(*cmd);
+  o->in.add_to(*cmd);
+  cmd->add_option("--backend", o->backend, "where to run a model: gpu (default when present), gpu-unfused, "
+                                           "reference (the CPU), emulator (the GPU kernels on the CPU)")
+      ->check(CLI::IsMember(backend_names()));
   cmd->add_option("--outputs", o->outputs, "write each output as <name>.npy into this folder");
   cmd->add_option("--check", o->check, "folder of expected outputs (output_N.pb or <name>.npy) to compare with");
-  cmd->add_option("--seed", o->seed, "seed for random inputs");
-  cmd->add_option("--int-range", o->int_range, "range LO,HI (inclusive) for random integer inputs (default 0,9)")
-      ->delimiter(',');
   cmd->callback([o, &run] { run = [o] { return run_run(*o); }; });
 }
 

@@ -15,5 +15,8 @@ using Runner = std::function<int()>;
 void add_inspect(CLI::App& app, Runner& run);
 void add_run(CLI::App& app, Runner& run);
 void add_conformance(CLI::App& app, Runner& run);
+void add_compile(CLI::App& app, Runner& run);
+void add_diff(CLI::App& app, Runner& run);
+void add_doctor(CLI::App& app, Runner& run);
 
 }  // namespace braze::cli

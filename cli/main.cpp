@@ -4,6 +4,7 @@
 #include <new>
 
 #include "cli/commands.h"
+#include "runtime/gpu/cuda_driver.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"braze: a graph-level fusion compiler and runtime for ONNX models on NVIDIA GPUs"};
@@ -12,7 +13,10 @@ int main(int argc, char** argv) {
   braze::cli::Runner run;
   braze::cli::add_inspect(app, run);
   braze::cli::add_run(app, run);
+  braze::cli::add_compile(app, run);
   braze::cli::add_conformance(app, run);
+  braze::cli::add_diff(app, run);
+  braze::cli::add_doctor(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -28,6 +32,9 @@ int main(int argc, char** argv) {
   try {
     return run();
   } catch (const braze::UserError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const braze::gpu::DeviceError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   } catch (const braze::InternalError& e) {

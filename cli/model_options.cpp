@@ -9,13 +9,19 @@
 
 namespace braze::cli {
 
-void ModelOptions::add_to(CLI::App& cmd) {
-  cmd.add_option("model", model, "ONNX model file")->required();
+void ModelOptions::add_to(CLI::App& cmd, const std::string& what) {
+  cmd.add_option("model", model, what)->required();
   cmd.add_option("--shapes", shapes, "input shapes, e.g. input_ids:1x128,attention_mask:1x128 (symbolic dims default to 1)");
-  cmd.add_option("--dump", dump, "print intermediate forms: graph (after import), passes (after each pass); "
-                                  "also from BRAZE_DUMP")
+  cmd.add_option("--dump", dump, "print intermediate forms: graph (after import), passes (after each pass), "
+                                  "cuda (each kernel's source), ptx (each kernel's PTX); also from BRAZE_DUMP")
       ->delimiter(',')
-      ->check(CLI::IsMember({"graph", "passes"}));
+      ->check(CLI::IsMember({"graph", "passes", "cuda", "ptx"}));
+}
+
+void BuildOptions::add_to(CLI::App& cmd) {
+  cmd.add_option("--arch", arch, "GPU architecture to compile for, e.g. sm_90 (default: the device's, else sm_90)");
+  cmd.add_flag("--no-cache", no_cache, "compile every kernel, bypassing the kernel cache");
+  cmd.add_flag("--no-fuse", no_fuse, "one node per kernel");
 }
 
 bool ModelOptions::dumps(const std::string& what) const {

@@ -15,10 +15,19 @@ namespace braze::cli {
 struct ModelOptions {
   std::string model;
   std::string shapes;  // "name:1x128,..."
-  std::vector<std::string> dump;  // graph, passes
+  std::vector<std::string> dump;  // graph, passes, cuda, ptx
 
-  void add_to(CLI::App& cmd);
+  // `what` names the positional argument ("ONNX model file" …).
+  void add_to(CLI::App& cmd, const std::string& what = "ONNX model file");
   bool dumps(const std::string& what) const;
+};
+
+// How kernels are built for the GPU: --arch, --no-cache, --no-fuse.
+struct BuildOptions {
+  std::string arch;  // empty: the device's, else sm_90
+  bool no_cache = false;
+  bool no_fuse = false;
+  void add_to(CLI::App& cmd);
 };
 
 struct LoadedModel {

@@ -1,0 +1,59 @@
+#include "cli/gpu_build.h"
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "fusion/plan.h"
+
+namespace braze::cli {
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, units[u]);
+}
+
+BuiltEngine build_engine(const graph::Graph& g, const BuildOptions& build, const ModelOptions& model) {
+  gpu::EngineOptions opts = gpu::default_engine_options(build.arch);
+  opts.use_cache = !build.no_cache;
+  opts.fuse = !build.no_fuse;
+  opts.want_ptx = model.dumps("ptx");
+  BuiltEngine out;
+  out.engine = gpu::Engine::build(g, fusion::plan_unfused(g), opts, &out.report);
+  for (const gpu::Step& s : out.engine->steps()) {
+    if (!s.kernel) continue;
+    if (model.dumps("cuda")) {
+      size_t p = s.kernel->source.find("// ---- generated ----");
+      std::cout << "== cuda " << s.kernel->name << " ==\n"
+                << (p == std::string::npos ? s.kernel->source : s.kernel->source.substr(p)) << "\n";
+    }
+    if (model.dumps("ptx")) std::cout << "== ptx " << s.kernel->name << " ==\n" << s.ptx << "\n";
+  }
+  return out;
+}
+
+void print_build_summary(const gpu::Engine& e, const gpu::BuildReport* r) {
+  size_t kernels = 0, fallbacks = 0;
+  for (const gpu::Step& s : e.steps()) (s.kernel ? kernels : fallbacks)++;
+  std::cout << fmt::format("{} kernel{} for {} ({} group{} on the CPU reference)\n", kernels, kernels == 1 ? "" : "s",
+                           e.arch().name(), fallbacks, fallbacks == 1 ? "" : "s");
+  std::cout << fmt::format("memory: arena {} for {} of intermediates and inputs/outputs ({:.0f}% reused), weights {}\n",
+                           human_bytes(static_cast<double>(e.arena_bytes())),
+                           human_bytes(static_cast<double>(e.intermediate_bytes())),
+                           e.intermediate_bytes() ? 100.0 * (1.0 - static_cast<double>(e.arena_bytes()) /
+                                                                       static_cast<double>(e.intermediate_bytes()))
+                                                  : 0.0,
+                           human_bytes(static_cast<double>(e.weights_bytes())));
+  if (r)
+    std::cout << fmt::format("compile: {} compiled, {} from the kernel cache, {:.2f} s\n", r->compiled, r->cache_hits,
+                             r->compile_seconds);
+}
+
+void print_fallbacks(const gpu::Engine& e) {
+  for (const gpu::Step& s : e.steps())
+    if (!s.kernel) std::cerr << "note: runs on the CPU reference: " << s.fallback_reason << "\n";
+}
+
+}  // namespace braze::cli

@@ -1,0 +1,59 @@
+#include "cli/run_inputs.h"
+
+#include <braze/error.h>
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "frontend/onnx_import.h"
+
+namespace braze::cli {
+
+void InputOptions::add_to(CLI::App& cmd) {
+  cmd.add_option("--inputs", inputs, "input files (.pb or .npy), or a folder of them; random when absent");
+  cmd.add_option("--seed", seed, "seed for random inputs");
+  cmd.add_option("--int-range", int_range, "range LO,HI (inclusive) for random integer inputs (default 0,9)")
+      ->delimiter(',');
+}
+
+runtime::RandomSpec InputOptions::spec() const {
+  runtime::RandomSpec rs;
+  rs.seed = seed;
+  if (!int_range.empty()) {
+    if (int_range.size() != 2) throw UserError("--int-range takes LO,HI");
+    rs.int_lo = int_range[0];
+    rs.int_hi = int_range[1] + 1;  // inclusive on the command line
+  }
+  return rs;
+}
+
+GivenInputs read_given_inputs(const InputOptions& o, const std::vector<std::string>& names) {
+  GivenInputs g;
+  if (o.inputs.empty()) return g;
+  g.tensors = runtime::match_inputs(names, runtime::read_input_files({o.inputs.begin(), o.inputs.end()}));
+  for (size_t i = 0; i < names.size(); ++i) g.shapes[names[i]] = g.tensors[i].shape();
+  return g;
+}
+
+std::vector<std::string> model_input_names(const std::string& model) {
+  frontend::ImportResult probe = frontend::import_model_file(model);
+  std::vector<std::string> names;
+  for (graph::ValueId v : probe.graph.inputs()) names.push_back(probe.graph.value(v).name);
+  return names;
+}
+
+std::vector<Tensor> inputs_for(const graph::Graph& g, const InputOptions& o, const GivenInputs& given) {
+  if (!given.tensors.empty()) return given.tensors;
+  runtime::RandomSpec rs = o.spec();
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const graph::Value& v = g.value(g.inputs()[i]);
+    if (!v.has_shape) throw UserError(fmt::format("input '{}' has no static shape; give it with --shapes", v.name));
+    out.push_back(runtime::random_tensor(v.dtype, v.shape, o.seed * 1000003 + i, rs));
+    std::cerr << fmt::format("note: input '{}' is random {} (seed {})\n", v.name, graph::value_type_str(v), o.seed);
+  }
+  return out;
+}
+
+}  // namespace braze::cli

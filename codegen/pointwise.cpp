@@ -39,7 +39,13 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
                        "i += (long long)gridDim.x * blockDim.x) {{",
                        n));
     std::vector<std::string> coords = e.unravel("i", v.shape);
-    std::string val = e.value_at(o, coords);
+    std::string val;
+    try {
+      val = e.value_at(o, coords);
+    } catch (const graph::CudaUnsupported& u) {
+      *why_not = u.why;
+      return std::nullopt;
+    }
     e.line(fmt::format("braze_store({}, i, ({}){});", out, graph::cuda_compute_type(v.dtype), val));
     e.close();
     e.clear_memo();

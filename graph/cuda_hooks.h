@@ -76,6 +76,13 @@ class CudaIndexCtx {
   // `fixup` (a statement) makes the current element safe to finish, e.g. by zeroing an index.
   virtual void check(const std::string& cond, const std::string& message, const std::string& fixup) = 0;
 };
+// Thrown by a CudaIndexFn or CudaExprFn for a node it cannot generate code for (an
+// attribute combination, or an input it needs as a constant that is not one); the node then
+// runs on the CPU reference, with `why` said aloud.
+struct CudaUnsupported {
+  std::string why;
+};
+
 // Returns the expression (in the output's compute type) of the op's output
 // ctx.output_index() at the output coordinate.
 using CudaIndexFn = std::function<std::string(CudaIndexCtx& ctx)>;

@@ -582,6 +582,7 @@ OpDef cumsum_op() {
   // On the GPU each output element sums its prefix along the axis.
   d.cuda_index = [](CudaIndexCtx& ctx) {
     const Shape& shape = ctx.in_shape(0);
+    if (!ctx.in_value(1)) throw CudaUnsupported{ctx.node().describe() + ": the axis is not a constant"};
     int64_t axis = ctx.in_value(1)->get_i64(0);
     if (axis < 0) axis += static_cast<int64_t>(shape.size());
     const size_t a = static_cast<size_t>(axis);

@@ -16,17 +16,31 @@ void infer_graph(Graph& g) {
 }
 
 std::vector<ValueId> shape_arg_inputs(const Graph& g) {
-  std::vector<ValueId> out;
-  for (ValueId in : g.inputs()) {
-    bool used = false;
-    for (size_t i = 0; i < g.num_nodes() && !used; ++i) {
-      const Node& n = g.node(static_cast<NodeId>(i));
-      if (n.dead) continue;
-      for (size_t k = 0; k < n.inputs.size(); ++k)
-        if (n.inputs[k] == in && n.op->is_shape_input(static_cast<int>(k))) used = true;
-    }
-    if (used) out.push_back(in);
+  std::vector<bool> relevant(g.num_values(), false);
+  std::vector<ValueId> work;
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(static_cast<NodeId>(i));
+    if (n.dead) continue;
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (n.inputs[k] != kNoValue && n.op->is_shape_input(static_cast<int>(k)) && !relevant[n.inputs[k]]) {
+        relevant[n.inputs[k]] = true;
+        work.push_back(n.inputs[k]);
+      }
   }
+  while (!work.empty()) {
+    ValueId v = work.back();
+    work.pop_back();
+    NodeId p = g.value(v).producer;
+    if (p == kNoNode || g.node(p).op->reads_shapes_only) continue;
+    for (ValueId in : g.node(p).inputs)
+      if (in != kNoValue && !relevant[in]) {
+        relevant[in] = true;
+        work.push_back(in);
+      }
+  }
+  std::vector<ValueId> out;
+  for (ValueId in : g.inputs())
+    if (relevant[in]) out.push_back(in);
   return out;
 }
 

@@ -3,8 +3,8 @@
 //
 // Along each spatial axis a window of `kernel` taps, `dilation` apart, starts at
 // out_index * stride - pad_begin. Window geometry (output sizes, the pads auto_pad implies)
-// is computed by window_geometry (Conv, pools) and conv_transpose_shapes, which inference
-// and the reference share.
+// is computed by window_geometry (Conv, pools) and conv_transpose_shapes, which inference,
+// the reference and the GPU index maps (one thread per output element) share.
 #include <algorithm>
 #include <cmath>
 #include <limits>

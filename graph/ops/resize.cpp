@@ -5,7 +5,8 @@
 // a table of taps (input index, weight) per output coordinate. Taps outside the input take
 // the edge value (or are dropped and the rest renormalised with exclude_outside), which is
 // the spec's edge padding. Opset 10's form (X, scales) is rewritten into opset 11's layout
-// (X, roi, scales, sizes) with the attributes that reproduce its behaviour.
+// (X, roi, scales, sizes) with the attributes that reproduce its behaviour. On the GPU each
+// output element computes its own taps (see resize_cuda).
 #include <algorithm>
 #include <cmath>
 
@@ -486,8 +487,7 @@ std::string resize_cuda(CudaIndexCtx& ctx) {
   auto given = [&](size_t i) -> const Tensor* {
     if (!ctx.has_input(i) || checked_numel(ctx.in_shape(i)) == 0) return nullptr;
     const Tensor* v = ctx.in_value(i);
-    BRAZE_CHECK(v != nullptr,
-                n.describe() + ": scales or sizes is not a constant at code generation");
+    if (!v) throw CudaUnsupported{n.describe() + ": scales or sizes is not a constant"};
     return v;
   };
   const bool crop = a.coord == Coord::TfCropAndResize;

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <atomic>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -97,7 +99,34 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
     if (g.value(static_cast<ValueId>(i)).constant) vals[i] = *g.value(static_cast<ValueId>(i)).constant;
   for (size_t i = 0; i < inputs.size(); ++i) vals[g.inputs()[i]] = inputs[i];
 
-  for (const gpu::Step& s : steps) {
+  // Compile every kernel first, on all cores (g++ takes about a second a kernel).
+  std::vector<LaunchFn> fns(steps.size(), nullptr);
+  {
+    std::atomic<size_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    auto worker = [&] {
+      for (size_t i; (i = next++) < steps.size();) {
+        const gpu::Step& s = steps[i];
+        if (!s.kernel || s.kernel->empty_launch) continue;
+        try {
+          fns[i] = load_kernel(emulation_source(g, *s.kernel), dir, s.kernel->name);
+        } catch (...) {
+          std::lock_guard<std::mutex> l(failure_mutex);
+          if (!failure) failure = std::current_exception();
+        }
+      }
+    };
+    unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(steps.size())));
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < n; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    if (failure) std::rethrow_exception(failure);
+  }
+
+  for (size_t si = 0; si < steps.size(); ++si) {
+    const gpu::Step& s = steps[si];
     if (!s.kernel) {
       if (opts.fallbacks) opts.fallbacks->push_back(s.fallback_reason);
       for (graph::NodeId id : s.group.nodes) {
@@ -126,7 +155,7 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
     int flag = 0;
     if (k.has_error_flag) args.push_back(&flag);
     if (k.empty_launch) continue;
-    LaunchFn fn = load_kernel(emulation_source(g, k), dir, k.name);
+    LaunchFn fn = fns[si];
     // Pointwise and reduction kernels stride over their work, so one thread does it all;
     // GEMM tiles need their real block of threads.
     bool real = k.kind == fusion::GroupKind::Gemm;

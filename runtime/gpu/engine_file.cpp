@@ -1,0 +1,255 @@
+#include "runtime/gpu/engine_file.h"
+
+#include <braze/error.h>
+
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "frontend/tensor_io.h"
+#include "graph/registry.h"
+
+namespace braze::gpu {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr char kMagic[8] = {'B', 'R', 'A', 'Z', 'E', 'E', 'N', 'G'};
+constexpr uint32_t kVersion = 1;
+
+class Blobs {
+ public:
+  json add(const void* p, size_t n) {
+    json j = {{"offset", data_.size()}, {"size", n}};
+    data_.append(static_cast<const char*>(p), n);
+    return j;
+  }
+  const std::string& data() const { return data_; }
+
+ private:
+  std::string data_;
+};
+
+json tensor_json(const Tensor& t, Blobs& b) {
+  return {{"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"data", b.add(t.raw(), t.nbytes())}};
+}
+
+json attr_json(const graph::AttrValue& v, Blobs& b) {
+  switch (graph::attr_type(v)) {
+    case graph::AttrType::Int: return {{"i", std::get<int64_t>(v)}};
+    case graph::AttrType::Float: return {{"f", std::get<double>(v)}};
+    case graph::AttrType::String: return {{"s", std::get<std::string>(v)}};
+    case graph::AttrType::Ints: return {{"ints", std::get<std::vector<int64_t>>(v)}};
+    case graph::AttrType::Floats: return {{"floats", std::get<std::vector<double>>(v)}};
+    case graph::AttrType::Strings: return {{"strings", std::get<std::vector<std::string>>(v)}};
+    case graph::AttrType::Tensor: return {{"t", tensor_json(std::get<Tensor>(v), b)}};
+  }
+  return {};
+}
+
+struct Reader {
+  const std::string& blob;
+  std::string what;
+  [[noreturn]] void bad(const std::string& why) const {
+    throw UserError(fmt::format("{}: damaged braze engine file ({})", what, why));
+  }
+  std::string_view bytes(const json& ref) const {
+    uint64_t off = ref.at("offset"), size = ref.at("size");
+    if (off > blob.size() || size > blob.size() - off) bad("a blob reference points past the end");
+    return std::string_view(blob).substr(off, size);
+  }
+  Tensor tensor(const json& j) const {
+    auto dt = dtype_from_name(j.at("dtype").get<std::string>());
+    if (!dt) bad("unknown dtype");
+    Tensor t(*dt, j.at("shape").get<Shape>());
+    std::string_view b = bytes(j.at("data"));
+    if (b.size() != t.nbytes()) bad("tensor size disagrees with its shape");
+    if (!b.empty()) std::memcpy(t.raw(), b.data(), b.size());
+    return t;
+  }
+  graph::AttrValue attr(const json& j) const {
+    if (j.contains("i")) return j.at("i").get<int64_t>();
+    if (j.contains("f")) return j.at("f").get<double>();
+    if (j.contains("s")) return j.at("s").get<std::string>();
+    if (j.contains("ints")) return j.at("ints").get<std::vector<int64_t>>();
+    if (j.contains("floats")) return j.at("floats").get<std::vector<double>>();
+    if (j.contains("strings")) return j.at("strings").get<std::vector<std::string>>();
+    if (j.contains("t")) return tensor(j.at("t"));
+    bad("unknown attribute kind");
+  }
+};
+
+}  // namespace
+
+void save_engine(const fs::path& path, const Engine& engine, const EngineFileInfo& info) {
+  const graph::Graph& g = engine.graph();
+  Blobs blobs;
+  json h;
+  h["braze_version"] = info.braze_version;
+  h["model_hash"] = info.model_hash;
+  h["model_name"] = info.model_name;
+  h["nvrtc_version"] = info.nvrtc_version;
+  h["arch"] = engine.arch().name();
+  json values = json::array();
+  for (size_t i = 0; i < g.num_values(); ++i) {
+    const graph::Value& v = g.value(static_cast<graph::ValueId>(i));
+    json vj = {{"name", v.name}, {"dtype", dtype_name(v.dtype)}, {"shape", v.shape}, {"has_shape", v.has_shape}};
+    if (v.constant) vj["constant"] = tensor_json(*v.constant, blobs);
+    values.push_back(vj);
+  }
+  json nodes = json::array();
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    const graph::Node& n = g.node(static_cast<graph::NodeId>(i));
+    json attrs = json::object();
+    for (const auto& [k, v] : n.attrs) attrs[k] = attr_json(v, blobs);
+    nodes.push_back({{"name", n.name}, {"op", n.op_type()}, {"domain", n.op->domain}, {"opset", n.opset},
+                     {"dead", n.dead}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"attrs", attrs}});
+  }
+  json outputs = json::array();
+  for (const auto& o : g.outputs()) outputs.push_back({{"name", o.name}, {"value", o.value}});
+  h["graph"] = {{"name", g.name}, {"values", values}, {"nodes", nodes}, {"inputs", g.inputs()}, {"outputs", outputs}};
+  json steps = json::array();
+  for (const Step& s : engine.steps()) {
+    json sj = {{"kind", fusion::group_kind_name(s.group.kind)}, {"nodes", s.group.nodes},
+               {"inputs", s.group.inputs}, {"outputs", s.group.outputs}, {"fallback", s.fallback_reason}};
+    if (s.kernel) {
+      const codegen::Kernel& k = *s.kernel;
+      json params = json::array();
+      for (const codegen::Param& p : k.params) params.push_back({{"value", p.value}, {"output", p.is_output}});
+      sj["kernel"] = {{"name", k.name},
+                      {"source", k.source},
+                      {"params", params},
+                      {"error_flag", k.has_error_flag},
+                      {"errors", k.error_messages},
+                      {"grid", k.grid},
+                      {"block", k.block},
+                      {"shared", k.shared_bytes},
+                      {"empty", k.empty_launch},
+                      {"cubin", blobs.add(s.cubin.data(), s.cubin.size())}};
+    }
+    steps.push_back(sj);
+  }
+  h["steps"] = steps;
+  std::string header = h.dump();
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
+    uint32_t version = kVersion;
+    uint64_t len = header.size();
+    out.write(kMagic, 8);
+    out.write(reinterpret_cast<const char*>(&version), 4);
+    out.write(reinterpret_cast<const char*>(&len), 8);
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    out.write(blobs.data().data(), static_cast<std::streamsize>(blobs.data().size()));
+    if (!out) throw UserError(fmt::format("{}: write failed", path.string()));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw UserError(fmt::format("{}: cannot write ({})", path.string(), ec.message()));
+}
+
+bool is_engine_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char m[8] = {};
+  return in.read(m, 8) && std::memcmp(m, kMagic, 8) == 0;
+}
+
+LoadedEngine load_engine(const fs::path& path) {
+  std::string bytes = frontend::read_file(path);
+  std::string what = path.string();
+  if (bytes.size() < 20 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    throw UserError(what + ": not a braze engine file");
+  uint32_t version;
+  uint64_t len;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  std::memcpy(&len, bytes.data() + 12, 8);
+  if (version != kVersion)
+    throw UserError(fmt::format("{}: engine format version {} (this braze reads {}); compile it again", what, version, kVersion));
+  if (len > bytes.size() - 20) throw UserError(what + ": damaged braze engine file (truncated header)");
+  std::string blob = bytes.substr(20 + len);
+  Reader rd{blob, what};
+  LoadedEngine out;
+  try {
+    json h = json::parse(bytes.substr(20, len));
+    out.info.braze_version = h.at("braze_version");
+    out.info.model_hash = h.at("model_hash");
+    out.info.model_name = h.at("model_name");
+    out.info.nvrtc_version = h.at("nvrtc_version");
+    out.info.arch = h.at("arch");
+    const json& gj = h.at("graph");
+    graph::Graph g;
+    g.name = gj.at("name");
+    const json& values = gj.at("values");
+    for (const json& vj : values) {
+      auto dt = dtype_from_name(vj.at("dtype").get<std::string>());
+      if (!dt) rd.bad("unknown dtype");
+      graph::ValueId id = g.add_value(vj.at("name"), *dt, vj.at("shape").get<Shape>());
+      g.value(id).has_shape = vj.at("has_shape");
+      if (vj.contains("constant")) g.value(id).constant = std::make_shared<const Tensor>(rd.tensor(vj.at("constant")));
+    }
+    auto value_id = [&](int64_t v) {
+      if (v != graph::kNoValue && (v < 0 || v >= static_cast<int64_t>(g.num_values()))) rd.bad("value id out of range");
+      return static_cast<graph::ValueId>(v);
+    };
+    for (const json& nj : gj.at("nodes")) {
+      const graph::OpDef* op = graph::find_op(nj.at("domain").get<std::string>(), nj.at("op").get<std::string>());
+      if (!op) rd.bad("unknown op " + nj.at("op").get<std::string>());
+      graph::Attributes attrs;
+      for (const auto& [k, v] : nj.at("attrs").items()) attrs.emplace(k, rd.attr(v));
+      std::vector<graph::ValueId> ins, outs;
+      for (int64_t v : nj.at("inputs")) ins.push_back(value_id(v));
+      for (int64_t v : nj.at("outputs")) outs.push_back(value_id(v));
+      graph::NodeId id = g.add_node(op, nj.at("name"), ins, outs, std::move(attrs), nj.at("opset"));
+      if (nj.at("dead").get<bool>()) g.kill_node(id);
+    }
+    for (int64_t v : gj.at("inputs")) g.add_input(value_id(v));
+    for (const json& oj : gj.at("outputs")) g.add_output(value_id(oj.at("value")), oj.at("name"));
+    graph::verify(g);
+    std::vector<Step> steps;
+    for (const json& sj : h.at("steps")) {
+      Step s;
+      std::string kind = sj.at("kind");
+      for (auto k : {fusion::GroupKind::Pointwise, fusion::GroupKind::Reduction, fusion::GroupKind::Gemm,
+                     fusion::GroupKind::Opaque})
+        if (fusion::group_kind_name(k) == kind) s.group.kind = k;
+      s.group.nodes = sj.at("nodes").get<std::vector<graph::NodeId>>();
+      for (graph::NodeId id : s.group.nodes)
+        if (id < 0 || static_cast<size_t>(id) >= g.num_nodes()) rd.bad("node id out of range");
+      for (int64_t v : sj.at("inputs")) s.group.inputs.push_back(value_id(v));
+      for (int64_t v : sj.at("outputs")) s.group.outputs.push_back(value_id(v));
+      s.fallback_reason = sj.at("fallback");
+      if (sj.contains("kernel")) {
+        const json& kj = sj.at("kernel");
+        codegen::Kernel k;
+        k.kind = s.group.kind;
+        k.nodes = s.group.nodes;
+        k.name = kj.at("name");
+        k.source = kj.at("source");
+        for (const json& pj : kj.at("params")) k.params.push_back({value_id(pj.at("value")), pj.at("output")});
+        k.has_error_flag = kj.at("error_flag");
+        k.error_messages = kj.at("errors").get<std::vector<std::string>>();
+        k.grid = kj.at("grid");
+        k.block = kj.at("block");
+        k.shared_bytes = kj.at("shared");
+        k.empty_launch = kj.at("empty");
+        s.cubin = std::string(rd.bytes(kj.at("cubin")));
+        s.kernel = std::move(k);
+      }
+      steps.push_back(std::move(s));
+    }
+    out.engine = Engine::assemble(std::move(g), std::move(steps), Arch::parse(out.info.arch));
+  } catch (const json::exception& e) {
+    throw UserError(fmt::format("{}: damaged braze engine file ({})", what, e.what()));
+  } catch (const InternalError& e) {
+    throw UserError(fmt::format("{}: damaged braze engine file ({})", what, e.what()));
+  }
+  return out;
+}
+
+}  // namespace braze::gpu

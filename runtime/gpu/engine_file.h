@@ -1,0 +1,38 @@
+// The .braze engine file: a self-contained artifact of `braze compile`. It holds the
+// optimised graph (nodes, attributes, weights), the plan, every kernel's source, launch
+// rule and CUBIN, the target arch and NVRTC version, and the source model's hash, so
+// `braze run FILE.braze` needs neither the model nor a compiler (unless the device's arch
+// differs, when it recompiles the embedded sources).
+//
+// Layout: "BRAZEENG", u32 format version, u64 header length, the header (JSON), then a
+// blob area the header points into by offset and size (weights, CUBINs).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "runtime/gpu/engine.h"
+
+namespace braze::gpu {
+
+struct EngineFileInfo {
+  std::string model_hash;  // xxh64 of the source model file, hex
+  std::string model_name;
+  std::string braze_version;
+  std::string nvrtc_version;
+  std::string arch;
+};
+
+void save_engine(const std::filesystem::path& path, const Engine& engine, const EngineFileInfo& info);
+
+struct LoadedEngine {
+  std::shared_ptr<Engine> engine;
+  EngineFileInfo info;
+};
+// UserError when the file is not a braze engine or is damaged.
+LoadedEngine load_engine(const std::filesystem::path& path);
+
+bool is_engine_file(const std::filesystem::path& path);  // by its first bytes
+
+}  // namespace braze::gpu

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Run on the GPU machine from the project root (after `source .gpu-deps/setup.sh`):
+# builds, then runs everything that needs the GPU, writing logs under $OUT (or ./gpu-out).
+#   doctor, ctest -L gpu, conformance on the GPU backend (ONNX node tests and models/),
+#   and compute-sanitizer memcheck over the GPU conformance run.
+# Prints a short table last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+steps=${BRAZE_GPU_STEPS:-build,doctor,ctest,conformance,memcheck}
+has() { [[ ",$steps," == *",$1,"* ]]; }
+if has build; then
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >"$out/cmake.txt" 2>&1 &&
+    cmake --build build-gpu >"$out/build.txt" 2>&1 || { tail -30 "$out/build.txt"; exit 1; }
+fi
+b=build-gpu/cli/braze
+node=/usr/share/libonnx-testdata/data/node
+summary=()
+if has doctor; then
+  $b doctor 2>&1 | tee "$out/doctor.txt"
+  summary+=("doctor: $(grep -o '[0-9]* GB/s' "$out/doctor.txt")")
+fi
+if has ctest; then
+  (cd build-gpu && ctest -L gpu --output-on-failure -j 4) >"$out/ctest_gpu.txt" 2>&1
+  summary+=("ctest -L gpu: $(grep -E 'tests passed|tests failed' "$out/ctest_gpu.txt")")
+  grep -E "Failed|FAILED|Failure" "$out/ctest_gpu.txt" | head -20
+fi
+if has conformance; then
+  $b conformance $node --backend gpu --json "$out/conf_gpu.json" >"$out/conf_gpu.txt" 2>&1
+  summary+=("node tests, gpu: $(tail -1 "$out/conf_gpu.txt")")
+  grep ^FAIL "$out/conf_gpu.txt" | cut -c1-400 | head -30
+  $b conformance models --backend gpu --json "$out/models_gpu.json" >"$out/models_gpu.txt" 2>&1
+  summary+=("models, gpu: $(tail -1 "$out/models_gpu.txt")")
+  grep ^FAIL "$out/models_gpu.txt" | cut -c1-400
+fi
+if has memcheck; then
+  compute-sanitizer --tool memcheck --print-limit 20 $b conformance $node --backend gpu \
+    >"$out/memcheck.txt" 2>&1
+  summary+=("memcheck: $(grep -E 'ERROR SUMMARY' "$out/memcheck.txt" | sort | uniq -c | tr '\n' ' ') $(tail -1 "$out/memcheck.txt")")
+fi
+printf '%s\n' "${summary[@]}"

@@ -11,6 +11,7 @@
 #include <cuda.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -133,6 +134,8 @@ class Session {
   DeviceBuffer flags_;  // one int per kernel step with run-time checks
   std::vector<size_t> flag_index_;
   CUstream stream_ = nullptr;
+  // Values a CPU fallback produced that have no device slot (data-dependent shapes).
+  std::map<graph::ValueId, Tensor> host_values_;
 };
 
 }  // namespace braze::gpu

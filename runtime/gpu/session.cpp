@@ -50,6 +50,7 @@ CUdeviceptr address(const Engine& e, const DeviceBuffer& arena, ValueId v) {
 Tensor Session::fetch(ValueId v) const {
   const graph::Value& val = engine_->graph().value(v);
   if (val.constant) return *val.constant;
+  if (auto it = host_values_.find(v); it != host_values_.end()) return it->second;
   if (engine_->slots().at(v).where == Slot::None || !val.has_shape) return Tensor();
   Tensor t(val.dtype, val.shape);
   make_current();
@@ -73,8 +74,11 @@ void Session::run_fallback(const Step& step) {
       ValueId v = n.outputs[i];
       if (v == kNoValue) continue;
       const Tensor& t = outs[i];
-      if (engine_->slots().at(v).where == Slot::Arena && t.nbytes())
-        BRAZE_CU(cuMemcpyHtoD, address(*engine_, arena_, v), t.raw(), t.nbytes());
+      if (engine_->slots().at(v).where == Slot::Arena) {
+        if (t.nbytes()) BRAZE_CU(cuMemcpyHtoD, address(*engine_, arena_, v), t.raw(), t.nbytes());
+      } else {
+        host_values_[v] = t;
+      }
       host[v] = std::move(outs[i]);
     }
   }
@@ -84,6 +88,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOpt
   const graph::Graph& g = engine_->graph();
   runtime::check_inputs(g, inputs);
   make_current();
+  host_values_.clear();
   if (opts.poison && arena_.size()) BRAZE_CU(cuMemsetD8Async, arena_.ptr(), 0xFF, arena_.size(), stream_);
   BRAZE_CU(cuMemsetD8Async, flags_.ptr(), 0, flags_.size(), stream_);
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -1,5 +1,6 @@
 // braze inspect MODEL: the imported graph after the passes — op counts by type, what
 // folded away, inputs and outputs, and every node with its values' dtypes and shapes.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -8,7 +9,10 @@
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "codegen/codegen.h"
+#include "fusion/plan.h"
 #include "graph/registry.h"
+#include "runtime/gpu/engine.h"
 
 namespace braze::cli {
 
@@ -26,9 +30,31 @@ nlohmann::json value_json(const graph::Value& v) {
   return j;
 }
 
+// The kernels the GPU path makes of the graph: kind, name, the ONNX nodes each covers, and
+// for groups without one, why they run on the CPU reference.
+struct KernelRow {
+  std::string name, kind;
+  std::vector<std::string> nodes;
+  std::string fallback;
+};
+
+std::vector<KernelRow> kernel_rows(const graph::Graph& g) {
+  std::vector<KernelRow> rows;
+  for (const gpu::Step& s : gpu::generate_steps(g, fusion::plan_unfused(g), gpu::default_engine_options().target)) {
+    KernelRow r;
+    r.kind = s.kernel ? std::string(fusion::group_kind_name(s.group.kind)) : "fallback";
+    r.name = s.kernel ? s.kernel->name : "(CPU reference)";
+    r.fallback = s.fallback_reason;
+    for (graph::NodeId id : s.group.nodes) r.nodes.push_back(g.node(id).name);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
 int run_inspect(const InspectOptions& o) {
   LoadedModel m = load_model(o.model);
   const graph::Graph& g = m.imported.graph;
+  std::vector<KernelRow> kernels = kernel_rows(g);
   std::map<std::string, int> after = graph::passes::op_counts(g);
   std::map<std::string, int> removed;
   for (const auto& [op, n] : m.imported_ops) {
@@ -64,6 +90,12 @@ int run_inspect(const InspectOptions& o) {
       for (graph::ValueId v : n.outputs) nj["outputs"].push_back(v == graph::kNoValue ? nlohmann::json(nullptr) : value_json(g.value(v)));
       j["graph"].push_back(nj);
     }
+    j["kernels"] = nlohmann::json::array();
+    for (const KernelRow& k : kernels) {
+      nlohmann::json kj = {{"name", k.name}, {"kind", k.kind}, {"nodes", k.nodes}};
+      if (!k.fallback.empty()) kj["fallback_reason"] = k.fallback;
+      j["kernels"].push_back(kj);
+    }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -85,6 +117,12 @@ int run_inspect(const InspectOptions& o) {
   }
   for (const std::string& line : m.passes.log) std::cout << "  " << line << "\n";
   std::cout << "graph\n" << g;
+  size_t fallbacks = std::count_if(kernels.begin(), kernels.end(), [](const KernelRow& k) { return k.kind == "fallback"; });
+  std::cout << fmt::format("kernels   {} ({} on the CPU reference)\n", kernels.size() - fallbacks, fallbacks);
+  for (const KernelRow& k : kernels) {
+    std::cout << fmt::format("  {:<10} {:<44} {}\n", k.kind, k.name, fmt::join(k.nodes, ", "));
+    if (!k.fallback.empty()) std::cout << fmt::format("  {:<10} why: {}\n", "", k.fallback);
+  }
   return 0;
 }
 

@@ -66,7 +66,9 @@ Tensor as_declared(Tensor t, DType declared) {
   return t;
 }
 
-SetResult run_data_set(const fs::path& model, const fs::path& set, const BackendFn& backend) {
+}  // namespace
+
+PreparedSet prepare_data_set(const fs::path& model, const fs::path& set) {
   // A first import learns the input names and types; the second specialises to the data's
   // shapes, which win over the model's declared ones (the data is what is checked).
   std::vector<std::string> names;
@@ -82,39 +84,47 @@ SetResult run_data_set(const fs::path& model, const fs::path& set, const Backend
   std::vector<Tensor> given = match_inputs(names, read_input_files({set}, "input_", true));
   std::vector<InputFile> expected = read_input_files({set}, "output_");
   for (size_t i = 0; i < given.size(); ++i) given[i] = as_declared(given[i], in_types[i]);
-  for (size_t i = 0; i < expected.size() && i < out_types.size(); ++i)
-    expected[i].tensor = as_declared(expected[i].tensor, out_types[i]);
+  PreparedSet p;
+  for (size_t i = 0; i < expected.size(); ++i)
+    p.expected.push_back(i < out_types.size() ? as_declared(expected[i].tensor, out_types[i]) : expected[i].tensor);
   frontend::ImportOptions opts;
   opts.shapes_override_model = true;
   for (size_t i = 0; i < names.size(); ++i) opts.shapes[names[i]] = given[i].shape();
-  frontend::ImportResult res = frontend::import_model_file(model, opts);
-  graph::Graph& g = res.graph;
+  p.graph = std::move(frontend::import_model_file(model, opts).graph);
+  graph::Graph& g = p.graph;
 
   std::map<std::string, Tensor> by_name;
   for (size_t i = 0; i < names.size(); ++i) by_name[names[i]] = given[i];
-  std::string notes;
   for (graph::ValueId v : graph::shape_arg_inputs(g)) {
     std::string nm = g.value(v).name;
     graph::bind_input(g, v, by_name.at(nm));
     by_name.erase(nm);
-    notes += (notes.empty() ? "specialised on " : ", ") + nm;
+    p.notes += (p.notes.empty() ? "specialised on " : ", ") + nm;
   }
   graph::passes::run_pipeline(g);
-  std::vector<Tensor> feed;
-  for (graph::ValueId v : g.inputs()) feed.push_back(by_name.at(g.value(v).name));
-  BackendRun run = backend(g, feed);
+  for (graph::ValueId v : g.inputs()) p.inputs.push_back(by_name.at(g.value(v).name));
+  return p;
+}
+
+namespace {
+
+SetResult run_data_set(const fs::path& model, const fs::path& set, const BackendFn& backend) {
+  PreparedSet p = prepare_data_set(model, set);
+  const graph::Graph& g = p.graph;
+  BackendRun run = backend(g, p.inputs);
   const std::vector<Tensor>& actual = run.outputs;
-  if (actual.size() != expected.size())
+  if (actual.size() != p.expected.size())
     return {fmt::format("{}: the model gives {} outputs, {} expected", set.filename().string(), actual.size(),
-                       expected.size()), notes, run.fallbacks};
+                        p.expected.size()),
+            p.notes, run.fallbacks};
   for (size_t i = 0; i < actual.size(); ++i) {
-    Comparison c = compare(actual[i], expected[i].tensor, default_tolerance(expected[i].tensor.dtype()));
+    Comparison c = compare(actual[i], p.expected[i], default_tolerance(p.expected[i].dtype()));
     if (!c.ok)
       return {fmt::format("{}: output {} '{}': {}", set.filename().string(), i, g.outputs()[i].name,
-                          c.summary(actual[i], expected[i].tensor)),
-              notes, run.fallbacks};
+                          c.summary(actual[i], p.expected[i])),
+              p.notes, run.fallbacks};
   }
-  return {"", notes, run.fallbacks};
+  return {"", p.notes, run.fallbacks};
 }
 
 }  // namespace

@@ -42,6 +42,16 @@ std::vector<std::filesystem::path> find_cases(const std::vector<std::filesystem:
 
 CaseResult run_case(const std::filesystem::path& dir, const BackendFn& backend);
 
+// One data set of a case made ready to run: the graph imported with the data's shapes,
+// shape-argument inputs bound, passes run; the remaining inputs and the expected outputs.
+struct PreparedSet {
+  graph::Graph graph;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> expected;
+  std::string notes;  // "specialised on …"
+};
+PreparedSet prepare_data_set(const std::filesystem::path& model, const std::filesystem::path& set);
+
 std::string_view status_name(CaseResult::Status s);
 
 }  // namespace braze::runtime

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "fusion/plan.h"
+#include "fusion/partition.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
 #include "runtime/emulator.h"
@@ -12,7 +12,7 @@
 
 namespace braze::cli {
 
-std::vector<std::string> backend_names() { return {"reference", "gpu", "gpu-unfused", "emulator"}; }
+std::vector<std::string> backend_names() { return {"reference", "gpu", "gpu-unfused", "emulator", "emulator-unfused"}; }
 
 namespace {
 
@@ -21,7 +21,7 @@ runtime::BackendFn gpu_backend(bool fuse) {
     if (!gpu::gpu_available()) throw gpu::DeviceError("no GPU: " + gpu::gpu_unavailable_reason());
     gpu::EngineOptions opts = gpu::default_engine_options();
     opts.fuse = fuse;
-    auto engine = gpu::Engine::build(g, fusion::plan_unfused(g), opts);
+    auto engine = gpu::Engine::build(g, fusion::make_plan(g, fuse), opts);
     gpu::Session session(engine);
     gpu::RunOptions ro;
     ro.poison = true;
@@ -40,14 +40,16 @@ runtime::BackendFn make_backend(const std::string& name) {
     return [](const graph::Graph& g, const std::vector<Tensor>& in) {
       return runtime::BackendRun{runtime::run_reference(g, in), {}};
     };
-  if (name == "emulator")  // the GPU path's kernels, compiled for and run on the CPU
-    return [](const graph::Graph& g, const std::vector<Tensor>& in) {
+  if (name == "emulator" || name == "emulator-unfused") {  // the GPU path's kernels, run on the CPU
+    bool fuse = name == "emulator";
+    return [fuse](const graph::Graph& g, const std::vector<Tensor>& in) {
       runtime::BackendRun r;
       runtime::EmulatorOptions eo;
       eo.fallbacks = &r.fallbacks;
-      r.outputs = runtime::run_emulated(g, fusion::plan_unfused(g), in, eo);
+      r.outputs = runtime::run_emulated(g, fusion::make_plan(g, fuse), in, eo);
       return r;
     };
+  }
   if (name == "gpu") return gpu_backend(true);
   if (name == "gpu-unfused") return gpu_backend(false);
   throw UserError(fmt::format("unknown backend '{}' (choose from: {})", name, fmt::join(backend_names(), ", ")));

@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "codegen/codegen.h"
-#include "fusion/plan.h"
+#include "fusion/partition.h"
 #include "graph/registry.h"
 #include "runtime/gpu/engine.h"
 
@@ -40,7 +40,7 @@ struct KernelRow {
 
 std::vector<KernelRow> kernel_rows(const graph::Graph& g) {
   std::vector<KernelRow> rows;
-  for (const gpu::Step& s : gpu::generate_steps(g, fusion::plan_unfused(g), gpu::default_engine_options().target)) {
+  for (const gpu::Step& s : gpu::generate_steps(g, fusion::plan_fused(g), gpu::default_engine_options().target)) {
     KernelRow r;
     r.kind = s.kernel ? std::string(fusion::group_kind_name(s.group.kind)) : "fallback";
     r.name = s.kernel ? s.kernel->name : "(CPU reference)";

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "fusion/plan.h"
+#include "fusion/partition.h"
 
 namespace braze::cli {
 
@@ -21,7 +21,7 @@ BuiltEngine build_engine(const graph::Graph& g, const BuildOptions& build, const
   opts.fuse = !build.no_fuse;
   opts.want_ptx = model.dumps("ptx");
   BuiltEngine out;
-  out.engine = gpu::Engine::build(g, fusion::plan_unfused(g), opts, &out.report);
+  out.engine = gpu::Engine::build(g, fusion::make_plan(g, opts.fuse), opts, &out.report);
   for (const gpu::Step& s : out.engine->steps()) {
     if (!s.kernel) continue;
     if (model.dumps("cuda")) {

@@ -43,31 +43,31 @@ GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Targ
         out.fallback_reason = fmt::format("%{} has a data-dependent shape", g.value(v).name);
         return out;
       }
+  auto per_element = [&] {
+    return std::all_of(group.nodes.begin(), group.nodes.end(), [&](graph::NodeId id) {
+      const graph::Node& n = g.node(id);
+      return n.op->cuda_index || n.op->cuda_expr;
+    });
+  };
+  bool rows = std::any_of(group.nodes.begin(), group.nodes.end(),
+                          [&](graph::NodeId id) { return static_cast<bool>(g.node(id).op->cuda_row); });
   switch (group.kind) {
-    case fusion::GroupKind::Pointwise:
-      out.kernel = pointwise_kernel(g, group, target, &out.fallback_reason);
-      break;
     case fusion::GroupKind::Gemm:
       out.kernel = gemm_kernel(g, group, target, &out.fallback_reason);
       break;
+    case fusion::GroupKind::Pointwise:
     case fusion::GroupKind::Reduction:
-    case fusion::GroupKind::Opaque: {
-      // An op that says how to compute one output element (an index map, possibly with a
-      // loop: pooling, convolution, Resize, LRN …) runs as pointwise; a row program runs
-      // on the reduction schedule.
-      bool per_element = std::all_of(group.nodes.begin(), group.nodes.end(), [&](graph::NodeId id) {
-        const graph::Node& n = g.node(id);
-        return n.op->cuda_index || n.op->cuda_expr;
-      });
-      bool rows = group.nodes.size() == 1 && g.node(group.nodes[0]).op->cuda_row;
+    case fusion::GroupKind::Opaque:
+      // A row program runs on the reduction schedule; ops that say how to compute one
+      // output element (element-wise, index maps, loops: pooling, convolution, Resize …)
+      // run as pointwise.
       if (rows) out.kernel = reduction_kernel(g, group, target, &out.fallback_reason);
-      if (!out.kernel && per_element) out.kernel = pointwise_kernel(g, group, target, &out.fallback_reason);
+      if (!out.kernel && per_element()) out.kernel = pointwise_kernel(g, group, target, &out.fallback_reason);
       if (!out.kernel && out.fallback_reason.empty())
         out.fallback_reason = fmt::format("{} has no GPU kernel", g.node(group.nodes[0]).describe());
-      if (out.kernel) out.fallback_reason.clear();
       break;
-    }
   }
+  if (out.kernel) out.fallback_reason.clear();
   return out;
 }
 

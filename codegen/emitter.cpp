@@ -197,6 +197,8 @@ std::string Emitter::value_at_view(ValueId v, const Shape& view, const std::vect
 }
 
 std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) {
+  if (intercept_)
+    if (std::optional<std::string> bound = intercept_(v, coords)) return *bound;
   const graph::Value& val = g_.value(v);
   std::string type = graph::cuda_compute_type(val.dtype);
   BRAZE_CHECK(val.has_shape && coords.size() == val.shape.size(), "value_at: rank mismatch for %" + val.name);

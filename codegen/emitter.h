@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ class Emitter {
   // An expression (a local or a literal) of value v at `coords` (one `long long`
   // expression per dim of v), in v's compute type.
   std::string value_at(graph::ValueId v, const std::vector<std::string>& coords);
+
+  // Schedules bind some values to expressions they compute themselves (a reduction's
+  // result for the current row, a GEMM's accumulator): the interceptor is asked first and
+  // its answer, when it gives one, is v's value at `coords`.
+  using Intercept = std::function<std::optional<std::string>(graph::ValueId v, const std::vector<std::string>& coords)>;
+  void set_intercept(Intercept f) { intercept_ = std::move(f); }
 
   // Value v at `coords` of `view`, a shape with v's element count it is reinterpreted as.
   std::string value_at_view(graph::ValueId v, const Shape& view, const std::vector<std::string>& coords);
@@ -57,6 +64,7 @@ class Emitter {
 
   const graph::Graph& g_;
   std::function<bool(graph::NodeId)> in_group_;
+  Intercept intercept_;
   std::string body_;
   int indent_ = 1;
   int counter_ = 0;

@@ -28,25 +28,35 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
     }
   }
   Emitter e(g, [&](graph::NodeId n) { return members.count(n) != 0; });
-  int64_t max_n = 0;
+  // Outputs of one shape share a loop, so what they have in common is computed once.
+  std::vector<std::vector<graph::ValueId>> loops;
   for (graph::ValueId o : group.outputs) {
-    const graph::Value& v = g.value(o);
-    int64_t n = checked_numel(v.shape);
+    auto it = std::find_if(loops.begin(), loops.end(),
+                           [&](const auto& l) { return g.value(l[0]).shape == g.value(o).shape; });
+    if (it == loops.end()) loops.push_back({o});
+    else it->push_back(o);
+  }
+  int64_t max_n = 0;
+  for (const auto& loop : loops) {
+    const Shape& shape = g.value(loop[0]).shape;
+    int64_t n = checked_numel(shape);
     if (n == 0) continue;
     max_n = std::max(max_n, n);
-    std::string out = e.output_param(o);
     e.open(fmt::format("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < {}LL; "
                        "i += (long long)gridDim.x * blockDim.x) {{",
                        n));
-    std::vector<std::string> coords = e.unravel("i", v.shape);
-    std::string val;
-    try {
-      val = e.value_at(o, coords);
-    } catch (const graph::CudaUnsupported& u) {
-      *why_not = u.why;
-      return std::nullopt;
+    std::vector<std::string> coords = e.unravel("i", shape);
+    for (graph::ValueId o : loop) {
+      const graph::Value& v = g.value(o);
+      std::string val;
+      try {
+        val = e.value_at(o, coords);
+      } catch (const graph::CudaUnsupported& u) {
+        *why_not = u.why;
+        return std::nullopt;
+      }
+      e.line(fmt::format("braze_store({}, i, ({}){});", e.output_param(o), graph::cuda_compute_type(v.dtype), val));
     }
-    e.line(fmt::format("braze_store({}, i, ({}){});", out, graph::cuda_compute_type(v.dtype), val));
     e.close();
     e.clear_memo();
   }

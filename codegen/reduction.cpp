@@ -1,7 +1,10 @@
-// The reduction schedule: runs an op's row program (graph/cuda_hooks.h). One block per
-// row, grid-striding over rows; each pass strides its threads over the row, combines in
-// registers and reduces across the block; per-element outputs take a last sweep over the
-// row, per-row outputs are written by thread 0.
+// The reduction schedule: one or more reductions over the same rows, with the element-wise
+// prologue and epilogue the partitioner grouped around them. Each reduction runs its op's
+// row program (graph/cuda_hooks.h): passes over the row, each combined in registers and
+// reduced across the block. A reduction's results are then bound, for the rest of the row,
+// to the values its node produces — so a later reduction's input or an epilogue op reads
+// them as locals. Per-element outputs take a last sweep over the row; per-row outputs are
+// written by thread 0. One block per row, grid-striding over rows.
 //
 //   row r of X (reduced axes)          passes                outputs
 //   x0 x1 x2 … x(L-1)   ──map──►  s0 = max(x)        ─┐
@@ -76,73 +79,73 @@ unsigned threads_for(int64_t row) {
   return t;
 }
 
+Shape non_ones(const Shape& s) {
+  Shape r;
+  for (int64_t d : s)
+    if (d != 1) r.push_back(d);
+  return r;
+}
+
+// One reduction node of the group and its row program.
+struct Red {
+  const graph::Node* node;
+  graph::CudaRowProgram prog;
+  std::vector<Shape> shapes;
+  std::vector<std::string> s;  // locals holding its pass results
+};
+
 }  // namespace
 
 std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
                                        std::string* why_not) {
-  if (group.nodes.size() != 1) {
-    *why_not = "the reduction schedule takes one node";
+  std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
+  std::vector<Red> reds;
+  for (graph::NodeId id : group.nodes) {
+    const graph::Node& n = g.node(id);
+    if (!n.op->cuda_row) {
+      if (!n.op->cuda_expr && !n.op->cuda_index) {
+        *why_not = n.describe() + " has no GPU code";
+        return std::nullopt;
+      }
+      continue;
+    }
+    graph::CudaRowInputs ins;
+    for (graph::ValueId v : n.inputs) {
+      ins.shapes.push_back(v == graph::kNoValue ? Shape{} : g.value(v).shape);
+      ins.dtypes.push_back(v == graph::kNoValue ? DType::Float32 : g.value(v).dtype);
+      ins.values.push_back(v == graph::kNoValue ? nullptr : g.value(v).constant.get());
+    }
+    std::optional<graph::CudaRowProgram> prog = n.op->cuda_row(n, ins);
+    if (!prog) {
+      *why_not = n.describe() + " has no GPU row program for these attributes and dtypes";
+      return std::nullopt;
+    }
+    reds.push_back({&n, std::move(*prog), ins.shapes, {}});
+  }
+  if (reds.empty()) {
+    *why_not = "a reduction group without a reduction";
     return std::nullopt;
   }
-  const graph::Node& n = g.node(group.nodes[0]);
-  graph::CudaRowInputs ins;
-  for (graph::ValueId v : n.inputs) {
-    ins.shapes.push_back(v == graph::kNoValue ? Shape{} : g.value(v).shape);
-    ins.dtypes.push_back(v == graph::kNoValue ? DType::Float32 : g.value(v).dtype);
-    ins.values.push_back(v == graph::kNoValue ? nullptr : g.value(v).constant.get());
+  const graph::Node& n0 = *reds[0].node;
+  const graph::CudaRowProgram& p0 = reds[0].prog;
+  const graph::Value& xv = g.value(n0.inputs[0]);
+  const Shape xshape = p0.x_view.empty() ? xv.shape : p0.x_view;
+  BRAZE_CHECK(checked_numel(xshape) == checked_numel(xv.shape), n0.describe() + ": row program view of X differs in size");
+  for (const Red& r : reds) {
+    bool same = r.prog.axes == p0.axes && g.value(r.node->inputs[0]).shape == xv.shape && r.prog.x_view == p0.x_view;
+    if (!same || (reds.size() > 1 && !r.prog.x_view.empty())) {
+      *why_not = r.node->describe() + " reduces other rows than " + n0.describe();
+      return std::nullopt;
+    }
   }
-  const std::vector<Shape>& shapes = ins.shapes;
-  std::optional<graph::CudaRowProgram> prog = n.op->cuda_row ? n.op->cuda_row(n, ins) : std::nullopt;
-  if (!prog) {
-    *why_not = n.describe() + " has no GPU row program for these attributes and dtypes";
-    return std::nullopt;
-  }
-  const graph::Value& xv = g.value(n.inputs[0]);
-  const Shape xshape = prog->x_view.empty() ? xv.shape : prog->x_view;
-  BRAZE_CHECK(checked_numel(xshape) == checked_numel(xv.shape), n.describe() + ": row program view of X differs in size");
   Shape kept_shape, red_shape;
   std::vector<bool> reduced(xshape.size(), false);
-  for (int64_t a : prog->axes) reduced.at(static_cast<size_t>(a)) = true;
+  for (int64_t a : p0.axes) reduced.at(static_cast<size_t>(a)) = true;
   for (size_t d = 0; d < xshape.size(); ++d) (reduced[d] ? red_shape : kept_shape).push_back(xshape[d]);
   int64_t rows = checked_numel(kept_shape), len = checked_numel(red_shape);
-
-  Emitter e(g, [&](graph::NodeId id) { return id == group.nodes[0]; });
-  std::vector<std::string> out_params(n.outputs.size());
-  for (size_t i = 0; i < n.outputs.size(); ++i)
-    if (n.outputs[i] != graph::kNoValue && i < prog->outputs.size() && !prog->outputs[i].expr.empty())
-      out_params[i] = e.output_param(n.outputs[i]);
-  const unsigned threads = prog->passes.empty() ? 256 : threads_for(len);
-  std::string acc_decls;
-  for (size_t p = 0; p < prog->passes.size(); ++p) {
-    const auto& pass = prog->passes[p];
-    bool arg = pass.combine.rfind("arg", 0) == 0;
-    acc_decls += fmt::format("  __shared__ {} braze_shm{}[32];\n", arg ? graph::cuda_compute_type(xv.dtype) : pass.type, p);
-    if (arg) acc_decls += fmt::format("  __shared__ long long braze_shmi{}[32];\n", p);
-  }
-
-  auto full_coords = [&](const std::vector<std::string>& kept, const std::vector<std::string>& red) {
-    std::vector<std::string> c;
-    size_t ki = 0, ri = 0;
-    for (size_t d = 0; d < xshape.size(); ++d) c.push_back(reduced[d] ? red[ri++] : kept[ki++]);
-    return c;
-  };
-  std::map<std::string, std::string> fields;
-  auto element_fields = [&](const std::vector<std::string>& coords, const std::string& r) {
-    std::map<std::string, std::string> f = fields;
-    f["r"] = r;
-    f["x"] = e.value_at_view(n.inputs[0], xshape, coords);
-    for (size_t i = 1; i < n.inputs.size(); ++i) {
-      if (n.inputs[i] == graph::kNoValue) continue;
-      Shape view = i - 1 < prog->views.size() && !prog->views[i - 1].empty() ? prog->views[i - 1] : shapes[i];
-      std::string name = "in" + std::to_string(i);
-      if (uses_field(*prog, name)) f[name] = e.value_at_view(n.inputs[i], view, broadcast_coords(coords, xshape, view));
-    }
-    return f;
-  };
-
-  // A program without passes is element-wise (inference BatchNormalization): every thread
-  // takes elements, as the pointwise schedule does.
-  const bool elementwise = prog->passes.empty();
+  // A single program without passes is element-wise (inference BatchNormalization): every
+  // thread takes elements, as the pointwise schedule does.
+  const bool elementwise = reds.size() == 1 && p0.passes.empty();
   if (elementwise) {
     kept_shape.clear();
     red_shape = xshape;
@@ -150,85 +153,173 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     len = checked_numel(xshape);
     rows = 1;
   }
-  if (!elementwise) e.open(fmt::format("for (long long row = blockIdx.x; row < {}LL; row += gridDim.x) {{", rows));
-  std::vector<std::string> kept = e.unravel("row", kept_shape);
-  for (size_t p = 0; p < prog->passes.size(); ++p) {
-    const auto& pass = prog->passes[p];
-    bool arg = pass.combine.rfind("arg", 0) == 0;
-    std::string acc = fmt::format("a{}", p), acci = fmt::format("ai{}", p);
-    std::string val_type = arg ? graph::cuda_compute_type(xv.dtype) : pass.type;
-    if (arg) {
-      e.line(fmt::format("{} {} = {};", val_type, acc, graph::cuda_literal(val_type, 0)));
-      e.line(fmt::format("long long {} = -1;", acci));
-    } else {
-      e.line(fmt::format("{} {} = {};", pass.type, acc, identity_of(pass.combine, pass.type)));
+
+  Emitter e(g, [&](graph::NodeId id) { return members.count(id) != 0; });
+  auto full_coords = [&](const std::vector<std::string>& kept, const std::vector<std::string>& red) {
+    std::vector<std::string> c;
+    size_t ki = 0, ri = 0;
+    for (size_t d = 0; d < xshape.size(); ++d) c.push_back(reduced[d] ? red[ri++] : kept[ki++]);
+    return c;
+  };
+  // Fields of reduction `r` at the element at `coords` (its input's coordinates).
+  auto element_fields = [&](const Red& r, const std::vector<std::string>& coords) {
+    std::map<std::string, std::string> f;
+    for (size_t k = 0; k < r.s.size(); ++k) f[fmt::format("s{}", k)] = r.s[k];
+    std::vector<std::string> red;
+    for (size_t d = 0; d < coords.size(); ++d)
+      if (reduced[d]) red.push_back(coords[d]);
+    f["r"] = graph::cuda_linearize(red, red_shape);
+    f["x"] = e.value_at_view(r.node->inputs[0], xshape, coords);
+    for (size_t i = 1; i < r.node->inputs.size(); ++i) {
+      if (r.node->inputs[i] == graph::kNoValue) continue;
+      Shape view = i - 1 < r.prog.views.size() && !r.prog.views[i - 1].empty() ? r.prog.views[i - 1] : r.shapes[i];
+      std::string name = "in" + std::to_string(i);
+      if (uses_field(r.prog, name))
+        f[name] = e.value_at_view(r.node->inputs[i], view, broadcast_coords(coords, xshape, view));
     }
-    e.open(fmt::format("for (long long r = threadIdx.x; r < {}LL; r += blockDim.x) {{", len));
-    e.push_scope();
-    std::vector<std::string> red = e.unravel("r", red_shape);
-    auto f = element_fields(full_coords(kept, red), "r");
-    f["n"] = graph::cuda_literal(arg ? "double" : pass.type, static_cast<double>(len));
-    std::string m = e.let(val_type, substitute(pass.map, f, n));
-    if (arg) {
-      bool is_max = pass.combine.find("max") != std::string::npos, last = pass.combine.find("last") != std::string::npos;
-      e.line(fmt::format("if (braze_arg_better({}, r, {}, {}, {}, {})) {{ {} = {}; {} = r; }}", m, acc, acci, is_max, last,
-                         acc, m, acci));
-    } else {
-      e.line(fmt::format("{} = ({}){}({}, {});", acc, pass.type, combiner(pass.combine, pass.type), acc, m));
-    }
-    e.pop_scope();
-    e.close();
-    std::string s = fmt::format("s{}", p);
-    if (arg) {
-      e.line(fmt::format("const long long {} = braze_block_argreduce({}, {}, {}, {}, braze_shm{}, braze_shmi{});", s, acc,
-                         acci, pass.combine.find("max") != std::string::npos, pass.combine.find("last") != std::string::npos, p, p));
-    } else {
-      e.line(fmt::format("const {} {} = braze_block_reduce({}, {}, {}, braze_shm{});", pass.type, s, acc,
-                         combiner(pass.combine, pass.type), identity_of(pass.combine, pass.type), p));
-    }
-    fields[s] = s;
-  }
-  bool any_element = false;
-  for (size_t i = 0; i < out_params.size(); ++i) {
-    if (out_params[i].empty()) continue;
-    const auto& o = prog->outputs[i];
-    const graph::Value& ov = g.value(n.outputs[i]);
-    std::string ct = graph::cuda_compute_type(ov.dtype);
+    return f;
+  };
+
+  // Reductions' results, bound once their passes have run: per-row outputs to an
+  // expression of the pass results, per-element outputs to their expression at the asked
+  // coordinates.
+  std::vector<std::string> kept;
+  std::map<graph::ValueId, std::pair<const Red*, size_t>> bound;  // value -> (reduction, output)
+  e.set_intercept([&](graph::ValueId v, const std::vector<std::string>& coords) -> std::optional<std::string> {
+    auto it = bound.find(v);
+    if (it == bound.end()) return std::nullopt;
+    const Red& r = *it->second.first;
+    const auto& o = r.prog.outputs[it->second.second];
+    std::string ct = graph::cuda_compute_type(g.value(v).dtype);
+    std::map<std::string, std::string> f;
     if (o.per_element) {
-      any_element = true;
-      continue;
+      f = element_fields(r, coords.size() == xshape.size() ? coords : graph::cuda_unravel(graph::cuda_linearize(coords, g.value(v).shape), xshape));
+    } else {
+      bool uses_inputs = o.expr.find("{in") != std::string::npos || o.expr.find("{x}") != std::string::npos;
+      if (uses_inputs)
+        f = element_fields(r, full_coords(kept, std::vector<std::string>(red_shape.size(), "0LL")));
+      for (size_t k = 0; k < r.s.size(); ++k) f[fmt::format("s{}", k)] = r.s[k];
     }
-    e.open("if (threadIdx.x == 0) {");
-    e.push_scope();
-    std::vector<std::string> zeros(red_shape.size(), "0LL");
-    std::map<std::string, std::string> f = o.expr.find("{in") != std::string::npos || o.expr.find("{x}") != std::string::npos
-                                               ? element_fields(full_coords(kept, zeros), "0LL")
-                                               : fields;
     f["n"] = graph::cuda_literal(ct == "bool" ? "long long" : ct, static_cast<double>(len));
-    e.line(fmt::format("braze_store({}, row, ({})({}));", out_params[i], ct, substitute(o.expr, f, n)));
-    e.pop_scope();
-    e.close();
-  }
-  if (any_element) {
-    if (elementwise)
-      e.open(fmt::format("for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < {}LL; "
-                         "r += (long long)gridDim.x * blockDim.x) {{", len));
-    else
+    return e.let(ct, fmt::format("({})({})", ct, substitute(o.expr, f, *r.node)));
+  });
+
+  std::string acc_decls;
+  const unsigned threads = elementwise ? 256 : threads_for(len);
+  if (!elementwise) e.open(fmt::format("for (long long row = blockIdx.x; row < {}LL; row += gridDim.x) {{", rows));
+  kept = e.unravel("row", kept_shape);
+  for (size_t ri = 0; ri < reds.size(); ++ri) {
+    Red& r = reds[ri];
+    for (size_t p = 0; p < r.prog.passes.size(); ++p) {
+      const auto& pass = r.prog.passes[p];
+      bool arg = pass.combine.rfind("arg", 0) == 0;
+      std::string tag = fmt::format("{}_{}", ri, p);
+      std::string xt = graph::cuda_compute_type(g.value(r.node->inputs[0]).dtype);
+      std::string val_type = arg ? xt : pass.type;
+      acc_decls += fmt::format("  __shared__ {} braze_shm{}[32];\n", val_type, tag);
+      if (arg) acc_decls += fmt::format("  __shared__ long long braze_shmi{}[32];\n", tag);
+      std::string acc = "a" + tag, acci = "ai" + tag;
+      if (arg) {
+        e.line(fmt::format("{} {} = {};", val_type, acc, graph::cuda_literal(val_type, 0)));
+        e.line(fmt::format("long long {} = -1;", acci));
+      } else {
+        e.line(fmt::format("{} {} = {};", pass.type, acc, identity_of(pass.combine, pass.type)));
+      }
       e.open(fmt::format("for (long long r = threadIdx.x; r < {}LL; r += blockDim.x) {{", len));
-    e.push_scope();
-    std::vector<std::string> red = e.unravel("r", red_shape);
-    std::vector<std::string> coords = full_coords(kept, red);
-    auto f = element_fields(coords, "r");
-    std::string lin = e.let("long long", graph::cuda_linearize(coords, xshape));
-    for (size_t i = 0; i < out_params.size(); ++i) {
-      if (out_params[i].empty() || !prog->outputs[i].per_element) continue;
-      const graph::Value& ov = g.value(n.outputs[i]);
-      std::string ct = graph::cuda_compute_type(ov.dtype);
-      f["n"] = graph::cuda_literal(ct, static_cast<double>(len));
-      e.line(fmt::format("braze_store({}, {}, ({})({}));", out_params[i], lin, ct, substitute(prog->outputs[i].expr, f, n)));
+      e.push_scope();
+      std::vector<std::string> red = e.unravel("r", red_shape);
+      std::map<std::string, std::string> f;
+      try {
+        f = element_fields(r, full_coords(kept, red));
+      } catch (const graph::CudaUnsupported& u) {
+        *why_not = u.why;
+        return std::nullopt;
+      }
+      f["r"] = "r";
+      f["n"] = graph::cuda_literal(arg ? "double" : pass.type, static_cast<double>(len));
+      std::string m = e.let(val_type, substitute(pass.map, f, *r.node));
+      if (arg) {
+        bool is_max = pass.combine.find("max") != std::string::npos, last = pass.combine.find("last") != std::string::npos;
+        e.line(fmt::format("if (braze_arg_better({}, r, {}, {}, {}, {})) {{ {} = {}; {} = r; }}", m, acc, acci, is_max,
+                           last, acc, m, acci));
+      } else {
+        e.line(fmt::format("{} = ({}){}({}, {});", acc, pass.type, combiner(pass.combine, pass.type), acc, m));
+      }
+      e.pop_scope();
+      e.close();
+      std::string s = "s" + tag;
+      if (arg)
+        e.line(fmt::format("const long long {} = braze_block_argreduce({}, {}, {}, {}, braze_shm{}, braze_shmi{});", s, acc,
+                           acci, pass.combine.find("max") != std::string::npos,
+                           pass.combine.find("last") != std::string::npos, tag, tag));
+      else
+        e.line(fmt::format("const {} {} = braze_block_reduce({}, {}, {}, braze_shm{});", pass.type, s, acc,
+                           combiner(pass.combine, pass.type), identity_of(pass.combine, pass.type), tag));
+      r.s.push_back(s);
     }
-    e.pop_scope();
-    e.close();
+    for (size_t k = 0; k < r.node->outputs.size() && k < r.prog.outputs.size(); ++k)
+      if (r.node->outputs[k] != graph::kNoValue && !r.prog.outputs[k].expr.empty()) bound[r.node->outputs[k]] = {&r, k};
+  }
+
+  // The group's outputs: per row (thread 0) or per element (a last sweep).
+  std::vector<graph::ValueId> per_row, per_element;
+  for (graph::ValueId o : group.outputs) {
+    const graph::Value& v = g.value(o);
+    auto b = bound.find(o);
+    bool row_out = b != bound.end() ? !b->second.first->prog.outputs[b->second.second].per_element
+                                    : (v.shape != xv.shape && checked_numel(v.shape) == rows &&
+                                       non_ones(v.shape) == non_ones(kept_shape));
+    if (b != bound.end() && !row_out) {
+      per_element.push_back(o);
+    } else if (row_out && !elementwise) {
+      per_row.push_back(o);
+    } else if (v.shape == xv.shape) {
+      per_element.push_back(o);
+    } else {
+      *why_not = fmt::format("%{} is neither per element nor per row of the reduction", v.name);
+      return std::nullopt;
+    }
+  }
+  try {
+    if (!per_row.empty()) {
+      e.open("if (threadIdx.x == 0) {");
+      e.push_scope();
+      for (graph::ValueId o : per_row) {
+        const graph::Value& v = g.value(o);
+        // Coordinates of this row in o's shape: the kept coordinates in order, 0 at size-1 dims.
+        std::vector<std::string> c;
+        size_t k = 0;
+        for (int64_t d : v.shape) {
+          while (k < kept_shape.size() && kept_shape[k] == 1) ++k;
+          c.push_back(d == 1 ? "0LL" : kept[k++]);
+        }
+        e.line(fmt::format("braze_store({}, row, ({}){});", e.output_param(o), graph::cuda_compute_type(v.dtype),
+                           e.value_at(o, c)));
+      }
+      e.pop_scope();
+      e.close();
+    }
+    if (!per_element.empty()) {
+      if (elementwise)
+        e.open(fmt::format("for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < {}LL; "
+                           "r += (long long)gridDim.x * blockDim.x) {{",
+                           len));
+      else
+        e.open(fmt::format("for (long long r = threadIdx.x; r < {}LL; r += blockDim.x) {{", len));
+      e.push_scope();
+      std::vector<std::string> coords = full_coords(kept, e.unravel("r", red_shape));
+      std::string lin = e.let("long long", graph::cuda_linearize(coords, xshape));
+      for (graph::ValueId o : per_element) {
+        const graph::Value& v = g.value(o);
+        std::string val = v.shape == xshape ? e.value_at(o, coords) : e.value_at_view(o, xshape, coords);
+        e.line(fmt::format("braze_store({}, {}, ({}){});", e.output_param(o), lin, graph::cuda_compute_type(v.dtype), val));
+      }
+      e.pop_scope();
+      e.close();
+    }
+  } catch (const graph::CudaUnsupported& u) {
+    *why_not = u.why;
+    return std::nullopt;
   }
   if (!elementwise) e.close();
 
@@ -241,7 +332,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   k.block = {threads, 1, 1};
   int64_t blocks = elementwise ? (len + threads - 1) / threads : rows;
   k.grid = {static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, int64_t{target.num_sms} * 16)), 1, 1};
-  k.empty_launch = rows == 0 || (elementwise && len == 0);
+  k.empty_launch = rows == 0 || len == 0 && elementwise;
   std::string code = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) KERNEL_NAME({}) {{\n{}{}}}\n",
                                  threads, e.signature(), acc_decls, e.body());
   finish_kernel(g, k, code, true);

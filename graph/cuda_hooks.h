@@ -76,6 +76,13 @@ class CudaIndexCtx {
   // `fixup` (a statement) makes the current element safe to finish, e.g. by zeroing an index.
   virtual void check(const std::string& cond, const std::string& message, const std::string& fixup) = 0;
 };
+// Layout ops (Reshape, Transpose …) also map forward: the output coordinate of the element
+// at input coordinate `in` — so a kernel that computes its elements in the input's order
+// (a GEMM tile) can store them where the op puts them. `in_shape`/`out_shape` are the
+// node's input 0 and output shapes.
+using CudaForwardFn = std::function<std::vector<std::string>(const Node& node, const std::vector<std::string>& in,
+                                                             const Shape& in_shape, const Shape& out_shape)>;
+
 // Thrown by a CudaIndexFn or CudaExprFn for a node it cannot generate code for (an
 // attribute combination, or an input it needs as a constant that is not one); the node then
 // runs on the CPU reference, with `why` said aloud.

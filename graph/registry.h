@@ -62,6 +62,7 @@ struct OpDef {
   CudaExprFn cuda_expr;    // element-wise ops: the expression codegen inlines
   CudaIndexFn cuda_index;  // injective ops: their output as loads of their inputs
   CudaRowFn cuda_row;      // reductions and normalisations: a row program
+  CudaForwardFn cuda_forward;  // layout ops: where an input element lands in the output
 
   const AttrSpec* find_attr(std::string_view attr) const;
   bool is_shape_input(int i) const;

@@ -268,6 +268,7 @@ OpDef gather_elements_op() {
 OpDef gather_nd_op() {
   OpDef d;
   d.name = "GatherND";
+  d.kind = FusionKind::Injective;  // an index map: it fuses into the loads of its consumer
   d.since = 11;
   d.min_inputs = d.max_inputs = 2;
   d.attrs = {attr_i("batch_dims", 0)};

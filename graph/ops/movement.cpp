@@ -145,6 +145,12 @@ std::string same_order_index(CudaIndexCtx& ctx) {
   return ctx.load(0, cuda_unravel(flat, ctx.in_shape(0)));
 }
 
+// The forward map of a same-order op: flat offset in the input, unravelled in the output.
+std::vector<std::string> same_order_forward(const Node&, const std::vector<std::string>& in, const Shape& in_shape,
+                                            const Shape& out_shape) {
+  return cuda_unravel(cuda_linearize(in, in_shape), out_shape);
+}
+
 std::optional<std::vector<int64_t>> const_list(const CudaIndexCtx& ctx, size_t i) {
   if (!ctx.has_input(i)) return std::nullopt;
   return ctx.in_value(i)->to_int64s();
@@ -204,6 +210,7 @@ OpDef reshape_op() {
   };
   d.reference = copy_all;
   d.cuda_index = same_order_index;
+  d.cuda_forward = same_order_forward;
   return d;
 }
 
@@ -225,6 +232,7 @@ OpDef flatten_op() {
   };
   d.reference = copy_all;
   d.cuda_index = same_order_index;
+  d.cuda_forward = same_order_forward;
   return d;
 }
 
@@ -258,6 +266,7 @@ OpDef squeeze_op() {
   };
   d.reference = copy_all;
   d.cuda_index = same_order_index;
+  d.cuda_forward = same_order_forward;
   return d;
 }
 
@@ -283,6 +292,7 @@ OpDef unsqueeze_op() {
   };
   d.reference = copy_all;
   d.cuda_index = same_order_index;
+  d.cuda_forward = same_order_forward;
   return d;
 }
 
@@ -332,6 +342,12 @@ OpDef transpose_op() {
     std::vector<std::string> in(static_cast<size_t>(rank));
     for (int64_t d = 0; d < rank; ++d) in[static_cast<size_t>(perm[static_cast<size_t>(d)])] = ctx.coord(static_cast<size_t>(d));
     return ctx.load(0, in);
+  };
+  d.cuda_forward = [](const Node& n, const std::vector<std::string>& in, const Shape& in_shape, const Shape&) {
+    std::vector<int64_t> perm = transpose_perm(n, static_cast<int64_t>(in_shape.size()));
+    std::vector<std::string> out(in.size());
+    for (size_t d = 0; d < perm.size(); ++d) out[d] = in[static_cast<size_t>(perm[d])];
+    return out;
   };
   return d;
 }

@@ -45,6 +45,7 @@ struct Step {
   fusion::Group group;
   std::optional<codegen::Kernel> kernel;  // nullopt: the group runs on the CPU reference
   std::string fallback_reason;
+  std::string split_note;  // set when codegen split a fused group into single nodes, and why
   std::string cubin;
   std::string ptx;
 };

@@ -1,0 +1,470 @@
+// The fusion partitioner.
+//
+// Analysis first, rewrite second: this file only decides which nodes share a kernel. It
+// grows groups around anchors, in three phases, each merge checked for legality:
+//
+//  1. GEMM groups. A MatMul/Gemm absorbs cheap operand producers (Transpose, Reshape, Cast
+//     — "transpose as layout") and an epilogue: the chain of single-consumer element-wise
+//     ops (bias, activation, residual, scale, cast) and layout ops (Reshape, Transpose) after
+//     it, so the output is written once, in the layout its consumer wants.
+//
+//        A ──Transpose──┐
+//                       MatMul ─ Add(bias) ─ Reshape ─ Transpose ─▶ [B,H,S,D]
+//        B ─────────────┘
+//
+//  2. Reduction groups. A reduction or normalisation (anything with a row program) defines
+//     a row space: its input's shape X and reduced axes. It absorbs producers and consumers
+//     whose values live in that space — per element (shape X) or per row (X with the
+//     reduced axes gone or 1) — including further reductions over the same rows, so
+//     softmax, layer norm and RMS norm written out op by op become one kernel:
+//
+//        x ─┬─ ReduceMax ─┐
+//           └──────────── Sub ─ Exp ─┬─ ReduceSum ─┐
+//                                    └──────────── Div ─▶ y        (one kernel, 2 passes)
+//
+//  3. Pointwise groups. Remaining element-wise and injective ops merge with producers whose
+//     every consumer is in the group, so intermediate values never reach memory; injective
+//     ops become index arithmetic in the loads.
+//
+// The hard case is a diamond through another group:
+//
+//        p ──────────────── c          merging p into c's group would make the group
+//        └── MatMul ── q ───┘          feed MatMul and consume its result: a cycle.
+//
+// Every merge is tried on a copy of the assignment and kept only if the group graph stays
+// acyclic; refused merges keep their reason for `braze inspect`.
+#include "fusion/partition.h"
+
+#include <braze/error.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "graph/registry.h"
+
+namespace braze::fusion {
+
+using graph::kNoNode;
+using graph::kNoValue;
+using graph::Node;
+using graph::NodeId;
+using graph::ValueId;
+
+namespace {
+
+bool is_gemm(const Node& n) { return n.op->kind == graph::FusionKind::OutEWiseFusable; }
+bool is_elementwise(const Node& n) { return static_cast<bool>(n.op->cuda_expr); }
+bool is_layout(const Node& n) { return static_cast<bool>(n.op->cuda_forward); }
+// Cheap per-element ops: element-wise, or injective index maps (no loops inside).
+bool is_light(const Node& n) {
+  return is_elementwise(n) || (n.op->cuda_index && n.op->kind <= graph::FusionKind::Injective);
+}
+
+Shape non_ones(const Shape& s) {
+  Shape r;
+  for (int64_t d : s)
+    if (d != 1) r.push_back(d);
+  return r;
+}
+
+struct RowSpace {
+  Shape x;
+  std::vector<int64_t> axes;
+  Shape kept;
+  int64_t rows = 0;
+  bool operator==(const RowSpace& o) const { return x == o.x && axes == o.axes; }
+};
+
+class Partitioner {
+ public:
+  Partitioner(const graph::Graph& g, const PartitionOptions& o) : g_(g), opts_(o), users_(g.users()) {
+    order_ = g.topo_order();
+    group_of_.assign(g.num_nodes(), -1);
+    for (NodeId id : order_) {
+      group_of_[id] = static_cast<int>(groups_.size());
+      Grp grp;
+      grp.kind = kind_of(g.node(id));
+      grp.nodes = {id};
+      groups_.push_back(grp);
+    }
+  }
+
+  Plan run() {
+    for (NodeId id : order_)
+      if (is_gemm(g_.node(id))) grow_gemm(id);
+    for (NodeId id : order_)
+      if (g_.node(id).op->cuda_row && single(id)) grow_reduction(id);
+    for (NodeId id : order_)
+      if (is_light(g_.node(id)) && groups_[group_of_[id]].kind == GroupKind::Pointwise) grow_pointwise(id);
+    return finish();
+  }
+
+ private:
+  struct Grp {
+    GroupKind kind;
+    std::set<NodeId> nodes;
+    bool alive = true;
+    std::optional<RowSpace> rows;
+    bool anchored = false;  // a GEMM or reduction group: pointwise groups do not absorb it
+  };
+
+  bool single(NodeId id) const { return groups_[group_of_[id]].nodes.size() == 1 && !groups_[group_of_[id]].anchored; }
+  bool free_pointwise(NodeId id) const {
+    const Grp& gr = groups_[group_of_[id]];
+    return gr.kind == GroupKind::Pointwise && !gr.anchored && gr.nodes.size() == 1;
+  }
+
+  void refuse(NodeId producer, NodeId consumer, std::string why) {
+    refused_.push_back({producer, consumer, std::move(why)});
+  }
+
+  // True when merging group b into group a keeps the group graph acyclic.
+  bool acyclic_after_merge(int a, int b) const {
+    std::vector<int> target(groups_.size());
+    for (size_t i = 0; i < groups_.size(); ++i) target[i] = static_cast<int>(i);
+    target[b] = a;
+    // Edges between (merged) groups, then Kahn.
+    std::map<int, std::set<int>> succ;
+    std::map<int, int> indeg;
+    for (size_t i = 0; i < groups_.size(); ++i)
+      if (groups_[i].alive) indeg[target[i]];
+    for (NodeId id : order_) {
+      int to = target[group_of_[id]];
+      for (ValueId v : g_.node(id).inputs) {
+        if (v == kNoValue) continue;
+        NodeId p = g_.value(v).producer;
+        if (p == kNoNode) continue;
+        int from = target[group_of_[p]];
+        if (from != to && succ[from].insert(to).second) ++indeg[to];
+      }
+    }
+    std::vector<int> ready;
+    for (auto& [k, d] : indeg)
+      if (d == 0) ready.push_back(k);
+    size_t seen = 0;
+    while (!ready.empty()) {
+      int k = ready.back();
+      ready.pop_back();
+      ++seen;
+      for (int s : succ[k])
+        if (--indeg[s] == 0) ready.push_back(s);
+    }
+    return seen == indeg.size();
+  }
+
+  // Merges group b into a if legal; records the refusal otherwise.
+  bool merge(int a, int b, NodeId producer, NodeId consumer, size_t max_nodes) {
+    if (a == b) return true;
+    if (groups_[a].nodes.size() + groups_[b].nodes.size() > max_nodes) {
+      refuse(producer, consumer,
+             fmt::format("the group would exceed {} nodes, more than its schedule holds in registers", max_nodes));
+      return false;
+    }
+    if (!acyclic_after_merge(a, b)) {
+      refuse(producer, consumer, "merging would create a cycle between kernels (a path leaves the group and returns)");
+      return false;
+    }
+    for (NodeId id : groups_[b].nodes) group_of_[id] = a;
+    groups_[a].nodes.insert(groups_[b].nodes.begin(), groups_[b].nodes.end());
+    groups_[b].nodes.clear();
+    groups_[b].alive = false;
+    return true;
+  }
+
+  bool is_output(ValueId v) const { return g_.is_graph_output(v); }
+
+  // ---- phase 1: GEMM -------------------------------------------------------------------
+  void grow_gemm(NodeId mm) {
+    int ga = group_of_[mm];
+    groups_[ga].anchored = true;
+    // Operand prologue: layout ops and casts with no other consumer.
+    for (size_t i = 0; i < 2 && i < g_.node(mm).inputs.size(); ++i) {
+      ValueId v = g_.node(mm).inputs[i];
+      for (int depth = 0; depth < 4 && v != kNoValue; ++depth) {
+        NodeId p = g_.value(v).producer;
+        if (p == kNoNode || !free_pointwise(p)) break;
+        const Node& pn = g_.node(p);
+        bool cast = pn.op_type() == "Cast";
+        if (!is_layout(pn) && !cast) break;
+        if (users_[v].size() != 1 || is_output(v)) {
+          refuse(p, mm, fmt::format("%{} has other consumers, so it is written out anyway", g_.value(v).name));
+          break;
+        }
+        if (!merge(ga, group_of_[p], p, mm, opts_.max_gemm_epilogue)) break;
+        v = pn.inputs[0];
+      }
+    }
+    // Epilogue: element-wise ops over the product's shape (a DAG: GELU written out reads
+    // its input twice), then layout ops, as long as one value leaves the group. Simulated on
+    // a node set first, then merged node by node.
+    std::set<NodeId> epi;
+    std::set<ValueId> region = {g_.node(mm).outputs[0]};
+    Shape space = g_.value(g_.node(mm).outputs[0]).shape;
+    auto escapes = [&](const std::set<ValueId>& vals, const std::set<NodeId>& nodes) {
+      size_t n = 0;
+      for (ValueId v : vals)
+        if (is_output(v) || std::any_of(users_[v].begin(), users_[v].end(), [&](NodeId u) { return !nodes.count(u); }))
+          ++n;
+      return n;
+    };
+    std::set<NodeId> best;
+    for (size_t steps = 0; steps < opts_.max_gemm_epilogue; ++steps) {
+      std::set<NodeId> with = epi;
+      with.insert(mm);
+      NodeId pick = kNoNode;
+      for (ValueId v : region) {
+        if (g_.value(v).shape != space) continue;
+        for (NodeId c : users_[v]) {
+          if (epi.count(c) || !free_pointwise(c) || g_.node(c).outputs.size() != 1) continue;
+          const Node& cn = g_.node(c);
+          const graph::Value& out = g_.value(cn.outputs[0]);
+          bool ok;
+          if (is_elementwise(cn)) {
+            ok = out.shape == space && std::all_of(cn.inputs.begin(), cn.inputs.end(), [&](ValueId u) {
+                   if (u == kNoValue || region.count(u)) return true;
+                   NodeId p = g_.value(u).producer;
+                   return p == kNoNode || group_of_[p] != ga;  // external, not the prologue
+                 });
+          } else {
+            // A layout op closes the element-wise part: only if v is all that leaves it.
+            std::set<NodeId> after = with;
+            after.insert(c);
+            ok = is_layout(cn) && cn.inputs[0] == v && escapes(region, after) <= 1 &&
+                 std::none_of(region.begin(), region.end(), [&](ValueId r) { return r != v && escapes({r}, after); });
+          }
+          if (ok && (pick == kNoNode || c < pick)) pick = c;
+        }
+      }
+      if (pick == kNoNode) break;
+      epi.insert(pick);
+      const Node& pn = g_.node(pick);
+      if (!is_elementwise(pn)) {
+        region = {pn.outputs[0]};
+        space = g_.value(pn.outputs[0]).shape;
+      } else {
+        region.insert(pn.outputs[0]);
+      }
+      std::set<NodeId> all = epi;
+      all.insert(mm);
+      std::set<ValueId> vals = region;
+      if (escapes(vals, all) == 1) best = epi;
+    }
+    for (NodeId c : order_)
+      if (best.count(c) && !merge(ga, group_of_[c], mm, c, opts_.max_gemm_epilogue + 8)) break;
+    for (NodeId c : order_)
+      if (epi.count(c) && !best.count(c))
+        refuse(mm, c, "the GEMM epilogue would write more than one result");
+  }
+
+  // ---- phase 2: reductions -------------------------------------------------------------
+  std::optional<RowSpace> row_space(NodeId id) const {
+    const Node& n = g_.node(id);
+    graph::CudaRowInputs in;
+    for (ValueId v : n.inputs) {
+      in.shapes.push_back(v == kNoValue ? Shape{} : g_.value(v).shape);
+      in.dtypes.push_back(v == kNoValue ? DType::Float32 : g_.value(v).dtype);
+      in.values.push_back(v == kNoValue ? nullptr : g_.value(v).constant.get());
+    }
+    if (!g_.value(n.inputs[0]).has_shape) return std::nullopt;
+    std::optional<graph::CudaRowProgram> p = n.op->cuda_row(n, in);
+    if (!p || !p->x_view.empty() || p->passes.empty()) return std::nullopt;
+    RowSpace r;
+    r.x = in.shapes[0];
+    r.axes = p->axes;
+    for (size_t d = 0; d < r.x.size(); ++d)
+      if (std::find(r.axes.begin(), r.axes.end(), static_cast<int64_t>(d)) == r.axes.end()) r.kept.push_back(r.x[d]);
+    r.rows = checked_numel(r.kept);
+    return r;
+  }
+
+  // A value fits the row space per element (shape X) or per row.
+  bool fits(const RowSpace& r, ValueId v) const {
+    const graph::Value& val = g_.value(v);
+    if (!val.has_shape) return false;
+    if (val.shape == r.x) return true;
+    return checked_numel(val.shape) == r.rows && non_ones(val.shape) == non_ones(r.kept);
+  }
+
+  bool in_group(int grp, ValueId v) const {
+    NodeId p = v == kNoValue ? kNoNode : g_.value(v).producer;
+    return p != kNoNode && group_of_[p] == grp;
+  }
+
+  void grow_reduction(NodeId anchor) {
+    std::optional<RowSpace> rs = row_space(anchor);
+    int ga = group_of_[anchor];
+    groups_[ga].anchored = true;
+    if (!rs) return;
+    groups_[ga].rows = rs;
+    size_t reductions = 1;
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::vector<NodeId> members(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
+      for (NodeId m : members) {
+        // Prologue: producers of member inputs whose every use is in the group.
+        for (ValueId v : g_.node(m).inputs) {
+          if (v == kNoValue || in_group(ga, v)) continue;
+          NodeId p = g_.value(v).producer;
+          if (p == kNoNode || !free_pointwise(p) || !is_light(g_.node(p)) || g_.node(p).outputs.size() != 1) continue;
+          if (!fits(*rs, v)) continue;
+          bool all_inside = !is_output(v) && std::all_of(users_[v].begin(), users_[v].end(),
+                                                          [&](NodeId u) { return group_of_[u] == ga; });
+          if (!all_inside) {
+            refuse(p, m, fmt::format("%{} is also used outside the reduction", g_.value(v).name));
+            continue;
+          }
+          if (merge(ga, group_of_[p], p, m, opts_.max_reduction_nodes)) changed = true;
+        }
+        // Epilogue: consumers of member outputs in the same row space.
+        for (ValueId v : g_.node(m).outputs) {
+          if (v == kNoValue) continue;
+          for (NodeId c : users_[v]) {
+            if (group_of_[c] == ga) continue;
+            const Node& cn = g_.node(c);
+            bool ok_inputs = std::all_of(cn.inputs.begin(), cn.inputs.end(), [&](ValueId u) {
+              return u == kNoValue || in_group(ga, u) || g_.value(u).producer == kNoNode ||
+                     groups_[group_of_[g_.value(u).producer]].kind != GroupKind::Reduction ||
+                     !groups_[group_of_[g_.value(u).producer]].anchored;
+            });
+            if (!ok_inputs) continue;
+            if (cn.op->cuda_row && single(c)) {
+              std::optional<RowSpace> crs = row_space(c);
+              if (!crs || !(*crs == *rs)) {
+                refuse(m, c, "a reduction over other rows");
+                continue;
+              }
+              if (reductions >= opts_.max_reductions) {
+                refuse(m, c, fmt::format("the kernel already makes {} passes over each row", reductions));
+                continue;
+              }
+              if (merge(ga, group_of_[c], m, c, opts_.max_reduction_nodes)) {
+                ++reductions;
+                groups_[group_of_[c]].anchored = true;
+                changed = true;
+              }
+              continue;
+            }
+            if (!free_pointwise(c) || !is_light(cn) || cn.outputs.size() != 1) continue;
+            if (!fits(*rs, cn.outputs[0])) {
+              refuse(m, c, fmt::format("%{} is not per element or per row of the reduction", g_.value(cn.outputs[0]).name));
+              continue;
+            }
+            if (merge(ga, group_of_[c], m, c, opts_.max_reduction_nodes)) changed = true;
+          }
+        }
+      }
+    }
+  }
+
+  // ---- phase 3: pointwise --------------------------------------------------------------
+  void grow_pointwise(NodeId n) {
+    int gc = group_of_[n];
+    for (ValueId v : g_.node(n).inputs) {
+      if (v == kNoValue) continue;
+      NodeId p = g_.value(v).producer;
+      if (p == kNoNode || group_of_[p] == gc) continue;
+      const Grp& gp = groups_[group_of_[p]];
+      if (gp.kind != GroupKind::Pointwise || gp.anchored) continue;
+      const Node& pn = g_.node(p);
+      if (!is_light(pn) && !(pn.op->cuda_index && users_[v].size() == 1 &&
+                             checked_numel(g_.value(g_.node(n).outputs[0]).shape) <= checked_numel(g_.value(v).shape)))
+        continue;
+      bool all_inside = std::all_of(users_[v].begin(), users_[v].end(), [&](NodeId u) { return group_of_[u] == gc; });
+      if (!all_inside) {
+        refuse(p, n, fmt::format("%{} has consumers in other kernels, so it is written once and read there",
+                                 g_.value(v).name));
+        continue;
+      }
+      int gp_id = group_of_[p];
+      merge(gc, gp_id, p, n, opts_.max_pointwise_nodes);
+      gc = group_of_[n];
+    }
+  }
+
+  Plan finish() {
+    // Groups in a topological order of the group graph (ties by first node's position).
+    std::map<int, size_t> first;
+    std::vector<size_t> pos(g_.num_nodes());
+    for (size_t i = 0; i < order_.size(); ++i) pos[order_[i]] = i;
+    std::vector<int> alive;
+    for (size_t i = 0; i < groups_.size(); ++i)
+      if (groups_[i].alive && !groups_[i].nodes.empty()) alive.push_back(static_cast<int>(i));
+    std::map<int, std::set<int>> succ;
+    std::map<int, int> indeg;
+    for (int a : alive) indeg[a] = 0;
+    for (NodeId id : order_)
+      for (ValueId v : g_.node(id).inputs) {
+        if (v == kNoValue || g_.value(v).producer == kNoNode) continue;
+        int from = group_of_[g_.value(v).producer], to = group_of_[id];
+        if (from != to && succ[from].insert(to).second) ++indeg[to];
+      }
+    auto key = [&](int gi) {
+      size_t m = SIZE_MAX;
+      for (NodeId id : groups_[gi].nodes) m = std::min(m, pos[id]);
+      return m;
+    };
+    std::set<std::pair<size_t, int>> ready;
+    for (int a : alive)
+      if (indeg[a] == 0) ready.insert({key(a), a});
+    Plan plan;
+    while (!ready.empty()) {
+      int gi = ready.begin()->second;
+      ready.erase(ready.begin());
+      Group grp;
+      grp.kind = groups_[gi].kind;
+      for (NodeId id : order_)
+        if (group_of_[id] == gi) grp.nodes.push_back(id);
+      if (grp.nodes.size() > 1 && grp.kind == GroupKind::Opaque) grp.kind = GroupKind::Pointwise;
+      for (NodeId id : grp.nodes)
+        if (is_gemm(g_.node(id))) grp.kind = GroupKind::Gemm;
+      compute_boundary(g_, grp, users_);
+      plan.groups.push_back(std::move(grp));
+      for (int s : succ[gi])
+        if (--indeg[s] == 0) ready.insert({key(s), s});
+    }
+    plan.refused = std::move(refused_);
+    return plan;
+  }
+
+  const graph::Graph& g_;
+  PartitionOptions opts_;
+  std::vector<std::vector<NodeId>> users_;
+  std::vector<NodeId> order_;
+  std::vector<int> group_of_;
+  std::vector<Grp> groups_;
+  std::vector<RefusedMerge> refused_;
+};
+
+}  // namespace
+
+Plan plan_fused(const graph::Graph& g, const PartitionOptions& opts) {
+  Plan p = Partitioner(g, opts).run();
+#ifndef NDEBUG
+  check_plan(g, p);
+#endif
+  return p;
+}
+
+void check_plan(const graph::Graph& g, const Plan& plan) {
+  std::vector<int> group_of(g.num_nodes(), -1);
+  for (size_t i = 0; i < plan.groups.size(); ++i)
+    for (NodeId id : plan.groups[i].nodes) {
+      BRAZE_CHECK(group_of[id] < 0, "plan: node in two groups: " + g.node(id).describe());
+      group_of[id] = static_cast<int>(i);
+    }
+  for (NodeId id : g.topo_order()) {
+    BRAZE_CHECK(group_of[id] >= 0, "plan: node in no group: " + g.node(id).describe());
+    for (ValueId v : g.node(id).inputs) {
+      if (v == kNoValue || g.value(v).producer == kNoNode) continue;
+      // Groups are listed in execution order: a producer's group never comes later.
+      BRAZE_CHECK(group_of[g.value(v).producer] <= group_of[id],
+                  "plan: groups out of order or cyclic at " + g.node(id).describe());
+    }
+  }
+}
+
+}  // namespace braze::fusion

@@ -1,9 +1,11 @@
 // braze diff MODEL --a CONFIG --b CONFIG: runs two configurations (gpu, gpu-unfused,
 // reference, emulator) on the same inputs and prints, per output, the max absolute and
 // relative error and the mismatch count. Exit 1 when an output differs beyond tolerance.
+// --per-kernel compares every value crossing a fused kernel's boundary instead.
 #include <braze/error.h>
 
 #include <iostream>
+#include <functional>
 #include <memory>
 
 #include <fmt/format.h>
@@ -13,7 +15,11 @@
 #include "cli/model_options.h"
 #include "cli/run_inputs.h"
 #include "runtime/compare.h"
+#include "fusion/partition.h"
+#include "runtime/emulator.h"
 #include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/engine.h"
+#include "runtime/reference_executor.h"
 
 namespace braze::cli {
 
@@ -24,7 +30,71 @@ struct DiffOptions {
   InputOptions in;
   std::string a = "gpu", b = "reference";
   double atol = -1, rtol = -1;
+  bool per_kernel = false;
 };
+
+runtime::Tolerance tolerance_for(const DiffOptions& o, DType dt) {
+  runtime::Tolerance tol = runtime::default_tolerance(dt);
+  if (o.atol >= 0) tol.atol = o.atol;
+  if (o.rtol >= 0) tol.rtol = o.rtol;
+  return tol;
+}
+
+// --per-kernel: runs the fused plan (on the GPU, else the emulator) keeping every value,
+// and compares each value a kernel writes with the reference executor's; names the first
+// kernel whose outputs diverge beyond tolerance, with the ONNX nodes inside it.
+int per_kernel_diff(const DiffOptions& o, const graph::Graph& g, const std::vector<Tensor>& inputs) {
+  fusion::Plan plan = fusion::plan_fused(g);
+  std::vector<Tensor> ref_values;
+  runtime::run_reference(g, inputs, &ref_values);
+  std::vector<gpu::Step> steps;
+  std::function<Tensor(graph::ValueId)> got;
+  std::vector<Tensor> emu_values;
+  std::shared_ptr<gpu::Engine> engine;
+  std::unique_ptr<gpu::Session> session;
+  if (gpu::gpu_available()) {
+    engine = gpu::Engine::build(g, plan, gpu::default_engine_options());
+    session = std::make_unique<gpu::Session>(engine);
+    gpu::RunOptions ro;
+    ro.poison = true;
+    session->run(inputs, ro);
+    steps = engine->steps();
+    got = [&](graph::ValueId v) { return session->fetch(v); };
+  } else {
+    std::cerr << "note: no GPU (" << gpu::gpu_unavailable_reason() << "): comparing the emulator's kernels\n";
+    runtime::EmulatorOptions eo;
+    eo.values = &emu_values;
+    runtime::run_emulated(g, plan, inputs, eo);
+    steps = gpu::generate_steps(g, plan, codegen::Target{});
+    got = [&](graph::ValueId v) { return emu_values.at(v); };
+  }
+  std::cout << fmt::format("{}: each kernel's outputs vs the reference executor\n", o.model.model);
+  int first_bad = -1;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const gpu::Step& s = steps[i];
+    for (graph::ValueId v : s.group.outputs) {
+      Tensor a = got(v);
+      const Tensor& b = ref_values.at(v);
+      if (!a.defined() || !b.defined()) continue;
+      runtime::Comparison c = runtime::compare(a, b, tolerance_for(o, b.dtype()));
+      std::cout << fmt::format("  #{:<3} {:<44} %{:<28} max abs {:<10.3g} {}\n", i,
+                               s.kernel ? s.kernel->name : "(CPU reference)", g.value(v).name, c.max_abs,
+                               c.ok ? "ok" : "DIFFERS: " + c.summary(a, b));
+      if (!c.ok && first_bad < 0) first_bad = static_cast<int>(i);
+    }
+  }
+  if (first_bad < 0) {
+    std::cout << "every kernel's outputs agree within tolerance\n";
+    return 0;
+  }
+  std::vector<std::string> nodes;
+  for (graph::NodeId id : steps[first_bad].group.nodes)
+    nodes.push_back(fmt::format("'{}' ({})", g.node(id).name, g.node(id).op_type()));
+  std::cout << fmt::format("first kernel to diverge: #{} {} covering {}\n", first_bad,
+                           steps[first_bad].kernel ? steps[first_bad].kernel->name : "(CPU reference)",
+                           fmt::join(nodes, ", "));
+  return 1;
+}
 
 int run_diff(const DiffOptions& o) {
   std::string a = o.a, b = o.b;
@@ -39,6 +109,7 @@ int run_diff(const DiffOptions& o) {
   LoadedModel m = load_model(o.model, given.shapes);
   const graph::Graph& g = m.imported.graph;
   std::vector<Tensor> inputs = inputs_for(g, o.in, given);
+  if (o.per_kernel) return per_kernel_diff(o, g, inputs);
   runtime::BackendRun ra = make_backend(a)(g, inputs);
   runtime::BackendRun rb = make_backend(b)(g, inputs);
   for (const std::string& f : ra.fallbacks) std::cerr << fmt::format("note: {} ran on the CPU reference: {}\n", a, f);
@@ -48,9 +119,7 @@ int run_diff(const DiffOptions& o) {
                            "tolerance");
   bool ok = true;
   for (size_t i = 0; i < ra.outputs.size(); ++i) {
-    runtime::Tolerance tol = runtime::default_tolerance(rb.outputs[i].dtype());
-    if (o.atol >= 0) tol.atol = o.atol;
-    if (o.rtol >= 0) tol.rtol = o.rtol;
+    runtime::Tolerance tol = tolerance_for(o, rb.outputs[i].dtype());
     runtime::Comparison c = runtime::compare(ra.outputs[i], rb.outputs[i], tol);
     ok = ok && c.ok;
     std::string mism = c.problem.empty() ? fmt::format("{}/{}", c.mismatches, c.numel) : c.problem;
@@ -72,6 +141,9 @@ void add_diff(CLI::App& app, Runner& run) {
   cmd->add_option("--b", o->b, "second configuration (the expected side)")->check(CLI::IsMember(backend_names()));
   cmd->add_option("--atol", o->atol, "absolute tolerance (default by dtype: float32 1e-5)");
   cmd->add_option("--rtol", o->rtol, "relative tolerance (default by dtype: float32 1e-3)");
+  cmd->add_flag("--per-kernel", o->per_kernel,
+                "compare every value a fused kernel writes with the reference executor's and name the first kernel "
+                "whose outputs diverge");
   cmd->callback([o, &run] { run = [o] { return run_diff(*o); }; });
 }
 

@@ -1,6 +1,10 @@
 // braze inspect MODEL: the imported graph after the passes — op counts by type, what
-// folded away, inputs and outputs, and every node with its values' dtypes and shapes.
+// folded away, inputs and outputs, every node with its values' dtypes and shapes — and the
+// fusion plan: kernels, values crossing them with their bytes, merges refused and why.
+#include <braze/error.h>
+
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -9,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "cli/plan_view.h"
 #include "codegen/codegen.h"
 #include "fusion/partition.h"
 #include "graph/registry.h"
@@ -21,6 +26,8 @@ namespace {
 struct InspectOptions {
   ModelOptions model;
   bool json = false;
+  bool no_fuse = false;
+  std::string dot, html;
 };
 
 nlohmann::json value_json(const graph::Value& v) {
@@ -30,31 +37,21 @@ nlohmann::json value_json(const graph::Value& v) {
   return j;
 }
 
-// The kernels the GPU path makes of the graph: kind, name, the ONNX nodes each covers, and
-// for groups without one, why they run on the CPU reference.
-struct KernelRow {
-  std::string name, kind;
-  std::vector<std::string> nodes;
-  std::string fallback;
-};
-
-std::vector<KernelRow> kernel_rows(const graph::Graph& g) {
-  std::vector<KernelRow> rows;
-  for (const gpu::Step& s : gpu::generate_steps(g, fusion::plan_fused(g), gpu::default_engine_options().target)) {
-    KernelRow r;
-    r.kind = s.kernel ? std::string(fusion::group_kind_name(s.group.kind)) : "fallback";
-    r.name = s.kernel ? s.kernel->name : "(CPU reference)";
-    r.fallback = s.fallback_reason;
-    for (graph::NodeId id : s.group.nodes) r.nodes.push_back(g.node(id).name);
-    rows.push_back(std::move(r));
-  }
-  return rows;
-}
-
 int run_inspect(const InspectOptions& o) {
   LoadedModel m = load_model(o.model);
   const graph::Graph& g = m.imported.graph;
-  std::vector<KernelRow> kernels = kernel_rows(g);
+  fusion::Plan plan = fusion::make_plan(g, !o.no_fuse);
+  PlanView view = make_plan_view(g, plan, gpu::generate_steps(g, plan, gpu::default_engine_options().target));
+  if (!o.dot.empty()) {
+    std::ofstream f(o.dot);
+    if (!f) throw UserError(fmt::format("--dot {}: cannot open for writing", o.dot));
+    write_plan_dot(f, g, view);
+  }
+  if (!o.html.empty()) {
+    std::ofstream f(o.html);
+    if (!f) throw UserError(fmt::format("--html {}: cannot open for writing", o.html));
+    write_plan_html(f, g, view, o.model.model);
+  }
   std::map<std::string, int> after = graph::passes::op_counts(g);
   std::map<std::string, int> removed;
   for (const auto& [op, n] : m.imported_ops) {
@@ -90,12 +87,8 @@ int run_inspect(const InspectOptions& o) {
       for (graph::ValueId v : n.outputs) nj["outputs"].push_back(v == graph::kNoValue ? nlohmann::json(nullptr) : value_json(g.value(v)));
       j["graph"].push_back(nj);
     }
-    j["kernels"] = nlohmann::json::array();
-    for (const KernelRow& k : kernels) {
-      nlohmann::json kj = {{"name", k.name}, {"kind", k.kind}, {"nodes", k.nodes}};
-      if (!k.fallback.empty()) kj["fallback_reason"] = k.fallback;
-      j["kernels"].push_back(kj);
-    }
+    nlohmann::json pj = plan_json(g, view);
+    for (auto& [k, val] : pj.items()) j[k] = val;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -117,12 +110,7 @@ int run_inspect(const InspectOptions& o) {
   }
   for (const std::string& line : m.passes.log) std::cout << "  " << line << "\n";
   std::cout << "graph\n" << g;
-  size_t fallbacks = std::count_if(kernels.begin(), kernels.end(), [](const KernelRow& k) { return k.kind == "fallback"; });
-  std::cout << fmt::format("kernels   {} ({} on the CPU reference)\n", kernels.size() - fallbacks, fallbacks);
-  for (const KernelRow& k : kernels) {
-    std::cout << fmt::format("  {:<10} {:<44} {}\n", k.kind, k.name, fmt::join(k.nodes, ", "));
-    if (!k.fallback.empty()) std::cout << fmt::format("  {:<10} why: {}\n", "", k.fallback);
-  }
+  print_plan_text(std::cout, g, view);
   return 0;
 }
 
@@ -133,6 +121,9 @@ void add_inspect(CLI::App& app, Runner& run) {
   CLI::App* cmd = app.add_subcommand("inspect", "show the imported graph after the passes");
   o->model.add_to(*cmd);
   cmd->add_flag("--json", o->json, "print JSON instead of text");
+  cmd->add_flag("--no-fuse", o->no_fuse, "show the plan with one node per kernel");
+  cmd->add_option("--dot", o->dot, "write the graph with each kernel as a coloured cluster (Graphviz DOT)");
+  cmd->add_option("--html", o->html, "write the same as a standalone HTML page");
   cmd->callback([o, &run] { run = [o] { return run_inspect(*o); }; });
 }
 

@@ -22,9 +22,10 @@
 //           └──────────── Sub ─ Exp ─┬─ ReduceSum ─┐
 //                                    └──────────── Div ─▶ y        (one kernel, 2 passes)
 //
-//  3. Pointwise groups. Remaining element-wise and injective ops merge with producers whose
-//     every consumer is in the group, so intermediate values never reach memory; injective
-//     ops become index arithmetic in the loads.
+//  3. Pointwise groups. Remaining element-wise and injective ops merge with their
+//     pointwise producers, so intermediate values stay in registers (a value other kernels
+//     also read is written once, by this kernel); injective ops become index arithmetic in
+//     the loads.
 //
 // The hard case is a diamond through another group:
 //
@@ -98,8 +99,11 @@ class Partitioner {
       if (is_gemm(g_.node(id))) grow_gemm(id);
     for (NodeId id : order_)
       if (g_.node(id).op->cuda_row && single(id)) grow_reduction(id);
-    for (NodeId id : order_)
-      if (is_light(g_.node(id)) && groups_[group_of_[id]].kind == GroupKind::Pointwise) grow_pointwise(id);
+    // Pointwise merges enable one another (a value's consumers join one group over several
+    // steps), so repeat until nothing changes.
+    for (size_t before = SIZE_MAX, live = alive_groups(); live != before; before = live, live = alive_groups())
+      for (NodeId id : order_)
+        if (is_light(g_.node(id)) && groups_[group_of_[id]].kind == GroupKind::Pointwise) grow_pointwise(id);
     return finish();
   }
 
@@ -112,6 +116,10 @@ class Partitioner {
     bool anchored = false;  // a GEMM or reduction group: pointwise groups do not absorb it
   };
 
+  size_t alive_groups() const {
+    return static_cast<size_t>(std::count_if(groups_.begin(), groups_.end(), [](const Grp& g) { return g.alive; }));
+  }
+
   bool single(NodeId id) const { return groups_[group_of_[id]].nodes.size() == 1 && !groups_[group_of_[id]].anchored; }
   bool free_pointwise(NodeId id) const {
     const Grp& gr = groups_[group_of_[id]];
@@ -119,6 +127,8 @@ class Partitioner {
   }
 
   void refuse(NodeId producer, NodeId consumer, std::string why) {
+    for (const RefusedMerge& r : refused_)
+      if (r.producer == producer && r.consumer == consumer && r.reason == why) return;
     refused_.push_back({producer, consumer, std::move(why)});
   }
 
@@ -373,12 +383,8 @@ class Partitioner {
       if (!is_light(pn) && !(pn.op->cuda_index && users_[v].size() == 1 &&
                              checked_numel(g_.value(g_.node(n).outputs[0]).shape) <= checked_numel(g_.value(v).shape)))
         continue;
-      bool all_inside = std::all_of(users_[v].begin(), users_[v].end(), [&](NodeId u) { return group_of_[u] == gc; });
-      if (!all_inside) {
-        refuse(p, n, fmt::format("%{} has consumers in other kernels, so it is written once and read there",
-                                 g_.value(v).name));
-        continue;
-      }
+      // A value with consumers in other kernels joins too: it is written once by this
+      // kernel and read there, and its consumers here read it in registers.
       int gp_id = group_of_[p];
       merge(gc, gp_id, p, n, opts_.max_pointwise_nodes);
       gc = group_of_[n];

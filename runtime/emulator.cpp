@@ -165,6 +165,7 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
   }
   std::vector<Tensor> out;
   for (const auto& o : g.outputs()) out.push_back(vals[o.value]);
+  if (opts.values) *opts.values = std::move(vals);
   return out;
 }
 

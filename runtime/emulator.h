@@ -19,6 +19,7 @@ struct EmulatorOptions {
   std::filesystem::path cache_dir;  // compiled kernels (.so); default: the kernel cache's folder
   bool poison = true;               // outputs start as 0xFF bytes, so unwritten ones show
   std::vector<std::string>* fallbacks = nullptr;  // receives the groups run on the reference
+  std::vector<Tensor>* values = nullptr;          // receives every value computed (by ValueId)
 };
 
 std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan, const std::vector<Tensor>& inputs,

@@ -12,6 +12,7 @@
 #include "runtime/gpu/engine.h"
 #include "runtime/inputs.h"
 #include "runtime/reference_executor.h"
+#include "tests/fusion_cases.h"
 #include "tests/test_util.h"
 
 namespace braze {
@@ -53,79 +54,18 @@ void expect_correct(const Fused& f, uint64_t seed = 7) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(test::tensors_close(got[i], want[i])) << f.g.outputs()[i].name;
 }
 
-TEST(Fusion, DecomposedSoftmaxIsOneKernel) {
-  Fused f = fuse(R"(<ir_version: 8, opset_import: ["" : 18]>
-    g (float[4,37] x, float[4,37] mask) => (float[4,37] y) {
-      s = Constant <value = float {0.125}> ()  a = Mul(x, s)  b = Add(a, mask)
-      ax = Constant <value = int64[1] {1}> ()
-      m = ReduceMax(b, ax)  d = Sub(b, m)  e = Exp(d)  z = ReduceSum(e, ax)  y = Div(e, z) })");
-  EXPECT_EQ(f.plan.groups.size(), 1u);
-  EXPECT_EQ(kinds(f.plan), (std::multiset<std::string>{"reduction"}));
+class FusionPatterns : public ::testing::TestWithParam<test::FusionCase> {};
+
+TEST_P(FusionPatterns, BecomeTheExpectedKernels) {
+  const test::FusionCase& c = GetParam();
+  Fused f = fuse(c.text);
+  EXPECT_EQ(f.plan.groups.size(), c.kernels);
+  if (c.kernels == 1 && *c.kind) EXPECT_EQ(kinds(f.plan), (std::multiset<std::string>{c.kind}));
   expect_correct(f);
 }
 
-TEST(Fusion, DecomposedLayerNormIsOneKernel) {
-  Fused f = fuse(R"(<ir_version: 8, opset_import: ["" : 18]>
-    g (float[3,5,64] x, float[64] w, float[64] b) => (float[3,5,64] y) {
-      ax = Constant <value = int64[1] {-1}> ()
-      mu = ReduceMean(x, ax)  d = Sub(x, mu)  two = Constant <value = float {2.0}> ()  sq = Pow(d, two)
-      var = ReduceMean(sq, ax)  eps = Constant <value = float {1e-5}> ()  ve = Add(var, eps)  sd = Sqrt(ve)
-      n = Div(d, sd)  s = Mul(n, w)  y = Add(s, b) })");
-  EXPECT_EQ(f.plan.groups.size(), 1u);
-  expect_correct(f);
-}
-
-TEST(Fusion, LlamaRmsNormIsOneKernel) {
-  Fused f = fuse(R"(<ir_version: 8, opset_import: ["" : 18]>
-    g (float16[2,7,96] x, float16[96] w) => (float16[2,7,96] y) {
-      xf = Cast <to = 1> (x)  two = Constant <value = float {2.0}> ()  p = Pow(xf, two)
-      ax = Constant <value = int64[1] {-1}> ()  m = ReduceMean(p, ax)
-      eps = Constant <value = float {1e-6}> ()  a = Add(m, eps)  s = Sqrt(a)  r = Reciprocal(s)
-      n = Mul(xf, r)  nh = Cast <to = 10> (n)  y = Mul(w, nh) })");
-  EXPECT_EQ(f.plan.groups.size(), 1u);
-  expect_correct(f);
-}
-
-TEST(Fusion, MatMulBiasErfGeluIsOneKernel) {
-  Fused f = fuse(R"(<ir_version: 8, opset_import: ["" : 17]>
-    g (float[2,9,32] x, float[32,48] w, float[48] b) => (float[2,9,48] y) {
-      mm = MatMul(x, w)  h = Add(mm, b)
-      r2 = Constant <value = float {1.4142135}> ()  d = Div(h, r2)  e = Erf(d)
-      one = Constant <value = float {1.0}> ()  e1 = Add(e, one)  m = Mul(h, e1)
-      half = Constant <value = float {0.5}> ()  y = Mul(m, half) })");
-  EXPECT_EQ(f.plan.groups.size(), 1u);
-  EXPECT_EQ(kinds(f.plan), (std::multiset<std::string>{"gemm"}));
-  expect_correct(f);
-}
-
-TEST(Fusion, TransposeReshapeAddSiluIsOneKernel) {
-  Fused f = fuse(R"(<ir_version: 8, opset_import: ["" : 17]>
-    g (float[2,6,4,5] x, float[6,20] b) => (float[2,6,20] y) {
-      t = Transpose <perm = [0, 2, 1, 3]> (x)  sh = Constant <value = int64[3] {2, 6, 20}> ()
-      r = Reshape(t, sh)  a = Add(r, b)  s = Sigmoid(a)  y = Mul(a, s) })");
-  EXPECT_EQ(f.plan.groups.size(), 1u);
-  EXPECT_EQ(kinds(f.plan), (std::multiset<std::string>{"pointwise"}));
-  expect_correct(f);
-}
-
-TEST(Fusion, AttentionProjectionWritesTheHeadLayout) {
-  // [B,S,H*D] -> bias -> [B,S,H,D] -> [B,H,S,D]: one GEMM kernel storing in head layout.
-  Fused f = fuse(R"(<ir_version: 8, opset_import: ["" : 17]>
-    g (float[2,7,32] x, float[32,32] w, float[32] b) => (float[2,4,7,8] y) {
-      mm = MatMul(x, w)  h = Add(mm, b)  sh = Constant <value = int64[4] {2, 7, 4, 8}> ()
-      r = Reshape(h, sh)  y = Transpose <perm = [0, 2, 1, 3]> (r) })");
-  EXPECT_EQ(f.plan.groups.size(), 1u);
-  expect_correct(f);
-}
-
-TEST(Fusion, TransposedOperandIsALayout) {
-  Fused f = fuse(R"(<ir_version: 8, opset_import: ["" : 17]>
-    g (float[2,3,5,8] q, float[2,3,5,8] k) => (float[2,3,5,5] y) {
-      kt = Transpose <perm = [0, 1, 3, 2]> (k)  mm = MatMul(q, kt)
-      s = Constant <value = float {0.35}> ()  y = Mul(mm, s) })");
-  EXPECT_EQ(f.plan.groups.size(), 1u);
-  expect_correct(f);
-}
+INSTANTIATE_TEST_SUITE_P(Cases, FusionPatterns, ::testing::ValuesIn(test::fusion_cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Fusion, DiamondsMultipleConsumersAndGraphOutputs) {
   // a feeds two branches that meet again; b is also a graph output; c has a consumer in

@@ -3,7 +3,7 @@
 // inputs, with the arena poisoned (NaN bytes) before the run. Skips without a GPU.
 #include <gtest/gtest.h>
 
-#include "fusion/plan.h"
+#include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
 #include "runtime/compare.h"
 #include "runtime/gpu/cuda_driver.h"
@@ -25,24 +25,30 @@ TEST_P(GpuOps, MatchesReference) {
   graph::passes::run_pipeline(g);
   runtime::RandomSpec spec;
   spec.int_hi = c.int_hi;
-  // Two runs with different inputs through one session: results must track the inputs.
-  auto engine = gpu::Engine::build(g, fusion::plan_unfused(g), gpu::default_engine_options());
-  for (const gpu::Step& s : engine->steps()) EXPECT_TRUE(s.kernel.has_value()) << s.fallback_reason;
-  gpu::Session session(engine);
-  for (uint64_t seed : {5u, 6u}) {
-    std::vector<Tensor> in;
-    for (size_t i = 0; i < g.inputs().size(); ++i) {
-      const graph::Value& v = g.value(g.inputs()[i]);
-      in.push_back(runtime::random_tensor(v.dtype, v.shape, seed * 100 + i, spec));
-    }
-    gpu::RunOptions ro;
-    ro.poison = true;
-    std::vector<Tensor> got = session.run(in, ro);
-    std::vector<Tensor> want = runtime::run_reference(g, in);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      runtime::Comparison cmp = runtime::compare(got[i], want[i], {c.rtol, c.atol});
-      EXPECT_TRUE(cmp.ok) << g.outputs()[i].name << " (seed " << seed << "): " << cmp.summary(got[i], want[i]);
+  // Fused and unfused; two runs with different inputs through one session each, so results
+  // must track the inputs.
+  for (bool fuse : {true, false}) {
+    auto engine = gpu::Engine::build(g, fusion::make_plan(g, fuse), gpu::default_engine_options());
+    for (const gpu::Step& s : engine->steps())
+      EXPECT_TRUE(s.kernel.has_value()) << s.fallback_reason;
+    gpu::Session session(engine);
+    for (uint64_t seed : {5u, 6u}) {
+      std::vector<Tensor> in;
+      for (size_t i = 0; i < g.inputs().size(); ++i) {
+        const graph::Value& v = g.value(g.inputs()[i]);
+        in.push_back(runtime::random_tensor(v.dtype, v.shape, seed * 100 + i, spec));
+      }
+      gpu::RunOptions ro;
+      ro.poison = true;
+      std::vector<Tensor> got = session.run(in, ro);
+      std::vector<Tensor> want = runtime::run_reference(g, in);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        runtime::Comparison cmp = runtime::compare(got[i], want[i], {c.rtol, c.atol});
+        EXPECT_TRUE(cmp.ok) << g.outputs()[i].name << " (seed " << seed
+                            << (fuse ? ", fused" : ", unfused")
+                            << "): " << cmp.summary(got[i], want[i]);
+      }
     }
   }
 }

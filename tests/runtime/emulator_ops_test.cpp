@@ -2,7 +2,7 @@
 // element by element with the reference executor on fresh random inputs (outputs poisoned).
 #include <gtest/gtest.h>
 
-#include "fusion/plan.h"
+#include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
 #include "runtime/compare.h"
 #include "runtime/emulator.h"
@@ -27,16 +27,18 @@ TEST_P(EmulatedOps, MatchesReference) {
     const graph::Value& v = g.value(g.inputs()[i]);
     in.push_back(runtime::random_tensor(v.dtype, v.shape, 17 + i, spec));
   }
-  std::vector<std::string> fallbacks;
-  runtime::EmulatorOptions eo;
-  eo.fallbacks = &fallbacks;
-  std::vector<Tensor> got = runtime::run_emulated(g, fusion::plan_unfused(g), in, eo);
   std::vector<Tensor> want = runtime::run_reference(g, in);
-  EXPECT_TRUE(fallbacks.empty()) << fallbacks.front();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    runtime::Comparison cmp = runtime::compare(got[i], want[i], {c.rtol, c.atol});
-    EXPECT_TRUE(cmp.ok) << g.outputs()[i].name << ": " << cmp.summary(got[i], want[i]);
+  for (bool fuse : {true, false}) {
+    std::vector<std::string> fallbacks;
+    runtime::EmulatorOptions eo;
+    eo.fallbacks = &fallbacks;
+    std::vector<Tensor> got = runtime::run_emulated(g, fusion::make_plan(g, fuse), in, eo);
+    EXPECT_TRUE(fallbacks.empty()) << fallbacks.front();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      runtime::Comparison cmp = runtime::compare(got[i], want[i], {c.rtol, c.atol});
+      EXPECT_TRUE(cmp.ok) << g.outputs()[i].name << (fuse ? " (fused): " : " (unfused): ") << cmp.summary(got[i], want[i]);
+    }
   }
 }
 

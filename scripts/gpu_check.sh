@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Run on the GPU machine from the project root (after `source .gpu-deps/setup.sh`):
 # builds, then runs everything that needs the GPU, writing logs under $OUT (or ./gpu-out).
-#   doctor, ctest -L gpu, conformance on the GPU backend (ONNX node tests and models/),
-#   and compute-sanitizer memcheck over the GPU conformance run.
+#   doctor, ctest -L gpu, conformance on the GPU backend fused and unfused (ONNX node tests
+#   and models/), diff of fused vs unfused and per kernel on the models, and
+#   compute-sanitizer memcheck over the GPU conformance run.
 # Prints a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
 mkdir -p "$out"
-steps=${BRAZE_GPU_STEPS:-build,doctor,ctest,conformance,memcheck}
+steps=${BRAZE_GPU_STEPS:-build,doctor,ctest,conformance,unfused,diff,memcheck}
 has() { [[ ",$steps," == *",$1,"* ]]; }
 if has build; then
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >"$out/cmake.txt" 2>&1 &&
@@ -33,6 +34,20 @@ if has conformance; then
   $b conformance models --backend gpu --json "$out/models_gpu.json" >"$out/models_gpu.txt" 2>&1
   summary+=("models, gpu: $(tail -1 "$out/models_gpu.txt")")
   grep ^FAIL "$out/models_gpu.txt" | cut -c1-400
+fi
+if has unfused; then
+  $b conformance $node --backend gpu-unfused >"$out/conf_gpu_unfused.txt" 2>&1
+  summary+=("node tests, gpu-unfused: $(tail -1 "$out/conf_gpu_unfused.txt")")
+  $b conformance models --backend gpu-unfused >"$out/models_gpu_unfused.txt" 2>&1
+  summary+=("models, gpu-unfused: $(tail -1 "$out/models_gpu_unfused.txt")")
+fi
+if has diff; then
+  : >"$out/diff_models.txt"
+  for m in models/*/; do
+    $b diff "$m/model.onnx" --a gpu --b gpu-unfused --inputs "$m/test_data_set_0" >>"$out/diff_models.txt" 2>&1
+    $b diff "$m/model.onnx" --per-kernel --inputs "$m/test_data_set_0" >>"$out/diff_models.txt" 2>&1
+  done
+  summary+=("diff gpu vs gpu-unfused and per kernel, models: $(grep -c 'agree within tolerance' "$out/diff_models.txt") of 12 agree")
 fi
 if has memcheck; then
   compute-sanitizer --tool memcheck --print-limit 20 $b conformance $node --backend gpu \

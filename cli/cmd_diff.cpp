@@ -57,6 +57,7 @@ int per_kernel_diff(const DiffOptions& o, const graph::Graph& g, const std::vect
     session = std::make_unique<gpu::Session>(engine);
     gpu::RunOptions ro;
     ro.poison = true;
+    ro.capture = true;
     session->run(inputs, ro);
     steps = engine->steps();
     got = [&](graph::ValueId v) { return session->fetch(v); };

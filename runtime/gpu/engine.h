@@ -113,6 +113,9 @@ class Engine {
 
 struct RunOptions {
   bool poison = false;  // fill the arena with 0xFF bytes (NaN) first: unwritten outputs show
+  // Copy every value a step writes to the host right after the step, before the arena
+  // reuses its bytes (for diff --per-kernel); fetch() then returns them. Slow.
+  bool capture = false;
 };
 
 class Session {
@@ -125,7 +128,8 @@ class Session {
   // Inputs in graph-input order; returns the graph outputs. Throws UserError for bad inputs
   // or a failed run-time check (an out-of-range index), DeviceError for driver errors.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& opts = {});
-  // Every value's contents after the last run (empty Tensor for values not on the device).
+  // A value's contents after the last run: graph outputs and inputs, constants, and with
+  // RunOptions::capture every value a step wrote (the arena reuses intermediates' bytes).
   Tensor fetch(graph::ValueId v) const;
 
  private:

@@ -114,6 +114,8 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOpt
     for (CUdeviceptr& p : ptrs) args.push_back(&p);
     BRAZE_CU(cuLaunchKernel, engine_->function(i), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
              k.block[2], k.shared_bytes, stream_, args.data(), nullptr);
+    if (opts.capture)
+      for (ValueId v : s.group.outputs) host_values_[v] = fetch(v);
   }
   std::vector<Tensor> outs;
   for (size_t i = 0; i < g.outputs().size(); ++i) {

@@ -103,6 +103,8 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOpt
     const Step& s = steps[i];
     if (!s.kernel) {
       run_fallback(s);
+      if (opts.capture)
+        for (ValueId v : s.group.outputs) host_values_[v] = fetch(v);
       continue;
     }
     const codegen::Kernel& k = *s.kernel;

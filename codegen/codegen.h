@@ -26,11 +26,16 @@ GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Targ
 void finish_kernel(const graph::Graph& g, Kernel& kernel, const std::string& code, bool needs_reduce_helpers);
 
 // Schedules.
+// Each schedule takes its tunables (nullptr: its heuristic default) and lists its search
+// space, heuristic default first.
 std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
-                                       std::string* why_not);
+                                       std::string* why_not, const Tunables* tune = nullptr);
+std::vector<Tunables> pointwise_candidates(const graph::Graph& g, const fusion::Group& group);
 std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
                                   std::string* why_not);
 std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
-                                       std::string* why_not);
+                                       std::string* why_not, const Tunables* tune = nullptr);
+// Candidates for rows of `len` elements.
+std::vector<Tunables> reduction_candidates_for(int64_t len);
 
 }  // namespace braze::codegen

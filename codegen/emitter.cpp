@@ -2,6 +2,7 @@
 
 #include <braze/error.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -63,6 +64,24 @@ std::vector<std::string> Emitter::unravel(const std::string& flat, const Shape& 
     }
     c[d] = fresh("c");
     line(fmt::format("const long long {} = {};", c[d], exprs[d]));
+  }
+  return c;
+}
+
+std::vector<std::string> Emitter::unravel32(const std::string& flat, const Shape& shape) {
+  std::string u = fresh("u");
+  line(fmt::format("const unsigned {} = (unsigned){};", u, flat));
+  std::vector<std::string> c(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 1) {
+      c[d] = "0LL";
+    } else {
+      std::string q = stride == 1 ? u : fmt::format("({} / {}u)", u, stride);
+      c[d] = fresh("c");
+      line(fmt::format("const long long {} = (long long){};", c[d], d == 0 ? q : fmt::format("({} % {}u)", q, shape[d])));
+    }
+    stride *= shape[d];
   }
   return c;
 }
@@ -211,6 +230,33 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
         return graph::cuda_literal(type, is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)));
     }
     std::string p = input_param(v);
+    if (vec_ > 1 && !coords.empty() && val.shape.back() % vec_ == 0) {
+      int lane = -1;
+      for (int k = 0; k < vec_; ++k)
+        if (coords.back() == lane_expr(lane_var_, k)) lane = k;
+      bool others_free = std::none_of(coords.begin(), coords.end() - 1, [&](const std::string& c) {
+        return c.find(lane_var_) != std::string::npos;
+      });
+      if (lane >= 0 && others_free) {
+        // One vector load for all lanes; each lane's value is memoised under its coordinates.
+        std::vector<std::string> lane0 = coords;
+        lane0.back() = lane_var_;
+        std::string vec = fresh("w");
+        line(fmt::format("const braze_vec<{}, {}> {} = braze_vload<{}>({}, {});", graph::cuda_storage_type(val.dtype),
+                         vec_, vec, vec_, p, graph::cuda_linearize(lane0, val.shape)));
+        std::string mine;
+        for (int k = 0; k < vec_; ++k) {
+          std::vector<std::string> ck = coords;
+          ck.back() = lane_expr(lane_var_, k);
+          std::string lk = let(type, fmt::format("braze_val({}.v[{}])", vec, k));
+          if (k == lane) mine = lk;
+          std::string key = std::to_string(v);
+          for (const std::string& c : ck) key += "|" + c;
+          memo_.back()[key] = lk;
+        }
+        return mine;
+      }
+    }
     return let(type, fmt::format("braze_load({}, {})", p, graph::cuda_linearize(coords, val.shape)));
   }
   const graph::Node& n = g_.node(val.producer);

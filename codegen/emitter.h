@@ -34,6 +34,18 @@ class Emitter {
   // Value v at `coords` of `view`, a shape with v's element count it is reinterpreted as.
   std::string value_at_view(graph::ValueId v, const Shape& view, const std::vector<std::string>& coords);
 
+  // Vector lanes: a schedule that computes `vec` consecutive elements of its output per
+  // thread names the lane-0 innermost output coordinate `var`; lane k's is "(var + k)".
+  // A load of a group input whose innermost coordinate is a lane and whose other
+  // coordinates do not involve it becomes one vector load shared by the lanes.
+  void set_lanes(const std::string& var, int vec) {
+    lane_var_ = var;
+    vec_ = vec;
+  }
+  static std::string lane_expr(const std::string& var, int k) {
+    return k == 0 ? var : "(" + var + " + " + std::to_string(k) + "LL)";
+  }
+
   std::string fresh(const std::string& prefix);
   std::string let(const std::string& type, const std::string& expr);
   void line(const std::string& s);
@@ -45,6 +57,8 @@ class Emitter {
 
   // Local names c0, c1 … of the coordinates of flat index `flat` in `shape`.
   std::vector<std::string> unravel(const std::string& flat, const Shape& shape);
+  // The same with 32-bit unsigned division, for index spaces under 2^31 elements.
+  std::vector<std::string> unravel32(const std::string& flat, const Shape& shape);
 
   // Kernel parameters: pointer names, registered on first use.
   std::string input_param(graph::ValueId v);
@@ -65,6 +79,8 @@ class Emitter {
   const graph::Graph& g_;
   std::function<bool(graph::NodeId)> in_group_;
   Intercept intercept_;
+  std::string lane_var_;
+  int vec_ = 1;
   std::string body_;
   int indent_ = 1;
   int counter_ = 0;

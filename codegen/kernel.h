@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@ struct Target {
   int sm = 90;        // compute capability * 10 + minor
   int num_sms = 132;  // for sizing grids
 };
+
+// A schedule's compile-time choices ("vec", "threads", "unroll", …), one point of its
+// search space; the autotuner times several.
+using Tunables = std::map<std::string, int>;
 
 struct Param {
   graph::ValueId value;
@@ -36,6 +41,7 @@ struct Kernel {
   std::array<unsigned, 3> block{1, 1, 1};
   unsigned shared_bytes = 0;
   bool empty_launch = false;  // nothing to compute (zero-size output): skip the launch
+  Tunables tunables;          // the schedule choices this source was generated with
 };
 
 }  // namespace braze::codegen

@@ -1,6 +1,10 @@
-// The pointwise schedule: one thread per output element, a grid-stride loop per group
-// output. Each element's value is computed by the emitter, which inlines the group's
-// element-wise ops and turns its injective ops into index arithmetic on the loads.
+// The pointwise schedule. Each thread computes `vec` consecutive elements of an output per
+// step (16-byte vector loads and stores wherever an input is read along the innermost
+// dimension, a scalar path otherwise), `unroll` steps apart so several loads are in flight,
+// over a grid sized to fill the device and striding over the rest. Element values come from
+// the emitter, which inlines the group's element-wise ops and turns its injective ops into
+// index arithmetic on the loads; broadcast operands are loaded once per vector. Index
+// arithmetic is 32-bit when the output has under 2^31 elements.
 #include <algorithm>
 #include <set>
 
@@ -14,11 +18,36 @@
 namespace braze::codegen {
 
 namespace {
-constexpr unsigned kThreads = 256;
+
+// The widest vector (up to 16 bytes of the narrowest element, at most 8 lanes) that divides
+// the innermost dimension of every output of `shape`.
+int default_vec(const graph::Graph& g, const fusion::Group& group, const Shape& shape) {
+  size_t narrowest = 8;
+  for (graph::ValueId v : group.inputs) narrowest = std::min(narrowest, dtype_size(g.value(v).dtype));
+  for (graph::ValueId v : group.outputs) narrowest = std::min(narrowest, dtype_size(g.value(v).dtype));
+  int vec = static_cast<int>(std::min<size_t>(16 / narrowest, 8));
+  int64_t last = shape.empty() ? 1 : shape.back();
+  while (vec > 1 && last % vec != 0) vec /= 2;
+  return vec;
+}
+
+}  // namespace
+
+std::vector<Tunables> pointwise_candidates(const graph::Graph& g, const fusion::Group& group) {
+  Shape shape = g.value(group.outputs.at(0)).shape;
+  int vec = default_vec(g, group, shape);
+  std::vector<Tunables> c;
+  for (int v : {vec, 1})
+    for (int t : {256, 128, 512})
+      for (int u : {2, 1, 4}) {
+        Tunables tu{{"vec", v}, {"threads", t}, {"unroll", u}};
+        if (std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
+      }
+  return c;
 }
 
 std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
-                                       std::string* why_not) {
+                                       std::string* why_not, const Tunables* tune) {
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
   for (graph::NodeId id : group.nodes) {
     const graph::Node& n = g.node(id);
@@ -27,6 +56,9 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
       return std::nullopt;
     }
   }
+  Tunables t = tune ? *tune : pointwise_candidates(g, group).front();
+  const unsigned threads = static_cast<unsigned>(t.at("threads"));
+  const int unroll = t.at("unroll");
   Emitter e(g, [&](graph::NodeId n) { return members.count(n) != 0; });
   // Outputs of one shape share a loop, so what they have in common is computed once.
   std::vector<std::vector<graph::ValueId>> loops;
@@ -36,26 +68,60 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
     if (it == loops.end()) loops.push_back({o});
     else it->push_back(o);
   }
-  int64_t max_n = 0;
+  int64_t max_slots = 0;
   for (const auto& loop : loops) {
     const Shape& shape = g.value(loop[0]).shape;
-    int64_t n = checked_numel(shape);
+    const int64_t n = checked_numel(shape);
     if (n == 0) continue;
-    max_n = std::max(max_n, n);
-    e.open(fmt::format("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < {}LL; "
-                       "i += (long long)gridDim.x * blockDim.x) {{",
-                       n));
-    std::vector<std::string> coords = e.unravel("i", shape);
-    for (graph::ValueId o : loop) {
-      const graph::Value& v = g.value(o);
-      std::string val;
-      try {
-        val = e.value_at(o, coords);
-      } catch (const graph::CudaUnsupported& u) {
-        *why_not = u.why;
-        return std::nullopt;
+    int vec = t.at("vec");
+    while (vec > 1 && (shape.empty() || shape.back() % vec != 0)) vec /= 2;
+    const int64_t slots = n / vec;
+    max_slots = std::max(max_slots, slots);
+    const bool index32 = n < (int64_t{1} << 31);
+    // Steps of `unroll` slots `threads` apart: their loads are independent and in flight
+    // together.
+    // blockDim rather than the constant, so the CPU emulator may run a block as one thread.
+    e.open(fmt::format("for (long long base = (long long)blockIdx.x * blockDim.x * {0} + threadIdx.x; base < {1}LL; "
+                       "base += (long long)gridDim.x * blockDim.x * {0}) {{",
+                       unroll, slots));
+    for (int u = 0; u < unroll; ++u) {
+      e.open(u == 0 ? std::string("{ const long long s = base;")
+                    : fmt::format("{{ const long long s = base + {}LL * blockDim.x;", u));
+      e.open(fmt::format("if (s < {}LL) {{", slots));
+      e.push_scope();
+      std::string i = e.let("long long", vec == 1 ? "s" : fmt::format("s * {}LL", vec));
+      std::vector<std::string> coords = index32 ? e.unravel32(i, shape) : e.unravel(i, shape);
+      std::string lane_var = coords.empty() ? "0LL" : coords.back();
+      if (vec > 1) e.set_lanes(lane_var, vec);
+      for (graph::ValueId o : loop) {
+        const graph::Value& v = g.value(o);
+        std::string ct = graph::cuda_compute_type(v.dtype), st = graph::cuda_storage_type(v.dtype);
+        std::vector<std::string> lanes;
+        try {
+          for (int k = 0; k < vec; ++k) {
+            std::vector<std::string> ck = coords;
+            if (!ck.empty()) ck.back() = Emitter::lane_expr(lane_var, k);
+            lanes.push_back(e.value_at(o, ck));
+          }
+        } catch (const graph::CudaUnsupported& un) {
+          *why_not = un.why;
+          return std::nullopt;
+        }
+        std::string out = e.output_param(o);
+        if (vec == 1) {
+          e.line(fmt::format("braze_store({}, {}, ({}){});", out, i, ct, lanes[0]));
+        } else {
+          std::string pk = e.fresh("pk");
+          e.line(fmt::format("braze_vec<{}, {}> {};", st, vec, pk));
+          for (int k = 0; k < vec; ++k)
+            e.line(fmt::format("{}.v[{}] = braze_pack(braze_tag<{}>{{}}, ({}){});", pk, k, st, ct, lanes[k]));
+          e.line(fmt::format("braze_vstore<{}>({}, {}, {});", vec, out, i, pk));
+        }
       }
-      e.line(fmt::format("braze_store({}, i, ({}){});", e.output_param(o), graph::cuda_compute_type(v.dtype), val));
+      e.set_lanes("", 1);
+      e.pop_scope();
+      e.close();
+      e.close();
     }
     e.close();
     e.clear_memo();
@@ -68,12 +134,15 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
   k.params = e.params();
   k.error_messages = e.errors();
   k.has_error_flag = !k.error_messages.empty();
-  k.block = {kThreads, 1, 1};
-  int64_t blocks = std::min<int64_t>((max_n + kThreads - 1) / kThreads, int64_t{target.num_sms} * 16);
-  k.grid = {static_cast<unsigned>(std::max<int64_t>(blocks, 1)), 1, 1};
-  k.empty_launch = max_n == 0;
+  k.tunables = t;
+  k.block = {threads, 1, 1};
+  // Enough blocks to fill every SM (2048 threads each), never more than the work needs.
+  int64_t needed = (max_slots + int64_t{threads} * unroll - 1) / (int64_t{threads} * unroll);
+  int64_t full = int64_t{target.num_sms} * (2048 / threads);
+  k.grid = {static_cast<unsigned>(std::clamp<int64_t>(needed, 1, full)), 1, 1};
+  k.empty_launch = max_slots == 0;
   std::string code = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) KERNEL_NAME({}) {{\n{}}}\n",
-                                 kThreads, e.signature(), e.body());
+                                 threads, e.signature(), e.body());
   finish_kernel(g, k, code, false);
   return k;
 }

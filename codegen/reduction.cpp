@@ -73,11 +73,30 @@ bool uses_field(const graph::CudaRowProgram& p, const std::string& name) {
   return false;
 }
 
-unsigned threads_for(int64_t row) {
-  unsigned t = 32;
-  while (t < 256 && static_cast<int64_t>(t) < row) t *= 2;
-  return t;
+}  // namespace
+
+// Threads per row so each thread takes about 8 elements (at most 32 when cached), a warp
+// per row for short rows (several rows a block); the heuristic default first.
+std::vector<Tunables> reduction_candidates_for(int64_t len) {
+  auto per = [&](int tpr) { return (len + tpr - 1) / tpr; };
+  int best = 32;
+  while (best < 1024 && per(best) > 8) best *= 2;
+  std::vector<Tunables> c;
+  auto add = [&](int tpr, int rpb) {
+    Tunables t{{"tpr", tpr}, {"rpb", rpb}, {"cache", per(tpr) <= 32 ? 1 : 0}};
+    if (std::find(c.begin(), c.end(), t) == c.end()) c.push_back(t);
+  };
+  add(best, best == 32 ? 4 : 1);
+  for (int tpr = 32; tpr <= 1024; tpr *= 2) {
+    if (tpr == 32)
+      for (int rpb : {1, 2, 4, 8}) add(32, rpb);
+    else if (per(tpr) <= 32 || tpr == 1024)
+      add(tpr, 1);
+  }
+  return c;
 }
+
+namespace {
 
 Shape non_ones(const Shape& s) {
   Shape r;
@@ -97,7 +116,7 @@ struct Red {
 }  // namespace
 
 std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
-                                       std::string* why_not) {
+                                       std::string* why_not, const Tunables* tune) {
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
   std::vector<Red> reds;
   for (graph::NodeId id : group.nodes) {
@@ -204,20 +223,55 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     return e.let(ct, fmt::format("({})({})", ct, substitute(o.expr, f, *r.node)));
   });
 
+  // Schedule: `tpr` threads per row (a warp, or a block of up to 1024), `rpb` rows per
+  // block (warps each taking a row), and with `cache` each thread holds its elements of the
+  // row in registers — E = ceil(L / tpr) of them, loaded once however many passes follow.
+  Tunables t = tune ? *tune : reduction_candidates_for(len).front();
+  const int tpr = t.at("tpr"), rpb = t.at("rpb");
+  const bool cache = t.at("cache") != 0 && !elementwise;
+  const int64_t per_thread = (len + tpr - 1) / tpr;
+  const unsigned threads = elementwise ? 256u : static_cast<unsigned>(tpr * rpb);
   std::string acc_decls;
-  const unsigned threads = elementwise ? 256 : threads_for(len);
-  if (!elementwise) e.open(fmt::format("for (long long row = blockIdx.x; row < {}LL; row += gridDim.x) {{", rows));
+  if (!elementwise) {
+    e.line(fmt::format("const int lane = threadIdx.x % {};", tpr));
+    e.open(fmt::format("for (long long row = (long long)blockIdx.x * {0} + threadIdx.x / {1}; row < {2}LL; "
+                       "row += (long long)gridDim.x * {0}) {{",
+                       rpb, tpr, rows));
+  }
   kept = e.unravel("row", kept_shape);
+  // Cached mode: element k of this thread is row element lane + k·tpr (clamped into the row
+  // so its load is always in bounds; `vk` says whether it counts).
+  struct Elem {
+    std::string r, valid;
+    std::vector<std::string> coords;
+  };
+  std::vector<Elem> elems;
+  if (cache) {
+    for (int64_t kk = 0; kk < per_thread; ++kk) {
+      Elem el;
+      el.r = e.let("long long", fmt::format("lane + {}LL", kk * tpr));
+      bool always = (kk + 1) * tpr <= len;
+      el.valid = always ? "true" : e.let("bool", fmt::format("{} < {}LL", el.r, len));
+      std::string rc = always ? el.r : e.let("long long", fmt::format("{0} ? {1} : {2}LL", el.valid, el.r, len - 1));
+      el.coords = full_coords(kept, e.unravel(rc, red_shape));
+      elems.push_back(std::move(el));
+    }
+  }
+  auto row_reduce = [&](const std::string& s, const std::string& type, const std::string& acc, const std::string& comb,
+                        const std::string& ident, const std::string& tag) {
+    if (tpr == 32) return fmt::format("const {} {} = braze_warp_reduce({}, {});", type, s, acc, comb);
+    acc_decls += fmt::format("  __shared__ {} braze_shm{}[32];\n", type, tag);
+    return fmt::format("const {} {} = braze_block_reduce({}, {}, {}, braze_shm{});", type, s, acc, comb, ident, tag);
+  };
   for (size_t ri = 0; ri < reds.size(); ++ri) {
     Red& r = reds[ri];
     for (size_t p = 0; p < r.prog.passes.size(); ++p) {
       const auto& pass = r.prog.passes[p];
       bool arg = pass.combine.rfind("arg", 0) == 0;
+      bool is_max = pass.combine.find("max") != std::string::npos, last = pass.combine.find("last") != std::string::npos;
       std::string tag = fmt::format("{}_{}", ri, p);
       std::string xt = graph::cuda_compute_type(g.value(r.node->inputs[0]).dtype);
       std::string val_type = arg ? xt : pass.type;
-      acc_decls += fmt::format("  __shared__ {} braze_shm{}[32];\n", val_type, tag);
-      if (arg) acc_decls += fmt::format("  __shared__ long long braze_shmi{}[32];\n", tag);
       std::string acc = "a" + tag, acci = "ai" + tag;
       if (arg) {
         e.line(fmt::format("{} {} = {};", val_type, acc, graph::cuda_literal(val_type, 0)));
@@ -225,43 +279,57 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       } else {
         e.line(fmt::format("{} {} = {};", pass.type, acc, identity_of(pass.combine, pass.type)));
       }
-      e.open(fmt::format("for (long long r = threadIdx.x; r < {}LL; r += blockDim.x) {{", len));
-      e.push_scope();
-      std::vector<std::string> red = e.unravel("r", red_shape);
-      std::map<std::string, std::string> f;
+      // One element's contribution: its mapped value folded into the accumulator.
+      auto contribute = [&](const std::vector<std::string>& coords, const std::string& rr, const std::string& valid) {
+        std::map<std::string, std::string> f = element_fields(r, coords);
+        f["r"] = rr;
+        f["n"] = graph::cuda_literal(arg ? "double" : pass.type, static_cast<double>(len));
+        std::string m = e.let(val_type, substitute(pass.map, f, *r.node));
+        std::string guard = valid == "true" ? "" : valid + " && ";
+        if (arg)
+          e.line(fmt::format("if ({}braze_arg_better({}, {}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}", guard, m, rr, acc,
+                             acci, is_max, last, acc, m, acci, rr));
+        else if (valid == "true")
+          e.line(fmt::format("{} = ({}){}({}, {});", acc, pass.type, combiner(pass.combine, pass.type), acc, m));
+        else
+          e.line(fmt::format("if ({}) {} = ({}){}({}, {});", valid, acc, pass.type, combiner(pass.combine, pass.type),
+                             acc, m));
+      };
       try {
-        f = element_fields(r, full_coords(kept, red));
+        if (cache) {
+          for (const Elem& el : elems) contribute(el.coords, el.r, el.valid);
+        } else {
+          e.open(fmt::format("for (long long r = lane; r < {}LL; r += {}) {{", len, tpr));
+          e.push_scope();
+          contribute(full_coords(kept, e.unravel("r", red_shape)), "r", "true");
+          e.pop_scope();
+          e.close();
+        }
       } catch (const graph::CudaUnsupported& u) {
         *why_not = u.why;
         return std::nullopt;
       }
-      f["r"] = "r";
-      f["n"] = graph::cuda_literal(arg ? "double" : pass.type, static_cast<double>(len));
-      std::string m = e.let(val_type, substitute(pass.map, f, *r.node));
-      if (arg) {
-        bool is_max = pass.combine.find("max") != std::string::npos, last = pass.combine.find("last") != std::string::npos;
-        e.line(fmt::format("if (braze_arg_better({}, r, {}, {}, {}, {})) {{ {} = {}; {} = r; }}", m, acc, acci, is_max,
-                           last, acc, m, acci));
-      } else {
-        e.line(fmt::format("{} = ({}){}({}, {});", acc, pass.type, combiner(pass.combine, pass.type), acc, m));
-      }
-      e.pop_scope();
-      e.close();
       std::string s = "s" + tag;
-      if (arg)
-        e.line(fmt::format("const long long {} = braze_block_argreduce({}, {}, {}, {}, braze_shm{}, braze_shmi{});", s, acc,
-                           acci, pass.combine.find("max") != std::string::npos,
-                           pass.combine.find("last") != std::string::npos, tag, tag));
-      else
-        e.line(fmt::format("const {} {} = braze_block_reduce({}, {}, {}, braze_shm{});", pass.type, s, acc,
-                           combiner(pass.combine, pass.type), identity_of(pass.combine, pass.type), tag));
+      if (arg) {
+        if (tpr == 32) {
+          e.line(fmt::format("const long long {} = braze_warp_argreduce({}, {}, {}, {});", s, acc, acci, is_max, last));
+        } else {
+          acc_decls += fmt::format("  __shared__ {} braze_shm{}[32];\n  __shared__ long long braze_shmi{}[32];\n",
+                                   val_type, tag, tag);
+          e.line(fmt::format("const long long {} = braze_block_argreduce({}, {}, {}, {}, braze_shm{}, braze_shmi{});", s,
+                             acc, acci, is_max, last, tag, tag));
+        }
+      } else {
+        e.line(row_reduce(s, pass.type, acc, combiner(pass.combine, pass.type), identity_of(pass.combine, pass.type),
+                          tag));
+      }
       r.s.push_back(s);
     }
     for (size_t k = 0; k < r.node->outputs.size() && k < r.prog.outputs.size(); ++k)
       if (r.node->outputs[k] != graph::kNoValue && !r.prog.outputs[k].expr.empty()) bound[r.node->outputs[k]] = {&r, k};
   }
 
-  // The group's outputs: per row (thread 0) or per element (a last sweep).
+  // The group's outputs: per row (lane 0) or per element (a last sweep).
   std::vector<graph::ValueId> per_row, per_element;
   for (graph::ValueId o : group.outputs) {
     const graph::Value& v = g.value(o);
@@ -282,7 +350,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   }
   try {
     if (!per_row.empty()) {
-      e.open("if (threadIdx.x == 0) {");
+      e.open("if (lane == 0) {");
       e.push_scope();
       for (graph::ValueId o : per_row) {
         const graph::Value& v = g.value(o);
@@ -299,23 +367,36 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       e.pop_scope();
       e.close();
     }
-    if (!per_element.empty()) {
-      if (elementwise)
-        e.open(fmt::format("for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < {}LL; "
-                           "r += (long long)gridDim.x * blockDim.x) {{",
-                           len));
-      else
-        e.open(fmt::format("for (long long r = threadIdx.x; r < {}LL; r += blockDim.x) {{", len));
-      e.push_scope();
-      std::vector<std::string> coords = full_coords(kept, e.unravel("r", red_shape));
+    auto store_elements = [&](const std::vector<std::string>& coords) {
       std::string lin = e.let("long long", graph::cuda_linearize(coords, xshape));
       for (graph::ValueId o : per_element) {
         const graph::Value& v = g.value(o);
         std::string val = v.shape == xshape ? e.value_at(o, coords) : e.value_at_view(o, xshape, coords);
         e.line(fmt::format("braze_store({}, {}, ({}){});", e.output_param(o), lin, graph::cuda_compute_type(v.dtype), val));
       }
-      e.pop_scope();
-      e.close();
+    };
+    if (!per_element.empty()) {
+      if (elementwise) {
+        e.open(fmt::format("for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < {}LL; "
+                           "r += (long long)gridDim.x * blockDim.x) {{",
+                           len));
+        e.push_scope();
+        store_elements(full_coords(kept, e.unravel("r", red_shape)));
+        e.pop_scope();
+        e.close();
+      } else if (cache) {
+        for (const Elem& el : elems) {
+          if (el.valid != "true") e.open(fmt::format("if ({}) {{", el.valid));
+          store_elements(el.coords);
+          if (el.valid != "true") e.close();
+        }
+      } else {
+        e.open(fmt::format("for (long long r = lane; r < {}LL; r += {}) {{", len, tpr));
+        e.push_scope();
+        store_elements(full_coords(kept, e.unravel("r", red_shape)));
+        e.pop_scope();
+        e.close();
+      }
     }
   } catch (const graph::CudaUnsupported& u) {
     *why_not = u.why;
@@ -330,8 +411,10 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   k.error_messages = e.errors();
   k.has_error_flag = !k.error_messages.empty();
   k.block = {threads, 1, 1};
-  int64_t blocks = elementwise ? (len + threads - 1) / threads : rows;
-  k.grid = {static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, int64_t{target.num_sms} * 16)), 1, 1};
+  k.tunables = t;
+  int64_t blocks = elementwise ? (len + threads - 1) / threads : (rows + rpb - 1) / rpb;
+  // Rows stride over a grid that fills the device (2048 threads an SM).
+  k.grid = {static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, int64_t{target.num_sms} * (2048 / threads) * 4)), 1, 1};
   k.empty_launch = rows == 0 || len == 0 && elementwise;
   std::string code = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) KERNEL_NAME({}) {{\n{}{}}}\n",
                                  threads, e.signature(), acc_decls, e.body());

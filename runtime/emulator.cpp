@@ -156,11 +156,15 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
     if (k.has_error_flag) args.push_back(&flag);
     if (k.empty_launch) continue;
     LaunchFn fn = fns[si];
-    // Pointwise and reduction kernels stride over their work, so one thread does it all;
-    // GEMM tiles need their real block of threads.
-    bool real = k.kind == fusion::GroupKind::Gemm;
-    if (real) fn(args.data(), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2]);
-    else fn(args.data(), 1, 1, 1, 1, 1, 1);
+    // Pointwise kernels stride over their work by blockDim, so one thread does it all;
+    // reductions need their real block (threads share a row) but stride over rows, so one
+    // block; GEMM tiles need their real grid.
+    if (k.kind == fusion::GroupKind::Gemm)
+      fn(args.data(), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2]);
+    else if (k.kind == fusion::GroupKind::Reduction)
+      fn(args.data(), 1, 1, 1, k.block[0], k.block[1], k.block[2]);
+    else
+      fn(args.data(), 1, 1, 1, 1, 1, 1);
     if (flag > 0 && static_cast<size_t>(flag) <= k.error_messages.size()) throw UserError(k.error_messages[flag - 1]);
   }
   std::vector<Tensor> out;

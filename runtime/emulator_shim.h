@@ -1,8 +1,9 @@
 // The CPU emulator's stand-ins for CUDA, prepended (after graph/half.h) to a generated
 // kernel so g++ can compile it. Kernels run with their launch grid; a block with one
 // thread runs in the caller's thread, a larger block runs its threads concurrently with a
-// barrier for __syncthreads. __shared__ variables become function statics: blocks run one
-// at a time, so they are shared by exactly one block's threads, as on the GPU.
+// barrier for __syncthreads and, per warp of 32, a barrier and exchange slots for the warp
+// shuffles. __shared__ variables become function statics: blocks run one at a time, so
+// they are shared by exactly one block's threads, as on the GPU.
 #define BRAZE_CPU_EMULATION 1
 #include <barrier>
 #include <cmath>
@@ -30,8 +31,28 @@ static thread_local braze_dim3 threadIdx, blockIdx;
 static braze_dim3 blockDim, gridDim;
 static thread_local std::barrier<>* braze_emu_barrier = nullptr;
 
+struct braze_emu_warp {
+  std::barrier<> bar{32};
+  unsigned long long slot[32];
+};
+static thread_local braze_emu_warp* braze_emu_my_warp = nullptr;
+static thread_local unsigned braze_emu_lane = 0;
+
 inline void __syncthreads() {
   if (braze_emu_barrier) braze_emu_barrier->arrive_and_wait();
+}
+
+template <class T>
+T __shfl_xor_sync(unsigned, T v, int off) {
+  static_assert(sizeof(T) <= 8, "shuffle of a type wider than 8 bytes");
+  braze_emu_warp* w = braze_emu_my_warp;
+  if (!w) return v;  // a lone thread: its partners would be itself
+  std::memcpy(&w->slot[braze_emu_lane], &v, sizeof(T));
+  w->bar.arrive_and_wait();
+  T r;
+  std::memcpy(&r, &w->slot[braze_emu_lane ^ static_cast<unsigned>(off)], sizeof(T));
+  w->bar.arrive_and_wait();
+  return r;
 }
 
 inline float __int_as_float(int i) {
@@ -76,12 +97,15 @@ static void braze_emu_run(const std::function<void()>& entry, braze_dim3 grid, b
           continue;
         }
         std::barrier<> barrier(threads);
+        std::vector<braze_emu_warp> warps((threads + 31) / 32);
         std::vector<std::thread> pool;
         for (unsigned t = 0; t < threads; ++t)
           pool.emplace_back([&, t] {
             blockIdx = {bx, by, bz};
             threadIdx = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
             braze_emu_barrier = &barrier;
+            braze_emu_my_warp = threads % 32 == 0 ? &warps[t / 32] : nullptr;
+            braze_emu_lane = t % 32;
             entry();
           });
         for (auto& th : pool) th.join();

@@ -40,3 +40,46 @@ BRAZE_DEV void braze_store(bool* p, long long i, bool v) { p[i] = v; }
 // Records the first failed run-time check of a kernel (an out-of-range index …); the
 // runtime reads the flag after the run and reports the message for `code`.
 BRAZE_DEV void braze_fail(int* flag, int code) { atomicCAS(flag, 0, code); }
+
+// 16-byte (or narrower) vector access: N elements of T at an index that is a multiple of N,
+// from a pointer aligned to the vector (arena and weight offsets are 256-byte aligned).
+template <class T, int N>
+struct alignas(sizeof(T) * N) braze_vec {
+  T v[N];
+};
+template <int N, class T>
+BRAZE_DEV braze_vec<T, N> braze_vload(const T* p, long long i) {
+  return *reinterpret_cast<const braze_vec<T, N>*>(p + i);
+}
+template <int N, class T>
+BRAZE_DEV void braze_vstore(T* p, long long i, const braze_vec<T, N>& v) {
+  *reinterpret_cast<braze_vec<T, N>*>(p + i) = v;
+}
+// Storage value -> compute type, and back (round to nearest even for the half types).
+BRAZE_DEV float braze_val(float x) { return x; }
+BRAZE_DEV float braze_val(__half x) { return __half2float(x); }
+BRAZE_DEV float braze_val(__nv_bfloat16 x) { return __bfloat162float(x); }
+BRAZE_DEV double braze_val(double x) { return x; }
+BRAZE_DEV long long braze_val(long long x) { return x; }
+BRAZE_DEV long long braze_val(int x) { return x; }
+BRAZE_DEV long long braze_val(short x) { return x; }
+BRAZE_DEV long long braze_val(signed char x) { return x; }
+BRAZE_DEV unsigned long long braze_val(unsigned long long x) { return x; }
+BRAZE_DEV unsigned long long braze_val(unsigned int x) { return x; }
+BRAZE_DEV unsigned long long braze_val(unsigned short x) { return x; }
+BRAZE_DEV unsigned long long braze_val(unsigned char x) { return x; }
+BRAZE_DEV bool braze_val(bool x) { return x; }
+template <class T> struct braze_tag {};
+BRAZE_DEV float braze_pack(braze_tag<float>, float v) { return v; }
+BRAZE_DEV __half braze_pack(braze_tag<__half>, float v) { return __float2half_rn(v); }
+BRAZE_DEV __nv_bfloat16 braze_pack(braze_tag<__nv_bfloat16>, float v) { return __float2bfloat16_rn(v); }
+BRAZE_DEV double braze_pack(braze_tag<double>, double v) { return v; }
+BRAZE_DEV long long braze_pack(braze_tag<long long>, long long v) { return v; }
+BRAZE_DEV int braze_pack(braze_tag<int>, long long v) { return (int)v; }
+BRAZE_DEV short braze_pack(braze_tag<short>, long long v) { return (short)v; }
+BRAZE_DEV signed char braze_pack(braze_tag<signed char>, long long v) { return (signed char)v; }
+BRAZE_DEV unsigned long long braze_pack(braze_tag<unsigned long long>, unsigned long long v) { return v; }
+BRAZE_DEV unsigned int braze_pack(braze_tag<unsigned int>, unsigned long long v) { return (unsigned int)v; }
+BRAZE_DEV unsigned short braze_pack(braze_tag<unsigned short>, unsigned long long v) { return (unsigned short)v; }
+BRAZE_DEV unsigned char braze_pack(braze_tag<unsigned char>, unsigned long long v) { return (unsigned char)v; }
+BRAZE_DEV bool braze_pack(braze_tag<bool>, bool v) { return v; }

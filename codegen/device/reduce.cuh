@@ -13,8 +13,6 @@ BRAZE_DEV bool braze_arg_better(T a, long long ia, T b, long long ib, bool is_ma
   return is_max ? a > b : a < b;
 }
 
-#ifndef BRAZE_CPU_EMULATION
-
 template <class T, class F>
 BRAZE_DEV T braze_warp_reduce(T v, F f) {
   for (int off = 16; off > 0; off >>= 1) v = f(v, __shfl_xor_sync(0xffffffffu, v, off));
@@ -39,6 +37,17 @@ BRAZE_DEV T braze_block_reduce(T v, F f, T identity, T* shm) {
   T r = shm[0];
   __syncthreads();
   return r;
+}
+
+// The same within one warp (a warp per row): every lane gets the best index.
+template <class T>
+BRAZE_DEV long long braze_warp_argreduce(T v, long long i, bool is_max, bool last) {
+  for (int off = 16; off > 0; off >>= 1) {
+    T ov = __shfl_xor_sync(0xffffffffu, v, off);
+    long long oi = __shfl_xor_sync(0xffffffffu, i, off);
+    if (braze_arg_better(ov, oi, v, i, is_max, last)) v = ov, i = oi;
+  }
+  return i;
 }
 
 // The row index of the block's best (value, index) pair; every thread gets it.
@@ -68,11 +77,3 @@ BRAZE_DEV long long braze_block_argreduce(T v, long long i, bool is_max, bool la
   __syncthreads();
   return r;
 }
-
-#else
-// The CPU emulator runs a block as one thread, which already holds the whole reduction.
-template <class T, class F>
-BRAZE_DEV T braze_block_reduce(T v, F, T, T*) { return v; }
-template <class T>
-BRAZE_DEV long long braze_block_argreduce(T, long long i, bool, bool, T*, long long*) { return i; }
-#endif

@@ -131,6 +131,7 @@ Ran run_model(const RunOptions& o) {
     BuildOptions b = o.build;
     b.no_fuse = b.no_fuse || backend == "gpu-unfused";
     BuiltEngine built = build_engine(g, b, o.model);
+    if (b.tune) print_build_summary(*built.engine, &built.report);
     print_fallbacks(*built.engine);
     gpu::Session session(built.engine);
     gpu::RunOptions ro;

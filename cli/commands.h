@@ -18,5 +18,6 @@ void add_conformance(CLI::App& app, Runner& run);
 void add_compile(CLI::App& app, Runner& run);
 void add_diff(CLI::App& app, Runner& run);
 void add_doctor(CLI::App& app, Runner& run);
+void add_bench(CLI::App& app, Runner& run);
 
 }  // namespace braze::cli

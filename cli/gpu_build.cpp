@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "fusion/partition.h"
+#include "runtime/gpu/cuda_driver.h"
 
 namespace braze::cli {
 
@@ -20,6 +21,12 @@ BuiltEngine build_engine(const graph::Graph& g, const BuildOptions& build, const
   opts.use_cache = !build.no_cache;
   opts.fuse = !build.no_fuse;
   opts.want_ptx = model.dumps("ptx");
+  opts.tuning_cache = build.tuning_cache;
+  opts.tune = build.tune;
+  if (opts.tune && !gpu::gpu_available()) {
+    std::cerr << "note: --tune needs a GPU (" << gpu::gpu_unavailable_reason() << "): heuristics choose\n";
+    opts.tune = false;
+  }
   BuiltEngine out;
   out.engine = gpu::Engine::build(g, fusion::make_plan(g, opts.fuse), opts, &out.report);
   for (const gpu::Step& s : out.engine->steps()) {
@@ -49,6 +56,10 @@ void print_build_summary(const gpu::Engine& e, const gpu::BuildReport* r) {
   if (r)
     std::cout << fmt::format("compile: {} compiled, {} from the kernel cache, {:.2f} s\n", r->compiled, r->cache_hits,
                              r->compile_seconds);
+  if (r && (r->tuned || r->tuned_cached)) {
+    std::cout << fmt::format("tuning: {} kernels timed, {} from the tuning cache\n", r->tuned, r->tuned_cached);
+    for (const std::string& l : r->tuning) std::cout << "  " << l << "\n";
+  }
 }
 
 void print_fallbacks(const gpu::Engine& e) {

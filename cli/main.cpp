@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   braze::cli::add_conformance(app, run);
   braze::cli::add_diff(app, run);
   braze::cli::add_doctor(app, run);
+  braze::cli::add_bench(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

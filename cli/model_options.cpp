@@ -22,6 +22,9 @@ void BuildOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--arch", arch, "GPU architecture to compile for, e.g. sm_90 (default: the device's, else sm_90)");
   cmd.add_flag("--no-cache", no_cache, "compile every kernel, bypassing the kernel cache");
   cmd.add_flag("--no-fuse", no_fuse, "one node per kernel");
+  cmd.add_flag("--tune", tune, "time each kernel's candidate schedules on the GPU and keep the fastest "
+                               "(remembered in the tuning cache; without a GPU, heuristics choose)");
+  cmd.add_option("--tuning-cache", tuning_cache, "tuning cache file (default: <cache dir>/tuning.json)");
 }
 
 bool ModelOptions::dumps(const std::string& what) const {

@@ -27,6 +27,8 @@ struct BuildOptions {
   std::string arch;  // empty: the device's, else sm_90
   bool no_cache = false;
   bool no_fuse = false;
+  bool tune = false;
+  std::string tuning_cache;
   void add_to(CLI::App& cmd);
 };
 

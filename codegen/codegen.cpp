@@ -35,7 +35,19 @@ void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code, bo
   k.source += body;
 }
 
-GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Target& target) {
+std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& group) {
+  for (graph::NodeId id : group.nodes)
+    for (graph::ValueId v : g.node(id).outputs)
+      if (v != graph::kNoValue && !g.value(v).has_shape) return {};
+  bool rows = std::any_of(group.nodes.begin(), group.nodes.end(),
+                          [&](graph::NodeId id) { return static_cast<bool>(g.node(id).op->cuda_row); });
+  if (group.kind == fusion::GroupKind::Gemm) return {};
+  if (rows) return reduction_candidates(g, group);
+  if (group.outputs.empty()) return {};
+  return pointwise_candidates(g, group);
+}
+
+GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Target& target, const Tunables* tune) {
   GroupCode out;
   for (graph::NodeId id : group.nodes)
     for (graph::ValueId v : g.node(id).outputs)
@@ -61,8 +73,9 @@ GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Targ
       // A row program runs on the reduction schedule; ops that say how to compute one
       // output element (element-wise, index maps, loops: pooling, convolution, Resize …)
       // run as pointwise.
-      if (rows) out.kernel = reduction_kernel(g, group, target, &out.fallback_reason);
-      if (!out.kernel && per_element()) out.kernel = pointwise_kernel(g, group, target, &out.fallback_reason);
+      if (rows) out.kernel = reduction_kernel(g, group, target, &out.fallback_reason, tune);
+      if (!out.kernel && per_element())
+        out.kernel = pointwise_kernel(g, group, target, &out.fallback_reason, rows ? nullptr : tune);
       if (!out.kernel && out.fallback_reason.empty())
         out.fallback_reason = fmt::format("{} has no GPU kernel", g.node(group.nodes[0]).describe());
       break;

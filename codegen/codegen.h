@@ -17,7 +17,13 @@ struct GroupCode {
   std::string fallback_reason;  // why there is no kernel
 };
 
-GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Target& target);
+// The group's kernel by its schedule's heuristic defaults, or with `tune` (one of
+// candidates()).
+GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Target& target,
+                   const Tunables* tune = nullptr);
+// The schedule's search space for this group, heuristic default first; empty when the
+// schedule has nothing to tune.
+std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& group);
 
 // The whole translation unit: device helpers, then "// ---- generated ----", a comment
 // naming the ONNX nodes, and `code` (which must define `extern "C" __global__ NAME`).
@@ -35,7 +41,8 @@ std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& gr
                                   std::string* why_not);
 std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
                                        std::string* why_not, const Tunables* tune = nullptr);
-// Candidates for rows of `len` elements.
+// Candidates for rows of `len` elements; for a group (empty when it is element-wise).
 std::vector<Tunables> reduction_candidates_for(int64_t len);
+std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::Group& group);
 
 }  // namespace braze::codegen

@@ -25,6 +25,26 @@
 
 namespace braze::codegen {
 
+std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::Group& group) {
+  for (graph::NodeId id : group.nodes) {
+    const graph::Node& n = g.node(id);
+    if (!n.op->cuda_row) continue;
+    graph::CudaRowInputs ins;
+    for (graph::ValueId v : n.inputs) {
+      ins.shapes.push_back(v == graph::kNoValue ? Shape{} : g.value(v).shape);
+      ins.dtypes.push_back(v == graph::kNoValue ? DType::Float32 : g.value(v).dtype);
+      ins.values.push_back(v == graph::kNoValue ? nullptr : g.value(v).constant.get());
+    }
+    std::optional<graph::CudaRowProgram> p = n.op->cuda_row(n, ins);
+    if (!p || p->passes.empty()) return {};
+    Shape x = p->x_view.empty() ? ins.shapes[0] : p->x_view;
+    int64_t len = 1;
+    for (int64_t a : p->axes) len *= x.at(static_cast<size_t>(a));
+    return reduction_candidates_for(len);
+  }
+  return {};
+}
+
 namespace {
 
 // Replaces {name} fields of a row-program template.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "codegen/codegen.h"
+#include "runtime/gpu/autotune.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/memory_plan.h"
 
@@ -115,6 +116,16 @@ std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan, c
 std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan, const EngineOptions& opts,
                                       BuildReport* report) {
   std::vector<Step> steps = generate_steps(graph, std::move(plan), opts.target);
+  if (opts.tune) {
+    TuningCache cache(opts.tuning_cache.empty() ? TuningCache::default_path() : opts.tuning_cache);
+    TuneReport tr;
+    autotune(graph, steps, opts, cache, &tr);
+    if (report) {
+      report->tuned = tr.timed;
+      report->tuned_cached = tr.cached;
+      report->tuning = tr.lines;
+    }
+  }
   compile_steps(steps, opts.arch, opts, report);
   if (report) {
     for (const Step& s : steps) (s.kernel ? report->kernels : report->fallbacks)++;

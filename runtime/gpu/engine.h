@@ -35,6 +35,8 @@ struct EngineOptions {
   std::filesystem::path cache_dir = default_cache_dir();
   bool want_ptx = false;       // keep PTX for --dump=ptx
   unsigned threads = 0;        // compile threads; 0 = all cores
+  bool tune = false;           // autotune on the GPU (runtime/gpu/autotune.h)
+  std::filesystem::path tuning_cache;  // empty: <cache dir>/tuning.json
 };
 
 // Options for a build on this machine: the device's arch and SM count when a GPU is
@@ -54,6 +56,9 @@ struct Step {
 std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan, const codegen::Target& target);
 
 struct BuildReport {
+  size_t tuned = 0;        // kernels searched on the GPU
+  size_t tuned_cached = 0; // kernels whose tunables came from the tuning cache
+  std::vector<std::string> tuning;  // one line per searched kernel
   size_t kernels = 0;
   size_t fallbacks = 0;
   size_t compiled = 0;    // kernels NVRTC compiled
@@ -132,13 +137,24 @@ class Session {
   // RunOptions::capture every value a step wrote (the arena reuses intermediates' bytes).
   Tensor fetch(graph::ValueId v) const;
 
+  // For benchmarks: put inputs on the device once, then enqueue the whole plan (as one
+  // CUDA graph when `graph` and every step is a kernel) or one step, on the session's stream.
+  void upload(const std::vector<Tensor>& inputs);
+  void enqueue(bool graph);
+  void enqueue_step(size_t step);
+  bool graphable() const;  // no step runs on the CPU
+  CUstream stream() const { return stream_; }
+  const Engine& engine() const { return *engine_; }
+
  private:
   void run_fallback(const Step& step);
+  void check_flags();
   std::shared_ptr<const Engine> engine_;
   DeviceBuffer arena_;
   DeviceBuffer flags_;  // one int per kernel step with run-time checks
   std::vector<size_t> flag_index_;
   CUstream stream_ = nullptr;
+  CUgraphExec graph_exec_ = nullptr;
   // Values a CPU fallback produced that have no device slot (data-dependent shapes).
   std::map<graph::ValueId, Tensor> host_values_;
 };

@@ -30,6 +30,7 @@ Session::Session(std::shared_ptr<const Engine> engine) : engine_(std::move(engin
 }
 
 Session::~Session() {
+  if (graph_exec_) driver().cuGraphExecDestroy(graph_exec_);
   if (stream_) driver().cuStreamDestroy(stream_);
 }
 
@@ -84,13 +85,10 @@ void Session::run_fallback(const Step& step) {
   }
 }
 
-std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOptions& opts) {
+void Session::upload(const std::vector<Tensor>& inputs) {
   const graph::Graph& g = engine_->graph();
   runtime::check_inputs(g, inputs);
   make_current();
-  host_values_.clear();
-  if (opts.poison && arena_.size()) BRAZE_CU(cuMemsetD8Async, arena_.ptr(), 0xFF, arena_.size(), stream_);
-  BRAZE_CU(cuMemsetD8Async, flags_.ptr(), 0, flags_.size(), stream_);
   for (size_t i = 0; i < inputs.size(); ++i) {
     ValueId v = g.inputs()[i];
     if (engine_->slots().at(v).where == Slot::Arena && inputs[i].nbytes())
@@ -98,24 +96,75 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOpt
   }
   // The inputs' host memory is pageable: finish the copies before the caller can free it.
   BRAZE_CU(cuStreamSynchronize, stream_);
+}
+
+void Session::enqueue_step(size_t i) {
+  const Step& s = engine_->steps()[i];
+  const codegen::Kernel& k = *s.kernel;
+  if (k.empty_launch) return;
+  std::vector<CUdeviceptr> ptrs;
+  for (const codegen::Param& p : k.params) ptrs.push_back(address(*engine_, arena_, p.value));
+  if (k.has_error_flag) ptrs.push_back(flags_.ptr() + flag_index_[i] * sizeof(int));
+  std::vector<void*> args;
+  for (CUdeviceptr& p : ptrs) args.push_back(&p);
+  BRAZE_CU(cuLaunchKernel, engine_->function(i), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
+           k.shared_bytes, stream_, args.data(), nullptr);
+}
+
+bool Session::graphable() const {
+  const auto& steps = engine_->steps();
+  return std::all_of(steps.begin(), steps.end(), [](const Step& s) { return s.kernel.has_value(); });
+}
+
+void Session::enqueue(bool graph) {
+  make_current();
+  if (graph && graphable()) {
+    if (!graph_exec_) {  // capture the launch sequence once; replays reuse it
+      CUgraph cg;
+      BRAZE_CU(cuStreamBeginCapture, stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+      BRAZE_CU(cuMemsetD8Async, flags_.ptr(), 0, flags_.size(), stream_);
+      for (size_t i = 0; i < engine_->steps().size(); ++i) enqueue_step(i);
+      BRAZE_CU(cuStreamEndCapture, stream_, &cg);
+      BRAZE_CU(cuGraphInstantiate, &graph_exec_, cg, 0);
+      BRAZE_CU(cuGraphDestroy, cg);
+    }
+    BRAZE_CU(cuGraphLaunch, graph_exec_, stream_);
+    return;
+  }
+  BRAZE_CU(cuMemsetD8Async, flags_.ptr(), 0, flags_.size(), stream_);
+  for (size_t i = 0; i < engine_->steps().size(); ++i) {
+    if (engine_->steps()[i].kernel) enqueue_step(i);
+    else run_fallback(engine_->steps()[i]);
+  }
+}
+
+void Session::check_flags() {
+  BRAZE_CU(cuStreamSynchronize, stream_);
+  const auto& steps = engine_->steps();
+  std::vector<int> flags(flags_.size() / sizeof(int));
+  BRAZE_CU(cuMemcpyDtoH, flags.data(), flags_.ptr(), flags_.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    if (!s.kernel || !s.kernel->has_error_flag) continue;
+    int code = flags[flag_index_[i]];
+    if (code > 0 && static_cast<size_t>(code) <= s.kernel->error_messages.size())
+      throw UserError(s.kernel->error_messages[code - 1]);
+  }
+}
+
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOptions& opts) {
+  const graph::Graph& g = engine_->graph();
+  runtime::check_inputs(g, inputs);
+  make_current();
+  host_values_.clear();
+  if (opts.poison && arena_.size()) BRAZE_CU(cuMemsetD8Async, arena_.ptr(), 0xFF, arena_.size(), stream_);
+  upload(inputs);
+  BRAZE_CU(cuMemsetD8Async, flags_.ptr(), 0, flags_.size(), stream_);
   const auto& steps = engine_->steps();
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
-    if (!s.kernel) {
-      run_fallback(s);
-      if (opts.capture)
-        for (ValueId v : s.group.outputs) host_values_[v] = fetch(v);
-      continue;
-    }
-    const codegen::Kernel& k = *s.kernel;
-    if (k.empty_launch) continue;
-    std::vector<CUdeviceptr> ptrs;
-    for (const codegen::Param& p : k.params) ptrs.push_back(address(*engine_, arena_, p.value));
-    if (k.has_error_flag) ptrs.push_back(flags_.ptr() + flag_index_[i] * sizeof(int));
-    std::vector<void*> args;
-    for (CUdeviceptr& p : ptrs) args.push_back(&p);
-    BRAZE_CU(cuLaunchKernel, engine_->function(i), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
-             k.block[2], k.shared_bytes, stream_, args.data(), nullptr);
+    if (s.kernel) enqueue_step(i);
+    else run_fallback(s);
     if (opts.capture)
       for (ValueId v : s.group.outputs) host_values_[v] = fetch(v);
   }
@@ -129,16 +178,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOpt
       outs.push_back(fetch(v));  // synchronises the stream first
     }
   }
-  BRAZE_CU(cuStreamSynchronize, stream_);
-  std::vector<int> flags(flags_.size() / sizeof(int));
-  BRAZE_CU(cuMemcpyDtoH, flags.data(), flags_.ptr(), flags_.size());
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const Step& s = steps[i];
-    if (!s.kernel || !s.kernel->has_error_flag) continue;
-    int code = flags[flag_index_[i]];
-    if (code > 0 && static_cast<size_t>(code) <= s.kernel->error_messages.size())
-      throw UserError(s.kernel->error_messages[code - 1]);
-  }
+  check_flags();
   return outs;
 }
 

@@ -1,0 +1,220 @@
+#include "runtime/gpu/autotune.h"
+
+#include <braze/error.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "codegen/codegen.h"
+#include "runtime/compare.h"
+#include "runtime/gpu/bench.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/device.h"
+#include "runtime/inputs.h"
+
+namespace braze::gpu {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TuningCache::TuningCache(fs::path path) : path_(std::move(path)) {
+  std::ifstream in(path_);
+  if (!in) return;
+  try {
+    json j = json::parse(in);
+    for (const auto& [key, val] : j.at("kernels").items())
+      entries_[key] = {val.at("tunables").get<codegen::Tunables>(), val.value("note", "")};
+  } catch (const json::exception&) {
+    entries_.clear();  // a damaged cache is rebuilt
+  }
+}
+
+fs::path TuningCache::default_path() { return default_cache_dir() / "tuning.json"; }
+
+std::optional<codegen::Tunables> TuningCache::find(const std::string& key) const {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second.first;
+}
+
+void TuningCache::put(const std::string& key, const codegen::Tunables& t, double median_us, size_t candidates) {
+  entries_[key] = {t, fmt::format("{:.2f} us, best of {} candidates", median_us, candidates)};
+}
+
+void TuningCache::save() const {
+  json kernels = json::object();
+  for (const auto& [k, v] : entries_) kernels[k] = {{"tunables", v.first}, {"note", v.second}};
+  std::error_code ec;
+  if (!path_.parent_path().empty()) fs::create_directories(path_.parent_path(), ec);
+  fs::path tmp = path_;
+  tmp += fmt::format(".tmp.{}", ::getpid());
+  {
+    std::ofstream out(tmp);
+    if (!out) throw UserError(fmt::format("tuning cache {}: cannot write", path_.string()));
+    out << json{{"format", 1}, {"kernels", kernels}}.dump(1) << "\n";
+  }
+  fs::rename(tmp, path_, ec);
+  if (ec) throw UserError(fmt::format("tuning cache {}: cannot write ({})", path_.string(), ec.message()));
+}
+
+namespace {
+
+std::string tunables_str(const codegen::Tunables& t) {
+  std::string s;
+  for (const auto& [k, v] : t) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
+  return s;
+}
+
+// Device buffers for one kernel's parameters: inputs hold constants or fresh random values,
+// outputs are re-poisoned before each checked run.
+struct Buffers {
+  std::vector<DeviceBuffer> bufs;
+  std::vector<CUdeviceptr> ptrs;
+  DeviceBuffer flag{sizeof(int)};
+};
+
+Buffers make_buffers(const graph::Graph& g, const codegen::Kernel& k) {
+  Buffers b;
+  uint64_t seed = 1;
+  for (const codegen::Param& p : k.params) {
+    const graph::Value& v = g.value(p.value);
+    size_t bytes = static_cast<size_t>(checked_numel(v.shape)) * dtype_size(v.dtype);
+    DeviceBuffer d(std::max<size_t>(bytes, 16));
+    if (!p.is_output && bytes) {
+      Tensor t = v.constant ? *v.constant : runtime::random_tensor(v.dtype, v.shape, seed++, runtime::RandomSpec{});
+      BRAZE_CU(cuMemcpyHtoD, d.ptr(), t.raw(), bytes);
+    }
+    b.ptrs.push_back(d.ptr());
+    b.bufs.push_back(std::move(d));
+  }
+  return b;
+}
+
+void launch(CUfunction fn, const codegen::Kernel& k, Buffers& b) {
+  std::vector<CUdeviceptr> ptrs = b.ptrs;
+  if (k.has_error_flag) ptrs.push_back(b.flag.ptr());
+  std::vector<void*> args;
+  for (CUdeviceptr& p : ptrs) args.push_back(&p);
+  BRAZE_CU(cuLaunchKernel, fn, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], k.shared_bytes,
+           nullptr, args.data(), nullptr);
+}
+
+std::vector<Tensor> read_outputs(const graph::Graph& g, const codegen::Kernel& k, const Buffers& b) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (!k.params[i].is_output) continue;
+    const graph::Value& v = g.value(k.params[i].value);
+    Tensor t(v.dtype, v.shape);
+    if (t.nbytes()) BRAZE_CU(cuMemcpyDtoH, t.raw(), b.ptrs[i], t.nbytes());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace
+
+void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptions& opts, TuningCache& cache,
+              TuneReport* report) {
+  auto t0 = std::chrono::steady_clock::now();
+  make_current();
+  const DeviceInfo& dev = device_info();
+  std::string suffix = fmt::format("|{}|nvrtc {}", dev.name, nvrtc_version());
+  DeviceBuffer flush(std::max<size_t>(dev.l2_bytes * 2, size_t{64} << 20));
+  TuneReport r;
+  for (Step& s : steps) {
+    if (!s.kernel) continue;
+    std::vector<codegen::Tunables> cands = codegen::candidates(g, s.group);
+    if (cands.size() < 2) continue;
+    ++r.kernels;
+    std::string key = s.kernel->name + suffix;
+    if (std::optional<codegen::Tunables> hit = cache.find(key)) {
+      codegen::GroupCode gc = codegen::generate(g, s.group, opts.target, &*hit);
+      if (gc.kernel) s.kernel = std::move(gc.kernel);
+      ++r.cached;
+      continue;
+    }
+    // Generate and compile every candidate.
+    std::vector<Step> trial;
+    for (const codegen::Tunables& t : cands) {
+      codegen::GroupCode gc = codegen::generate(g, s.group, opts.target, &t);
+      if (!gc.kernel) continue;
+      Step c;
+      c.group = s.group;
+      c.kernel = std::move(gc.kernel);
+      trial.push_back(std::move(c));
+    }
+    EngineOptions copts = opts;
+    copts.want_ptx = false;
+    Engine::compile_steps(trial, opts.arch, copts, nullptr);
+    Buffers buf = make_buffers(g, *trial[0].kernel);
+    std::vector<Tensor> ref;
+    double best = std::numeric_limits<double>::infinity(), first = best;
+    size_t best_i = 0;
+    for (size_t ci = 0; ci < trial.size(); ++ci) {
+      const codegen::Kernel& k = *trial[ci].kernel;
+      double score = std::numeric_limits<double>::infinity();
+      CUmodule mod = nullptr;
+      try {
+        CUfunction fn;
+        BRAZE_CU(cuModuleLoadData, &mod, trial[ci].cubin.data());
+        BRAZE_CU(cuModuleGetFunction, &fn, mod, k.name.c_str());
+        for (size_t i = 0; i < k.params.size(); ++i)
+          if (k.params[i].is_output) BRAZE_CU(cuMemsetD8, buf.ptrs[i], 0xFF, buf.bufs[i].size());
+        launch(fn, k, buf);
+        BRAZE_CU(cuCtxSynchronize);
+        std::vector<Tensor> out = read_outputs(g, k, buf);
+        bool agrees = true;
+        if (ci == 0) {
+          ref = out;
+        } else {
+          for (size_t i = 0; i < out.size() && agrees; ++i)
+            agrees = runtime::compare(out[i], ref[i], runtime::default_tolerance(ref[i].dtype())).ok;
+        }
+        if (agrees) {
+          std::vector<double> us;
+          CUevent e0, e1;
+          BRAZE_CU(cuEventCreate, &e0, CU_EVENT_DEFAULT);
+          BRAZE_CU(cuEventCreate, &e1, CU_EVENT_DEFAULT);
+          for (int it = 0; it < 3 + 15; ++it) {
+            BRAZE_CU(cuMemsetD8Async, flush.ptr(), static_cast<unsigned char>(it), flush.size(), nullptr);
+            BRAZE_CU(cuEventRecord, e0, nullptr);
+            launch(fn, k, buf);
+            BRAZE_CU(cuEventRecord, e1, nullptr);
+            BRAZE_CU(cuEventSynchronize, e1);
+            float ms = 0;
+            BRAZE_CU(cuEventElapsedTime, &ms, e0, e1);
+            if (it >= 3) us.push_back(ms * 1e3);
+          }
+          driver().cuEventDestroy(e0);
+          driver().cuEventDestroy(e1);
+          score = stats_of(us).median;
+        }
+      } catch (const DeviceError&) {
+        // a candidate that cannot launch scores as infinite; the context survives launch
+        // configuration errors, which are what a bad candidate gives
+      }
+      if (mod) driver().cuModuleUnload(mod);
+      if (ci == 0) first = score;
+      if (score < best) best = score, best_i = ci;
+    }
+    if (!std::isfinite(best)) continue;  // keep the heuristic kernel
+    ++r.timed;
+    r.lines.push_back(fmt::format("{}: {} ({:.2f} us; default {:.2f} us)", trial[best_i].kernel->name,
+                                  tunables_str(trial[best_i].kernel->tunables), best, first));
+    cache.put(key, trial[best_i].kernel->tunables, best, trial.size());
+    s.kernel = std::move(trial[best_i].kernel);
+    s.cubin.clear();
+  }
+  cache.save();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (report) *report = std::move(r);
+}
+
+}  // namespace braze::gpu

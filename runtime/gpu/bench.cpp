@@ -1,0 +1,188 @@
+#include "runtime/gpu/bench.h"
+
+#include <braze/error.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "graph/registry.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/device.h"
+#include "runtime/gpu/nvrtc.h"
+
+namespace braze::gpu {
+
+namespace {
+
+constexpr const char* kCopyKernel = R"(
+// ---- generated ----
+extern "C" __global__ void __launch_bounds__(256) braze_copy(const float4* __restrict__ in, float4* __restrict__ out,
+                                                            long long n) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    out[i] = in[i];
+}
+)";
+
+// Events around a callable, `iters` times after `warmup`: microseconds per call.
+template <class F>
+std::vector<double> time_us(CUstream stream, int warmup, int iters, F&& f) {
+  CUevent e0, e1;
+  BRAZE_CU(cuEventCreate, &e0, CU_EVENT_DEFAULT);
+  BRAZE_CU(cuEventCreate, &e1, CU_EVENT_DEFAULT);
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> out;
+  for (int i = 0; i < iters; ++i) {
+    BRAZE_CU(cuEventRecord, e0, stream);
+    f();
+    BRAZE_CU(cuEventRecord, e1, stream);
+    BRAZE_CU(cuEventSynchronize, e1);
+    float ms = 0;
+    BRAZE_CU(cuEventElapsedTime, &ms, e0, e1);
+    out.push_back(ms * 1e3);
+  }
+  driver().cuEventDestroy(e0);
+  driver().cuEventDestroy(e1);
+  return out;
+}
+
+}  // namespace
+
+Stats stats_of(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.median = v[v.size() / 2];
+  s.p90 = v[std::min(v.size() - 1, v.size() * 9 / 10)];
+  return s;
+}
+
+CopyBandwidth measure_copy_bandwidth(size_t bytes, int iters) {
+  make_current();
+  Compiled c = nvrtc_compile(kCopyKernel, "braze_copy", device_info().arch(), false);
+  CUmodule mod;
+  CUfunction fn;
+  BRAZE_CU(cuModuleLoadData, &mod, c.cubin.data());
+  BRAZE_CU(cuModuleGetFunction, &fn, mod, "braze_copy");
+  DeviceBuffer src(bytes), dst(bytes);
+  BRAZE_CU(cuMemsetD8, src.ptr(), 0x3C, bytes);
+  BRAZE_CU(cuMemsetD8, dst.ptr(), 0, bytes);
+  long long n = static_cast<long long>(bytes / 16);
+  CUdeviceptr ps = src.ptr(), pd = dst.ptr();
+  void* args[] = {&ps, &pd, &n};
+  unsigned blocks = static_cast<unsigned>(std::min<long long>((n + 255) / 256, device_info().sms * 8LL));
+  std::vector<double> us = time_us(nullptr, 3, iters, [&] {
+    BRAZE_CU(cuLaunchKernel, fn, blocks, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr);
+  });
+  std::vector<unsigned char> check(4096);
+  BRAZE_CU(cuMemcpyDtoH, check.data(), dst.ptr() + bytes - check.size(), check.size());
+  driver().cuModuleUnload(mod);
+  CopyBandwidth r;
+  r.median_ms = stats_of(us).median / 1e3;
+  r.gbs = 2.0 * static_cast<double>(bytes) / (r.median_ms * 1e-3) / 1e9;
+  r.correct = std::all_of(check.begin(), check.end(), [](unsigned char b) { return b == 0x3C; });
+  return r;
+}
+
+PeakRates peak_rates(const Arch& a) {
+  int sm = a.major * 10 + a.minor;
+  if (sm >= 90) return {67.0, 989.0};   // H100 / H200 SXM
+  if (sm >= 89) return {82.6, 330.0};   // L40S class
+  if (sm >= 80) return {19.5, 312.0};   // A100
+  if (sm >= 75) return {8.1, 65.0};     // T4
+  return {15.7, 125.0};                 // V100
+}
+
+uint64_t step_bytes(const graph::Graph& g, const Step& s) {
+  if (!s.kernel) return 0;
+  std::set<graph::ValueId> seen;
+  uint64_t b = 0;
+  for (const codegen::Param& p : s.kernel->params)
+    if (seen.insert(p.value).second) {
+      const graph::Value& v = g.value(p.value);
+      b += static_cast<uint64_t>(checked_numel(v.shape)) * dtype_size(v.dtype);
+    }
+  return b;
+}
+
+double step_flops(const graph::Graph& g, const Step& s) {
+  double f = 0;
+  for (graph::NodeId id : s.group.nodes) {
+    const graph::Node& n = g.node(id);
+    if (n.op->kind != graph::FusionKind::OutEWiseFusable) continue;
+    const Shape& a = g.value(n.inputs[0]).shape;
+    const Shape& y = g.value(n.outputs[0]).shape;
+    bool ta = n.op_type() == "Gemm" && n.attr_int("transA") != 0;
+    int64_t k = a.size() == 1 ? a[0] : (ta ? a[a.size() - 2] : a.back());
+    f += 2.0 * static_cast<double>(checked_numel(y)) * static_cast<double>(k);
+  }
+  return f;
+}
+
+BenchResult benchmark(Session& session, const std::vector<Tensor>& inputs, const BenchOptions& opts) {
+  session.upload(inputs);
+  BenchResult r;
+  r.used_graph = opts.cuda_graph && session.graphable();
+  CUstream st = session.stream();
+  r.latency_us = stats_of(time_us(st, opts.warmup, opts.iters, [&] { session.enqueue(r.used_graph); }));
+  const Engine& e = session.engine();
+  for (size_t i = 0; i < e.steps().size(); ++i) {
+    const Step& s = e.steps()[i];
+    if (!s.kernel || s.kernel->empty_launch) continue;
+    KernelTiming kt;
+    kt.step = i;
+    kt.us = stats_of(time_us(st, std::max(3, opts.warmup / 4), std::max(10, opts.iters / 4), [&] { session.enqueue_step(i); }));
+    kt.bytes = step_bytes(e.graph(), s);
+    kt.flops = step_flops(e.graph(), s);
+    r.kernels.push_back(kt);
+  }
+  return r;
+}
+
+void write_profile(Session& session, const std::string& path) {
+  const Engine& e = session.engine();
+  CUstream st = session.stream();
+  std::vector<CUevent> ev;
+  std::vector<size_t> which;
+  for (size_t i = 0; i <= e.steps().size(); ++i) {
+    CUevent x;
+    BRAZE_CU(cuEventCreate, &x, CU_EVENT_DEFAULT);
+    ev.push_back(x);
+  }
+  BRAZE_CU(cuEventRecord, ev[0], st);
+  for (size_t i = 0; i < e.steps().size(); ++i) {
+    if (e.steps()[i].kernel) session.enqueue_step(i);
+    BRAZE_CU(cuEventRecord, ev[i + 1], st);
+  }
+  BRAZE_CU(cuEventSynchronize, ev.back());
+  nlohmann::json trace = nlohmann::json::array();
+  double t = 0;
+  for (size_t i = 0; i < e.steps().size(); ++i) {
+    float ms = 0;
+    BRAZE_CU(cuEventElapsedTime, &ms, ev[i], ev[i + 1]);
+    const Step& s = e.steps()[i];
+    std::vector<std::string> nodes;
+    for (graph::NodeId id : s.group.nodes) nodes.push_back(e.graph().node(id).name);
+    double dur = ms * 1e3;
+    uint64_t bytes = step_bytes(e.graph(), s);
+    trace.push_back({{"name", s.kernel ? s.kernel->name : "(CPU reference)"},
+                     {"cat", fusion::group_kind_name(s.group.kind)},
+                     {"ph", "X"},
+                     {"ts", t},
+                     {"dur", dur},
+                     {"pid", 0},
+                     {"tid", 0},
+                     {"args", {{"nodes", nodes}, {"bytes", bytes}, {"GB/s", dur > 0 ? bytes / dur / 1e3 : 0.0}}}});
+    t += dur;
+  }
+  for (CUevent x : ev) driver().cuEventDestroy(x);
+  std::ofstream out(path);
+  if (!out) throw UserError(fmt::format("--profile {}: cannot open for writing", path));
+  out << nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}}.dump(1) << "\n";
+}
+
+}  // namespace braze::gpu

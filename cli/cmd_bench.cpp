@@ -30,6 +30,7 @@ struct BenchCmdOptions {
   InputOptions in;
   int warmup = 20, iters = 200;
   bool no_graph = false;
+  bool warm_l2 = false;
   std::string profile, json;
 };
 
@@ -64,14 +65,16 @@ int run_bench(const BenchCmdOptions& o) {
   bo.warmup = o.warmup;
   bo.iters = o.iters;
   bo.cuda_graph = !o.no_graph;
+  bo.flush_l2 = !o.warm_l2;
   gpu::BenchResult r = gpu::benchmark(session, inputs, bo);
   gpu::CopyBandwidth copy = gpu::measure_copy_bandwidth();
   gpu::PeakRates peak = gpu::peak_rates(engine->arch());
   const gpu::DeviceInfo& dev = gpu::device_info();
   std::cout << fmt::format("device {} ({}, {} SMs); copy bandwidth {:.0f} GB/s, measured now\n", dev.name,
                            engine->arch().name(), dev.sms, copy.gbs);
-  std::cout << fmt::format("end to end ({}, {} runs): min {:.2f} us, median {:.2f} us, p90 {:.2f} us\n",
-                           r.used_graph ? "one CUDA graph" : "stream launches", o.iters, r.latency_us.min,
+  std::cout << fmt::format("end to end ({}, {} runs, L2 {}): min {:.2f} us, median {:.2f} us, p90 {:.2f} us\n",
+                           r.used_graph ? "one CUDA graph" : "stream launches", o.iters,
+                           bo.flush_l2 ? "flushed before each" : "warm", r.latency_us.min,
                            r.latency_us.median, r.latency_us.p90);
   std::cout << fmt::format("  {:>3}  {:<52} {:>10} {:>11} {:>10} {:>9} {:>8} {:>9}\n", "#", "kernel", "median us",
                            "bytes", "FLOPs", "GB/s", "TFLOP/s", "roofline");
@@ -129,6 +132,7 @@ void add_bench(CLI::App& app, Runner& run) {
   cmd->add_option("--warmup", o->warmup, "untimed runs first (default 20)");
   cmd->add_option("--iters", o->iters, "timed runs (default 200)");
   cmd->add_flag("--no-cuda-graph", o->no_graph, "launch kernel by kernel instead of one CUDA graph");
+  cmd->add_flag("--warm-l2", o->warm_l2, "do not flush the L2 cache before each timed run (it is flushed by default)");
   cmd->add_option("--profile", o->profile, "write a Chrome-trace JSON of one run");
   cmd->add_option("--json", o->json, "write the numbers as JSON");
   cmd->callback([o, &run] { run = [o] { return run_bench(*o); }; });

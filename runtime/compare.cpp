@@ -10,8 +10,10 @@ Tolerance default_tolerance(DType dt) {
   switch (dt) {
     case DType::Float32:
     case DType::Float64: return {1e-3, 1e-5};
-    case DType::Float16: return {1e-3, 1e-3};
-    case DType::BFloat16: return {1e-2, 1e-2};
+    // Half types: a fused kernel keeps intermediates in float where the unfused graph rounds
+    // each one to half, so results differ by a few units in the last place.
+    case DType::Float16: return {1e-2, 1e-3};
+    case DType::BFloat16: return {5e-2, 1e-2};
     default: return {0, 0};
   }
 }

@@ -37,6 +37,7 @@ struct BenchOptions {
   int warmup = 20;
   int iters = 200;
   bool cuda_graph = true;
+  bool flush_l2 = true;  // cold-cache timings: the L2 overwritten before each timed run
 };
 
 struct KernelTiming {

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Benchmarks braze against PyTorch on the GPU machine, in one run, on the same inputs.
+
+For each workload: build it in PyTorch, export it to ONNX, compile and time it with
+`braze bench --tune` (CUDA graph, median of repeats), time PyTorch eager, torch.compile and
+torch.compile(mode="max-autotune") with triton.testing.do_bench (median), check that braze's
+outputs agree with PyTorch's, and measure the device-to-device copy bandwidth in the same
+run. Prints a table of ratios and writes JSON.
+
+  python3 bench/run_bench.py --braze build-gpu/cli/braze --out OUTDIR [--only W1,W2] [--no-max-autotune]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import triton.testing
+
+DEV = "cuda"
+
+
+class W1(nn.Module):  # y = gelu(x + b) * 0.5 + r
+    def __init__(self):
+        super().__init__()
+        self.b = nn.Parameter(torch.randn(4096) * 0.1)
+
+    def forward(self, x, r):
+        return torch.nn.functional.gelu(x + self.b) * 0.5 + r
+
+
+class Softmax(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.ln = nn.LayerNorm(n)
+        with torch.no_grad():
+            self.ln.weight.uniform_(0.5, 1.5)
+            self.ln.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return self.ln(x)
+
+
+class LlamaRMSNorm(nn.Module):  # as transformers' LlamaRMSNorm writes it
+    def __init__(self, n, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(n) + 0.5)
+        self.eps = eps
+
+    def forward(self, x):
+        dtype = x.dtype
+        h = x.to(torch.float32)
+        variance = h.pow(2).mean(-1, keepdim=True)
+        h = h * torch.rsqrt(variance + self.eps)
+        return self.weight * h.to(dtype)
+
+
+class PermuteBias(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.b = nn.Parameter(torch.randn(64) * 0.1)
+
+    def forward(self, x):
+        return x.permute(0, 2, 1, 3) + self.b
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Linear(1024, 4096)
+        self.down = nn.Linear(4096, 1024)
+        self.ln = nn.LayerNorm(1024)
+
+    def forward(self, x):
+        return self.ln(self.down(torch.nn.functional.gelu(self.up(x))) + x)
+
+
+def workloads():
+    f32, f16 = torch.float32, torch.float16
+    return {
+        "W1": ("gelu(x+b)*0.5+r fp32 [16384,4096]", W1(), [((16384, 4096), f32), ((16384, 4096), f32)], f32),
+        "W2": ("softmax fp32 [32768,1024]", Softmax(), [((32768, 1024), f32)], f32),
+        "W3": ("softmax fp16 [4096,32000]", Softmax(), [((4096, 32000), f16)], f16),
+        "W4": ("LayerNorm fp32 [32768,1024]", LayerNorm(1024), [((32768, 1024), f32)], f32),
+        "W5": ("RMS norm (Llama) fp16 [16384,4096]", LlamaRMSNorm(4096), [((16384, 4096), f16)], f16),
+        "W6": ("permute [8,128,12,64]->[8,12,128,64] + bias fp16", PermuteBias(), [((8, 128, 12, 64), f16)], f16),
+        "W7": ("MLP fp16 [8192,1024]x4096 +x LN", MLP(), [((8192, 1024), f16)], f16),
+        "W8": ("MLP fp32 [8192,1024]x4096 +x LN", MLP(), [((8192, 1024), f32)], f32),
+    }
+
+
+def bench_ms(fn):
+    return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median")
+
+
+def copy_bandwidth():
+    n = 1 << 28  # 1 GiB of float32
+    x = torch.empty(n, device=DEV).uniform_()
+    y = torch.empty_like(x)
+    ms = bench_ms(lambda: y.copy_(x))
+    return 2 * n * 4 / (ms * 1e-3) / 1e9
+
+
+def nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def run(args):
+    os.makedirs(args.out, exist_ok=True)
+    torch.manual_seed(0)
+    copy_gbs = copy_bandwidth()
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, copy bandwidth {copy_gbs:.0f} GB/s", flush=True)
+    results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "copy_gbs": copy_gbs,
+               "date": time.strftime("%Y-%m-%d"), "workloads": {}}
+    only = set(args.only.split(",")) if args.only else None
+    for name, (desc, model, specs, dtype) in workloads().items():
+        if only and name not in only:
+            continue
+        model = model.to(DEV).to(dtype).eval()
+        inputs = [torch.randn(*shape, device=DEV, dtype=dt) for shape, dt in specs]
+        wdir = os.path.join(args.out, name)
+        os.makedirs(wdir, exist_ok=True)
+        onnx_path = os.path.join(wdir, "model.onnx")
+        with torch.no_grad():
+            ref = model(*inputs)
+            torch.onnx.export(model, tuple(inputs), onnx_path, opset_version=18, dynamo=False,
+                              input_names=[f"in{i}" for i in range(len(inputs))], output_names=["out"])
+        for i, t in enumerate(inputs):
+            np.save(os.path.join(wdir, f"in{i}.npy"), t.cpu().numpy())
+        moved = sum(nbytes(t) for t in inputs) + nbytes(ref)
+        row = {"desc": desc, "bytes": moved}
+        # braze: compile with tuning, time, check outputs.
+        cmd = [args.braze, "bench", onnx_path, "--tune", "--tuning-cache", os.path.join(args.out, "tuning.json"),
+               "--json", os.path.join(wdir, "braze.json"), "--iters", "200"]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        open(os.path.join(wdir, "braze_bench.txt"), "w").write(p.stdout + p.stderr)
+        if p.returncode != 0:
+            print(f"{name}: braze bench failed:\n{p.stdout[-2000:]}{p.stderr[-2000:]}", flush=True)
+            row["braze_error"] = (p.stdout + p.stderr)[-2000:]
+        else:
+            bj = json.load(open(os.path.join(wdir, "braze.json")))
+            row["braze_ms"] = bj["latency_us"]["median"] / 1e3
+            row["braze_kernels"] = len(bj["kernels"])
+            row["braze_kernel_rows"] = [(k["name"], k["median_us"], k["gbs"], k["roofline_pct"]) for k in bj["kernels"]]
+            run_cmd = [args.braze, "run", onnx_path, "--inputs"] + [os.path.join(wdir, f"in{i}.npy") for i in range(len(inputs))] + \
+                      ["--outputs", os.path.join(wdir, "braze_out"), "--tuning-cache", os.path.join(args.out, "tuning.json"), "--tune"]
+            q = subprocess.run(run_cmd, capture_output=True, text=True)
+            if q.returncode == 0:
+                got = np.load(os.path.join(wdir, "braze_out", "out.npy")).astype(np.float64)
+                want = ref.float().cpu().numpy().astype(np.float64)
+                tol = 2e-2 if dtype == torch.float16 else 1e-3
+                err = float(np.max(np.abs(got - want) / (np.abs(want) + 1e-2)))
+                row["max_rel_err"] = err
+                row["agree"] = bool(np.allclose(got, want, rtol=tol, atol=tol))
+                row["retime_lines"] = [l for l in q.stdout.splitlines() if l.startswith("tuning:")]
+            else:
+                row["agree"] = False
+                row["run_error"] = (q.stdout + q.stderr)[-1500:]
+        # PyTorch variants.
+        with torch.no_grad():
+            row["eager_ms"] = bench_ms(lambda: model(*inputs))
+            torch._dynamo.reset()
+            comp = torch.compile(model)
+            comp(*inputs)
+            row["compile_ms"] = bench_ms(lambda: comp(*inputs))
+            if not args.no_max_autotune:
+                torch._dynamo.reset()
+                comp2 = torch.compile(model, mode="max-autotune")
+                comp2(*inputs)
+                row["max_autotune_ms"] = bench_ms(lambda: comp2(*inputs))
+        for k in ("braze_ms", "eager_ms", "compile_ms", "max_autotune_ms"):
+            if k in row:
+                row[k.replace("_ms", "_gbs")] = moved / (row[k] * 1e-3) / 1e9
+        if "braze_ms" in row:
+            best = min(row[k] for k in ("eager_ms", "compile_ms", "max_autotune_ms") if k in row)
+            row["speedup_vs_best_torch"] = best / row["braze_ms"]
+            row["braze_pct_copy"] = 100 * row["braze_gbs"] / copy_gbs
+        results["workloads"][name] = row
+        json.dump(results, open(os.path.join(args.out, "bench.json"), "w"), indent=1)
+        print(f"{name} {desc}: " + ", ".join(f"{k}={v:.4g}" for k, v in row.items() if isinstance(v, float)), flush=True)
+    print()
+    print(f"{'':4} {'workload':44} {'braze GB/s':>10} {'%copy':>6} {'eager':>7} {'compile':>8} {'max-aut':>8} {'vs best':>8} agree")
+    for name, r in results["workloads"].items():
+        def g(k):
+            return f"{r[k]:.0f}" if k in r else "-"
+        print(f"{name:4} {r['desc'][:44]:44} {g('braze_gbs'):>10} {r.get('braze_pct_copy', 0):>5.0f}% {g('eager_gbs'):>7} "
+              f"{g('compile_gbs'):>8} {g('max_autotune_gbs'):>8} {r.get('speedup_vs_best_torch', 0):>7.2f}x {r.get('agree')}")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--braze", default="build-gpu/cli/braze")
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
+    ap.add_argument("--only", default="")
+    ap.add_argument("--no-max-autotune", action="store_true")
+    run(ap.parse_args())

@@ -42,7 +42,7 @@ std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& gr
 std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
                                        std::string* why_not, const Tunables* tune = nullptr);
 // Candidates for rows of `len` elements; for a group (empty when it is element-wise).
-std::vector<Tunables> reduction_candidates_for(int64_t len);
+std::vector<Tunables> reduction_candidates_for(int64_t len, int vec);
 std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::Group& group);
 
 }  // namespace braze::codegen

@@ -39,10 +39,11 @@ std::vector<Tunables> pointwise_candidates(const graph::Graph& g, const fusion::
   std::vector<Tunables> c;
   for (int v : {vec, 1})
     for (int t : {256, 128, 512})
-      for (int u : {2, 1, 4}) {
-        Tunables tu{{"vec", v}, {"threads", t}, {"unroll", u}};
-        if (std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
-      }
+      for (int u : {2, 1, 4})
+        for (int all : {0, 1}) {  // a grid sized to the device (striding), or one block per chunk
+          Tunables tu{{"vec", v}, {"threads", t}, {"unroll", u}, {"all_blocks", all}};
+          if (std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
+        }
   return c;
 }
 
@@ -138,7 +139,7 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
   k.block = {threads, 1, 1};
   // Enough blocks to fill every SM (2048 threads each), never more than the work needs.
   int64_t needed = (max_slots + int64_t{threads} * unroll - 1) / (int64_t{threads} * unroll);
-  int64_t full = int64_t{target.num_sms} * (2048 / threads);
+  int64_t full = t.count("all_blocks") && t.at("all_blocks") ? int64_t{2147483647} : int64_t{target.num_sms} * (2048 / threads);
   k.grid = {static_cast<unsigned>(std::clamp<int64_t>(needed, 1, full)), 1, 1};
   k.empty_launch = max_slots == 0;
   std::string code = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) KERNEL_NAME({}) {{\n{}}}\n",

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -40,7 +41,11 @@ std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::
     Shape x = p->x_view.empty() ? ins.shapes[0] : p->x_view;
     int64_t len = 1;
     for (int64_t a : p->axes) len *= x.at(static_cast<size_t>(a));
-    return reduction_candidates_for(len);
+    // Vectors only along a single innermost reduced axis, whole vectors per row.
+    int vec = static_cast<int>(std::min<size_t>(16 / dtype_size(ins.dtypes[0]), 8));
+    bool innermost = p->axes.size() == 1 && p->axes[0] == static_cast<int64_t>(x.size()) - 1;
+    while (vec > 1 && (!innermost || len % vec != 0)) vec /= 2;
+    return reduction_candidates_for(len, vec);
   }
   return {};
 }
@@ -95,24 +100,30 @@ bool uses_field(const graph::CudaRowProgram& p, const std::string& name) {
 
 }  // namespace
 
-// Threads per row so each thread takes about 8 elements (at most 32 when cached), a warp
-// per row for short rows (several rows a block); the heuristic default first.
-std::vector<Tunables> reduction_candidates_for(int64_t len) {
-  auto per = [&](int tpr) { return (len + tpr - 1) / tpr; };
-  int best = 32;
-  while (best < 1024 && per(best) > 8) best *= 2;
+// The search space for rows of `len` elements read `vec` at a time: threads per row (a
+// warp taking one or several rows a block, or a block of up to 1024), rows held in
+// registers (at most 32 elements a thread) or streamed, vector width. Heuristic default
+// first: the fewest threads that cache at most 16 elements each, else streaming.
+std::vector<Tunables> reduction_candidates_for(int64_t len, int vec) {
+  auto per = [&](int tpr, int v) { return (len / v + tpr - 1) / tpr * v; };  // elements a thread
   std::vector<Tunables> c;
-  auto add = [&](int tpr, int rpb) {
-    Tunables t{{"tpr", tpr}, {"rpb", rpb}, {"cache", per(tpr) <= 32 ? 1 : 0}};
+  auto add = [&](int tpr, int rpb, int cache, int v) {
+    Tunables t{{"tpr", tpr}, {"rpb", rpb}, {"cache", cache}, {"vec", v}};
     if (std::find(c.begin(), c.end(), t) == c.end()) c.push_back(t);
   };
-  add(best, best == 32 ? 4 : 1);
-  for (int tpr = 32; tpr <= 1024; tpr *= 2) {
-    if (tpr == 32)
-      for (int rpb : {1, 2, 4, 8}) add(32, rpb);
-    else if (per(tpr) <= 32 || tpr == 1024)
-      add(tpr, 1);
-  }
+  int best = 32;
+  while (best < 1024 && per(best, vec) > 16) best *= 2;
+  if (per(best, vec) <= 16) add(best, best == 32 ? 4 : 1, 1, vec);
+  else add(512, 1, 0, vec);
+  for (int v : {vec, 1})
+    for (int tpr = 32; tpr <= 1024; tpr *= 2)
+      for (int cache : {1, 0}) {
+        if (cache && per(tpr, v) > 32) continue;
+        if (tpr == 32)
+          for (int rpb : {1, 4, 8}) add(32, rpb, cache, v);
+        else
+          add(tpr, 1, cache, v);
+      }
   return c;
 }
 
@@ -246,10 +257,15 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   // Schedule: `tpr` threads per row (a warp, or a block of up to 1024), `rpb` rows per
   // block (warps each taking a row), and with `cache` each thread holds its elements of the
   // row in registers — E = ceil(L / tpr) of them, loaded once however many passes follow.
-  Tunables t = tune ? *tune : reduction_candidates_for(len).front();
+  std::vector<Tunables> cands = tune ? std::vector<Tunables>{} : reduction_candidates(g, group);
+  Tunables t = tune ? *tune : cands.empty() ? Tunables{{"tpr", 32}, {"rpb", 1}, {"cache", 0}, {"vec", 1}} : cands.front();
   const int tpr = t.at("tpr"), rpb = t.at("rpb");
   const bool cache = t.at("cache") != 0 && !elementwise;
-  const int64_t per_thread = (len + tpr - 1) / tpr;
+  // Vector lanes along the row: only for one reduced axis that is innermost, whole vectors.
+  int vec = t.count("vec") ? t.at("vec") : 1;
+  if (elementwise || red_shape.size() != 1 || !reduced.back() || len % vec != 0) vec = 1;
+  const int64_t chunks = len / vec;
+  const int64_t per_thread = (chunks + tpr - 1) / tpr;
   const unsigned threads = elementwise ? 256u : static_cast<unsigned>(tpr * rpb);
   std::string acc_decls;
   if (!elementwise) {
@@ -259,24 +275,60 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
                        rpb, tpr, rows));
   }
   kept = e.unravel("row", kept_shape);
-  // Cached mode: element k of this thread is row element lane + k·tpr (clamped into the row
-  // so its load is always in bounds; `vk` says whether it counts).
+  // An element of the row a thread handles: its row index r, whether it counts, its
+  // coordinates. Elements come in chunks of `vec` consecutive ones, whose loads of an input
+  // read along the row become one vector load (the emitter's lanes over `lane_var`).
   struct Elem {
     std::string r, valid;
     std::vector<std::string> coords;
   };
-  std::vector<Elem> elems;
+  struct Chunk {
+    std::vector<Elem> elems;
+    std::string lane_var;  // the clamped start, when vec > 1
+  };
+  auto make_chunk = [&](const std::string& base, const std::string& valid, const std::string& clamped) {
+    Chunk c;
+    if (vec == 1) {
+      c.elems.push_back({base, valid, full_coords(kept, e.unravel(clamped, red_shape))});
+      return c;
+    }
+    c.lane_var = clamped;
+    for (int j = 0; j < vec; ++j)
+      c.elems.push_back({Emitter::lane_expr(base, j), valid, full_coords(kept, {Emitter::lane_expr(clamped, j)})});
+    return c;
+  };
+  // Cached mode: chunk k of this thread starts at (lane + k·tpr)·vec, clamped into the row
+  // so its loads are in bounds; the values it loads stay in registers across passes.
+  std::vector<Chunk> cached;
   if (cache) {
     for (int64_t kk = 0; kk < per_thread; ++kk) {
-      Elem el;
-      el.r = e.let("long long", fmt::format("lane + {}LL", kk * tpr));
-      bool always = (kk + 1) * tpr <= len;
-      el.valid = always ? "true" : e.let("bool", fmt::format("{} < {}LL", el.r, len));
-      std::string rc = always ? el.r : e.let("long long", fmt::format("{0} ? {1} : {2}LL", el.valid, el.r, len - 1));
-      el.coords = full_coords(kept, e.unravel(rc, red_shape));
-      elems.push_back(std::move(el));
+      std::string base = e.let("long long", fmt::format("((long long)lane + {}LL) * {}LL", kk * tpr, vec));
+      bool always = (kk + 1) * tpr <= chunks;
+      std::string valid = always ? "true" : e.let("bool", fmt::format("{} < {}LL", base, len));
+      std::string clamped = always ? base : e.let("long long", fmt::format("{0} ? {1} : {2}LL", valid, base, len - vec));
+      cached.push_back(make_chunk(base, valid, clamped));
     }
   }
+  // Runs `body` over this thread's chunks: the cached ones, or a loop over the row.
+  auto for_chunks = [&](const std::function<void(const Chunk&)>& body) {
+    if (cache) {
+      for (const Chunk& c : cached) {
+        if (vec > 1) e.set_lanes(c.lane_var, vec);
+        body(c);
+      }
+      e.set_lanes("", 1);
+      return;
+    }
+    e.open(fmt::format("for (long long b = (long long)lane * {0}; b < {1}LL; b += {2}LL) {{", vec, len,
+                       int64_t{tpr} * vec));
+    e.push_scope();
+    Chunk c = make_chunk("b", "true", "b");
+    if (vec > 1) e.set_lanes("b", vec);
+    body(c);
+    e.set_lanes("", 1);
+    e.pop_scope();
+    e.close();
+  };
   auto row_reduce = [&](const std::string& s, const std::string& type, const std::string& acc, const std::string& comb,
                         const std::string& ident, const std::string& tag) {
     if (tpr == 32) return fmt::format("const {} {} = braze_warp_reduce({}, {});", type, s, acc, comb);
@@ -285,7 +337,36 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   };
   for (size_t ri = 0; ri < reds.size(); ++ri) {
     Red& r = reds[ri];
-    for (size_t p = 0; p < r.prog.passes.size(); ++p) {
+    // Streaming a row (not cached), softmax's max and sum passes become one online pass.
+    if (!cache && r.prog.online_softmax) {
+      std::string tag = fmt::format("{}_o", ri);
+      const std::string t0 = r.prog.passes[0].type;
+      std::string m = "m" + tag, sm = "sm" + tag;
+      e.line(fmt::format("{0} {1} = {2}; {0} {3} = {4};", t0, m, graph::cuda_literal(t0, -INFINITY), sm,
+                         graph::cuda_literal(t0, 0)));
+      try {
+        for_chunks([&](const Chunk& c) {
+          for (const Elem& el : c.elems) {
+            std::map<std::string, std::string> f = element_fields(r, el.coords);
+            f["r"] = el.r;
+            f["n"] = graph::cuda_literal(t0, static_cast<double>(len));
+            std::string x = e.let(t0, substitute(r.prog.passes[0].map, f, *r.node));
+            e.line(fmt::format("braze_online_update({}, {}, {});", m, sm, x));
+          }
+        });
+      } catch (const graph::CudaUnsupported& u) {
+        *why_not = u.why;
+        return std::nullopt;
+      }
+      if (tpr == 32) {
+        e.line(fmt::format("braze_warp_online({}, {});", m, sm));
+      } else {
+        acc_decls += fmt::format("  __shared__ {0} braze_shm{1}m[32];\n  __shared__ {0} braze_shm{1}s[32];\n", t0, tag);
+        e.line(fmt::format("braze_block_online({}, {}, braze_shm{}m, braze_shm{}s);", m, sm, tag, tag));
+      }
+      r.s = {m, sm};
+    }
+    for (size_t p = r.s.size(); p < r.prog.passes.size(); ++p) {
       const auto& pass = r.prog.passes[p];
       bool arg = pass.combine.rfind("arg", 0) == 0;
       bool is_max = pass.combine.find("max") != std::string::npos, last = pass.combine.find("last") != std::string::npos;
@@ -316,15 +397,9 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
                              acc, m));
       };
       try {
-        if (cache) {
-          for (const Elem& el : elems) contribute(el.coords, el.r, el.valid);
-        } else {
-          e.open(fmt::format("for (long long r = lane; r < {}LL; r += {}) {{", len, tpr));
-          e.push_scope();
-          contribute(full_coords(kept, e.unravel("r", red_shape)), "r", "true");
-          e.pop_scope();
-          e.close();
-        }
+        for_chunks([&](const Chunk& c) {
+          for (const Elem& el : c.elems) contribute(el.coords, el.r, el.valid);
+        });
       } catch (const graph::CudaUnsupported& u) {
         *why_not = u.why;
         return std::nullopt;
@@ -395,6 +470,26 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         e.line(fmt::format("braze_store({}, {}, ({}){});", e.output_param(o), lin, graph::cuda_compute_type(v.dtype), val));
       }
     };
+    // A chunk's values of each output, stored as one vector (outputs here are laid out as X).
+    auto store_chunk = [&](const Chunk& c) {
+      if (c.elems.size() == 1) {
+        store_elements(c.elems[0].coords);
+        return;
+      }
+      std::string lin = e.let("long long", graph::cuda_linearize(c.elems[0].coords, xshape));
+      for (graph::ValueId o : per_element) {
+        const graph::Value& v = g.value(o);
+        std::string ct = graph::cuda_compute_type(v.dtype), st = graph::cuda_storage_type(v.dtype);
+        std::string pk = e.fresh("pk");
+        e.line(fmt::format("braze_vec<{}, {}> {};", st, vec, pk));
+        for (size_t j = 0; j < c.elems.size(); ++j) {
+          const auto& co = c.elems[j].coords;
+          std::string val = v.shape == xshape ? e.value_at(o, co) : e.value_at_view(o, xshape, co);
+          e.line(fmt::format("{}.v[{}] = braze_pack(braze_tag<{}>{{}}, ({}){});", pk, j, st, ct, val));
+        }
+        e.line(fmt::format("braze_vstore<{}>({}, {}, {});", vec, e.output_param(o), lin, pk));
+      }
+    };
     if (!per_element.empty()) {
       if (elementwise) {
         e.open(fmt::format("for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < {}LL; "
@@ -404,18 +499,13 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         store_elements(full_coords(kept, e.unravel("r", red_shape)));
         e.pop_scope();
         e.close();
-      } else if (cache) {
-        for (const Elem& el : elems) {
-          if (el.valid != "true") e.open(fmt::format("if ({}) {{", el.valid));
-          store_elements(el.coords);
-          if (el.valid != "true") e.close();
-        }
       } else {
-        e.open(fmt::format("for (long long r = lane; r < {}LL; r += {}) {{", len, tpr));
-        e.push_scope();
-        store_elements(full_coords(kept, e.unravel("r", red_shape)));
-        e.pop_scope();
-        e.close();
+        for_chunks([&](const Chunk& c) {
+          const std::string& valid = c.elems[0].valid;
+          if (valid != "true") e.open(fmt::format("if ({}) {{", valid));
+          store_chunk(c);
+          if (valid != "true") e.close();
+        });
       }
     }
   } catch (const graph::CudaUnsupported& u) {

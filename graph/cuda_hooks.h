@@ -113,6 +113,9 @@ struct CudaRowProgram {
     std::string type;  // accumulator type (a CUDA compute type); argmax results are long long
   };
   std::vector<Pass> passes;
+  // Passes 0 and 1 are max({x}) and sum(exp({x} - {s0})): a schedule that streams the row
+  // may fuse them into one online pass (running max and rescaled sum), reading it once.
+  bool online_softmax = false;
   struct Output {
     bool per_element = false;  // input 0's shape (a normalisation) or one value per row
     std::string expr;          // empty: this output is not produced

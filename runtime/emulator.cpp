@@ -94,6 +94,14 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
   check_inputs(g, inputs);
   fs::path dir = opts.cache_dir.empty() ? gpu::default_cache_dir() / "emulator" : opts.cache_dir;
   std::vector<gpu::Step> steps = gpu::generate_steps(g, plan, codegen::Target{});
+  if (opts.candidate >= 0)
+    for (gpu::Step& s : steps) {
+      std::vector<codegen::Tunables> c = codegen::candidates(g, s.group);
+      if (!s.kernel || c.empty()) continue;
+      const codegen::Tunables& t = c[std::min<size_t>(static_cast<size_t>(opts.candidate), c.size() - 1)];
+      codegen::GroupCode gc = codegen::generate(g, s.group, codegen::Target{}, &t);
+      if (gc.kernel) s.kernel = std::move(gc.kernel);
+    }
   std::vector<Tensor> vals(g.num_values());
   for (size_t i = 0; i < g.num_values(); ++i)
     if (g.value(static_cast<ValueId>(i)).constant) vals[i] = *g.value(static_cast<ValueId>(i)).constant;

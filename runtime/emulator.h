@@ -20,6 +20,9 @@ struct EmulatorOptions {
   bool poison = true;               // outputs start as 0xFF bytes, so unwritten ones show
   std::vector<std::string>* fallbacks = nullptr;  // receives the groups run on the reference
   std::vector<Tensor>* values = nullptr;          // receives every value computed (by ValueId)
+  // For tests of the search space: build each kernel with candidate `candidate` of its
+  // schedule (clamped to the last one) instead of the heuristic default; -1: the default.
+  int candidate = -1;
 };
 
 std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan, const std::vector<Tensor>& inputs,

@@ -66,3 +66,6 @@ BRAZE_DEV unsigned long long braze_shift(unsigned long long a, unsigned long lon
   if (s >= 64) return 0;
   return left ? a << s : a >> s;
 }
+
+BRAZE_DEV float braze_exp(float x) { return expf(x); }
+BRAZE_DEV double braze_exp(double x) { return exp(x); }

@@ -77,3 +77,52 @@ BRAZE_DEV long long braze_block_argreduce(T v, long long i, bool is_max, bool la
   __syncthreads();
   return r;
 }
+
+// Online softmax statistics: a running max m and the sum s of exp(x - m), rescaled when m
+// grows (one read of the row instead of two). A +inf element makes the sum NaN, as
+// subtracting the max does in the two-pass form.
+template <class T>
+BRAZE_DEV void braze_online_update(T& m, T& s, T x) {
+  if (isinf(x) && x > 0) {
+    s = x - x;  // NaN
+    m = x;
+  } else if (x > m) {
+    s = s * braze_exp(m - x) + (T)1;
+    m = x;
+  } else {
+    s += braze_exp(x - m);
+  }
+}
+template <class T>
+BRAZE_DEV void braze_online_merge(T& m, T& s, T om, T os) {
+  T nm = braze_max(m, om);
+  T a = (m == nm) ? s : (s == (T)0 ? (T)0 : s * braze_exp(m - nm));
+  T b = (om == nm) ? os : (os == (T)0 ? (T)0 : os * braze_exp(om - nm));
+  m = nm;
+  s = a + b;
+}
+template <class T>
+BRAZE_DEV void braze_warp_online(T& m, T& s) {
+  for (int off = 16; off > 0; off >>= 1) {
+    T om = __shfl_xor_sync(0xffffffffu, m, off), os = __shfl_xor_sync(0xffffffffu, s, off);
+    braze_online_merge(m, s, om, os);
+  }
+}
+template <class T>
+BRAZE_DEV void braze_block_online(T& m, T& s, T* shm_m, T* shm_s) {
+  braze_warp_online(m, s);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  __syncthreads();
+  if (lane == 0) shm_m[warp] = m, shm_s[warp] = s;
+  __syncthreads();
+  if (warp == 0) {
+    T wm = lane < warps ? shm_m[lane] : shm_m[0];
+    T ws = lane < warps ? shm_s[lane] : (T)0;
+    braze_warp_online(wm, ws);
+    if (lane == 0) shm_m[0] = wm, shm_s[0] = ws;
+  }
+  __syncthreads();
+  m = shm_m[0];
+  s = shm_s[0];
+  __syncthreads();
+}

@@ -463,8 +463,16 @@ void add_binary_ops(std::vector<OpDef>& r) {
     };
   }, {}, 1));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
-    if (c.type == "float" || c.type == "double")
+    if (c.type == "float" || c.type == "double") {
+      // Small constant exponents (RMS norm's x^2) as multiplications: pow costs dozens of
+      // instructions an element, enough to slow a memory-bound kernel.
+      const std::string& e = c.args[1];
+      if (e == cuda_literal(c.type, 2) || e == cuda_literal("long long", 2)) return fmt::format("({0} * {0})", c.args[0]);
+      if (e == cuda_literal(c.type, 1) || e == cuda_literal("long long", 1)) return c.args[0];
+      if (e == cuda_literal(c.type, 3) || e == cuda_literal("long long", 3))
+        return fmt::format("({0} * {0} * {0})", c.args[0]);
       return fmt::format("{}({}, ({}){})", cuda_math(c.type, "pow"), c.args[0], c.type, c.args[1]);
+    }
     return fmt::format("(({})braze_ipow((long long){}, (long long){}))", c.type, c.args[0], c.args[1]);
   };
   r.push_back(binary("Mod", arith, [](const Node& n) {

@@ -517,6 +517,7 @@ OpDef axis_op(std::string name, AxisOp kind) {
     }
     const std::string e = cuda_math(t, "exp");
     p.passes = {{"max", "{x}", t}, {"sum", e + "({x} - {s0})", t}};
+    p.online_softmax = true;
     p.outputs = {{true, kind == AxisOp::Softmax ? e + "({x} - {s0}) / {s1}"
                                                 : "({x} - {s0}) - " + cuda_math(t, "log") + "({s1})"}};
     return p;

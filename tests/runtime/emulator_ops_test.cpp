@@ -2,8 +2,11 @@
 // element by element with the reference executor on fresh random inputs (outputs poisoned).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
+#include "codegen/codegen.h"
 #include "runtime/compare.h"
 #include "runtime/emulator.h"
 #include "runtime/inputs.h"
@@ -44,6 +47,47 @@ TEST_P(EmulatedOps, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, EmulatedOps, ::testing::ValuesIn(test::op_cases()),
                          [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace braze
+
+namespace braze {
+namespace {
+
+// Every point of the pointwise and reduction search spaces computes the same function:
+// vector widths, threads per row, warp-per-row, cached rows and streamed rows (with the
+// online softmax pass), on rows whose length is not a multiple of the vector or block.
+TEST(EmulatedSearchSpace, EveryCandidateMatchesReference) {
+  graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float16[3,264] x, float[5,72] y, float[64] w) => (float16[3,264] s, float[5,72] l, float[5,72] n) {
+      s = Softmax <axis = -1> (x)
+      ax = Constant <value = int64[1] {-1}> ()  sq = Mul(y, y)  m = ReduceMean(sq, ax)
+      e = Constant <value = float {1e-6}> ()  a = Add(m, e)  r = Sqrt(a)  q = Reciprocal(r)  l = Mul(y, q)
+      n = LogSoftmax <axis = 1> (y) })");
+  graph::passes::run_pipeline(g);
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const graph::Value& v = g.value(g.inputs()[i]);
+    in.push_back(runtime::random_tensor(v.dtype, v.shape, 40 + i, {}));
+  }
+  // Rows holding extreme values: softmax must stay exact on +-1e4 and propagate inf/NaN.
+  in[0].set_f64(5, 1e4);
+  in[0].set_f64(270, -1e4);
+  in[0].set_f64(600, INFINITY);
+  in[1].set_f64(100, NAN);
+  std::vector<Tensor> want = runtime::run_reference(g, in);
+  size_t most = 0;
+  fusion::Plan plan = fusion::plan_fused(g);
+  for (const auto& grp : plan.groups) most = std::max(most, codegen::candidates(g, grp).size());
+  ASSERT_GT(most, 10u);
+  for (size_t c = 0; c < most; ++c) {
+    runtime::EmulatorOptions eo;
+    eo.candidate = static_cast<int>(c);
+    std::vector<Tensor> got = runtime::run_emulated(g, plan, in, eo);
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(test::tensors_close(got[i], want[i])) << g.outputs()[i].name << " with candidate " << c;
+  }
+}
 
 }  // namespace
 }  // namespace braze

@@ -244,11 +244,13 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
         std::string vec = fresh("w");
         line(fmt::format("const braze_vec<{}, {}> {} = braze_vload<{}>({}, {});", graph::cuda_storage_type(val.dtype),
                          vec_, vec, vec_, p, graph::cuda_linearize(lane0, val.shape)));
+        // Lanes stay in the loaded vector (packed, for half types) and convert where used,
+        // so a row held in registers costs half the registers in float16.
         std::string mine;
         for (int k = 0; k < vec_; ++k) {
           std::vector<std::string> ck = coords;
           ck.back() = lane_expr(lane_var_, k);
-          std::string lk = let(type, fmt::format("braze_val({}.v[{}])", vec, k));
+          std::string lk = fmt::format("braze_val({}.v[{}])", vec, k);
           if (k == lane) mine = lk;
           std::string key = std::to_string(v);
           for (const std::string& c : ck) key += "|" + c;

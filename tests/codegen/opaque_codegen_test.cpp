@@ -46,10 +46,14 @@ std::vector<std::string> compile_all(const std::string& text, size_t expected_ke
   return generated;
 }
 
-// Loads issued before the kernel's first branch: window taps must all be loaded inside the
-// branch that checks they lie in the input.
+// Loads issued before the kernel's first branch past the element-range guard
+// (`if (s < N)`): window taps must all be loaded inside the branch that checks they lie in
+// the input.
 size_t loads_before_first_branch(const std::string& src) {
-  std::string head = src.substr(0, src.find("if ("));
+  size_t branch = src.find("if (");
+  while (branch != std::string::npos && src.compare(branch, 8, "if (s < ") == 0)
+    branch = src.find("if (", branch + 1);
+  std::string head = src.substr(0, branch);
   size_t n = 0;
   for (size_t p = head.find("braze_load("); p != std::string::npos;
        p = head.find("braze_load(", p + 1))

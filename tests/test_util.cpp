@@ -25,9 +25,34 @@ std::vector<Tensor> run(const graph::Graph& g, const std::vector<Tensor>& inputs
 }
 
 ::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected) {
-  runtime::Comparison c = runtime::compare(actual, expected, runtime::default_tolerance(expected.dtype()));
+  runtime::Comparison c =
+      runtime::compare(actual, expected, runtime::default_tolerance(expected.dtype()));
   if (c.ok) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << c.summary(actual, expected);
+}
+
+void expect_floats(const Tensor& t, const Shape& shape, const std::vector<float>& want) {
+  ASSERT_EQ(t.dtype(), DType::Float32);
+  ASSERT_EQ(t.shape(), shape) << shape_str(t.shape());
+  EXPECT_TRUE(tensors_close(t, floats(shape, want)));
+}
+
+void expect_int64s(const Tensor& t, const Shape& shape, const std::vector<int64_t>& want) {
+  ASSERT_EQ(t.dtype(), DType::Int64);
+  ASSERT_EQ(t.shape(), shape) << shape_str(t.shape());
+  ASSERT_EQ(static_cast<size_t>(t.numel()), want.size());
+  for (int64_t i = 0; i < t.numel(); ++i)
+    EXPECT_EQ(t.get_i64(i), want[static_cast<size_t>(i)]) << "at " << i;
+}
+
+Tensor iota(const Shape& shape) {
+  Tensor t(DType::Float32, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, static_cast<double>(i + 1));
+  return t;
+}
+
+void expect_import_error(const std::string& model, const std::vector<std::string>& parts) {
+  expect_user_error([&] { graph_from_text(model); }, parts);
 }
 
 }  // namespace braze::test

@@ -17,7 +17,8 @@ namespace braze::test {
 // Imports a model written in ONNX's text syntax, e.g.
 //   <ir_version: 8, opset_import: ["" : 18]>
 //   g (float[2,3] x) => (float[2,3] y) { y = Relu(x) }
-frontend::ImportResult import_text(const std::string& text, const frontend::ImportOptions& opts = {});
+frontend::ImportResult import_text(const std::string& text,
+                                   const frontend::ImportOptions& opts = {});
 graph::Graph graph_from_text(const std::string& text);
 
 // Uniform in [-1, 1) for floats, [0, 10) for integers; never all zeros.
@@ -30,5 +31,28 @@ std::vector<Tensor> run(const graph::Graph& g, const std::vector<Tensor>& inputs
 
 // Element-wise closeness (ONNX backend-test tolerances).
 ::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected);
+
+// A float32 tensor of `shape` close to `want`; an int64 tensor of `shape` equal to `want`.
+void expect_floats(const Tensor& t, const Shape& shape, const std::vector<float>& want);
+void expect_int64s(const Tensor& t, const Shape& shape, const std::vector<int64_t>& want);
+
+// 1, 2, 3, … in row-major order, float32.
+Tensor iota(const Shape& shape);
+
+// Runs `f` and expects a UserError whose message contains every one of `parts`.
+template <class F>
+void expect_user_error(F&& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected a UserError";
+  } catch (const UserError& e) {
+    for (const std::string& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "missing '" << p << "' in: " << e.what();
+  }
+}
+
+// Imports `model` (ONNX text syntax) and expects a UserError containing every one of `parts`.
+void expect_import_error(const std::string& model, const std::vector<std::string>& parts);
 
 }  // namespace braze::test

@@ -88,10 +88,25 @@ void move_attr_to_input(Graph& g, NodeId n, const std::string& attr, size_t inde
       break;
     }
     default:
-      throw UserError(fmt::format("{}: attribute '{}' has an unexpected type", node.describe(), attr));
+      throw UserError(
+          fmt::format("{}: attribute '{}' has an unexpected type", node.describe(), attr));
   }
   node.attrs.erase(it);
   set_const_input(g, n, index, std::move(t));
+}
+
+ReduceIndex reduce_index(const Shape& shape, const std::vector<bool>& reduced) {
+  std::vector<int64_t> strides = contiguous_strides(shape);
+  ReduceIndex ix;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::vector<int64_t>& v = reduced[d] ? ix.inner : ix.outer;
+    std::vector<int64_t> next;
+    next.reserve(v.size() * static_cast<size_t>(shape[d]));
+    for (int64_t base : v)
+      for (int64_t i = 0; i < shape[d]; ++i) next.push_back(base + i * strides[d]);
+    v = std::move(next);
+  }
+  return ix;
 }
 
 }  // namespace braze::graph::ops

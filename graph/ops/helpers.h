@@ -29,7 +29,9 @@ inline AttrSpec attr_floats(std::string n, std::vector<double> def) {
 }
 // Optional, no default: read with node.has_attr() first.
 inline AttrSpec attr_opt(std::string n, AttrType t) { return {std::move(n), t, std::nullopt}; }
-inline AttrSpec attr_req(std::string n, AttrType t) { return {std::move(n), t, std::nullopt, true}; }
+inline AttrSpec attr_req(std::string n, AttrType t) {
+  return {std::move(n), t, std::nullopt, true};
+}
 
 // ---- compute types ---------------------------------------------------------------------
 // Reference arithmetic runs in double for floating dtypes, int64_t for signed integers and
@@ -107,5 +109,13 @@ inline void copy_element(const Tensor& src, int64_t src_off, Tensor& dst, int64_
   auto* d = static_cast<unsigned char*>(dst.raw()) + dst_off * es;
   for (size_t b = 0; b < es; ++b) d[b] = s[b];
 }
+
+// Input offsets of a reduction of `shape` over the dims marked in `reduced`: output element
+// o (row-major over the kept dims) reduces the input elements at outer[o] + inner[k], k in
+// row-major order over the reduced dims.
+struct ReduceIndex {
+  std::vector<int64_t> outer{0}, inner{0};
+};
+ReduceIndex reduce_index(const Shape& shape, const std::vector<bool>& reduced);
 
 }  // namespace braze::graph::ops

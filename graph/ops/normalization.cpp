@@ -37,7 +37,9 @@ struct RowStats {
   std::string t;  // accumulator type
   std::string mean() const { return "({s0} / {n})"; }
   std::string var() const { return "({s1} / {n})"; }
-  std::string rsqrt(const std::string& v) const { return fmt::format("(({})1 / {}({}))", t, cuda_math(t, "sqrt"), v); }
+  std::string rsqrt(const std::string& v) const {
+    return fmt::format("(({})1 / {}({}))", t, cuda_math(t, "sqrt"), v);
+  }
   std::vector<CudaRowProgram::Pass> passes() const {
     return {{"sum", "{x}", t}, {"sum", "({x} - {s0} / {n}) * ({x} - {s0} / {n})", t}};
   }
@@ -50,26 +52,6 @@ Shape channel_view(const Shape& x) {
   Shape v(x.size() - 1, 1);
   v[0] = x[1];
   return v;
-}
-
-// Input offsets of a reduction of `shape` over the dims marked in `reduced`: statistic o
-// (row-major over the kept dims) covers the elements at outer[o] + inner[k].
-struct ReduceIndex {
-  std::vector<int64_t> outer{0}, inner{0};
-};
-
-ReduceIndex reduce_index(const Shape& shape, const std::vector<bool>& reduced) {
-  std::vector<int64_t> strides = contiguous_strides(shape);
-  ReduceIndex ix;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    std::vector<int64_t>& v = reduced[d] ? ix.inner : ix.outer;
-    std::vector<int64_t> next;
-    next.reserve(v.size() * static_cast<size_t>(shape[d]));
-    for (int64_t base : v)
-      for (int64_t i = 0; i < shape[d]; ++i) next.push_back(base + i * strides[d]);
-    v = std::move(next);
-  }
-  return ix;
 }
 
 struct Moments {
@@ -325,14 +307,17 @@ OpDef batch_norm_op() {
     CudaRowProgram p;
     p.views.assign(4, channel_view(x));
     if (n.attr_int("training_mode") == 0) {
-      p.outputs = {{true, fmt::format("({{x}} - {{in3}}) * {} * {{in1}} + {{in2}}", st.rsqrt("{in4} + " + eps))}};
+      p.outputs = {{true, fmt::format("({{x}} - {{in3}}) * {} * {{in1}} + {{in2}}",
+                                      st.rsqrt("{in4} + " + eps))}};
       return p;
     }
     for (int64_t a = 0; a < static_cast<int64_t>(x.size()); ++a)
       if (a != 1) p.axes.push_back(a);
     p.passes = st.passes();
-    std::string mom = cuda_literal(st.t, n.attr_float("momentum")), rest = cuda_literal(st.t, 1 - n.attr_float("momentum"));
-    p.outputs = {{true, fmt::format("({{x}} - {}) * {} * {{in1}} + {{in2}}", st.mean(), st.rsqrt(st.var() + " + " + eps))},
+    std::string mom = cuda_literal(st.t, n.attr_float("momentum")),
+                rest = cuda_literal(st.t, 1 - n.attr_float("momentum"));
+    p.outputs = {{true, fmt::format("({{x}} - {}) * {} * {{in1}} + {{in2}}", st.mean(),
+                                    st.rsqrt(st.var() + " + " + eps))},
                  {false, fmt::format("{{in3}} * {} + {} * {}", mom, st.mean(), rest)},
                  {false, fmt::format("{{in4}} * {} + {} * {}", mom, st.var(), rest)}};
     return p;
@@ -413,7 +398,8 @@ void group_norm_ref(RefCtx& ctx, int64_t groups) {
 
 // InstanceNormalization (groups = C) and GroupNormalization: X viewed as
 // [N, G, C/G, D1 …], each (n, g) a row; scale and bias per channel.
-std::optional<CudaRowProgram> group_norm_row(const Node& n, const CudaRowInputs& in, int64_t groups) {
+std::optional<CudaRowProgram> group_norm_row(const Node& n, const CudaRowInputs& in,
+                                             int64_t groups) {
   const Shape& x = in.shapes[0];
   RowStats st = row_stats(in.dtypes[0]);
   std::string eps = cuda_literal(st.t, n.attr_float("epsilon"));
@@ -424,7 +410,8 @@ std::optional<CudaRowProgram> group_norm_row(const Node& n, const CudaRowInputs&
   for (int64_t a = 2; a < static_cast<int64_t>(p.x_view.size()); ++a) p.axes.push_back(a);
   p.views = {param, param};
   p.passes = st.passes();
-  p.outputs = {{true, fmt::format("({{x}} - {}) * {} * {{in1}} + {{in2}}", st.mean(), st.rsqrt(st.var() + " + " + eps))}};
+  p.outputs = {{true, fmt::format("({{x}} - {}) * {} * {{in1}} + {{in2}}", st.mean(),
+                                  st.rsqrt(st.var() + " + " + eps))}};
   return p;
 }
 
@@ -448,7 +435,9 @@ OpDef instance_norm_op() {
     ctx.set_shape(0, x);
   };
   d.reference = [](RefCtx& ctx) { group_norm_ref(ctx, ctx.input(0).shape()[1]); };
-  d.cuda_row = [](const Node& n, const CudaRowInputs& in) { return group_norm_row(n, in, in.shapes[0][1]); };
+  d.cuda_row = [](const Node& n, const CudaRowInputs& in) {
+    return group_norm_row(n, in, in.shapes[0][1]);
+  };
   return d;
 }
 
@@ -532,7 +521,9 @@ OpDef group_norm_op() {
     ctx.set_shape(0, x);
   };
   d.reference = [](RefCtx& ctx) { group_norm_ref(ctx, ctx.node().attr_int("num_groups")); };
-  d.cuda_row = [](const Node& n, const CudaRowInputs& in) { return group_norm_row(n, in, n.attr_int("num_groups")); };
+  d.cuda_row = [](const Node& n, const CudaRowInputs& in) {
+    return group_norm_row(n, in, n.attr_int("num_groups"));
+  };
   return d;
 }
 
@@ -557,8 +548,8 @@ OpDef mvn_op() {
     for (int64_t a : n.attr_ints("axes")) p.axes.push_back(a < 0 ? a + rank : a);
     std::sort(p.axes.begin(), p.axes.end());
     p.passes = st.passes();
-    p.outputs = {{true, fmt::format("({{x}} - {}) / ({}({}) + {})", st.mean(), cuda_math(st.t, "sqrt"), st.var(),
-                                    cuda_literal(st.t, 1e-9))}};
+    p.outputs = {{true, fmt::format("({{x}} - {}) / ({}({}) + {})", st.mean(),
+                                    cuda_math(st.t, "sqrt"), st.var(), cuda_literal(st.t, 1e-9))}};
     return p;
   };
   d.reference = [](RefCtx& ctx) {
@@ -653,14 +644,16 @@ OpDef lrn_op() {
     const std::string t = cuda_compute_type(ctx.in_dtype(0));
     std::vector<std::string> c;
     for (size_t d = 0; d < x.size(); ++d) c.push_back(ctx.coord(d));
-    std::string sq = ctx.accumulate(t, cuda_literal(t, 0), size, [&](const std::string& acc, const std::string& k) {
-      std::string ch = ctx.let("long long", fmt::format("{} - {}LL + {}", c[1], before, k));
-      std::vector<std::string> at = c;
-      at[1] = ch;
-      std::string v = ctx.select(fmt::format("{0} >= 0 && {0} < {1}LL", ch, x[1]), t,
-                                 [&] { return ctx.load(0, at); }, [&] { return cuda_literal(t, 0); });
-      return fmt::format("{} + {} * {}", acc, v, v);
-    });
+    std::string sq = ctx.accumulate(
+        t, cuda_literal(t, 0), size, [&](const std::string& acc, const std::string& k) {
+          std::string ch = ctx.let("long long", fmt::format("{} - {}LL + {}", c[1], before, k));
+          std::vector<std::string> at = c;
+          at[1] = ch;
+          std::string v = ctx.select(
+              fmt::format("{0} >= 0 && {0} < {1}LL", ch, x[1]), t, [&] { return ctx.load(0, at); },
+              [&] { return cuda_literal(t, 0); });
+          return fmt::format("{} + {} * {}", acc, v, v);
+        });
     return fmt::format("{} / {}({} + {} * {}, {})", ctx.load(0, c), cuda_math(t, "pow"),
                        cuda_literal(t, node.attr_float("bias")),
                        cuda_literal(t, node.attr_float("alpha") / static_cast<double>(size)), sq,

@@ -25,27 +25,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // ---- reduction indexing ----------------------------------------------------------------
-// Input offsets of a reduction of `shape` over the dims marked in `reduced`: output element
-// o (row-major over the kept dims) reduces the input elements at outer[o] + inner[k], k in
-// row-major order over the reduced dims.
-struct ReduceIndex {
-  std::vector<int64_t> outer{0}, inner{0};
-};
-
-ReduceIndex reduce_index(const Shape& shape, const std::vector<bool>& reduced) {
-  std::vector<int64_t> strides = contiguous_strides(shape);
-  ReduceIndex ix;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    std::vector<int64_t>& v = reduced[d] ? ix.inner : ix.outer;
-    std::vector<int64_t> next;
-    next.reserve(v.size() * static_cast<size_t>(shape[d]));
-    for (int64_t base : v)
-      for (int64_t i = 0; i < shape[d]; ++i) next.push_back(base + i * strides[d]);
-    v = std::move(next);
-  }
-  return ix;
-}
-
 ReduceIndex axis_index(const Shape& shape, int64_t axis) {
   std::vector<bool> mask(shape.size(), false);
   mask[static_cast<size_t>(axis)] = true;
@@ -258,22 +237,33 @@ CudaRowFn reduce_row(Reduction red) {
     CudaRowProgram p;
     int64_t len = 1;
     for (int64_t d = 0; d < rank; ++d)
-      if (mask[static_cast<size_t>(d)]) p.axes.push_back(d), len *= in.shapes[0][static_cast<size_t>(d)];
+      if (mask[static_cast<size_t>(d)])
+        p.axes.push_back(d), len *= in.shapes[0][static_cast<size_t>(d)];
     const DType dt = in.dtypes[0];
     const std::string t = row_acc_type(dt);
     const bool flt = is_float(dt);
     auto m = [&](const char* fn) { return cuda_math(t, fn); };
     std::string out = "{s0}";
     switch (red) {
-      case Reduction::Sum: p.passes = {{"sum", "{x}", t}}; break;
+      case Reduction::Sum:
+        p.passes = {{"sum", "{x}", t}};
+        break;
       case Reduction::Mean:
         p.passes = {{"sum", "{x}", t}};
         out = flt || len > 0 ? "{s0} / {n}" : "0";
         break;
-      case Reduction::Max: p.passes = {{"max", "{x}", t}}; break;
-      case Reduction::Min: p.passes = {{"min", "{x}", t}}; break;
-      case Reduction::Prod: p.passes = {{"prod", "{x}", t}}; break;
-      case Reduction::SumSquare: p.passes = {{"sum", "{x} * {x}", t}}; break;
+      case Reduction::Max:
+        p.passes = {{"max", "{x}", t}};
+        break;
+      case Reduction::Min:
+        p.passes = {{"min", "{x}", t}};
+        break;
+      case Reduction::Prod:
+        p.passes = {{"prod", "{x}", t}};
+        break;
+      case Reduction::SumSquare:
+        p.passes = {{"sum", "{x} * {x}", t}};
+        break;
       case Reduction::L1:
         p.passes = {{"sum", flt ? m("fabs") + "({x})" : "({x} < 0 ? -{x} : {x})", t}};
         break;
@@ -417,7 +407,8 @@ OpDef arg_op(std::string name, bool want_max) {
     int64_t axis = n.attr_int("axis");
     CudaRowProgram p;
     p.axes = {axis < 0 ? axis + rank : axis};
-    std::string combine = std::string(want_max ? "argmax" : "argmin") + (n.attr_int("select_last_index") ? "_last" : "");
+    std::string combine = std::string(want_max ? "argmax" : "argmin") +
+                          (n.attr_int("select_last_index") ? "_last" : "");
     p.passes = {{combine, "{x}", "long long"}};
     p.outputs = {{false, "{s0}"}};
     return p;
@@ -518,8 +509,9 @@ OpDef axis_op(std::string name, AxisOp kind) {
     const std::string e = cuda_math(t, "exp");
     p.passes = {{"max", "{x}", t}, {"sum", e + "({x} - {s0})", t}};
     p.online_softmax = true;
-    p.outputs = {{true, kind == AxisOp::Softmax ? e + "({x} - {s0}) / {s1}"
-                                                : "({x} - {s0}) - " + cuda_math(t, "log") + "({s1})"}};
+    p.outputs = {{true, kind == AxisOp::Softmax
+                            ? e + "({x} - {s0}) / {s1}"
+                            : "({x} - {s0}) - " + cuda_math(t, "log") + "({s1})"}};
     return p;
   };
   d.infer = [](InferCtx& ctx) {
@@ -583,21 +575,25 @@ OpDef cumsum_op() {
   // On the GPU each output element sums its prefix along the axis.
   d.cuda_index = [](CudaIndexCtx& ctx) {
     const Shape& shape = ctx.in_shape(0);
-    if (!ctx.in_value(1)) throw CudaUnsupported{ctx.node().describe() + ": the axis is not a constant"};
+    if (!ctx.in_value(1))
+      throw CudaUnsupported{ctx.node().describe() + ": the axis is not a constant"};
     int64_t axis = ctx.in_value(1)->get_i64(0);
     if (axis < 0) axis += static_cast<int64_t>(shape.size());
     const size_t a = static_cast<size_t>(axis);
-    bool exclusive = ctx.node().attr_int("exclusive") != 0, reverse = ctx.node().attr_int("reverse") != 0;
+    bool exclusive = ctx.node().attr_int("exclusive") != 0,
+         reverse = ctx.node().attr_int("reverse") != 0;
     std::string t = cuda_compute_type(ctx.in_dtype(0));
     std::vector<std::string> c;
     for (size_t d = 0; d < shape.size(); ++d) c.push_back(ctx.coord(d));
     const std::string me = c[a];
-    return ctx.accumulate(t, cuda_literal(t, 0), shape[a], [&](const std::string& acc, const std::string& k) {
-      std::vector<std::string> at = c;
-      at[a] = k;
-      std::string cond = fmt::format("{} {}{} {}", k, reverse ? ">" : "<", exclusive ? "" : "=", me);
-      return fmt::format("({} ? {} + {} : {})", cond, acc, ctx.load(0, at), acc);
-    });
+    return ctx.accumulate(
+        t, cuda_literal(t, 0), shape[a], [&](const std::string& acc, const std::string& k) {
+          std::vector<std::string> at = c;
+          at[a] = k;
+          std::string cond =
+              fmt::format("{} {}{} {}", k, reverse ? ">" : "<", exclusive ? "" : "=", me);
+          return fmt::format("({} ? {} + {} : {})", cond, acc, ctx.load(0, at), acc);
+        });
   };
   d.reference = [](RefCtx& ctx) {
     const Tensor& x = ctx.input(0);

@@ -11,24 +11,6 @@
 namespace braze {
 namespace {
 
-template <class F>
-void expect_user_error(F f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL() << "expected a UserError";
-  } catch (const UserError& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
-
-void expect_int64s(const Tensor& t, const Shape& shape, const std::vector<int64_t>& want) {
-  ASSERT_EQ(t.dtype(), DType::Int64);
-  ASSERT_EQ(t.shape(), shape) << shape_str(t.shape());
-  for (int64_t i = 0; i < t.numel(); ++i)
-    EXPECT_EQ(t.get_i64(i), want[static_cast<size_t>(i)]) << "at " << i;
-}
-
 Tensor shape_of(const std::string& attrs) {
   graph::Graph g = test::graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 21]>
@@ -39,12 +21,12 @@ Tensor shape_of(const std::string& attrs) {
 
 TEST(GeneratorOps, ShapeStartEnd) {
   // Dims [2,3,4,5]: negative start/end count from the back, then clamp to [0, 4].
-  expect_int64s(shape_of(""), {4}, {2, 3, 4, 5});
-  expect_int64s(shape_of("<start = -3, end = -1>"), {2}, {3, 4});
-  expect_int64s(shape_of("<start = 1, end = 100>"), {3}, {3, 4, 5});
-  expect_int64s(shape_of("<start = -100, end = 1>"), {1}, {2});
-  expect_int64s(shape_of("<end = 0>"), {0}, {});
-  expect_int64s(shape_of("<start = 3, end = 1>"), {0}, {});  // start after end: empty
+  test::expect_int64s(shape_of(""), {4}, {2, 3, 4, 5});
+  test::expect_int64s(shape_of("<start = -3, end = -1>"), {2}, {3, 4});
+  test::expect_int64s(shape_of("<start = 1, end = 100>"), {3}, {3, 4, 5});
+  test::expect_int64s(shape_of("<start = -100, end = 1>"), {1}, {2});
+  test::expect_int64s(shape_of("<end = 0>"), {0}, {});
+  test::expect_int64s(shape_of("<start = 3, end = 1>"), {0}, {});  // start after end: empty
 }
 
 TEST(GeneratorOps, ShapeAndSizeFoldFromShapesAlone) {
@@ -57,8 +39,8 @@ TEST(GeneratorOps, ShapeAndSizeFoldFromShapesAlone) {
   const graph::Value& s = g.value(g.outputs()[0].value);
   const graph::Value& n = g.value(g.outputs()[1].value);
   ASSERT_TRUE(s.constant && n.constant);
-  expect_int64s(*s.constant, {2}, {3, 4});
-  expect_int64s(*n.constant, {}, {24});
+  test::expect_int64s(*s.constant, {2}, {3, 4});
+  test::expect_int64s(*n.constant, {}, {24});
 }
 
 TEST(GeneratorOps, ConstantValueInts) {
@@ -67,7 +49,7 @@ TEST(GeneratorOps, ConstantValueInts) {
     g (int64[3] x) => (int64[3] y) { c = Constant <value_ints = [7, -2, 9]> ()
                                      y = Add (x, c) })");
   // [1, 1, 1] + [7, -2, 9]
-  expect_int64s(test::run(g, {test::int64s({3}, {1, 1, 1})})[0], {3}, {8, -1, 10});
+  test::expect_int64s(test::run(g, {test::int64s({3}, {1, 1, 1})})[0], {3}, {8, -1, 10});
 }
 
 TEST(GeneratorOps, ConstantScalarAndListAttributes) {
@@ -84,7 +66,7 @@ TEST(GeneratorOps, ConstantScalarAndListAttributes) {
   ASSERT_EQ(y[1].shape(), Shape{2});
   EXPECT_EQ(y[1].get_f64(0), 0.25);
   EXPECT_EQ(y[1].get_f64(1), -4.0);
-  expect_int64s(y[2], {}, {-7});
+  test::expect_int64s(y[2], {}, {-7});
 }
 
 TEST(GeneratorOps, ConstantStringIsUnsupportedAndTwoValuesAreAnError) {
@@ -97,7 +79,7 @@ TEST(GeneratorOps, ConstantStringIsUnsupportedAndTwoValuesAreAnError) {
   } catch (const UnsupportedError& e) {
     EXPECT_NE(std::string(e.what()).find("value_string"), std::string::npos) << e.what();
   }
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 13]>
@@ -130,14 +112,14 @@ Tensor range_of(const std::string& type, const std::string& s, const std::string
 
 TEST(GeneratorOps, RangeCounts) {
   // ceil((9 - 3) / 3) = 2: [3, 6]; ceil((4 - 10) / -2) = 3: [10, 8, 6]; wrong direction: empty.
-  expect_int64s(range_of("int64", "3", "9", "3"), {2}, {3, 6});
-  expect_int64s(range_of("int64", "10", "4", "-2"), {3}, {10, 8, 6});
-  expect_int64s(range_of("int64", "1", "5", "-1"), {0}, {});
+  test::expect_int64s(range_of("int64", "3", "9", "3"), {2}, {3, 6});
+  test::expect_int64s(range_of("int64", "10", "4", "-2"), {3}, {10, 8, 6});
+  test::expect_int64s(range_of("int64", "1", "5", "-1"), {0}, {});
   // ceil((1.0 - 0.0) / 0.3) = ceil(3.33) = 4: [0, 0.3, 0.6, 0.9].
   Tensor f = range_of("double", "0.0", "1.0", "0.3");
   ASSERT_EQ(f.shape(), Shape{4});
   EXPECT_DOUBLE_EQ(f.get_f64(3), 0.9);
-  expect_user_error([] { range_of("int32", "0", "4", "0"); }, {"Range", "delta"});
+  test::expect_user_error([] { range_of("int32", "0", "4", "0"); }, {"Range", "delta"});
 }
 
 TEST(GeneratorOps, EyeLikeOffDiagonalAndDtype) {
@@ -149,7 +131,7 @@ TEST(GeneratorOps, EyeLikeOffDiagonalAndDtype) {
       <ir_version: 8, opset_import: ["" : 9]>
       g (float[3,4] x) => (int64[3,4] y) { y = EyeLike <k = )" +
                                            std::to_string(k) + R"(, dtype = 7> (x) })");
-    expect_int64s(test::run(g, {test::random(DType::Float32, {3, 4})})[0], {3, 4}, want);
+    test::expect_int64s(test::run(g, {test::random(DType::Float32, {3, 4})})[0], {3, 4}, want);
   }
 }
 

@@ -10,45 +10,24 @@
 namespace braze {
 namespace {
 
-// Runs `f` and expects a UserError whose message contains every one of `parts`.
-template <class F>
-void expect_user_error(F f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL() << "expected a UserError";
-  } catch (const UserError& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
-
-void expect_floats(const Tensor& t, const Shape& shape, const std::vector<float>& want) {
-  ASSERT_EQ(t.dtype(), DType::Float32);
-  ASSERT_EQ(t.shape(), shape) << shape_str(t.shape());
-  EXPECT_TRUE(test::tensors_close(t, test::floats(shape, want)));
-}
-
-void expect_int64s(const Tensor& t, const Shape& shape, const std::vector<int64_t>& want) {
-  ASSERT_EQ(t.dtype(), DType::Int64);
-  ASSERT_EQ(t.shape(), shape) << shape_str(t.shape());
-  for (int64_t i = 0; i < t.numel(); ++i)
-    EXPECT_EQ(t.get_i64(i), want[static_cast<size_t>(i)]) << "at " << i;
-}
-
 TEST(IndexingOps, GatherNegativeIndexAndOutOfRangeError) {
   graph::Graph g = test::graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[3,2] x, int64[2] i) => (float[2,2] y) { y = Gather <axis = 0> (x, i) })");
   Tensor x = test::floats({3, 2}, {1, 2, 3, 4, 5, 6});
   // Row -1 is row 2, row 0 is row 0.
-  expect_floats(test::run(g, {x, test::int64s({2}, {-1, 0})})[0], {2, 2}, {5, 6, 1, 2});
+  test::expect_floats(test::run(g, {x, test::int64s({2}, {-1, 0})})[0], {2, 2}, {5, 6, 1, 2});
   // Axis 0 has size 3: 3 and -4 are out of range.
-  expect_user_error(
+  test::expect_user_error(
       [&] {
         test::run(g, {x, test::int64s({2}, {0, 3})});
       },
       {"Gather", "index 3", "indices[1]", "axis 0 of size 3"});
-  expect_user_error([&] { test::run(g, {x, test::int64s({2}, {-4, 0})}); }, {"Gather", "index -4"});
+  test::expect_user_error(
+      [&] {
+        test::run(g, {x, test::int64s({2}, {-4, 0})});
+      },
+      {"Gather", "index -4"});
 }
 
 TEST(IndexingOps, GatherElementsOutOfRangeIndexIsAUserError) {
@@ -57,8 +36,9 @@ TEST(IndexingOps, GatherElementsOutOfRangeIndexIsAUserError) {
     g (float[2,2] x, int64[2,2] i) => (float[2,2] y) { y = GatherElements <axis = 1> (x, i) })");
   Tensor x = test::floats({2, 2}, {1, 2, 3, 4});
   // y[r][c] = x[r][i[r][c]]: row 0 takes columns 1, 0; row 1 takes -1 (= 1), 1.
-  expect_floats(test::run(g, {x, test::int64s({2, 2}, {1, 0, -1, 1})})[0], {2, 2}, {2, 1, 4, 4});
-  expect_user_error(
+  test::expect_floats(test::run(g, {x, test::int64s({2, 2}, {1, 0, -1, 1})})[0], {2, 2},
+                      {2, 1, 4, 4});
+  test::expect_user_error(
       [&] {
         test::run(g, {x, test::int64s({2, 2}, {0, 0, 2, 0})});
       },
@@ -72,8 +52,8 @@ TEST(IndexingOps, GatherNDBatchDimsAndOutOfRangeError) {
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2,2,2] x, int64[2,1] i) => (float[2,2] y) { y = GatherND <batch_dims = 1> (x, i) })");
   Tensor x = test::floats({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
-  expect_floats(test::run(g, {x, test::int64s({2, 1}, {1, 0})})[0], {2, 2}, {2, 3, 4, 5});
-  expect_user_error(
+  test::expect_floats(test::run(g, {x, test::int64s({2, 1}, {1, 0})})[0], {2, 2}, {2, 3, 4, 5});
+  test::expect_user_error(
       [&] {
         test::run(g, {x, test::int64s({2, 1}, {1, -3})});
       },
@@ -86,8 +66,8 @@ TEST(IndexingOps, ScatterElementsOutOfRangeIndexIsAUserError) {
     g (float[3] x, int64[2] i, float[2] u) => (float[3] y) { y = ScatterElements (x, i, u) })");
   Tensor x = test::floats({3}, {0, 0, 0});
   Tensor u = test::floats({2}, {7, 8});
-  expect_floats(test::run(g, {x, test::int64s({2}, {-1, 0}), u})[0], {3}, {8, 0, 7});
-  expect_user_error(
+  test::expect_floats(test::run(g, {x, test::int64s({2}, {-1, 0}), u})[0], {3}, {8, 0, 7});
+  test::expect_user_error(
       [&] {
         test::run(g, {x, test::int64s({2}, {1, 5}), u});
       },
@@ -107,12 +87,12 @@ TEST(IndexingOps, ScatterElementsReductionMaxAndMinOpset18) {
                                            red + R"("> (x, i, u) })");
     Tensor y = test::run(g, {test::floats({1, 3}, {1, 5, 3}), test::int64s({1, 3}, {0, 0, 2}),
                              test::floats({1, 3}, {4, 0.5f, 2})})[0];
-    expect_floats(y, {1, 3}, want);
+    test::expect_floats(y, {1, 3}, want);
   }
 }
 
 TEST(IndexingOps, ScatterReductionMaxNeedsOpset18) {
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 16]>
@@ -120,7 +100,7 @@ TEST(IndexingOps, ScatterReductionMaxNeedsOpset18) {
         y = ScatterElements <reduction = "max"> (x, i, u) })");
       },
       {"ScatterElements", "max", "opset 18"});
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 18]>
@@ -142,7 +122,7 @@ TEST(IndexingOps, ScatterNDReductionMulAndMaxOpset18) {
                                            red + R"("> (x, i, u) })");
     Tensor y = test::run(g, {test::floats({4}, {1, 2, 3, 4}), test::int64s({3, 1}, {1, 3, 1}),
                              test::floats({3}, {10, 0.5f, 3})})[0];
-    expect_floats(y, {4}, want);
+    test::expect_floats(y, {4}, want);
   }
 }
 
@@ -152,8 +132,8 @@ TEST(IndexingOps, TopKOpset9AttributeAndLowerIndexWinsTies) {
     <ir_version: 8, opset_import: ["" : 9]>
     g (float[5] x) => (float[2] v, int64[2] i) { v, i = TopK <k = 2> (x) })");
   std::vector<Tensor> y = test::run(g, {test::floats({5}, {3, 1, 3, 2, 1})});
-  expect_floats(y[0], {2}, {3, 3});
-  expect_int64s(y[1], {2}, {0, 2});
+  test::expect_floats(y[0], {2}, {3, 3});
+  test::expect_int64s(y[1], {2}, {0, 2});
 }
 
 TEST(IndexingOps, TopKSmallestAlongAxis0) {
@@ -164,12 +144,12 @@ TEST(IndexingOps, TopKSmallestAlongAxis0) {
     g (float[3,2] x) => (float[2,2] v, int64[2,2] i) <int64[1] k = {2}> {
       v, i = TopK <axis = 0, largest = 0> (x, k) })");
   std::vector<Tensor> y = test::run(g, {test::floats({3, 2}, {4, 1, 2, 1, 4, 0})});
-  expect_floats(y[0], {2, 2}, {2, 0, 4, 1});
-  expect_int64s(y[1], {2, 2}, {1, 2, 0, 0});
+  test::expect_floats(y[0], {2, 2}, {2, 0, 4, 1});
+  test::expect_int64s(y[1], {2, 2}, {1, 2, 0, 0});
 }
 
 TEST(IndexingOps, TopKKLargerThanTheAxisIsAUserError) {
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 11]>
@@ -185,10 +165,10 @@ TEST(IndexingOps, OneHotNegativeIndicesWrapAndOutOfRangeAreOff) {
     g (int64[4] i) => (float[3,4] y) <float d = {3.0}, float[2] v = {0.0, 5.0}> {
       y = OneHot <axis = 0> (i, d, v) })");
   Tensor y = test::run(g, {test::int64s({4}, {0, -1, 3, -4})})[0];
-  expect_floats(y, {3, 4},
-                {5, 0, 0, 0,  //
-                 0, 0, 0, 0,  //
-                 0, 5, 0, 0});
+  test::expect_floats(y, {3, 4},
+                      {5, 0, 0, 0,  //
+                       0, 0, 0, 0,  //
+                       0, 5, 0, 0});
 }
 
 TEST(IndexingOps, NonZeroShapeDependsOnTheData) {
@@ -198,8 +178,8 @@ TEST(IndexingOps, NonZeroShapeDependsOnTheData) {
     g (float[2,2] x) => (int64[2,?] y) { y = NonZero (x) })");
   const graph::Value& out = g.value(g.outputs()[0].value);
   EXPECT_FALSE(out.has_shape);
-  expect_int64s(test::run(g, {test::floats({2, 2}, {1, 0, 0, -3})})[0], {2, 2}, {0, 1, 0, 1});
-  expect_int64s(test::run(g, {test::floats({2, 2}, {0, 0, 0, 0})})[0], {2, 0}, {});
+  test::expect_int64s(test::run(g, {test::floats({2, 2}, {1, 0, 0, -3})})[0], {2, 2}, {0, 1, 0, 1});
+  test::expect_int64s(test::run(g, {test::floats({2, 2}, {0, 0, 0, 0})})[0], {2, 0}, {});
 }
 
 }  // namespace

@@ -11,42 +11,17 @@ namespace braze {
 namespace {
 
 // Expects a float tensor of `shape` holding `want`.
-void expect_floats(const Tensor& t, const Shape& shape, const std::vector<float>& want) {
-  ASSERT_EQ(t.dtype(), DType::Float32);
-  ASSERT_EQ(t.shape(), shape) << shape_str(t.shape());
-  EXPECT_TRUE(test::tensors_close(t, test::floats(shape, want)));
-}
-
-// 1, 2, 3, … in row-major order.
-Tensor iota(const Shape& shape) {
-  Tensor t(DType::Float32, shape);
-  for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, static_cast<double>(i + 1));
-  return t;
-}
-
-// Runs `f` and expects a UserError whose message contains every one of `parts`.
-template <class F>
-void expect_user_error(F f, std::vector<std::string> parts) {
-  try {
-    f();
-    FAIL() << "expected a UserError";
-  } catch (const UserError& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
-
 TEST(MovementOps, SplitOpset18NumOutputsUnevenLastChunk) {
   // 7 elements into 3: chunks of ceil(7/3) = 3, the last one 7 - 2*3 = 1.
   graph::Graph g = test::graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 18]>
     g (float[7] x) => (float[3] a, float[3] b, float[1] c) {
       a, b, c = Split <num_outputs = 3> (x) })");
-  std::vector<Tensor> y = test::run(g, {iota({7})});
+  std::vector<Tensor> y = test::run(g, {test::iota({7})});
   ASSERT_EQ(y.size(), 3u);
-  expect_floats(y[0], {3}, {1, 2, 3});
-  expect_floats(y[1], {3}, {4, 5, 6});
-  expect_floats(y[2], {1}, {7});
+  test::expect_floats(y[0], {3}, {1, 2, 3});
+  test::expect_floats(y[1], {3}, {4, 5, 6});
+  test::expect_floats(y[2], {1}, {7});
 }
 
 TEST(MovementOps, SplitOpset18NumOutputsAlongAxis1) {
@@ -55,14 +30,14 @@ TEST(MovementOps, SplitOpset18NumOutputsAlongAxis1) {
     <ir_version: 8, opset_import: ["" : 18]>
     g (float[2,4] x) => (float[2,2] a, float[2,2] b) {
       a, b = Split <axis = -1, num_outputs = 2> (x) })");
-  std::vector<Tensor> y = test::run(g, {iota({2, 4})});
-  expect_floats(y[0], {2, 2}, {1, 2, 5, 6});
-  expect_floats(y[1], {2, 2}, {3, 4, 7, 8});
+  std::vector<Tensor> y = test::run(g, {test::iota({2, 4})});
+  test::expect_floats(y[0], {2, 2}, {1, 2, 5, 6});
+  test::expect_floats(y[1], {2, 2}, {3, 4, 7, 8});
 }
 
 TEST(MovementOps, SplitNumOutputsThatCannotBeMetIsAUserError) {
   // 5 into 4: chunks of 2 would leave -1 for the last.
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 18]>
@@ -77,9 +52,9 @@ TEST(MovementOps, SplitOpset11AttributeForm) {
     <ir_version: 6, opset_import: ["" : 11]>
     g (float[2,3] x) => (float[2,1] a, float[2,2] b) {
       a, b = Split <axis = 1, split = [1, 2]> (x) })");
-  std::vector<Tensor> y = test::run(g, {iota({2, 3})});
-  expect_floats(y[0], {2, 1}, {1, 4});
-  expect_floats(y[1], {2, 2}, {2, 3, 5, 6});
+  std::vector<Tensor> y = test::run(g, {test::iota({2, 3})});
+  test::expect_floats(y[0], {2, 1}, {1, 4});
+  test::expect_floats(y[1], {2, 2}, {2, 3, 5, 6});
 }
 
 TEST(MovementOps, PadOpset18WithAxes) {
@@ -89,10 +64,10 @@ TEST(MovementOps, PadOpset18WithAxes) {
     g (float[2,3] x) => (float[2,6] y)
       <int64[2] pads = {1, 2}, float v = {9.0}, int64[1] axes = {-1}> {
       y = Pad(x, pads, v, axes) })");
-  Tensor y = test::run(g, {iota({2, 3})})[0];
-  expect_floats(y, {2, 6},
-                {9, 1, 2, 3, 9, 9,  //
-                 9, 4, 5, 6, 9, 9});
+  Tensor y = test::run(g, {test::iota({2, 3})})[0];
+  test::expect_floats(y, {2, 6},
+                      {9, 1, 2, 3, 9, 9,  //
+                       9, 4, 5, 6, 9, 9});
 }
 
 TEST(MovementOps, PadOpset19Wrap) {
@@ -102,14 +77,14 @@ TEST(MovementOps, PadOpset19Wrap) {
     <ir_version: 9, opset_import: ["" : 19]>
     g (float[2,3] x) => (float[2,6] y) <int64[4] pads = {0, 2, 0, 1}> {
       y = Pad <mode = "wrap"> (x, pads) })");
-  Tensor y = test::run(g, {iota({2, 3})})[0];
-  expect_floats(y, {2, 6},
-                {2, 3, 1, 2, 3, 1,  //
-                 5, 6, 4, 5, 6, 4});
+  Tensor y = test::run(g, {test::iota({2, 3})})[0];
+  test::expect_floats(y, {2, 6},
+                      {2, 3, 1, 2, 3, 1,  //
+                       5, 6, 4, 5, 6, 4});
 }
 
 TEST(MovementOps, PadWrapBeforeOpset19IsAUserError) {
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 18]>
@@ -129,7 +104,7 @@ TEST(MovementOps, PadReflectAndEdgeWithPadsLargerThanTheAxis) {
       <ir_version: 8, opset_import: ["" : 13]>
       g (float[3] x) => (float[9] y) <int64[2] pads = {3, 3}> { y = Pad <mode = ")" +
                                            mode + R"("> (x, pads) })");
-    expect_floats(test::run(g, {iota({3})})[0], {9}, want);
+    test::expect_floats(test::run(g, {test::iota({3})})[0], {9}, want);
   }
 }
 
@@ -139,7 +114,7 @@ TEST(MovementOps, PadNegativePadsCropBeforeEdgePadding) {
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[4] x) => (float[5] y) <int64[2] pads = {-1, 2}> {
       y = Pad <mode = "edge"> (x, pads) })");
-  expect_floats(test::run(g, {iota({4})})[0], {5}, {2, 3, 4, 4, 4});
+  test::expect_floats(test::run(g, {test::iota({4})})[0], {5}, {2, 3, 4, 4, 4});
 }
 
 TEST(MovementOps, PadOpset2AttributeForm) {
@@ -147,7 +122,8 @@ TEST(MovementOps, PadOpset2AttributeForm) {
   graph::Graph g = test::graph_from_text(R"(
     <ir_version: 3, opset_import: ["" : 7]>
     g (float[2,2] x) => (float[4,2] y) { y = Pad <pads = [1, 0, 1, 0], value = 7.5> (x) })");
-  expect_floats(test::run(g, {iota({2, 2})})[0], {4, 2}, {7.5, 7.5, 1, 2, 3, 4, 7.5, 7.5});
+  test::expect_floats(test::run(g, {test::iota({2, 2})})[0], {4, 2},
+                      {7.5, 7.5, 1, 2, 3, 4, 7.5, 7.5});
 }
 
 TEST(MovementOps, SliceOpset9AttributeForm) {
@@ -156,7 +132,7 @@ TEST(MovementOps, SliceOpset9AttributeForm) {
     <ir_version: 4, opset_import: ["" : 9]>
     g (float[3,4] x) => (float[2,3] y) {
       y = Slice <starts = [1, 0], ends = [3, -1], axes = [0, 1]> (x) })");
-  expect_floats(test::run(g, {iota({3, 4})})[0], {2, 3}, {5, 6, 7, 9, 10, 11});
+  test::expect_floats(test::run(g, {test::iota({3, 4})})[0], {2, 3}, {5, 6, 7, 9, 10, 11});
 }
 
 TEST(MovementOps, SliceOpset9DefaultAxesAndOutOfRangeEnds) {
@@ -164,7 +140,7 @@ TEST(MovementOps, SliceOpset9DefaultAxesAndOutOfRangeEnds) {
   graph::Graph g = test::graph_from_text(R"(
     <ir_version: 4, opset_import: ["" : 9]>
     g (float[3,2] x) => (float[2,2] y) { y = Slice <starts = [1], ends = [1000]> (x) })");
-  expect_floats(test::run(g, {iota({3, 2})})[0], {2, 2}, {3, 4, 5, 6});
+  test::expect_floats(test::run(g, {test::iota({3, 2})})[0], {2, 2}, {3, 4, 5, 6});
 }
 
 TEST(MovementOps, SliceNegativeStepsClampToTheEnds) {
@@ -176,11 +152,11 @@ TEST(MovementOps, SliceNegativeStepsClampToTheEnds) {
       <int64[1] s = {20}, int64[1] e = {-9223372036854775808}, int64[1] a = {0},
        int64[1] st = {-3}> {
       y = Slice(x, s, e, a, st) })");
-  expect_floats(test::run(g, {iota({10})})[0], {4}, {10, 7, 4, 1});
+  test::expect_floats(test::run(g, {test::iota({10})})[0], {4}, {10, 7, 4, 1});
 }
 
 TEST(MovementOps, SliceZeroStepIsAUserError) {
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 13]>
@@ -199,20 +175,20 @@ TEST(MovementOps, SqueezeAndUnsqueezeOpset11AttributeForm) {
     g (float[1,3,1,2] x) => (float[3,2] s, float[1,3,2,1] u) {
       s = Squeeze <axes = [0, -2]> (x)
       u = Unsqueeze <axes = [0, -1]> (s) })");
-  std::vector<Tensor> y = test::run(g, {iota({1, 3, 1, 2})});
-  expect_floats(y[0], {3, 2}, {1, 2, 3, 4, 5, 6});
-  expect_floats(y[1], {1, 3, 2, 1}, {1, 2, 3, 4, 5, 6});
+  std::vector<Tensor> y = test::run(g, {test::iota({1, 3, 1, 2})});
+  test::expect_floats(y[0], {3, 2}, {1, 2, 3, 4, 5, 6});
+  test::expect_floats(y[1], {1, 3, 2, 1}, {1, 2, 3, 4, 5, 6});
 }
 
 TEST(MovementOps, SqueezeOpset11WithoutAxesDropsEveryOne) {
   graph::Graph g = test::graph_from_text(R"(
     <ir_version: 6, opset_import: ["" : 11]>
     g (float[1,2,1] x) => (float[2] y) { y = Squeeze(x) })");
-  expect_floats(test::run(g, {iota({1, 2, 1})})[0], {2}, {1, 2});
+  test::expect_floats(test::run(g, {test::iota({1, 2, 1})})[0], {2}, {1, 2});
 }
 
 TEST(MovementOps, SqueezeOfANonUnitAxisIsAUserError) {
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 6, opset_import: ["" : 11]>
@@ -223,7 +199,7 @@ TEST(MovementOps, SqueezeOfANonUnitAxisIsAUserError) {
 
 TEST(MovementOps, ReshapeWithABadElementCountIsAUserError) {
   // 6 elements cannot become 4 * 2 = 8.
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 14]>
@@ -237,10 +213,10 @@ TEST(MovementOps, ReshapeZeroCopiesUnlessAllowzero) {
   graph::Graph g = test::graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 14]>
     g (float[2,3,4] x) => (float[2,12] y) <int64[2] s = {0, -1}> { y = Reshape(x, s) })");
-  Tensor y = test::run(g, {iota({2, 3, 4})})[0];
+  Tensor y = test::run(g, {test::iota({2, 3, 4})})[0];
   EXPECT_EQ(y.shape(), (Shape{2, 12}));
   // With allowzero = 1 the 0 is a real zero, and 0 with -1 is forbidden.
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 14]>
@@ -252,7 +228,7 @@ TEST(MovementOps, ReshapeZeroCopiesUnlessAllowzero) {
 
 TEST(MovementOps, TransposeWithABadPermIsAUserError) {
   for (const char* perm : {"[0, 0]", "[0, 2]", "[1, 0, 2]"}) {
-    expect_user_error(
+    test::expect_user_error(
         [perm] {
           test::graph_from_text(std::string(R"(
         <ir_version: 8, opset_import: ["" : 13]>
@@ -268,7 +244,7 @@ TEST(MovementOps, ConcatWithAZeroSizeInput) {
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2,0] a, float[2,2] b) => (float[2,2] y) { y = Concat <axis = 1> (a, b) })");
   Tensor a(DType::Float32, {2, 0});
-  expect_floats(test::run(g, {a, iota({2, 2})})[0], {2, 2}, {1, 2, 3, 4});
+  test::expect_floats(test::run(g, {a, test::iota({2, 2})})[0], {2, 2}, {1, 2, 3, 4});
 }
 
 TEST(MovementOps, ExpandBroadcastsBothWays) {
@@ -279,7 +255,7 @@ TEST(MovementOps, ExpandBroadcastsBothWays) {
   std::vector<float> want;
   for (int rep = 0; rep < 2; ++rep)
     for (float v : {1.f, 2.f, 3.f}) want.insert(want.end(), 4, v);
-  expect_floats(test::run(g, {iota({3, 1})})[0], {2, 3, 4}, want);
+  test::expect_floats(test::run(g, {test::iota({3, 1})})[0], {2, 3, 4}, want);
 }
 
 TEST(MovementOps, TriluWithKBeyondTheMatrix) {
@@ -290,7 +266,7 @@ TEST(MovementOps, TriluWithKBeyondTheMatrix) {
       <ir_version: 8, opset_import: ["" : 14]>
       g (float[2,3] x) => (float[2,3] y) <int64 k = {5}> { y = Trilu <upper = )" +
                                            std::to_string(upper) + R"(> (x, k) })");
-    expect_floats(test::run(g, {iota({2, 3})})[0], {2, 3}, want);
+    test::expect_floats(test::run(g, {test::iota({2, 3})})[0], {2, 3}, want);
   }
 }
 
@@ -380,7 +356,7 @@ TEST(MovementOps, InvalidNodesAreUserErrors) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.graph);
-    expect_user_error(
+    test::expect_user_error(
         [&] {
           test::graph_from_text(std::string("<ir_version: 8, opset_import: [\"\" : 18]>\ng ") +
                                 c.graph);
@@ -398,7 +374,7 @@ TEST(MovementOps, EdgeCasesAtTheLimits) {
        int64[1] st = {-9223372036854775808},
        int64[1] a = {-1}> {
       y = Slice(x, s, e, a, st) })");
-  expect_floats(test::run(g, {iota({5})})[0], {1}, {5});
+  test::expect_floats(test::run(g, {test::iota({5})})[0], {1}, {5});
   // Trilu: k = INT64_MIN keeps the whole upper part and none of the lower.
   for (auto [upper, want] :
        {std::pair<int, std::vector<float>>{1, {1, 2, 3, 4}}, {0, {0, 0, 0, 0}}}) {
@@ -407,7 +383,7 @@ TEST(MovementOps, EdgeCasesAtTheLimits) {
       g (float[2,2] x) => (float[2,2] y) <int64 k = {-9223372036854775808}> {
         y = Trilu <upper = )" + std::to_string(upper) +
                                            R"(> (x, k) })");
-    expect_floats(test::run(t, {iota({2, 2})})[0], {2, 2}, want);
+    test::expect_floats(test::run(t, {test::iota({2, 2})})[0], {2, 2}, want);
   }
   // Pad of a zero-size tensor by a huge amount on another axis: an empty output, no maps built.
   graph::Graph p = test::graph_from_text(R"(

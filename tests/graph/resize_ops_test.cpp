@@ -11,29 +11,6 @@
 namespace braze {
 namespace {
 
-template <class F>
-void expect_user_error(F f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL() << "expected a UserError";
-  } catch (const UserError& e) {
-    for (const std::string& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
-
-void expect_floats(const Tensor& t, const Shape& shape, const std::vector<float>& want) {
-  ASSERT_EQ(t.dtype(), DType::Float32);
-  ASSERT_EQ(t.shape(), shape) << shape_str(t.shape());
-  EXPECT_TRUE(test::tensors_close(t, test::floats(shape, want)));
-}
-
-Tensor iota(const Shape& shape) {
-  Tensor t(DType::Float32, shape);
-  for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, static_cast<double>(i + 1));
-  return t;
-}
-
 TEST(ResizeOps, Opset18AxesResizeOnlyTheLastAxis) {
   // Linear, half_pixel, axis 1 only, 3 -> 6: x_original = (j + 0.5) / 2 - 0.5 =
   // -0.25, 0.25, 0.75, 1.25, 1.75, 2.25; outside [0, 2] the edge value is used, so row
@@ -42,8 +19,8 @@ TEST(ResizeOps, Opset18AxesResizeOnlyTheLastAxis) {
     <ir_version: 8, opset_import: ["" : 18]>
     g (float[2,3] x) => (float[2,6] y) <float[1] scales = {2.0}> {
       y = Resize <mode = "linear", axes = [-1]> (x, , scales) })");
-  expect_floats(test::run(g, {iota({2, 3})})[0], {2, 6},
-                {1, 1.25, 1.75, 2.25, 2.75, 3, 4, 4.25, 4.75, 5.25, 5.75, 6});
+  test::expect_floats(test::run(g, {test::iota({2, 3})})[0], {2, 6},
+                      {1, 1.25, 1.75, 2.25, 2.75, 3, 4, 4.25, 4.75, 5.25, 5.75, 6});
 }
 
 TEST(ResizeOps, Opset18AntialiasLinearDownscale) {
@@ -61,7 +38,7 @@ TEST(ResizeOps, Opset18AntialiasLinearDownscale) {
       g (float[1,8] x) => (float[1,4] y) <float[1] scales = {0.5}> {
         y = Resize <mode = "linear", antialias = )" +
                                            std::to_string(aa) + R"(, axes = [1]> (x, , scales) })");
-    expect_floats(test::run(g, {iota({1, 8})})[0], {1, 4}, want);
+    test::expect_floats(test::run(g, {test::iota({1, 8})})[0], {1, 4}, want);
   }
 }
 
@@ -74,7 +51,8 @@ TEST(ResizeOps, Opset18SizesKeepAspectRatio) {
     <ir_version: 8, opset_import: ["" : 18]>
     g (float[1,1,4,6] x) => (float[1,1,2,3] y) <int64[2] sizes = {3, 3}> {
       y = Resize <axes = [2, 3], keep_aspect_ratio_policy = "not_larger"> (x, , , sizes) })");
-  expect_floats(test::run(g, {iota({1, 1, 4, 6})})[0], {1, 1, 2, 3}, {1, 3, 5, 13, 15, 17});
+  test::expect_floats(test::run(g, {test::iota({1, 1, 4, 6})})[0], {1, 1, 2, 3},
+                      {1, 3, 5, 13, 15, 17});
   // not_smaller takes 0.75: 4 * 0.75 = 3, 6 * 0.75 = 4.5 rounds half up to 5.
   graph::Graph g2 = test::graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 18]>
@@ -95,7 +73,7 @@ TEST(ResizeOps, Opset19HalfPixelSymmetric) {
       g (float[4] x) => (float[2] y) <float[1] scales = {0.625}> {
         y = Resize <mode = "linear", coordinate_transformation_mode = ")" +
                                            mode + R"("> (x, , scales) })");
-    expect_floats(test::run(g, {iota({4})})[0], {2}, want);
+    test::expect_floats(test::run(g, {test::iota({4})})[0], {2}, want);
   }
 }
 
@@ -106,22 +84,22 @@ TEST(ResizeOps, Opset10TwoInputFormIsAsymmetric) {
     <ir_version: 5, opset_import: ["" : 10]>
     g (float[1,1,2,2] x) => (float[1,1,4,6] y) <float[4] scales = {1.0, 1.0, 2.0, 3.0}> {
       y = Resize <mode = "nearest"> (x, scales) })");
-  expect_floats(test::run(up, {iota({1, 1, 2, 2})})[0], {1, 1, 4, 6},
-                {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4});
+  test::expect_floats(test::run(up, {test::iota({1, 1, 2, 2})})[0], {1, 1, 4, 6},
+                      {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4});
   // Downsampling by 0.6 picks j / 0.6 = 0, 1.67 rounded up: columns 0 and 2 of row 0.
   graph::Graph down = test::graph_from_text(R"(
     <ir_version: 5, opset_import: ["" : 10]>
     g (float[1,1,2,4] x) => (float[1,1,1,2] y) <float[4] scales = {1.0, 1.0, 0.6, 0.6}> {
       y = Resize <mode = "nearest"> (x, scales) })");
-  expect_floats(test::run(down, {iota({1, 1, 2, 4})})[0], {1, 1, 1, 2}, {1, 3});
+  test::expect_floats(test::run(down, {test::iota({1, 1, 2, 4})})[0], {1, 1, 1, 2}, {1, 3});
   // Linear at j / 2 = 0, 0.5, 1, 1.5 (clamped at the edge): [1, 1.5, 2, 2] per row, rows
   // likewise blended: row 0.5 is the mean of [1, 2] and [3, 4].
   graph::Graph lin = test::graph_from_text(R"(
     <ir_version: 5, opset_import: ["" : 10]>
     g (float[1,1,2,2] x) => (float[1,1,4,4] y) <float[4] scales = {1.0, 1.0, 2.0, 2.0}> {
       y = Resize <mode = "linear"> (x, scales) })");
-  expect_floats(test::run(lin, {iota({1, 1, 2, 2})})[0], {1, 1, 4, 4},
-                {1, 1.5, 2, 2, 2, 2.5, 3, 3, 3, 3.5, 4, 4, 3, 3.5, 4, 4});
+  test::expect_floats(test::run(lin, {test::iota({1, 1, 2, 2})})[0], {1, 1, 4, 4},
+                      {1, 1.5, 2, 2, 2, 2.5, 3, 3, 3, 3.5, 4, 4, 3, 3.5, 4, 4});
 }
 
 TEST(ResizeOps, IntegerOutputRoundsToNearest) {
@@ -141,7 +119,7 @@ TEST(ResizeOps, IntegerOutputRoundsToNearest) {
 }
 
 TEST(ResizeOps, InvalidNodesAreUserErrors) {
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 13]>
@@ -149,14 +127,14 @@ TEST(ResizeOps, InvalidNodesAreUserErrors) {
         y = Resize (x, , scales, sizes) })");
       },
       {"Resize", "scales and sizes"});
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 13]>
       g (float[2,4] x) => (float[4,8] y) <float[1] scales = {2.0}> { y = Resize (x, , scales) })");
       },
       {"Resize", "scales has 1 values for 2 axes"});
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 13]>
@@ -164,7 +142,7 @@ TEST(ResizeOps, InvalidNodesAreUserErrors) {
         y = Resize <mode = "bilinear"> (x, , scales) })");
       },
       {"Resize", "mode", "bilinear"});
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 13]>
@@ -172,7 +150,7 @@ TEST(ResizeOps, InvalidNodesAreUserErrors) {
         y = Resize <coordinate_transformation_mode = "tf_crop_and_resize"> (x, , scales) })");
       },
       {"Resize", "roi"});
-  expect_user_error(
+  test::expect_user_error(
       [] {
         test::graph_from_text(R"(
       <ir_version: 8, opset_import: ["" : 13]>

@@ -12,7 +12,8 @@
 
 namespace braze::codegen {
 
-void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code, bool needs_reduce_helpers) {
+void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code,
+                   bool needs_reduce_helpers) {
   std::vector<std::string> ops;
   std::string covers;
   for (graph::NodeId id : k.nodes) {
@@ -24,7 +25,8 @@ void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code, bo
   for (size_t i = 0; i < ops.size() && i < 3; ++i) op_part += (i ? "_" : "") + ops[i];
   if (ops.size() > 3) op_part += "_etc";
   uint64_t h = XXH3_64bits(code.data(), code.size());
-  k.name = fmt::format("braze_{}_{}_{:08x}", fusion::group_kind_name(k.kind), op_part, static_cast<uint32_t>(h));
+  k.name = fmt::format("braze_{}_{}_{:08x}", fusion::group_kind_name(k.kind), op_part,
+                       static_cast<uint32_t>(h));
   std::string body = code;
   for (size_t p = body.find("KERNEL_NAME"); p != std::string::npos; p = body.find("KERNEL_NAME", p))
     body.replace(p, 11, k.name);
@@ -39,15 +41,17 @@ std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& gro
   for (graph::NodeId id : group.nodes)
     for (graph::ValueId v : g.node(id).outputs)
       if (v != graph::kNoValue && !g.value(v).has_shape) return {};
-  bool rows = std::any_of(group.nodes.begin(), group.nodes.end(),
-                          [&](graph::NodeId id) { return static_cast<bool>(g.node(id).op->cuda_row); });
-  if (group.kind == fusion::GroupKind::Gemm) return {};
+  bool rows = std::any_of(group.nodes.begin(), group.nodes.end(), [&](graph::NodeId id) {
+    return static_cast<bool>(g.node(id).op->cuda_row);
+  });
+  if (group.kind == fusion::GroupKind::Gemm) return gemm_candidates(g, group);
   if (rows) return reduction_candidates(g, group);
   if (group.outputs.empty()) return {};
   return pointwise_candidates(g, group);
 }
 
-GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Target& target, const Tunables* tune) {
+GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Target& target,
+                   const Tunables* tune) {
   GroupCode out;
   for (graph::NodeId id : group.nodes)
     for (graph::ValueId v : g.node(id).outputs)
@@ -61,11 +65,12 @@ GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Targ
       return n.op->cuda_index || n.op->cuda_expr;
     });
   };
-  bool rows = std::any_of(group.nodes.begin(), group.nodes.end(),
-                          [&](graph::NodeId id) { return static_cast<bool>(g.node(id).op->cuda_row); });
+  bool rows = std::any_of(group.nodes.begin(), group.nodes.end(), [&](graph::NodeId id) {
+    return static_cast<bool>(g.node(id).op->cuda_row);
+  });
   switch (group.kind) {
     case fusion::GroupKind::Gemm:
-      out.kernel = gemm_kernel(g, group, target, &out.fallback_reason);
+      out.kernel = gemm_kernel(g, group, target, &out.fallback_reason, tune);
       break;
     case fusion::GroupKind::Pointwise:
     case fusion::GroupKind::Reduction:
@@ -75,9 +80,11 @@ GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Targ
       // run as pointwise.
       if (rows) out.kernel = reduction_kernel(g, group, target, &out.fallback_reason, tune);
       if (!out.kernel && per_element())
-        out.kernel = pointwise_kernel(g, group, target, &out.fallback_reason, rows ? nullptr : tune);
+        out.kernel =
+            pointwise_kernel(g, group, target, &out.fallback_reason, rows ? nullptr : tune);
       if (!out.kernel && out.fallback_reason.empty())
-        out.fallback_reason = fmt::format("{} has no GPU kernel", g.node(group.nodes[0]).describe());
+        out.fallback_reason =
+            fmt::format("{} has no GPU kernel", g.node(group.nodes[0]).describe());
       break;
   }
   if (out.kernel) out.fallback_reason.clear();

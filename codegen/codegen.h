@@ -29,18 +29,23 @@ std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& gro
 // naming the ONNX nodes, and `code` (which must define `extern "C" __global__ NAME`).
 // Fills kernel.name (braze_<kind>_<ops>_<hash of code>) and kernel.source; `code` spells
 // the kernel's name as the placeholder KERNEL_NAME.
-void finish_kernel(const graph::Graph& g, Kernel& kernel, const std::string& code, bool needs_reduce_helpers);
+void finish_kernel(const graph::Graph& g, Kernel& kernel, const std::string& code,
+                   bool needs_reduce_helpers);
 
 // Schedules.
 // Each schedule takes its tunables (nullptr: its heuristic default) and lists its search
 // space, heuristic default first.
-std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
-                                       std::string* why_not, const Tunables* tune = nullptr);
+std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Group& group,
+                                       const Target& target, std::string* why_not,
+                                       const Tunables* tune = nullptr);
 std::vector<Tunables> pointwise_candidates(const graph::Graph& g, const fusion::Group& group);
-std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
-                                  std::string* why_not);
-std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
-                                       std::string* why_not, const Tunables* tune = nullptr);
+std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& group,
+                                  const Target& target, std::string* why_not,
+                                  const Tunables* tune = nullptr);
+std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group& group);
+std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Group& group,
+                                       const Target& target, std::string* why_not,
+                                       const Tunables* tune = nullptr);
 // Candidates for rows of `len` elements; for a group (empty when it is element-wise).
 std::vector<Tunables> reduction_candidates_for(int64_t len, int vec);
 std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::Group& group);

@@ -525,7 +525,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   int64_t blocks = elementwise ? (len + threads - 1) / threads : (rows + rpb - 1) / rpb;
   // Rows stride over a grid that fills the device (2048 threads an SM).
   k.grid = {static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, int64_t{target.num_sms} * (2048 / threads) * 4)), 1, 1};
-  k.empty_launch = rows == 0 || len == 0 && elementwise;
+  k.empty_launch = rows == 0 || (len == 0 && elementwise);
   std::string code = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) KERNEL_NAME({}) {{\n{}{}}}\n",
                                  threads, e.signature(), acc_decls, e.body());
   finish_kernel(g, k, code, true);

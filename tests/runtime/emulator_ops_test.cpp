@@ -40,7 +40,8 @@ TEST_P(EmulatedOps, MatchesReference) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       runtime::Comparison cmp = runtime::compare(got[i], want[i], {c.rtol, c.atol});
-      EXPECT_TRUE(cmp.ok) << g.outputs()[i].name << (fuse ? " (fused): " : " (unfused): ") << cmp.summary(got[i], want[i]);
+      EXPECT_TRUE(cmp.ok) << g.outputs()[i].name << (fuse ? " (fused): " : " (unfused): ")
+                          << cmp.summary(got[i], want[i]);
     }
   }
 }
@@ -85,7 +86,48 @@ TEST(EmulatedSearchSpace, EveryCandidateMatchesReference) {
     eo.candidate = static_cast<int>(c);
     std::vector<Tensor> got = runtime::run_emulated(g, plan, in, eo);
     for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_TRUE(test::tensors_close(got[i], want[i])) << g.outputs()[i].name << " with candidate " << c;
+      EXPECT_TRUE(test::tensors_close(got[i], want[i]))
+          << g.outputs()[i].name << " with candidate " << c;
+  }
+}
+
+// Every GEMM tile shape computes the same function: sizes that are not multiples of any
+// tile, transposed operands, a broadcast batch, a fused bias + GELU epilogue, float16 in
+// float accumulation.
+TEST(EmulatedSearchSpace, EveryGemmTileMatchesReference) {
+  graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[70,37] a, float[37,90] b, float[90] c, float[2,3,33,20] x, float[3,20,41] w,
+       float16[45,19] h, float16[19,66] hw, float[50,24] ta, float[71,50] tb, float[71] tc)
+      => (float[70,90] y, float[2,3,33,41] z, float16[45,66] hy, float[24,71] gy) {
+      m = MatMul(a, b)  s = Add(m, c)  half = Constant <value = float {0.5}> ()
+      sq = Constant <value = float {1.41421356}> ()  d = Div(s, sq)  e = Erf(d)
+      one = Constant <value = float {1.0}> ()  p = Add(e, one)  q = Mul(s, p)  y = Mul(q, half)
+      z = MatMul(x, w)
+      hy = MatMul(h, hw)
+      gy = Gemm <alpha = 0.5, beta = 2.0, transA = 1, transB = 1> (ta, tb, tc) })");
+  graph::passes::run_pipeline(g);
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const graph::Value& v = g.value(g.inputs()[i]);
+    in.push_back(runtime::random_tensor(v.dtype, v.shape, 60 + i, {}));
+  }
+  std::vector<Tensor> want = runtime::run_reference(g, in);
+  fusion::Plan plan = fusion::plan_fused(g);
+  size_t most = 0, gemms = 0;
+  for (const auto& grp : plan.groups)
+    if (grp.kind == fusion::GroupKind::Gemm) {
+      ++gemms;
+      most = std::max(most, codegen::candidates(g, grp).size());
+    }
+  ASSERT_EQ(gemms, 4u);
+  ASSERT_GE(most, 8u);
+  for (size_t c = 0; c < most; ++c) {
+    runtime::EmulatorOptions eo;
+    eo.candidate = static_cast<int>(c);
+    std::vector<Tensor> got = runtime::run_emulated(g, plan, in, eo);
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(test::tensors_close(got[i], want[i]))
+          << g.outputs()[i].name << " with candidate " << c;
   }
 }
 

@@ -7,9 +7,14 @@ torch.compile(mode="max-autotune") with triton.testing.do_bench (median), check 
 outputs agree with PyTorch's, and measure the device-to-device copy bandwidth in the same
 run. Prints a table of ratios and writes JSON.
 
-  python3 bench/run_bench.py --braze build-gpu/cli/braze --out OUTDIR [--only W1,W2] [--no-max-autotune]
+  python3 bench/run_bench.py --braze build-gpu/cli/braze --out OUTDIR [--only W1,W2,G3-*] [--no-max-autotune]
+
+Workloads W1-W8 are issue #5's (memory-bound kernels and the MLP block); G1-G5 are issue #6's
+GEMMs (M, N, K) in fp16, bf16 and fp32, plain and with a bias + GELU epilogue, against cuBLAS
+plain, cuBLAS plus PyTorch's separate epilogue, and torch.compile(max-autotune).
 """
 import argparse
+import fnmatch
 import json
 import os
 import subprocess
@@ -84,6 +89,34 @@ class MLP(nn.Module):
         return self.ln(self.down(torch.nn.functional.gelu(self.up(x))) + x)
 
 
+class Linear(nn.Module):  # y = x W^T (plain) or gelu(x W^T + b) (epilogue)
+    def __init__(self, k, n, epilogue):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(n, k) / k ** 0.5)
+        self.b = nn.Parameter(torch.randn(n) * 0.1) if epilogue else None
+
+    def forward(self, x):
+        y = torch.nn.functional.linear(x, self.w, self.b)
+        return torch.nn.functional.gelu(y) if self.b is not None else y
+
+
+GEMM_SHAPES = {"G1": (4096, 3072, 768), "G2": (4096, 768, 3072), "G3": (8192, 8192, 8192),
+               "G4": (128, 768, 768), "G5": (128, 3072, 768)}
+
+
+def gemm_workloads():
+    """G<n>-<dtype>[-gelu]: (M, N, K) GEMMs of issue #6, plain and with a bias + GELU epilogue.
+    tf32 is not listed: braze has no --precision tf32 yet."""
+    out = {}
+    for name, (m, n, k) in GEMM_SHAPES.items():
+        for dt_name, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16), ("fp32", torch.float32)):
+            for epi in (False, True):
+                key = f"{name}-{dt_name}" + ("-gelu" if epi else "")
+                desc = f"GEMM {m}x{n}x{k} {dt_name}" + (" +bias+GELU" if epi else "")
+                out[key] = (desc, Linear(k, n, epi), [((m, k), dt)], dt, (m, n, k))
+    return out
+
+
 def workloads():
     f32, f16 = torch.float32, torch.float16
     return {
@@ -102,8 +135,10 @@ def bench_ms(fn):
     return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median")
 
 
-def copy_bandwidth():
-    n = 1 << 28  # 1 GiB of float32
+def copy_bandwidth(nbytes_moved=2 << 30):
+    """GB/s of a device-to-device copy moving `nbytes_moved` bytes (read + written); the
+    default, 1 GiB each way, is the device's ceiling."""
+    n = max(nbytes_moved // 8, 1)  # float32 elements copied
     x = torch.empty(n, device=DEV).uniform_()
     y = torch.empty_like(x)
     ms = bench_ms(lambda: y.copy_(x))
@@ -114,6 +149,11 @@ def nbytes(t):
     return t.numel() * t.element_size()
 
 
+def selected(args, name):
+    """--only takes names or shell patterns, comma-separated (W1,W3,G3-*)."""
+    return not args.only or any(fnmatch.fnmatchcase(name, p) for p in args.only.split(","))
+
+
 def run(args):
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(0)
@@ -121,9 +161,8 @@ def run(args):
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, copy bandwidth {copy_gbs:.0f} GB/s", flush=True)
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "copy_gbs": copy_gbs,
                "date": time.strftime("%Y-%m-%d"), "workloads": {}}
-    only = set(args.only.split(",")) if args.only else None
     for name, (desc, model, specs, dtype) in workloads().items():
-        if only and name not in only:
+        if not selected(args, name):
             continue
         model = model.to(DEV).to(dtype).eval()
         inputs = [torch.randn(*shape, device=DEV, dtype=dt) for shape, dt in specs]
@@ -180,20 +219,106 @@ def run(args):
         for k in ("braze_ms", "eager_ms", "compile_ms", "max_autotune_ms"):
             if k in row:
                 row[k.replace("_ms", "_gbs")] = moved / (row[k] * 1e-3) / 1e9
+        # A copy moving the same bytes: the ceiling at this size, where launch and the tail
+        # of one small grid matter (W6).
+        row["copy_same_size_gbs"] = copy_bandwidth(moved)
         if "braze_ms" in row:
+            row["braze_pct_copy_same_size"] = 100 * moved / (row["braze_ms"] * 1e-3) / 1e9 / row["copy_same_size_gbs"]
             best = min(row[k] for k in ("eager_ms", "compile_ms", "max_autotune_ms") if k in row)
             row["speedup_vs_best_torch"] = best / row["braze_ms"]
             row["braze_pct_copy"] = 100 * row["braze_gbs"] / copy_gbs
         results["workloads"][name] = row
         json.dump(results, open(os.path.join(args.out, "bench.json"), "w"), indent=1)
         print(f"{name} {desc}: " + ", ".join(f"{k}={v:.4g}" for k, v in row.items() if isinstance(v, float)), flush=True)
+    if results["workloads"]:
+        print_memory_table(results)
+    run_gemm(args, results)
+
+
+def print_memory_table(results):
     print()
-    print(f"{'':4} {'workload':44} {'braze GB/s':>10} {'%copy':>6} {'eager':>7} {'compile':>8} {'max-aut':>8} {'vs best':>8} agree")
+    print(f"{'':4} {'workload':44} {'braze GB/s':>10} {'%copy':>6} {'%same':>6} {'eager':>7} {'compile':>8} {'max-aut':>8} {'vs best':>8} agree")
     for name, r in results["workloads"].items():
         def g(k):
             return f"{r[k]:.0f}" if k in r else "-"
-        print(f"{name:4} {r['desc'][:44]:44} {g('braze_gbs'):>10} {r.get('braze_pct_copy', 0):>5.0f}% {g('eager_gbs'):>7} "
+        print(f"{name:4} {r['desc'][:44]:44} {g('braze_gbs'):>10} {r.get('braze_pct_copy', 0):>5.0f}% {r.get('braze_pct_copy_same_size', 0):>5.0f}% {g('eager_gbs'):>7} "
               f"{g('compile_gbs'):>8} {g('max_autotune_gbs'):>8} {r.get('speedup_vs_best_torch', 0):>7.2f}x {r.get('agree')}")
+
+
+def run_gemm(args, results):
+    """GEMM workloads (issue #6): braze's fused GEMM + epilogue against cuBLAS plain, cuBLAS
+    plus PyTorch's separate epilogue, and torch.compile(max-autotune) with the epilogue."""
+    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 stays fp32 on both sides
+    for name, (desc, model, specs, dtype, (m, n, k)) in gemm_workloads().items():
+        if not selected(args, name):
+            continue
+        model = model.to(DEV).to(dtype).eval()
+        x = torch.randn(*specs[0][0], device=DEV, dtype=dtype)
+        wdir = os.path.join(args.out, name)
+        os.makedirs(wdir, exist_ok=True)
+        onnx_path = os.path.join(wdir, "model.onnx")
+        with torch.no_grad():
+            torch.onnx.export(model, (x,), onnx_path, opset_version=18, dynamo=False, input_names=["in0"],
+                              output_names=["out"])
+            ref = torch.nn.functional.linear(x.double(), model.w.double(),
+                                             None if model.b is None else model.b.double())
+            if model.b is not None:
+                ref = torch.nn.functional.gelu(ref)
+        flops = 2.0 * m * n * k
+        row = {"desc": desc, "flops": flops}
+        cmd = [args.braze, "bench", onnx_path, "--tune", "--tuning-cache", os.path.join(args.out, "tuning.json"),
+               "--json", os.path.join(wdir, "braze.json"), "--iters", "100"]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        open(os.path.join(wdir, "braze_bench.txt"), "w").write(p.stdout + p.stderr)
+        if p.returncode != 0:
+            row["braze_error"] = (p.stdout + p.stderr)[-1500:]
+            print(f"{name}: braze bench failed:\n{row['braze_error']}", flush=True)
+        else:
+            bj = json.load(open(os.path.join(wdir, "braze.json")))
+            row["braze_ms"] = bj["latency_us"]["median"] / 1e3
+            row["braze_kernels"] = len(bj["kernels"])
+        if dtype != torch.bfloat16 and "braze_ms" in row:  # numpy has no bfloat16 to pass inputs in
+            np.save(os.path.join(wdir, "in0.npy"), x.cpu().numpy())
+            q = subprocess.run([args.braze, "run", onnx_path, "--inputs", os.path.join(wdir, "in0.npy"), "--outputs",
+                                os.path.join(wdir, "braze_out"), "--tuning-cache", os.path.join(args.out, "tuning.json"),
+                                "--tune"], capture_output=True, text=True)
+            if q.returncode == 0:
+                got = torch.from_numpy(np.load(os.path.join(wdir, "braze_out", "out.npy"))).double().to(DEV)
+                row["rel_l2"] = float((got - ref).norm() / ref.norm())
+                row["nan"] = bool(torch.isnan(got).any())
+            else:
+                row["run_error"] = (q.stdout + q.stderr)[-1500:]
+        with torch.no_grad():
+            w = model.w
+            row["cublas_plain_ms"] = bench_ms(lambda: torch.nn.functional.linear(x, w))
+            row["cublas_epilogue_ms"] = bench_ms(lambda: model(x))  # addmm, then a separate GELU
+            if not args.no_max_autotune:
+                torch._dynamo.reset()
+                comp = torch.compile(model, mode="max-autotune")
+                comp(x)
+                row["max_autotune_ms"] = bench_ms(lambda: comp(x))
+        for key in ("braze_ms", "cublas_plain_ms", "cublas_epilogue_ms", "max_autotune_ms"):
+            if key in row:
+                row[key.replace("_ms", "_tflops")] = flops / (row[key] * 1e-3) / 1e12
+        if "braze_ms" in row:
+            row["vs_cublas_plain"] = row["cublas_plain_ms"] / row["braze_ms"]
+            row["vs_cublas_epilogue"] = row["cublas_epilogue_ms"] / row["braze_ms"]
+        results.setdefault("gemm", {})[name] = row
+        json.dump(results, open(os.path.join(args.out, "bench.json"), "w"), indent=1)
+        for f in ("in0.npy",):
+            if os.path.exists(os.path.join(wdir, f)):
+                os.remove(os.path.join(wdir, f))
+        print(f"{name} {desc}: " + ", ".join(f"{k}={v:.4g}" for k, v in row.items() if isinstance(v, float)), flush=True)
+    if results.get("gemm"):
+        print()
+        print(f"{'workload':16} {'braze TF/s':>10} {'cuBLAS':>8} {'cuBLAS+ep':>10} {'max-aut':>8} "
+              f"{'vs cuBLAS':>9} {'vs +ep':>7} rel_l2")
+        for name, r in results["gemm"].items():
+            def g(key):
+                return f"{r[key]:.0f}" if key in r else "-"
+            print(f"{name:16} {g('braze_tflops'):>10} {g('cublas_plain_tflops'):>8} {g('cublas_epilogue_tflops'):>10} "
+                  f"{g('max_autotune_tflops'):>8} {r.get('vs_cublas_plain', 0):>8.2f}x {r.get('vs_cublas_epilogue', 0):>6.2f}x "
+                  f"{r.get('rel_l2', float('nan')):.2e}")
 
 
 if __name__ == "__main__":

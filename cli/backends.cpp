@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/model_options.h"
 #include "fusion/partition.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
@@ -16,11 +17,12 @@ std::vector<std::string> backend_names() { return {"reference", "gpu", "gpu-unfu
 
 namespace {
 
-runtime::BackendFn gpu_backend(bool fuse) {
-  return [fuse](const graph::Graph& g, const std::vector<Tensor>& in) {
+runtime::BackendFn gpu_backend(bool fuse, const std::string& precision) {
+  return [fuse, precision](const graph::Graph& model, const std::vector<Tensor>& in) {
     if (!gpu::gpu_available()) throw gpu::DeviceError("no GPU: " + gpu::gpu_unavailable_reason());
     gpu::EngineOptions opts = gpu::default_engine_options();
     opts.fuse = fuse;
+    graph::Graph g = at_precision(model, precision);
     auto engine = gpu::Engine::build(g, fusion::make_plan(g, fuse), opts);
     gpu::Session session(engine);
     gpu::RunOptions ro;
@@ -35,23 +37,24 @@ runtime::BackendFn gpu_backend(bool fuse) {
 
 }  // namespace
 
-runtime::BackendFn make_backend(const std::string& name) {
+runtime::BackendFn make_backend(const std::string& name, const std::string& precision) {
   if (name == "reference")
     return [](const graph::Graph& g, const std::vector<Tensor>& in) {
       return runtime::BackendRun{runtime::run_reference(g, in), {}};
     };
   if (name == "emulator" || name == "emulator-unfused") {  // the GPU path's kernels, run on the CPU
     bool fuse = name == "emulator";
-    return [fuse](const graph::Graph& g, const std::vector<Tensor>& in) {
+    return [fuse, precision](const graph::Graph& model, const std::vector<Tensor>& in) {
       runtime::BackendRun r;
       runtime::EmulatorOptions eo;
       eo.fallbacks = &r.fallbacks;
+      graph::Graph g = at_precision(model, precision);
       r.outputs = runtime::run_emulated(g, fusion::make_plan(g, fuse), in, eo);
       return r;
     };
   }
-  if (name == "gpu") return gpu_backend(true);
-  if (name == "gpu-unfused") return gpu_backend(false);
+  if (name == "gpu") return gpu_backend(true, precision);
+  if (name == "gpu-unfused") return gpu_backend(false, precision);
   throw UserError(fmt::format("unknown backend '{}' (choose from: {})", name, fmt::join(backend_names(), ", ")));
 }
 

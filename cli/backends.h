@@ -9,7 +9,9 @@
 namespace braze::cli {
 
 std::vector<std::string> backend_names();
-// UserError naming the choices for an unknown or unavailable backend.
-runtime::BackendFn make_backend(const std::string& name);
+// UserError naming the choices for an unknown or unavailable backend. The GPU and emulator
+// backends run the graph at `precision` (fp32, fp16, bf16); the reference always runs it as
+// given.
+runtime::BackendFn make_backend(const std::string& name, const std::string& precision = "fp32");
 
 }  // namespace braze::cli

@@ -19,6 +19,7 @@
 #include "runtime/emulator.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
+#include "graph/passes/precision.h"
 #include "runtime/reference_executor.h"
 
 namespace braze::cli {
@@ -31,10 +32,13 @@ struct DiffOptions {
   std::string a = "gpu", b = "reference";
   double atol = -1, rtol = -1;
   bool per_kernel = false;
+  std::string precision = "fp32";
 };
 
+// Float32 outputs computed at a lower --precision are held to that dtype's tolerance.
 runtime::Tolerance tolerance_for(const DiffOptions& o, DType dt) {
-  runtime::Tolerance tol = runtime::default_tolerance(dt);
+  DType low = graph::passes::precision_dtype(o.precision);
+  runtime::Tolerance tol = runtime::default_tolerance(dt == DType::Float32 && low != DType::Float32 ? low : dt);
   if (o.atol >= 0) tol.atol = o.atol;
   if (o.rtol >= 0) tol.rtol = o.rtol;
   return tol;
@@ -110,22 +114,25 @@ int run_diff(const DiffOptions& o) {
   LoadedModel m = load_model(o.model, given.shapes);
   const graph::Graph& g = m.imported.graph;
   std::vector<Tensor> inputs = inputs_for(g, o.in, given);
+  if (o.per_kernel && o.precision != "fp32")
+    throw UserError("--per-kernel compares the values of the model as given: use it without --precision");
   if (o.per_kernel) return per_kernel_diff(o, g, inputs);
-  runtime::BackendRun ra = make_backend(a)(g, inputs);
-  runtime::BackendRun rb = make_backend(b)(g, inputs);
+  runtime::BackendRun ra = make_backend(a, o.precision)(g, inputs);
+  runtime::BackendRun rb = make_backend(b, o.precision)(g, inputs);
   for (const std::string& f : ra.fallbacks) std::cerr << fmt::format("note: {} ran on the CPU reference: {}\n", a, f);
   for (const std::string& f : rb.fallbacks) std::cerr << fmt::format("note: {} ran on the CPU reference: {}\n", b, f);
-  std::cout << fmt::format("{}: {} vs {}\n", o.model.model, a, b);
-  std::cout << fmt::format("  {:<28} {:>12} {:>12} {:>18}  {}\n", "output", "max abs err", "max rel err", "mismatches",
-                           "tolerance");
+  std::string prec = o.precision == "fp32" ? "" : " (at --precision " + o.precision + " where it runs kernels)";
+  std::cout << fmt::format("{}: {} vs {}{}\n", o.model.model, a, b, prec);
+  std::cout << fmt::format("  {:<28} {:>12} {:>12} {:>12} {:>18}  {}\n", "output", "max abs err", "max rel err",
+                           "rel l2 err", "mismatches", "tolerance");
   bool ok = true;
   for (size_t i = 0; i < ra.outputs.size(); ++i) {
     runtime::Tolerance tol = tolerance_for(o, rb.outputs[i].dtype());
     runtime::Comparison c = runtime::compare(ra.outputs[i], rb.outputs[i], tol);
     ok = ok && c.ok;
     std::string mism = c.problem.empty() ? fmt::format("{}/{}", c.mismatches, c.numel) : c.problem;
-    std::cout << fmt::format("  {:<28} {:>12.3g} {:>12.3g} {:>18}  atol {:g} rtol {:g}{}\n", g.outputs()[i].name,
-                             c.max_abs, c.max_rel, mism, tol.atol, tol.rtol, c.ok ? "" : "  DIFFERS");
+    std::cout << fmt::format("  {:<28} {:>12.3g} {:>12.3g} {:>12.3g} {:>18}  atol {:g} rtol {:g}{}\n", g.outputs()[i].name,
+                             c.max_abs, c.max_rel, c.rel_l2, mism, tol.atol, tol.rtol, c.ok ? "" : "  DIFFERS");
   }
   std::cout << (ok ? "outputs agree within tolerance\n" : "outputs differ beyond tolerance\n");
   return ok ? 0 : 1;
@@ -142,6 +149,7 @@ void add_diff(CLI::App& app, Runner& run) {
   cmd->add_option("--b", o->b, "second configuration (the expected side)")->check(CLI::IsMember(backend_names()));
   cmd->add_option("--atol", o->atol, "absolute tolerance (default by dtype: float32 1e-5)");
   cmd->add_option("--rtol", o->rtol, "relative tolerance (default by dtype: float32 1e-3)");
+  add_precision_option(*cmd, o->precision);
   cmd->add_flag("--per-kernel", o->per_kernel,
                 "compare every value a fused kernel writes with the reference executor's and name the first kernel "
                 "whose outputs diverge");

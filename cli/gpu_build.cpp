@@ -28,7 +28,12 @@ BuiltEngine build_engine(const graph::Graph& g, const BuildOptions& build, const
     opts.tune = false;
   }
   BuiltEngine out;
-  out.engine = gpu::Engine::build(g, fusion::make_plan(g, opts.fuse), opts, &out.report);
+  if (build.precision != "fp32") {
+    graph::Graph low = at_precision(g, build.precision);
+    out.engine = gpu::Engine::build(low, fusion::make_plan(low, opts.fuse), opts, &out.report);
+  } else {
+    out.engine = gpu::Engine::build(g, fusion::make_plan(g, opts.fuse), opts, &out.report);
+  }
   for (const gpu::Step& s : out.engine->steps()) {
     if (!s.kernel) continue;
     if (model.dumps("cuda")) {

@@ -1,5 +1,7 @@
 #include "cli/model_options.h"
 
+#include "graph/passes/precision.h"
+
 #include <braze/error.h>
 
 #include <algorithm>
@@ -25,6 +27,23 @@ void BuildOptions::add_to(CLI::App& cmd) {
   cmd.add_flag("--tune", tune, "time each kernel's candidate schedules on the GPU and keep the fastest "
                                "(remembered in the tuning cache; without a GPU, heuristics choose)");
   cmd.add_option("--tuning-cache", tuning_cache, "tuning cache file (default: <cache dir>/tuning.json)");
+  add_precision_option(cmd, precision);
+}
+
+void add_precision_option(CLI::App& cmd, std::string& precision) {
+  cmd.add_option("--precision", precision,
+                 "compute a float32 model in fp16 or bf16 on the GPU (weights and activations converted, inputs and "
+                 "outputs stay float32, reductions and normalisation statistics in float32); default fp32")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+}
+
+graph::Graph at_precision(const graph::Graph& g, const std::string& precision) {
+  DType to = graph::passes::precision_dtype(precision);
+  graph::Graph out = g;
+  if (to == DType::Float32) return out;
+  graph::passes::convert_precision(out, to);
+  graph::passes::run_pipeline(out);
+  return out;
 }
 
 bool ModelOptions::dumps(const std::string& what) const {

@@ -29,8 +29,14 @@ struct BuildOptions {
   bool no_fuse = false;
   bool tune = false;
   std::string tuning_cache;
+  std::string precision = "fp32";  // fp32, fp16 or bf16 (graph::passes::convert_precision)
   void add_to(CLI::App& cmd);
 };
+
+// The graph the GPU runs at `precision`: `g` itself for fp32, else a converted copy
+// (float32 interface kept, computed in float16 / bfloat16) through the pass pipeline.
+graph::Graph at_precision(const graph::Graph& g, const std::string& precision);
+void add_precision_option(CLI::App& cmd, std::string& precision);
 
 struct LoadedModel {
   frontend::ImportResult imported;

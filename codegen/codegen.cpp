@@ -13,7 +13,7 @@
 namespace braze::codegen {
 
 void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code,
-                   bool needs_reduce_helpers) {
+                   bool needs_reduce_helpers, bool needs_mma_helpers) {
   std::vector<std::string> ops;
   std::string covers;
   for (graph::NodeId id : k.nodes) {
@@ -32,19 +32,21 @@ void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code,
     body.replace(p, 11, k.name);
   k.source = std::string(device_prelude()) + std::string(device_ops());
   if (needs_reduce_helpers) k.source += std::string(device_reduce());
+  if (needs_mma_helpers) k.source += std::string(device_mma());
   k.source += fmt::format("// ---- generated ----\n// {}: {} kernel for ONNX nodes {}\n", k.name,
                           fusion::group_kind_name(k.kind), covers);
   k.source += body;
 }
 
-std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& group) {
+std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& group,
+                                 const Target& target) {
   for (graph::NodeId id : group.nodes)
     for (graph::ValueId v : g.node(id).outputs)
       if (v != graph::kNoValue && !g.value(v).has_shape) return {};
   bool rows = std::any_of(group.nodes.begin(), group.nodes.end(), [&](graph::NodeId id) {
     return static_cast<bool>(g.node(id).op->cuda_row);
   });
-  if (group.kind == fusion::GroupKind::Gemm) return gemm_candidates(g, group);
+  if (group.kind == fusion::GroupKind::Gemm) return gemm_candidates(g, group, target);
   if (rows) return reduction_candidates(g, group);
   if (group.outputs.empty()) return {};
   return pointwise_candidates(g, group);

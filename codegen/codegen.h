@@ -21,16 +21,18 @@ struct GroupCode {
 // candidates()).
 GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Target& target,
                    const Tunables* tune = nullptr);
-// The schedule's search space for this group, heuristic default first; empty when the
-// schedule has nothing to tune.
-std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& group);
+// The schedule's search space for this group on `target`, heuristic default first; empty
+// when the schedule has nothing to tune.
+std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& group,
+                                 const Target& target = Target{});
 
 // The whole translation unit: device helpers, then "// ---- generated ----", a comment
 // naming the ONNX nodes, and `code` (which must define `extern "C" __global__ NAME`).
 // Fills kernel.name (braze_<kind>_<ops>_<hash of code>) and kernel.source; `code` spells
-// the kernel's name as the placeholder KERNEL_NAME.
+// the kernel's name as the placeholder KERNEL_NAME. The reduction and tensor-core helpers
+// (device/reduce.cuh, device/mma.cuh) are included only when asked for.
 void finish_kernel(const graph::Graph& g, Kernel& kernel, const std::string& code,
-                   bool needs_reduce_helpers);
+                   bool needs_reduce_helpers, bool needs_mma_helpers = false);
 
 // Schedules.
 // Each schedule takes its tunables (nullptr: its heuristic default) and lists its search
@@ -42,12 +44,17 @@ std::vector<Tunables> pointwise_candidates(const graph::Graph& g, const fusion::
 std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& group,
                                   const Target& target, std::string* why_not,
                                   const Tunables* tune = nullptr);
-std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group& group);
+// Tensor-core candidates first when that schedule applies on `target` (gemm_tc.cpp).
+std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group& group,
+                                      const Target& target = Target{});
 std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Group& group,
                                        const Target& target, std::string* why_not,
                                        const Tunables* tune = nullptr);
 // Candidates for rows of `len` elements; for a group (empty when it is element-wise).
-std::vector<Tunables> reduction_candidates_for(int64_t len, int vec);
+// Candidates for rows of `len` elements read `vec` at a time, `staged_bytes` of group
+// inputs per row (shared-memory staging), `rows` rows (0: unknown).
+std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t staged_bytes = 0, int64_t rows = 0);
+std::vector<graph::ValueId> staged_inputs(const graph::Graph& g, const fusion::Group& group, const Shape& xshape);
 std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::Group& group);
 
 }  // namespace braze::codegen

@@ -8,5 +8,6 @@ namespace braze::codegen {
 std::string_view device_prelude();  // prelude.cuh: load/store conversions, error flag
 std::string_view device_ops();      // ops.cuh: helpers the registry's CUDA expressions call
 std::string_view device_reduce();   // reduce.cuh: warp and block reductions
+std::string_view device_mma();      // mma.cuh: cp.async, ldmatrix, mma; the tensor-core main loop
 
 }  // namespace braze::codegen

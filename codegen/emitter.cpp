@@ -189,9 +189,20 @@ class IndexCtx final : public graph::CudaIndexCtx {
 
 }  // namespace
 
-std::string Emitter::value_at(ValueId v, const std::vector<std::string>& coords) {
+namespace {
+std::string memo_key(ValueId v, const std::vector<std::string>& coords) {
   std::string key = std::to_string(v);
   for (const std::string& c : coords) key += "|" + c;
+  return key;
+}
+}  // namespace
+
+void Emitter::memoize(ValueId v, const std::vector<std::string>& coords, const std::string& expr) {
+  memo_.back()[memo_key(v, coords)] = expr;
+}
+
+std::string Emitter::value_at(ValueId v, const std::vector<std::string>& coords) {
+  std::string key = memo_key(v, coords);
   for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
     if (auto f = it->find(key); f != it->end()) return f->second;
   std::string r = compute(v, coords);
@@ -252,9 +263,7 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
           ck.back() = lane_expr(lane_var_, k);
           std::string lk = fmt::format("braze_val({}.v[{}])", vec, k);
           if (k == lane) mine = lk;
-          std::string key = std::to_string(v);
-          for (const std::string& c : ck) key += "|" + c;
-          memo_.back()[key] = lk;
+          memo_.back()[memo_key(v, ck)] = lk;
         }
         return mine;
       }

@@ -31,6 +31,10 @@ class Emitter {
   using Intercept = std::function<std::optional<std::string>(graph::ValueId v, const std::vector<std::string>& coords)>;
   void set_intercept(Intercept f) { intercept_ = std::move(f); }
 
+  // Binds v at `coords` to `expr` for the current scope, as if value_at had computed it
+  // (a schedule that loaded the value itself: a row staged in shared memory).
+  void memoize(graph::ValueId v, const std::vector<std::string>& coords, const std::string& expr);
+
   // Value v at `coords` of `view`, a shape with v's element count it is reinterpreted as.
   std::string value_at_view(graph::ValueId v, const Shape& view, const std::vector<std::string>& coords);
 

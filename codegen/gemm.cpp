@@ -10,8 +10,11 @@
 // The epilogue runs in registers before the single store: the chain of element-wise ops
 // after the product (bias, activation, residual, scale, cast) and layout ops, whose forward
 // maps say where each element lands — so the result is written once, in the layout its
-// consumer wants. float accumulation for the half types, double for double; issue #6
-// brings tensor cores.
+// consumer wants. float accumulation for the half types, double for double. float16 and
+// bfloat16 products on sm_80+ go to the tensor-core schedule instead (gemm_tc.cpp) when
+// their operands allow it; its candidates come first in the search space.
+#include "codegen/gemm.h"
+
 #include <braze/error.h>
 
 #include <algorithm>
@@ -42,8 +45,8 @@ Tunables tunables_of(const GemmTile& t) {
   return {{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"tm", t.tm}, {"tn", t.tn}};
 }
 
-// Coordinates of an operand with batch dims `in_batch` (aligned right to the output's
-// batch shape `out_batch`) for output batch index "b", followed by `tail`.
+}  // namespace
+
 std::vector<std::string> operand_coords(const Shape& out_batch, const Shape& in_batch,
                                         std::vector<std::string> tail) {
   std::vector<std::string> ob = graph::cuda_unravel("b", out_batch);
@@ -53,15 +56,6 @@ std::vector<std::string> operand_coords(const Shape& out_batch, const Shape& in_
   c.insert(c.end(), tail.begin(), tail.end());
   return c;
 }
-
-// The product's node and sizes: C[b] (m x nn) = op(A[b]) (m x k) * op(B[b]) (k x nn).
-struct GemmDims {
-  const graph::Node* node = nullptr;
-  bool ta = false, tb = false, a_vec = false, b_vec = false;
-  double alpha = 1, beta = 1;
-  int64_t m = 0, k = 0, nn = 0, batches = 1;
-  Shape out_batch;
-};
 
 std::optional<GemmDims> gemm_dims(const graph::Graph& g, const fusion::Group& group,
                                   std::string* why_not) {
@@ -103,21 +97,93 @@ std::optional<GemmDims> gemm_dims(const graph::Graph& g, const fusion::Group& gr
   return d;
 }
 
-}  // namespace
+std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::Group& group,
+                                          const GemmDims& d, std::string* why_not) {
+  std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
+  GemmEpilogue epi;
+  epi.out = d.node->outputs[0];
+  epi.out_coords = graph::cuda_unravel("b", d.out_batch);
+  if (!d.a_vec) epi.out_coords.push_back("i");
+  if (!d.b_vec) epi.out_coords.push_back("j");
+  auto users = g.users();
+  for (size_t guard = 0; guard < group.nodes.size(); ++guard) {
+    if (std::find(group.outputs.begin(), group.outputs.end(), epi.out) != group.outputs.end())
+      break;
+    graph::NodeId c = graph::kNoNode;
+    for (graph::NodeId u : users[epi.out])
+      if (members.count(u)) c = u;
+    if (c == graph::kNoNode) {
+      *why_not = fmt::format("%{} of the GEMM group is not used", g.value(epi.out).name);
+      return std::nullopt;
+    }
+    const graph::Node& cn = g.node(c);
+    if (cn.op->cuda_forward && cn.inputs[0] == epi.out)
+      epi.out_coords = cn.op->cuda_forward(cn, epi.out_coords, g.value(epi.out).shape,
+                                           g.value(cn.outputs[0]).shape);
+    epi.out = cn.outputs[0];
+  }
+  if (group.outputs.size() != 1 || group.outputs[0] != epi.out) {
+    *why_not = "the GEMM group's epilogue has more than one output";
+    return std::nullopt;
+  }
+  return epi;
+}
 
-std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group& group) {
+Emitter gemm_emitter(const graph::Graph& g, const fusion::Group& group, const GemmDims& d) {
+  std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
+  Emitter e(g, [members](graph::NodeId id) { return members.count(id) != 0; });
+  // The product's value at the current element is the epilogue's starting point.
+  const graph::ValueId prod = d.node->outputs[0];
+  e.set_intercept(
+      [prod](graph::ValueId v, const std::vector<std::string>&) -> std::optional<std::string> {
+        if (v == prod) return std::string("acc");
+        return std::nullopt;
+      });
+  return e;
+}
+
+std::string emit_gemm_value(Emitter& e, const graph::Graph& g, const GemmDims& d,
+                            const GemmEpilogue& epi, const std::string& sum) {
+  const graph::Node& n = *d.node;
+  const std::string acc = graph::cuda_compute_type(g.value(n.outputs[0]).dtype);
+  std::string value =
+      d.alpha == 1 ? sum : fmt::format("{} * {}", graph::cuda_literal(acc, d.alpha), sum);
+  if (n.op_type() == "Gemm" && n.has_input(2) && d.beta != 0) {
+    const graph::Value& c = g.value(n.inputs[2]);
+    std::vector<std::string> cc = broadcast_coords({"i", "j"}, {d.m, d.nn}, c.shape);
+    std::string cval = e.value_at(n.inputs[2], cc);
+    value += d.beta == 1 ? " + " + cval
+                         : fmt::format(" + {} * {}", graph::cuda_literal(acc, d.beta), cval);
+  }
+  e.line(fmt::format("const {} acc = {};", acc, value));
+  return epi.out == n.outputs[0] ? "acc" : e.value_at(epi.out, epi.out_coords);
+}
+
+void emit_gemm_store(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
+                     const std::string& sum) {
+  std::string result = emit_gemm_value(e, g, d, epi, sum);
+  const graph::Value& ov = g.value(epi.out);
+  e.line(fmt::format("braze_store({}, {}, ({}){});", e.output_param(epi.out),
+                     graph::cuda_linearize(epi.out_coords, ov.shape),
+                     graph::cuda_compute_type(ov.dtype), result));
+}
+
+std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group& group,
+                                      const Target& target) {
   std::string ignored;
   std::optional<GemmDims> d = gemm_dims(g, group, &ignored);
   if (!d) return {};
+  std::vector<Tunables> c;
+  if (gemm_tc_unsupported(g, group, *d, target).empty()) c = gemm_tc_candidates(*d, target);
   // Heuristic: the largest tile that still gives every SM a block.
   auto tiles = [&](int bm, int bn) {
     return ((d->m + bm - 1) / bm) * ((d->nn + bn - 1) / bn) * d->batches;
   };
-  const int64_t sms = Target{}.num_sms;
+  const int64_t sms = target.num_sms;
   GemmTile def = tiles(128, 128) >= sms ? GemmTile{128, 128, 8, 8, 8}
                  : tiles(64, 64) >= sms ? GemmTile{64, 64, 16, 4, 4}
                                         : GemmTile{32, 32, 16, 2, 2};
-  std::vector<Tunables> c{tunables_of(def)};
+  c.push_back(tunables_of(def));
   for (GemmTile t :
        {GemmTile{128, 128, 8, 8, 8}, GemmTile{128, 128, 16, 8, 8}, GemmTile{128, 64, 8, 8, 4},
         GemmTile{64, 128, 8, 4, 8}, GemmTile{64, 64, 8, 4, 4}, GemmTile{64, 64, 16, 4, 4},
@@ -131,29 +197,24 @@ std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group
 std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& group,
                                   const Target& target, std::string* why_not,
                                   const Tunables* tune) {
-  (void)target;
-  std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
   std::optional<GemmDims> dims = gemm_dims(g, group, why_not);
   if (!dims) return std::nullopt;
+  std::optional<GemmEpilogue> epi = gemm_epilogue(g, group, *dims, why_not);
+  if (!epi) return std::nullopt;
+  const Tunables chosen = tune ? *tune : gemm_candidates(g, group, target).front();
+  if (chosen.count("tc") && chosen.at("tc") != 0)
+    return gemm_tc_kernel(g, group, *dims, *epi, target, chosen, why_not);
+
   const graph::Node& n = *dims->node;
-  const bool is_gemm = n.op_type() == "Gemm";
   const graph::Value& a = g.value(n.inputs[0]);
   const graph::Value& b = g.value(n.inputs[1]);
   const graph::Value& y = g.value(n.outputs[0]);
   const bool ta = dims->ta, tb = dims->tb, a_vec = dims->a_vec, b_vec = dims->b_vec;
-  const double alpha = dims->alpha, beta = dims->beta;
   const int64_t m = dims->m, k = dims->k, nn = dims->nn, batches = dims->batches;
   const Shape& out_batch = dims->out_batch;
   const std::string acc = graph::cuda_compute_type(y.dtype);
 
-  Emitter e(g, [&](graph::NodeId id) { return members.count(id) != 0; });
-  // The product's value at the current element is the epilogue's starting point.
-  const graph::ValueId prod = n.outputs[0];
-  e.set_intercept(
-      [&](graph::ValueId v, const std::vector<std::string>&) -> std::optional<std::string> {
-        if (v == prod) return std::string("acc");
-        return std::nullopt;
-      });
+  Emitter e = gemm_emitter(g, group, *dims);
   // A's element (i, p) and B's (p, jj), in their own coordinates.
   std::vector<std::string> a_tail = a_vec ? std::vector<std::string>{"p"}
                                     : ta  ? std::vector<std::string>{"p", "i"}
@@ -166,35 +227,7 @@ std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& gr
   std::vector<std::string> b_coords =
       operand_coords(out_batch, Shape(b.shape.begin(), b.shape.end() - (b_vec ? 1 : 2)), b_tail);
 
-  // The epilogue chain from the product to the group's output, and where each element
-  // lands in it.
-  graph::ValueId out = prod;
-  std::vector<std::string> out_coords = graph::cuda_unravel("b", out_batch);
-  if (!a_vec) out_coords.push_back("i");
-  if (!b_vec) out_coords.push_back("j");
-  auto users = g.users();
-  for (size_t guard = 0; guard < group.nodes.size(); ++guard) {
-    if (std::find(group.outputs.begin(), group.outputs.end(), out) != group.outputs.end()) break;
-    graph::NodeId c = graph::kNoNode;
-    for (graph::NodeId u : users[out])
-      if (members.count(u)) c = u;
-    if (c == graph::kNoNode) {
-      *why_not = fmt::format("%{} of the GEMM group is not used", g.value(out).name);
-      return std::nullopt;
-    }
-    const graph::Node& cn = g.node(c);
-    if (cn.op->cuda_forward && cn.inputs[0] == out)
-      out_coords =
-          cn.op->cuda_forward(cn, out_coords, g.value(out).shape, g.value(cn.outputs[0]).shape);
-    out = cn.outputs[0];
-  }
-  if (group.outputs.size() != 1 || group.outputs[0] != out) {
-    *why_not = "the GEMM group's epilogue has more than one output";
-    return std::nullopt;
-  }
-  const graph::Value& ov = g.value(out);
-
-  const GemmTile t = tile_of(tune ? *tune : gemm_candidates(g, group).front());
+  const GemmTile t = tile_of(chosen);
   const int threads = t.threads(), rt = t.bm / t.tm, ct = t.bn / t.tn;
   // A tile's loads walk along A's contiguous dim: i when A is stored transposed, else p;
   // likewise jj for B, unless B is stored transposed.
@@ -221,7 +254,6 @@ std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& gr
     e.close();
   };
 
-  std::string pc = is_gemm && n.has_input(2) && beta != 0 ? "c" : "";
   e.open(fmt::format("for (long long b = blockIdx.z; b < {}LL; b += gridDim.z) {{", batches));
   e.line(fmt::format(
       "const long long i0 = (long long)blockIdx.y * {}, j0 = (long long)blockIdx.x * {};", t.bm,
@@ -258,21 +290,7 @@ std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& gr
     e.line(fmt::format("const long long i = i0 + tr + ti * {}, j = j0 + tc + tj * {};", rt, ct));
     e.open(fmt::format("if (i < {}LL && j < {}LL) {{", m, nn));
     e.push_scope();
-    std::string value = alpha == 1
-                            ? "sum[ti][tj]"
-                            : fmt::format("{} * sum[ti][tj]", graph::cuda_literal(acc, alpha));
-    if (!pc.empty()) {
-      const graph::Value& c = g.value(n.inputs[2]);
-      std::vector<std::string> cc = broadcast_coords({"i", "j"}, {m, nn}, c.shape);
-      std::string cval = e.value_at(n.inputs[2], cc);
-      value += beta == 1 ? " + " + cval
-                         : fmt::format(" + {} * {}", graph::cuda_literal(acc, beta), cval);
-    }
-    e.line(fmt::format("const {} acc = {};", acc, value));
-    std::string result = out == prod ? "acc" : e.value_at(out, out_coords);
-    e.line(fmt::format("braze_store({}, {}, ({}){});", e.output_param(out),
-                       graph::cuda_linearize(out_coords, ov.shape),
-                       graph::cuda_compute_type(ov.dtype), result));
+    emit_gemm_store(e, g, *dims, *epi, "sum[ti][tj]");
     e.pop_scope();
     e.close();
     e.close();

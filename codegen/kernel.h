@@ -16,6 +16,9 @@ namespace braze::codegen {
 struct Target {
   int sm = 90;        // compute capability * 10 + minor
   int num_sms = 132;  // for sizing grids
+  // For the CPU emulator (runtime/emulator.cpp), which runs one block at a time: no
+  // thread-block clusters (tensor-core and cp.async helpers have C++ stand-ins there).
+  bool emulated = false;
 };
 
 // A schedule's compile-time choices ("vec", "threads", "unroll", …), one point of its

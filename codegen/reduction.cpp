@@ -45,9 +45,24 @@ std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::
     int vec = static_cast<int>(std::min<size_t>(16 / dtype_size(ins.dtypes[0]), 8));
     bool innermost = p->axes.size() == 1 && p->axes[0] == static_cast<int64_t>(x.size()) - 1;
     while (vec > 1 && (!innermost || len % vec != 0)) vec /= 2;
-    return reduction_candidates_for(len, vec);
+    int64_t staged = 0;
+    if (p->x_view.empty())
+      for (graph::ValueId v : staged_inputs(g, group, ins.shapes[0])) staged += len * dtype_size(g.value(v).dtype);
+    int64_t rows = len > 0 ? checked_numel(x) / len : 0;
+    return reduction_candidates_for(len, vec, staged, rows);
   }
   return {};
+}
+
+// The group inputs a row staged in shared memory holds: those read element by element
+// along the rows (input 0's shape), not constants.
+std::vector<graph::ValueId> staged_inputs(const graph::Graph& g, const fusion::Group& group, const Shape& xshape) {
+  std::vector<graph::ValueId> out;
+  for (graph::ValueId v : group.inputs) {
+    const graph::Value& val = g.value(v);
+    if (!val.constant && val.has_shape && val.shape == xshape && dtype_size(val.dtype) > 0) out.push_back(v);
+  }
+  return out;
 }
 
 namespace {
@@ -100,21 +115,50 @@ bool uses_field(const graph::CudaRowProgram& p, const std::string& name) {
 
 }  // namespace
 
-// The search space for rows of `len` elements read `vec` at a time: threads per row (a
-// warp taking one or several rows a block, or a block of up to 1024), rows held in
-// registers (at most 32 elements a thread) or streamed, vector width. Heuristic default
-// first: the fewest threads that cache at most 16 elements each, else streaming.
-std::vector<Tunables> reduction_candidates_for(int64_t len, int vec) {
+// The search space for rows of `len` elements read `vec` at a time, `staged_bytes` of group
+// inputs a row: threads per row (a warp taking one or several rows a block, or a block of
+// up to 1024); rows held in registers (cache 1, at most 32 elements a thread), staged in
+// shared memory (cache 2, when a block's rows fit in 96 KB, so two blocks share an SM) or
+// streamed (cache 0); vector width. Heuristic default first: the fewest threads that cache
+// at most 16 elements each, else a 512-thread block staging the row, else streaming.
+std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t staged_bytes, int64_t rows) {
   auto per = [&](int tpr, int v) { return (len / v + tpr - 1) / tpr * v; };  // elements a thread
   std::vector<Tunables> c;
   auto add = [&](int tpr, int rpb, int cache, int v) {
     Tunables t{{"tpr", tpr}, {"rpb", rpb}, {"cache", cache}, {"vec", v}};
     if (std::find(c.begin(), c.end(), t) == c.end()) c.push_back(t);
   };
+  constexpr int64_t kStageLimit = 96 * 1024;
+  const bool stageable = staged_bytes > 0 && staged_bytes <= kStageLimit;
+  // Fewer rows than SMs, and long ones: clusters of `split` blocks share a row (sm_90).
+  const int64_t sms = Target{}.num_sms;
+  if (rows > 0 && rows < sms && len / vec >= 4096) {
+    auto add_split = [&](int split, int tpr, int cache) {
+      Tunables t{{"tpr", tpr}, {"rpb", 1}, {"cache", cache}, {"vec", vec}, {"split", split}};
+      if (std::find(c.begin(), c.end(), t) == c.end()) c.push_back(t);
+    };
+    auto mode = [&](int split, int tpr) {
+      return per(tpr * split, vec) <= 32 ? 1 : staged_bytes > 0 && staged_bytes / split <= kStageLimit ? 2 : 0;
+    };
+    int want = 2;
+    while (want < 8 && want * rows < sms) want *= 2;
+    add_split(want, 512, mode(want, 512));
+    for (int split : {2, 4, 8})
+      for (int tpr : {512, 1024}) {
+        add_split(split, tpr, mode(split, tpr));
+        add_split(split, tpr, 0);
+      }
+  }
   int best = 32;
   while (best < 1024 && per(best, vec) > 16) best *= 2;
   if (per(best, vec) <= 16) add(best, best == 32 ? 4 : 1, 1, vec);
+  else if (stageable) add(512, 1, 2, vec);
   else add(512, 1, 0, vec);
+  if (stageable) {
+    for (int tpr : {128, 256, 512, 1024}) add(tpr, 1, 2, vec);
+    if (staged_bytes * 4 <= kStageLimit) add(32, 4, 2, vec);
+    add(128, 1, 2, 1);
+  }
   for (int v : {vec, 1})
     for (int tpr = 32; tpr <= 1024; tpr *= 2)
       for (int cache : {1, 0}) {
@@ -230,6 +274,31 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     return f;
   };
 
+  // Pass maps' values per element, where a schedule holds them (registers): key
+  // "reduction|pass|coords".
+  std::map<std::string, std::string> pass_values;
+  auto pass_key = [](size_t ri, size_t p, const std::vector<std::string>& coords) {
+    std::string k = fmt::format("{}|{}", ri, p);
+    for (const std::string& c : coords) k += "|" + c;
+    return k;
+  };
+  // {p0}, {p1} … of reduction `ri` at `coords`: the held value, else the map recomputed.
+  auto add_pass_fields = [&](size_t ri, const std::vector<std::string>& coords, std::map<std::string, std::string>& f) {
+    const Red& r = reds[ri];
+    for (size_t p = 0; p < r.prog.passes.size() && p < r.s.size(); ++p) {
+      std::string name = fmt::format("p{}", p);
+      if (!uses_field(r.prog, name)) continue;
+      auto it = pass_values.find(pass_key(ri, p, coords));
+      if (it != pass_values.end()) {
+        f[name] = it->second;
+        continue;
+      }
+      std::map<std::string, std::string> fp = f;
+      fp["n"] = graph::cuda_literal(r.prog.passes[p].type, static_cast<double>(len));
+      f[name] = "(" + substitute(r.prog.passes[p].map, fp, *r.node) + ")";
+    }
+  };
+
   // Reductions' results, bound once their passes have run: per-row outputs to an
   // expression of the pass results, per-element outputs to their expression at the asked
   // coordinates.
@@ -243,7 +312,10 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     std::string ct = graph::cuda_compute_type(g.value(v).dtype);
     std::map<std::string, std::string> f;
     if (o.per_element) {
-      f = element_fields(r, coords.size() == xshape.size() ? coords : graph::cuda_unravel(graph::cuda_linearize(coords, g.value(v).shape), xshape));
+      std::vector<std::string> xc =
+          coords.size() == xshape.size() ? coords : graph::cuda_unravel(graph::cuda_linearize(coords, g.value(v).shape), xshape);
+      f = element_fields(r, xc);
+      add_pass_fields(static_cast<size_t>(&r - reds.data()), xc, f);
     } else {
       bool uses_inputs = o.expr.find("{in") != std::string::npos || o.expr.find("{x}") != std::string::npos;
       if (uses_inputs)
@@ -260,21 +332,81 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   std::vector<Tunables> cands = tune ? std::vector<Tunables>{} : reduction_candidates(g, group);
   Tunables t = tune ? *tune : cands.empty() ? Tunables{{"tpr", 32}, {"rpb", 1}, {"cache", 0}, {"vec", 1}} : cands.front();
   const int tpr = t.at("tpr"), rpb = t.at("rpb");
-  const bool cache = t.at("cache") != 0 && !elementwise;
+  const bool cache = t.at("cache") == 1 && !elementwise;
+  // Split rows: a cluster of `split` blocks shares each row (sm_90 thread-block clusters),
+  // combining the blocks' partial results through distributed shared memory. Thread q of
+  // block k is the row's thread k·tpr + q of T = split·tpr; elements are dealt to the T
+  // threads exactly as to one block's. Not for arg reductions (their index would need a
+  // second exchange) nor the CPU emulator.
+  bool has_arg = false;
+  for (const Red& r : reds)
+    for (const auto& pass : r.prog.passes) has_arg |= pass.combine.rfind("arg", 0) == 0;
+  int split = t.count("split") ? t.at("split") : 1;
+  if (split < 1 || elementwise || rpb != 1 || has_arg || target.sm < 90 || target.emulated) split = 1;
+  const int64_t T = int64_t{tpr} * split;
+  // Staged: the row's group inputs are copied into shared memory once (asynchronously on
+  // sm_80+), and every pass and the output sweep read them there.
+  std::vector<graph::ValueId> staged;
+  if (t.at("cache") == 2 && !elementwise && p0.x_view.empty()) staged = staged_inputs(g, group, xv.shape);
+  const bool smem = !staged.empty();
   // Vector lanes along the row: only for one reduced axis that is innermost, whole vectors.
   int vec = t.count("vec") ? t.at("vec") : 1;
   if (elementwise || red_shape.size() != 1 || !reduced.back() || len % vec != 0) vec = 1;
   const int64_t chunks = len / vec;
-  const int64_t per_thread = (chunks + tpr - 1) / tpr;
+  const int64_t per_thread = (chunks + T - 1) / T;
   const unsigned threads = elementwise ? 256u : static_cast<unsigned>(tpr * rpb);
   std::string acc_decls;
   if (!elementwise) {
     e.line(fmt::format("const int lane = threadIdx.x % {};", tpr));
-    e.open(fmt::format("for (long long row = (long long)blockIdx.x * {0} + threadIdx.x / {1}; row < {2}LL; "
-                       "row += (long long)gridDim.x * {0}) {{",
-                       rpb, tpr, rows));
+    if (split > 1) {
+      e.line(fmt::format("const int glane = lane + (int)(blockIdx.x % {}u) * {};  // the row's thread", split, tpr));
+      e.open(fmt::format("for (long long row = (long long)(blockIdx.x / {0}u); row < {1}LL; row += (long long)(gridDim.x / {0}u)) {{",
+                         split, rows));
+    } else {
+      e.line("const int glane = lane;");
+      e.open(fmt::format("for (long long row = (long long)blockIdx.x * {0} + threadIdx.x / {1}; row < {2}LL; "
+                         "row += (long long)gridDim.x * {0}) {{",
+                         rpb, tpr, rows));
+    }
   }
   kept = e.unravel("row", kept_shape);
+  // Shared-memory staging: each thread copies the chunks it later reads (same start and
+  // stride as the stream loops), then waits for its own copies.
+  std::vector<std::string> staged_ptr;
+  unsigned smem_bytes = 0;
+  // A thread's chunk at iteration `it` of a row loop sits at (it·tpr + lane)·vec of its
+  // block's region (the row's element b itself when the block has the whole row).
+  const int64_t smem_row = split == 1 ? len : per_thread * tpr * vec;
+  const std::string sidx = split == 1 ? "b" : fmt::format("(it * {}LL + lane * {}LL)", int64_t{tpr} * vec, vec);
+  if (smem) {
+    std::string decls;
+    for (graph::ValueId v : staged) {
+      const graph::Value& val = g.value(v);
+      std::string st = graph::cuda_storage_type(val.dtype), name = fmt::format("braze_sx{}", staged_ptr.size());
+      decls += fmt::format("  {0}* const {1} = reinterpret_cast<{0}*>(braze_smem + {2}) + (threadIdx.x / {3}) * {4}LL;\n",
+                           st, name, smem_bytes, tpr, smem_row);
+      staged_ptr.push_back(name);
+      smem_bytes += static_cast<unsigned>((rpb * smem_row * dtype_size(val.dtype) + 15) / 16 * 16);
+    }
+    acc_decls += fmt::format("  BRAZE_DYNAMIC_SMEM(braze_smem, {});\n", smem_bytes) + decls;
+    e.open(fmt::format("for (long long b = (long long)glane * {0}, it = 0; b < {1}LL; b += {2}LL, ++it) {{", vec, len, T * vec));
+    e.push_scope();
+    std::string gidx = graph::cuda_linearize(full_coords(kept, e.unravel("b", red_shape)), xshape);
+    for (size_t i = 0; i < staged.size(); ++i) {
+      const graph::Value& val = g.value(staged[i]);
+      const size_t bytes = static_cast<size_t>(vec) * dtype_size(val.dtype);
+      std::string src = fmt::format("{} + {}", e.input_param(staged[i]), gidx);
+      if (target.sm >= 80 && (bytes == 4 || bytes == 8 || bytes == 16))
+        e.line(fmt::format("braze_cp_async<{}>({} + {}, {});", bytes, staged_ptr[i], sidx, src));
+      else if (vec > 1)
+        e.line(fmt::format("braze_vstore<{}>({}, {}, braze_vload<{}>({}, 0));", vec, staged_ptr[i], sidx, vec, src));
+      else
+        e.line(fmt::format("{}[{}] = *({});", staged_ptr[i], sidx, src));
+    }
+    e.pop_scope();
+    e.close();
+    if (target.sm >= 80) e.line("braze_cp_async_wait_all();");
+  }
   // An element of the row a thread handles: its row index r, whether it counts, its
   // coordinates. Elements come in chunks of `vec` consecutive ones, whose loads of an input
   // read along the row become one vector load (the emitter's lanes over `lane_var`).
@@ -302,8 +434,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   std::vector<Chunk> cached;
   if (cache) {
     for (int64_t kk = 0; kk < per_thread; ++kk) {
-      std::string base = e.let("long long", fmt::format("((long long)lane + {}LL) * {}LL", kk * tpr, vec));
-      bool always = (kk + 1) * tpr <= chunks;
+      std::string base = e.let("long long", fmt::format("((long long)glane + {}LL) * {}LL", kk * T, vec));
+      bool always = (kk + 1) * T <= chunks;
       std::string valid = always ? "true" : e.let("bool", fmt::format("{} < {}LL", base, len));
       std::string clamped = always ? base : e.let("long long", fmt::format("{0} ? {1} : {2}LL", valid, base, len - vec));
       cached.push_back(make_chunk(base, valid, clamped));
@@ -319,10 +451,22 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       e.set_lanes("", 1);
       return;
     }
-    e.open(fmt::format("for (long long b = (long long)lane * {0}; b < {1}LL; b += {2}LL) {{", vec, len,
-                       int64_t{tpr} * vec));
+    e.open(fmt::format("for (long long b = (long long)glane * {0}, it = 0; b < {1}LL; b += {2}LL, ++it) {{", vec, len,
+                       T * vec));
     e.push_scope();
     Chunk c = make_chunk("b", "true", "b");
+    for (size_t i = 0; i < staged.size(); ++i) {  // the staged inputs come from shared memory
+      const graph::Value& val = g.value(staged[i]);
+      if (vec == 1) {
+        e.memoize(staged[i], c.elems[0].coords,
+                  e.let(graph::cuda_compute_type(val.dtype), fmt::format("braze_val({}[{}])", staged_ptr[i], sidx)));
+        continue;
+      }
+      std::string w = e.fresh("sv");
+      e.line(fmt::format("const braze_vec<{}, {}> {} = braze_vload<{}>({}, {});", graph::cuda_storage_type(val.dtype), vec,
+                         w, vec, staged_ptr[i], sidx));
+      for (int j = 0; j < vec; ++j) e.memoize(staged[i], c.elems[static_cast<size_t>(j)].coords, fmt::format("braze_val({}.v[{}])", w, j));
+    }
     if (vec > 1) e.set_lanes("b", vec);
     body(c);
     e.set_lanes("", 1);
@@ -331,14 +475,23 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   };
   auto row_reduce = [&](const std::string& s, const std::string& type, const std::string& acc, const std::string& comb,
                         const std::string& ident, const std::string& tag) {
-    if (tpr == 32) return fmt::format("const {} {} = braze_warp_reduce({}, {});", type, s, acc, comb);
-    acc_decls += fmt::format("  __shared__ {} braze_shm{}[32];\n", type, tag);
-    return fmt::format("const {} {} = braze_block_reduce({}, {}, {}, braze_shm{});", type, s, acc, comb, ident, tag);
+    std::string r;
+    if (tpr == 32) {
+      r = fmt::format("{} {} = braze_warp_reduce({}, {});", type, s, acc, comb);
+    } else {
+      acc_decls += fmt::format("  __shared__ {} braze_shm{}[32];\n", type, tag);
+      r = fmt::format("{} {} = braze_block_reduce({}, {}, {}, braze_shm{});", type, s, acc, comb, ident, tag);
+    }
+    if (split > 1) {
+      acc_decls += fmt::format("  __shared__ {} braze_cslot{};\n", type, tag);
+      r += fmt::format(" {0} = braze_cluster_reduce({0}, {1}, &braze_cslot{2}, {3});", s, comb, tag, split);
+    }
+    return r;
   };
   for (size_t ri = 0; ri < reds.size(); ++ri) {
     Red& r = reds[ri];
     // Streaming a row (not cached), softmax's max and sum passes become one online pass.
-    if (!cache && r.prog.online_softmax) {
+    if (!cache && !smem && r.prog.online_softmax) {
       std::string tag = fmt::format("{}_o", ri);
       const std::string t0 = r.prog.passes[0].type;
       std::string m = "m" + tag, sm = "sm" + tag;
@@ -364,6 +517,10 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         acc_decls += fmt::format("  __shared__ {0} braze_shm{1}m[32];\n  __shared__ {0} braze_shm{1}s[32];\n", t0, tag);
         e.line(fmt::format("braze_block_online({}, {}, braze_shm{}m, braze_shm{}s);", m, sm, tag, tag));
       }
+      if (split > 1) {
+        acc_decls += fmt::format("  __shared__ {} braze_cslot{}[2];\n", t0, tag);
+        e.line(fmt::format("braze_cluster_online({}, {}, braze_cslot{}, {});", m, sm, tag, split));
+      }
       r.s = {m, sm};
     }
     for (size_t p = r.s.size(); p < r.prog.passes.size(); ++p) {
@@ -386,6 +543,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         f["r"] = rr;
         f["n"] = graph::cuda_literal(arg ? "double" : pass.type, static_cast<double>(len));
         std::string m = e.let(val_type, substitute(pass.map, f, *r.node));
+        if (cache) pass_values[pass_key(ri, p, coords)] = m;
         std::string guard = valid == "true" ? "" : valid + " && ";
         if (arg)
           e.line(fmt::format("if ({}braze_arg_better({}, {}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}", guard, m, rr, acc,
@@ -445,7 +603,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   }
   try {
     if (!per_row.empty()) {
-      e.open("if (lane == 0) {");
+      e.open("if (glane == 0) {");
       e.push_scope();
       for (graph::ValueId o : per_row) {
         const graph::Value& v = g.value(o);
@@ -522,12 +680,16 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   k.has_error_flag = !k.error_messages.empty();
   k.block = {threads, 1, 1};
   k.tunables = t;
+  k.shared_bytes = smem_bytes;
   int64_t blocks = elementwise ? (len + threads - 1) / threads : (rows + rpb - 1) / rpb;
-  // Rows stride over a grid that fills the device (2048 threads an SM).
-  k.grid = {static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, int64_t{target.num_sms} * (2048 / threads) * 4)), 1, 1};
+  // Rows stride over a grid that fills the device (2048 threads an SM); with split rows,
+  // whole clusters.
+  int64_t most = std::max<int64_t>(int64_t{target.num_sms} * (2048 / threads) * 4 / split, 1);
+  k.grid = {static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, most) * split), 1, 1};
   k.empty_launch = rows == 0 || (len == 0 && elementwise);
-  std::string code = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) KERNEL_NAME({}) {{\n{}{}}}\n",
-                                 threads, e.signature(), acc_decls, e.body());
+  std::string cluster = split > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", split) : "";
+  std::string code = fmt::format("extern \"C\" __global__ void __launch_bounds__({}){} KERNEL_NAME({}) {{\n{}{}}}\n",
+                                 threads, cluster, e.signature(), acc_decls, e.body());
   finish_kernel(g, k, code, true);
   return k;
 }

@@ -120,6 +120,9 @@ struct CudaRowProgram {
     bool per_element = false;  // input 0's shape (a normalisation) or one value per row
     std::string expr;          // empty: this output is not produced
   };
+  // Output expressions may use {s0}, {s1} … (the passes' row results) and, per element,
+  // {p0}, {p1} … (pass K's map at this element: reused where the schedule holds it, else
+  // recomputed), besides the fields the maps use ({x}, {in1} …, {r}, {n}).
   std::vector<Output> outputs;  // one per node output
   // Input 0 may be viewed as another shape of the same element count (GroupNormalization
   // views [N, C, …] as [N, G, C/G, …]); `axes` then refer to the view. Empty: its shape.

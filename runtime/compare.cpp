@@ -33,6 +33,7 @@ Comparison compare(const Tensor& actual, const Tensor& expected, Tolerance tol) 
   c.numel = actual.numel();
   double worst_excess = -1;
   bool exact = !is_float(actual.dtype());
+  double diff_sq = 0, ref_sq = 0;
   for (int64_t i = 0; i < c.numel; ++i) {
     if (exact) {
       bool same = is_unsigned_int(actual.dtype()) ? actual.get_u64(i) == expected.get_u64(i)
@@ -56,6 +57,8 @@ Comparison compare(const Tensor& actual, const Tensor& expected, Tolerance tol) 
       continue;
     }
     double d = std::fabs(a - e);
+    diff_sq += d * d;
+    ref_sq += e * e;
     double rel = e != 0 ? d / std::fabs(e) : (d == 0 ? 0 : INFINITY);
     if (d > c.max_abs) c.max_abs = d;
     if (rel > c.max_rel) c.max_rel = rel;
@@ -66,6 +69,7 @@ Comparison compare(const Tensor& actual, const Tensor& expected, Tolerance tol) 
     }
   }
   c.ok = c.mismatches == 0;
+  c.rel_l2 = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
   return c;
 }
 

@@ -7,6 +7,8 @@
 #define BRAZE_CPU_EMULATION 1
 #include <barrier>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -53,6 +55,24 @@ T __shfl_xor_sync(unsigned, T v, int off) {
   std::memcpy(&r, &w->slot[braze_emu_lane ^ static_cast<unsigned>(off)], sizeof(T));
   w->bar.arrive_and_wait();
   return r;
+}
+
+// Warp-wide instructions (ldmatrix, mma in codegen/device/mma.cuh): every lane publishes a
+// pointer, `f` runs with all 32 of them, and no lane leaves before every lane is done, so
+// the data pointed to stays valid while partners read it.
+template <class F>
+void braze_emu_warp_exchange(const void* mine, F&& f) {
+  braze_emu_warp* w = braze_emu_my_warp;
+  if (!w) {
+    std::fprintf(stderr, "emulator: a warp-wide instruction outside a full warp\n");
+    std::abort();
+  }
+  w->slot[braze_emu_lane] = reinterpret_cast<unsigned long long>(mine);
+  w->bar.arrive_and_wait();
+  const void* all[32];
+  for (int i = 0; i < 32; ++i) all[i] = reinterpret_cast<const void*>(w->slot[i]);
+  f(all);
+  w->bar.arrive_and_wait();
 }
 
 inline float __int_as_float(int i) {

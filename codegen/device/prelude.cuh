@@ -8,6 +8,14 @@
 
 #define BRAZE_DEV __device__ __forceinline__
 
+// A kernel's dynamic shared memory (Kernel::shared_bytes of it); the CPU emulator, which
+// runs one block at a time, gives it a static buffer of `bytes`.
+#ifdef BRAZE_CPU_EMULATION
+#define BRAZE_DYNAMIC_SMEM(name, bytes) alignas(128) static unsigned char name[bytes]
+#else
+#define BRAZE_DYNAMIC_SMEM(name, bytes) extern __shared__ __align__(128) unsigned char name[]
+#endif
+
 BRAZE_DEV float braze_load(const float* p, long long i) { return p[i]; }
 BRAZE_DEV float braze_load(const __half* p, long long i) { return __half2float(p[i]); }
 BRAZE_DEV float braze_load(const __nv_bfloat16* p, long long i) { return __bfloat162float(p[i]); }

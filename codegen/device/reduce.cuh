@@ -87,17 +87,17 @@ BRAZE_DEV void braze_online_update(T& m, T& s, T x) {
     s = x - x;  // NaN
     m = x;
   } else if (x > m) {
-    s = s * braze_exp(m - x) + (T)1;
+    s = s * braze_exp_fast(m - x) + (T)1;
     m = x;
   } else {
-    s += braze_exp(x - m);
+    s += braze_exp_fast(x - m);
   }
 }
 template <class T>
 BRAZE_DEV void braze_online_merge(T& m, T& s, T om, T os) {
   T nm = braze_max(m, om);
-  T a = (m == nm) ? s : (s == (T)0 ? (T)0 : s * braze_exp(m - nm));
-  T b = (om == nm) ? os : (os == (T)0 ? (T)0 : os * braze_exp(om - nm));
+  T a = (m == nm) ? s : (s == (T)0 ? (T)0 : s * braze_exp_fast(m - nm));
+  T b = (om == nm) ? os : (os == (T)0 ? (T)0 : os * braze_exp_fast(om - nm));
   m = nm;
   s = a + b;
 }
@@ -126,3 +126,58 @@ BRAZE_DEV void braze_block_online(T& m, T& s, T* shm_m, T* shm_s) {
   s = shm_s[0];
   __syncthreads();
 }
+
+// A row staged in shared memory (the reduction schedule's "smem" mode): 16-, 8- or 4-byte
+// asynchronous copies that each thread waits for itself — every thread later reads back
+// only the elements it copied, so no barrier is needed between the copy and the passes.
+#ifdef BRAZE_CPU_EMULATION
+template <int B>
+BRAZE_DEV void braze_cp_async(void* dst, const void* src) { memcpy(dst, src, B); }
+BRAZE_DEV void braze_cp_async_wait_all() {}
+#else
+template <int B>
+BRAZE_DEV void braze_cp_async(void* dst, const void* src) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if constexpr (B == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(d), "l"(src), "n"(B) : "memory");
+}
+BRAZE_DEV void braze_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+#endif
+
+// Thread-block clusters (sm_90): a row shared by the `split` blocks of a cluster. Each
+// block publishes its partial result in a shared-memory slot; after a cluster barrier every
+// block reads all slots (distributed shared memory) and combines them in rank order, so all
+// blocks agree bit for bit; a second barrier frees the slots (and keeps a block's shared
+// memory alive until the others have read it).
+#ifndef BRAZE_CPU_EMULATION
+BRAZE_DEV void braze_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+template <class T>
+BRAZE_DEV T braze_cluster_read(const T* p, unsigned rank) {
+  unsigned long long q;
+  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
+  return *reinterpret_cast<const volatile T*>(q);
+}
+template <class T, class F>
+BRAZE_DEV T braze_cluster_reduce(T v, F f, T* slot, int split) {
+  if (threadIdx.x == 0) *slot = v;
+  braze_cluster_sync();
+  T r = braze_cluster_read(slot, 0);
+  for (int q = 1; q < split; ++q) r = f(r, braze_cluster_read(slot, q));
+  braze_cluster_sync();
+  return r;
+}
+template <class T>
+BRAZE_DEV void braze_cluster_online(T& m, T& s, T* slot, int split) {
+  if (threadIdx.x == 0) slot[0] = m, slot[1] = s;
+  braze_cluster_sync();
+  T cm = braze_cluster_read(slot, 0), cs = braze_cluster_read(slot + 1, 0);
+  for (int q = 1; q < split; ++q) braze_online_merge(cm, cs, braze_cluster_read(slot, q), braze_cluster_read(slot + 1, q));
+  braze_cluster_sync();
+  m = cm;
+  s = cs;
+}
+#endif

@@ -506,11 +506,12 @@ OpDef axis_op(std::string name, AxisOp kind) {
       p.outputs = {{true, "({r} == {s0} ? 1 : 0)"}};
       return p;
     }
-    const std::string e = cuda_math(t, "exp");
-    p.passes = {{"max", "{x}", t}, {"sum", e + "({x} - {s0})", t}};
+    // exp of an argument at most 0: the hardware exponential (braze_exp_fast); the output
+    // reuses pass 1's exp ({p1}) and multiplies by the reciprocal of the row's sum.
+    p.passes = {{"max", "{x}", t}, {"sum", "braze_exp_fast({x} - {s0})", t}};
     p.online_softmax = true;
     p.outputs = {{true, kind == AxisOp::Softmax
-                            ? e + "({x} - {s0}) / {s1}"
+                            ? "{p1} * (" + cuda_literal(t, 1) + " / {s1})"
                             : "({x} - {s0}) - " + cuda_math(t, "log") + "({s1})"}};
     return p;
   };

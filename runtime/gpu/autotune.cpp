@@ -130,7 +130,7 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
   TuneReport r;
   for (Step& s : steps) {
     if (!s.kernel) continue;
-    std::vector<codegen::Tunables> cands = codegen::candidates(g, s.group);
+    std::vector<codegen::Tunables> cands = codegen::candidates(g, s.group, opts.target);
     if (cands.size() < 2) continue;
     ++r.kernels;
     std::string key = s.kernel->name + suffix;
@@ -165,13 +165,18 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
         CUfunction fn;
         BRAZE_CU(cuModuleLoadData, &mod, trial[ci].cubin.data());
         BRAZE_CU(cuModuleGetFunction, &fn, mod, k.name.c_str());
+        if (k.shared_bytes > 48 * 1024)
+          BRAZE_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                   static_cast<int>(k.shared_bytes));
         for (size_t i = 0; i < k.params.size(); ++i)
           if (k.params[i].is_output) BRAZE_CU(cuMemsetD8, buf.ptrs[i], 0xFF, buf.bufs[i].size());
         launch(fn, k, buf);
         BRAZE_CU(cuCtxSynchronize);
         std::vector<Tensor> out = read_outputs(g, k, buf);
+        // Checked against the first candidate that ran (the heuristic default, unless it
+        // could not launch).
         bool agrees = true;
-        if (ci == 0) {
+        if (ref.empty()) {
           ref = out;
         } else {
           for (size_t i = 0; i < out.size() && agrees; ++i)

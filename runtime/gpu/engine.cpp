@@ -116,6 +116,14 @@ std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan, c
 std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan, const EngineOptions& opts,
                                       BuildReport* report) {
   std::vector<Step> steps = generate_steps(graph, std::move(plan), opts.target);
+  if (opts.candidate >= 0)
+    for (Step& s : steps) {
+      std::vector<codegen::Tunables> c = codegen::candidates(graph, s.group, opts.target);
+      if (!s.kernel || c.empty()) continue;
+      const codegen::Tunables& t = c[std::min<size_t>(static_cast<size_t>(opts.candidate), c.size() - 1)];
+      codegen::GroupCode gc = codegen::generate(graph, s.group, opts.target, &t);
+      if (gc.kernel) s.kernel = std::move(gc.kernel);
+    }
   if (opts.tune) {
     TuningCache cache(opts.tuning_cache.empty() ? TuningCache::default_path() : opts.tuning_cache);
     TuneReport tr;

@@ -37,6 +37,9 @@ struct EngineOptions {
   unsigned threads = 0;        // compile threads; 0 = all cores
   bool tune = false;           // autotune on the GPU (runtime/gpu/autotune.h)
   std::filesystem::path tuning_cache;  // empty: <cache dir>/tuning.json
+  // Tests: every kernel with a search space uses its candidate number `candidate`
+  // (the last one where it has fewer) instead of the heuristic default; -1: default.
+  int candidate = -1;
 };
 
 // Options for a build on this machine: the device's arch and SM count when a GPU is

@@ -119,6 +119,22 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(braze("run x.onnx --backend nowhere").code, 2);
 }
 
+// --precision fp16: the emulated kernels run the model in float16 and diff reports the
+// error against the float32 reference, with the relative L2 error.
+TEST(Cli, DiffAtReducedPrecision) {
+  fs::path d = temp_dir("precision");
+  fs::path m = write_model(d);
+  Result r = braze(fmt::format("diff {} --a emulator --b reference --precision fp16", m.string()));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("at --precision fp16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rel l2 err"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("agree within tolerance"), std::string::npos) << r.out;
+  EXPECT_EQ(braze(fmt::format("diff {} --precision fp8", m.string())).code, 2);
+  Result pk = braze(fmt::format("diff {} --a emulator --precision bf16 --per-kernel", m.string()));
+  EXPECT_NE(pk.code, 0);
+  EXPECT_NE(pk.out.find("without --precision"), std::string::npos) << pk.out;
+}
+
 TEST(Cli, InspectJson) {
   fs::path d = temp_dir("inspect");
   Result r = braze("inspect --json " + write_model(d).string());

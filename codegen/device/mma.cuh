@@ -1,0 +1,289 @@
+// braze tensor-core helpers (sm_80+) and the multistage GEMM main loop the tensor-core
+// schedule (codegen/gemm_tc.cpp) instantiates; only that schedule's kernels include this.
+//
+// Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k16"); lane = 4 * g + t:
+//   A, 16x16 (m x k), four registers of two b16 each, lower index in the low half:
+//     a0 = (m g, k 2t..2t+1)  a1 = (m g+8, k 2t..)  a2 = (m g, k 2t+8..)  a3 = (m g+8, k 2t+8..)
+//   B, 16x8 (k x n), two registers:  b0 = (k 2t..2t+1, n g)  b1 = (k 2t+8.., n g)
+//   C and D, 16x8 floats:  d0, d1 = (m g, n 2t, 2t+1)  d2, d3 = (m g+8, n 2t, 2t+1)
+// ldmatrix .x4: lanes 8q..8q+7 give the addresses of the eight 16-byte rows of 8x8 matrix q;
+// register q of lane 4g+t receives row g, columns 2t..2t+1 of matrix q — or, with .trans,
+// rows 2t..2t+1 of column g. So a tile stored with k contiguous loads A and B fragments
+// directly, and one stored with m (or n) contiguous loads them with .trans.
+//
+// Under BRAZE_CPU_EMULATION (runtime/emulator_shim.h) the instructions become plain C++
+// with the same semantics, the warp's lanes exchanging operands through the shim.
+
+#ifdef BRAZE_CPU_EMULATION
+typedef unsigned char* braze_saddr;  // a shared-memory address
+BRAZE_DEV braze_saddr braze_smem_addr(void* p) { return static_cast<unsigned char*>(p); }
+#else
+typedef unsigned braze_saddr;  // a shared-state-space address, as the instructions take
+BRAZE_DEV braze_saddr braze_smem_addr(void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+#endif
+
+// ---- instructions ----
+
+#ifdef BRAZE_CPU_EMULATION
+
+BRAZE_DEV void braze_cp_async16(braze_saddr dst, const void* src, bool valid) {
+  if (valid)
+    memcpy(dst, src, 16);
+  else
+    memset(dst, 0, 16);
+}
+BRAZE_DEV void braze_cp_async_commit() {}
+template <int N>
+BRAZE_DEV void braze_cp_async_wait() {}  // the copies above completed when issued
+
+template <bool TRANS>
+void braze_emu_ldmatrix_x4(unsigned (&r)[4], braze_saddr row) {
+  const unsigned g = braze_emu_lane / 4, t = braze_emu_lane % 4;
+  unsigned out[4];
+  braze_emu_warp_exchange(row, [&](const void* const* rows) {
+    for (int q = 0; q < 4; ++q) {
+      unsigned short lo, hi;
+      if (TRANS) {
+        memcpy(&lo, static_cast<const unsigned char*>(rows[8 * q + 2 * t]) + 2 * g, 2);
+        memcpy(&hi, static_cast<const unsigned char*>(rows[8 * q + 2 * t + 1]) + 2 * g, 2);
+      } else {
+        memcpy(&lo, static_cast<const unsigned char*>(rows[8 * q + g]) + 4 * t, 2);
+        memcpy(&hi, static_cast<const unsigned char*>(rows[8 * q + g]) + 4 * t + 2, 2);
+      }
+      out[q] = lo | static_cast<unsigned>(hi) << 16;
+    }
+  });
+  for (int q = 0; q < 4; ++q) r[q] = out[q];
+}
+BRAZE_DEV void braze_ldmatrix_x4(unsigned (&r)[4], braze_saddr row) {
+  braze_emu_ldmatrix_x4<false>(r, row);
+}
+BRAZE_DEV void braze_ldmatrix_x4_trans(unsigned (&r)[4], braze_saddr row) {
+  braze_emu_ldmatrix_x4<true>(r, row);
+}
+
+inline float braze_emu_b16(unsigned short bits, braze_tag<__half>) {
+  return __half2float(__half{bits});
+}
+inline float braze_emu_b16(unsigned short bits, braze_tag<__nv_bfloat16>) {
+  return __bfloat162float(__nv_bfloat16{bits});
+}
+template <class T>
+void braze_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], braze_tag<T>) {
+  struct Frag {
+    const unsigned* a;
+    const unsigned* b;
+  } mine{a, b};
+  const int g = braze_emu_lane / 4, t = braze_emu_lane % 4;
+  float out[4];
+  braze_emu_warp_exchange(&mine, [&](const void* const* lanes) {
+    auto elem = [](unsigned reg, int k) {
+      return braze_emu_b16(static_cast<unsigned short>(k % 2 ? reg >> 16 : reg & 0xffffu),
+                           braze_tag<T>{});
+    };
+    auto A = [&](int m, int k) {
+      const Frag* f = static_cast<const Frag*>(lanes[(m % 8) * 4 + (k % 8) / 2]);
+      return elem(f->a[m / 8 + 2 * (k / 8)], k);
+    };
+    auto B = [&](int k, int n) {
+      const Frag* f = static_cast<const Frag*>(lanes[n * 4 + (k % 8) / 2]);
+      return elem(f->b[k / 8], k);
+    };
+    for (int e = 0; e < 4; ++e) {
+      const int m = g + (e / 2) * 8, n = 2 * t + e % 2;
+      float s = d[e];
+      for (int k = 0; k < 16; ++k) s += A(m, k) * B(k, n);
+      out[e] = s;
+    }
+  });
+  for (int e = 0; e < 4; ++e) d[e] = out[e];
+}
+
+#else
+
+// 16 bytes global -> shared, bypassing L1; when !valid nothing is read (src-size 0) and the
+// destination is zero-filled.
+BRAZE_DEV void braze_cp_async16(braze_saddr dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+BRAZE_DEV void braze_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+BRAZE_DEV void braze_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+BRAZE_DEV void braze_ldmatrix_x4(unsigned (&r)[4], braze_saddr row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(row));
+}
+BRAZE_DEV void braze_ldmatrix_x4_trans(unsigned (&r)[4], braze_saddr row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(row));
+}
+
+// d += a * b, fp32 accumulation.
+BRAZE_DEV void braze_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                               braze_tag<__half>) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+BRAZE_DEV void braze_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                               braze_tag<__nv_bfloat16>) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+#endif
+
+// ---- shared-memory tiles ----
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a tile of CPR chunks a row (CPR a
+// power of two). The chunk index is XORed with a function of the row so that the eight rows
+// of an ldmatrix 8x8 matrix (consecutive rows, one logical chunk), and eight consecutive
+// chunks in row-major order (a quarter-warp of cp.async writes), land in the eight distinct
+// 16-byte bank groups of a 128-byte line: no bank conflicts on either side.
+template <int CPR>
+BRAZE_DEV int braze_swizzle(int row, int chunk) {
+  constexpr int kRowsPerLine = CPR >= 8 ? 1 : 8 / CPR;  // rows sharing one 128-byte line
+  constexpr int kPhases = CPR >= 8 ? 8 : CPR;
+  return (row * CPR + (chunk ^ ((row / kRowsPerLine) % kPhases))) * 16;
+}
+
+// Starts the copy of a ROWS x COLS tile of T (COLS contiguous), element (r, c) from
+// src[(row0 + r) * ld + col0 + c], into the swizzled tile at dst; rows from row_end and
+// columns from col_end are zero-filled (col_end and col0 multiples of 8).
+template <class T, int ROWS, int COLS, int THREADS>
+BRAZE_DEV void braze_tc_load_tile(braze_saddr dst, const T* src, long long ld, long long row0,
+                                  long long row_end, long long col0, long long col_end) {
+  constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR;
+#pragma unroll
+  for (int l0 = 0; l0 < CHUNKS; l0 += THREADS) {
+    const int l = l0 + (int)threadIdx.x;
+    if (CHUNKS % THREADS != 0 && l >= CHUNKS) break;
+    const int r = l / CPR, c = l % CPR;
+    const long long gr = row0 + r, gc = col0 + c * 8;
+    const bool ok = gr < row_end && gc < col_end;
+    braze_cp_async16(dst + braze_swizzle<CPR>(r, c), ok ? src + gr * ld + gc : src, ok);
+  }
+}
+
+// ---- the main loop ----
+
+// One block's BM x BN tile of C = A B over k, accumulated in registers: warp w computes the
+// (BM/WM) x (BN/WN) sub-tile at warp row w / WN, warp column w % WN, as MI x NI mma tiles of
+// 16 x 8; acc[mi][ni] holds one tile's C fragment (layout above). A's element (i, p) is
+// a[i * lda + p] when A_KCONTIG, else a[p * lda + i]; B's (p, j) is b[j * ldb + p] when
+// B_KCONTIG, else b[p * ldb + j]. Tiles stream through STAGES shared-memory stages
+// (cp.async), STAGES - 1 k-tiles ahead of the math. Returns with shared memory free again.
+template <class T, int BM, int BN, int BK, int WM, int WN, int STAGES, bool A_KCONTIG,
+          bool B_KCONTIG>
+struct braze_tc_gemm {
+  static constexpr int kThreads = WM * WN * 32;
+  static constexpr int kWarpM = BM / WM, kWarpN = BN / WN;
+  static constexpr int MI = kWarpM / 16, NI = kWarpN / 8;
+  // A's stage tile is BM x BK (k contiguous) or BK x BM; B's BN x BK or BK x BN.
+  static constexpr int kACpr = (A_KCONTIG ? BK : BM) / 8, kBCpr = (B_KCONTIG ? BK : BN) / 8;
+  static constexpr int kABytes = BM * BK * 2, kStageBytes = kABytes + BN * BK * 2;
+  static constexpr int kSharedBytes = STAGES * kStageBytes;
+  static_assert(sizeof(T) == 2, "16-bit operands");
+  static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0 && BK % 16 == 0, "tile shape");
+
+  static BRAZE_DEV void load_stage(braze_saddr s, const T* a, long long lda, const T* b,
+                                   long long ldb, long long m, long long n, long long k,
+                                   long long i0, long long j0, long long p0) {
+    if constexpr (A_KCONTIG)
+      braze_tc_load_tile<T, BM, BK, kThreads>(s, a, lda, i0, m, p0, k);
+    else
+      braze_tc_load_tile<T, BK, BM, kThreads>(s, a, lda, p0, k, i0, m);
+    if constexpr (B_KCONTIG)
+      braze_tc_load_tile<T, BN, BK, kThreads>(s + kABytes, b, ldb, j0, n, p0, k);
+    else
+      braze_tc_load_tile<T, BK, BN, kThreads>(s + kABytes, b, ldb, p0, k, j0, n);
+  }
+
+  static BRAZE_DEV void compute_stage(float (&acc)[MI][NI][4], braze_saddr s, int wm, int wn,
+                                      int lane) {
+    const braze_saddr sa = s, sb = s + kABytes;
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      unsigned af[MI][4], bf[NI][2];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi) {
+        const int m0 = wm * kWarpM + mi * 16;
+        // The four 8x8 matrices in register order: (m 0-7, k 0-7), (m 8-15, k 0-7),
+        // (m 0-7, k 8-15), (m 8-15, k 8-15) of the 16 x 16 fragment.
+        if constexpr (A_KCONTIG)
+          braze_ldmatrix_x4(af[mi],
+                            sa + braze_swizzle<kACpr>(m0 + (lane & 15), kk * 2 + (lane >> 4)));
+        else
+          braze_ldmatrix_x4_trans(af[mi],
+                                  sa + braze_swizzle<kACpr>(kk * 16 + (lane & 7) + (lane >> 4) * 8,
+                                                            m0 / 8 + ((lane >> 3) & 1)));
+      }
+#pragma unroll
+      for (int nj = 0; nj < NI / 2; ++nj) {
+        const int n0 = wn * kWarpN + nj * 16;
+        // Two n8 tiles: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15).
+        unsigned r[4];
+        if constexpr (B_KCONTIG)
+          braze_ldmatrix_x4(r, sb + braze_swizzle<kBCpr>(n0 + (lane & 7) + (lane >> 4) * 8,
+                                                         kk * 2 + ((lane >> 3) & 1)));
+        else
+          braze_ldmatrix_x4_trans(
+              r, sb + braze_swizzle<kBCpr>(kk * 16 + (lane & 15), n0 / 8 + (lane >> 4)));
+        bf[2 * nj][0] = r[0];
+        bf[2 * nj][1] = r[1];
+        bf[2 * nj + 1][0] = r[2];
+        bf[2 * nj + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni)
+          braze_mma_16816(acc[mi][ni], af[mi], bf[ni], braze_tag<T>{});
+    }
+  }
+
+  static BRAZE_DEV void run(float (&acc)[MI][NI][4], const T* a, long long lda, const T* b,
+                            long long ldb, long long m, long long n, long long k, long long i0,
+                            long long j0, braze_saddr smem) {
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
+    const int ktiles = (int)((k + BK - 1) / BK);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < ktiles)
+        load_stage(smem + s * kStageBytes, a, lda, b, ldb, m, n, k, i0, j0, (long long)s * BK);
+      braze_cp_async_commit();
+    }
+    for (int kt = 0; kt < ktiles; ++kt) {
+      // k-tile kt has landed for every thread, and every warp is done with tile kt - 1,
+      // whose stage the next copy refills.
+      braze_cp_async_wait<STAGES - 2>();
+      __syncthreads();
+      const int next = kt + STAGES - 1;
+      if (next < ktiles)
+        load_stage(smem + (next % STAGES) * kStageBytes, a, lda, b, ldb, m, n, k, i0, j0,
+                   (long long)next * BK);
+      braze_cp_async_commit();
+      compute_stage(acc, smem + (kt % STAGES) * kStageBytes, warp / WN, warp % WN, lane);
+    }
+    braze_cp_async_wait<0>();
+    __syncthreads();
+  }
+};

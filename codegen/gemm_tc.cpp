@@ -1,0 +1,243 @@
+// The tensor-core GEMM schedule, for float16 and bfloat16 products on sm_80+ (mma.sync
+// m16n8k16, fp32 accumulation). The main loop is device code, braze_tc_gemm in
+// codegen/device/mma.cuh; this file picks its compile-time shape, addresses the operands,
+// rasterises the blocks and writes the epilogue, shared with the SIMT schedule (gemm.h).
+//
+//   block tile BM x BN, k in steps of BK        warps WM x WN, each a (BM/WM) x (BN/WN)
+//   ┌──────────── BN ────────────┐               tile of 16 x 8 mma tiles, fp32 in registers
+//   │ w0      │ w1 │ w2 │ w3     │ BM/WM
+//   ├─────────┼────┼────┼────────┤               A and B stream global -> shared through
+//   │ w4      │ w5 │ w6 │ w7     │               STAGES buffers (cp.async, 16 bytes a copy,
+//   └─────────┴────┴────┴────────┘               zero-filled past the edges), XOR-swizzled
+//                                                 per 16 bytes; ldmatrix feeds the mma.
+//
+// A shared tile keeps the operand's contiguous dim contiguous: A stored [M, K] (and B
+// stored [N, K], Gemm transB = 1) load fragments with ldmatrix, A stored [K, M] (transA)
+// and B stored [K, N] (MatMul) with ldmatrix.trans. Operands are read straight from the
+// kernel's input pointers, so the schedule applies only when they are not computed in the
+// group (a Transpose or Cast fused in front of them stays with the SIMT schedule), their
+// contiguous dim and k are multiples of 8 elements (16-byte copies), and neither is a
+// vector. Batch dims broadcast as in the SIMT schedule (blockIdx.z, then a loop).
+// Blocks walk the tile grid in groups of kRasterRows block-rows, down a group's columns
+// first, so blocks running together share A rows and B columns in L2. The epilogue runs on
+// the accumulators in registers, element by element as in the SIMT schedule, and stores
+// the two adjacent columns each lane holds as one pair when they are adjacent in the output.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "codegen/codegen.h"
+#include "codegen/gemm.h"
+#include "graph/cuda_hooks.h"
+#include "graph/registry.h"
+
+namespace braze::codegen {
+
+namespace {
+
+constexpr int kRasterRows = 8;
+constexpr int64_t kMaxSharedBytes = 227 * 1024;  // opt-in limit per block on sm_80 / sm_90
+
+struct TcTile {
+  int bm, bn, bk, wm, wn, stages;
+  int threads() const { return wm * wn * 32; }
+  int64_t shared_bytes() const { return int64_t{stages} * (bm + bn) * bk * 2; }
+};
+
+TcTile tile_of(const Tunables& t) {
+  return {t.at("bm"), t.at("bn"), t.at("bk"), t.at("wm"), t.at("wn"), t.at("stages")};
+}
+
+Tunables tunables_of(const TcTile& t) {
+  return {{"tc", 1},    {"bm", t.bm}, {"bn", t.bn},        {"bk", t.bk},
+          {"wm", t.wm}, {"wn", t.wn}, {"stages", t.stages}};
+}
+
+bool pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// Why the main loop cannot take this tile shape, or empty.
+std::string tile_problem(const TcTile& t) {
+  if (!pow2(t.bm) || !pow2(t.bn) || !pow2(t.bk) || t.bk < 16 || t.wm < 1 || t.wn < 1 ||
+      t.bm % (16 * t.wm) != 0 || t.bn % (16 * t.wn) != 0)
+    return fmt::format("tensor-core tile {}x{}x{} with {}x{} warps is not supported", t.bm, t.bn,
+                       t.bk, t.wm, t.wn);
+  if (t.threads() > 1024 || t.stages < 2) return "tensor-core tile: too many warps or stages";
+  if (t.shared_bytes() > kMaxSharedBytes)
+    return fmt::format("tensor-core tile needs {} bytes of shared memory", t.shared_bytes());
+  return "";
+}
+
+// Offset of a batch's matrix in an operand of `shape` (its last two dims the matrix) for
+// output batch index "b".
+std::string batch_offset(const Shape& out_batch, const Shape& shape) {
+  Shape batch(shape.begin(), shape.end() - 2);
+  std::vector<std::string> coords = operand_coords(out_batch, batch, {});
+  std::string off;
+  int64_t stride = shape[shape.size() - 1] * shape[shape.size() - 2];
+  for (size_t d = batch.size(); d-- > 0;) {
+    if (coords[d] != "0LL")
+      off += fmt::format("{}{} * {}LL", off.empty() ? "" : " + ", coords[d], stride);
+    stride *= batch[d];
+  }
+  return off.empty() ? "0LL" : off;
+}
+
+}  // namespace
+
+std::string gemm_tc_unsupported(const graph::Graph& g, const fusion::Group& group,
+                                const GemmDims& d, const Target& target) {
+  if (target.sm < 80) return "tensor-core GEMM needs sm_80 or newer";
+  const graph::Node& n = *d.node;
+  const graph::Value& a = g.value(n.inputs[0]);
+  const graph::Value& b = g.value(n.inputs[1]);
+  if (a.dtype != b.dtype || (a.dtype != DType::Float16 && a.dtype != DType::BFloat16))
+    return "tensor-core GEMM takes float16 or bfloat16 operands of one type";
+  if (d.a_vec || d.b_vec) return "a matrix-vector product";
+  for (const graph::Value* v : {&a, &b})
+    if (v->producer != graph::kNoNode &&
+        std::find(group.nodes.begin(), group.nodes.end(), v->producer) != group.nodes.end())
+      return fmt::format("operand %{} is computed in the kernel", v->name);
+  if (d.m == 0 || d.nn == 0 || d.k == 0 || d.batches == 0) return "an empty product";
+  const int64_t a_contig = d.ta ? d.m : d.k, b_contig = d.tb ? d.k : d.nn;
+  if (d.k % 8 != 0 || a_contig % 8 != 0 || b_contig % 8 != 0)
+    return "k and the operands' contiguous dims must be multiples of 8 for 16-byte copies";
+  return "";
+}
+
+std::vector<Tunables> gemm_tc_candidates(const GemmDims& d, const Target& target) {
+  auto tiles = [&](int bm, int bn) {
+    return ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
+  };
+  // Heuristic: the largest tile that still gives every SM a block (on an H200, 4096^3 in
+  // float16 ran at 277 TFLOP/s with 128 x 256, 220 with 128 x 128; small products did best
+  // with 64 x 64 x 64).
+  const TcTile def = tiles(128, 256) >= target.num_sms   ? TcTile{128, 256, 32, 2, 4, 3}
+                     : tiles(128, 128) >= target.num_sms ? TcTile{128, 128, 32, 2, 4, 3}
+                     : tiles(64, 128) >= target.num_sms  ? TcTile{64, 128, 32, 2, 2, 4}
+                                                         : TcTile{64, 64, 64, 2, 2, 3};
+  std::vector<Tunables> c{tunables_of(def)};
+  for (TcTile t :
+       {TcTile{128, 256, 32, 2, 4, 3}, TcTile{128, 256, 64, 2, 4, 3}, TcTile{256, 128, 32, 4, 2, 3},
+        TcTile{256, 128, 64, 4, 2, 3}, TcTile{128, 128, 32, 2, 4, 3}, TcTile{128, 128, 32, 2, 4, 4},
+        TcTile{128, 128, 64, 2, 4, 3}, TcTile{128, 64, 32, 2, 2, 4}, TcTile{64, 128, 32, 2, 2, 4},
+        TcTile{64, 64, 32, 2, 2, 4}, TcTile{64, 64, 64, 2, 2, 3}}) {
+    Tunables tu = tunables_of(t);
+    if (std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
+  }
+  return c;
+}
+
+std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group& group,
+                                     const GemmDims& d, const GemmEpilogue& epi,
+                                     const Target& target, const Tunables& tune,
+                                     std::string* why_not) {
+  std::string why = gemm_tc_unsupported(g, group, d, target);
+  const TcTile t = tile_of(tune);
+  if (why.empty()) why = tile_problem(t);
+  const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
+  if (why.empty() && tiles_m * tiles_n > 2147483647) why = "matrix too large for the GEMM grid";
+  if (!why.empty()) {
+    *why_not = why;
+    return std::nullopt;
+  }
+  const graph::Node& n = *d.node;
+  const graph::Value& a = g.value(n.inputs[0]);
+  const graph::Value& b = g.value(n.inputs[1]);
+  const int warp_m = t.bm / t.wm, warp_n = t.bn / t.wn;
+
+  Emitter e = gemm_emitter(g, group, d);
+  const std::string pa = e.input_param(n.inputs[0]), pb = e.input_param(n.inputs[1]);
+  const std::string a_off = batch_offset(d.out_batch, a.shape),
+                    b_off = batch_offset(d.out_batch, b.shape);
+  e.line("const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;");
+  e.line(fmt::format("const int raster = (int)blockIdx.x / {}, first_row = raster * {};",
+                     kRasterRows * tiles_n, kRasterRows));
+  e.line(fmt::format("const int raster_rows = {0} - first_row < {1} ? {0} - first_row : {1};",
+                     tiles_m, kRasterRows));
+  e.line(fmt::format("const int in_raster = (int)blockIdx.x % {};", kRasterRows * tiles_n));
+  e.line(
+      fmt::format("const long long i0 = (long long)(first_row + in_raster % raster_rows) * {}, "
+                  "j0 = (long long)(in_raster / raster_rows) * {};",
+                  t.bm, t.bn));
+  e.open(fmt::format("for (long long b = blockIdx.z; b < {}LL; b += gridDim.z) {{", d.batches));
+  e.line(fmt::format("float accum[{}][{}][4];", warp_m / 16, warp_n / 8));
+  e.line(
+      fmt::format("tile_gemm::run(accum, {} + {}, {}LL, {} + {}, {}LL, {}LL, {}LL, {}LL, i0, "
+                  "j0, smem);",
+                  pa, a_off, d.ta ? d.m : d.k, pb, b_off, d.tb ? d.k : d.nn, d.m, d.nn, d.k));
+  // The epilogue, once per accumulator: accum[mi][ni][2 * r + q] is C's element
+  // (mi * 16 + lane / 4 + 8 * r, ni * 8 + 2 * (lane % 4) + q) of the warp's tile. When the
+  // output's last dim is j, of even size, the two q's are adjacent there: one paired store.
+  const graph::Value& ov = g.value(epi.out);
+  const bool pairs = epi.out_coords.back() == "j" && ov.shape.back() == d.nn && d.nn % 2 == 0;
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", warp_m / 16));
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", warp_n / 8));
+  e.line("#pragma unroll");
+  e.open("for (int r = 0; r < 2; ++r) {");
+  e.line(fmt::format("const long long i = i0 + (warp / {}) * {} + mi * 16 + lane / 4 + r * 8;",
+                     t.wn, warp_m));
+  e.line(fmt::format("const long long jp = j0 + (warp % {}) * {} + ni * 8 + (lane % 4) * 2;", t.wn,
+                     warp_n));
+  try {
+    const std::string ct = graph::cuda_compute_type(ov.dtype),
+                      st = graph::cuda_storage_type(ov.dtype);
+    if (pairs) {
+      e.open(fmt::format("if (i < {}LL && jp < {}LL) {{", d.m, d.nn));
+      e.line(fmt::format("{} res[2];", ct));
+      e.line("#pragma unroll");
+      e.open("for (int q = 0; q < 2; ++q) {");
+      e.line("const long long j = jp + q;");
+      e.push_scope();
+      e.line(
+          fmt::format("res[q] = {};", emit_gemm_value(e, g, d, epi, "accum[mi][ni][2 * r + q]")));
+      e.pop_scope();
+      e.close();
+      e.line("const long long j = jp;");
+      const std::string pack0 = "braze_pack(braze_tag<" + st + ">(), res[0])",
+                        pack1 = "braze_pack(braze_tag<" + st + ">(), res[1])";
+      e.line(fmt::format("braze_vstore<2>({}, {}, braze_vec<{}, 2>{{{{{}, {}}}}});",
+                         e.output_param(epi.out), graph::cuda_linearize(epi.out_coords, ov.shape),
+                         st, pack0, pack1));
+      e.close();
+    } else {
+      e.line("#pragma unroll");
+      e.open("for (int q = 0; q < 2; ++q) {");
+      e.line("const long long j = jp + q;");
+      e.open(fmt::format("if (i < {}LL && j < {}LL) {{", d.m, d.nn));
+      e.push_scope();
+      emit_gemm_store(e, g, d, epi, "accum[mi][ni][2 * r + q]");
+      e.pop_scope();
+      e.close();
+      e.close();
+    }
+  } catch (const graph::CudaUnsupported& u) {
+    *why_not = u.why;
+    return std::nullopt;
+  }
+  for (int c = 0; c < 4; ++c) e.close();  // r, ni, mi, b
+
+  Kernel kern;
+  kern.kind = fusion::GroupKind::Gemm;
+  kern.nodes = group.nodes;
+  kern.params = e.params();
+  kern.error_messages = e.errors();
+  kern.has_error_flag = !kern.error_messages.empty();
+  kern.tunables = tunables_of(t);
+  kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
+  kern.grid = {static_cast<unsigned>(tiles_m * tiles_n), 1,
+               static_cast<unsigned>(std::clamp<int64_t>(d.batches, 1, 65535))};
+  kern.shared_bytes = static_cast<unsigned>(t.shared_bytes());
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({0}) KERNEL_NAME({1}) {{\n"
+      "  typedef braze_tc_gemm<{2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}> tile_gemm;\n"
+      "  BRAZE_DYNAMIC_SMEM(braze_smem, {11});\n"
+      "  const braze_saddr smem = braze_smem_addr(braze_smem);\n{12}}}\n",
+      t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), t.bm, t.bn, t.bk, t.wm, t.wn,
+      t.stages, d.ta ? "false" : "true", d.tb ? "true" : "false", kern.shared_bytes, e.body());
+  finish_kernel(g, kern, code, false, true);
+  return kern;
+}
+
+}  // namespace braze::codegen

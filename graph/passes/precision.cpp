@@ -1,0 +1,96 @@
+#include "graph/passes/precision.h"
+
+#include <braze/error.h>
+
+#include <fmt/format.h>
+
+#include "graph/infer.h"
+#include "graph/onnx_dtype.h"
+#include "graph/op_context.h"
+#include "graph/registry.h"
+
+namespace braze::graph::passes {
+
+DType precision_dtype(const std::string& name) {
+  if (name == "fp32" || name == "tf32") return DType::Float32;
+  if (name == "fp16") return DType::Float16;
+  if (name == "bf16") return DType::BFloat16;
+  throw UserError(fmt::format("--precision {}: expected fp32, tf32, fp16 or bf16", name));
+}
+
+int convert_precision(Graph& g, DType to) {
+  if (to == DType::Float32) return 0;
+  BRAZE_CHECK(to == DType::Float16 || to == DType::BFloat16, "convert_precision: target must be a half type");
+  const OpDef* cast = find_op("", "Cast");
+  BRAZE_CHECK(cast != nullptr, "Cast is not registered");
+  const int64_t onnx_to = dtype_to_onnx(to), onnx_f32 = dtype_to_onnx(DType::Float32);
+  const std::string suffix = to == DType::Float16 ? "_fp16" : "_bf16";
+
+  // Constants, except those some node reads as a shape or size.
+  std::vector<bool> shape_read(g.num_values(), false);
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(static_cast<NodeId>(i));
+    if (n.dead) continue;
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (n.inputs[k] != kNoValue && n.op->is_shape_input(static_cast<int>(k))) shape_read[n.inputs[k]] = true;
+  }
+  for (size_t i = 0; i < g.num_values(); ++i) {
+    Value& v = g.value(static_cast<ValueId>(i));
+    if (!v.constant || v.dtype != DType::Float32 || shape_read[i]) continue;
+    Tensor t(to, v.constant->shape());
+    for (int64_t e = 0; e < t.numel(); ++e) t.set_f64(e, v.constant->get_f64(e));
+    v.constant = std::make_shared<const Tensor>(std::move(t));
+    v.dtype = to;
+  }
+  // Attributes that name float32 as the dtype to produce.
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    Node& n = g.node(static_cast<NodeId>(i));
+    if (n.dead) continue;
+    for (const char* name : {"to", "dtype"}) {
+      auto it = n.attrs.find(name);
+      if (it != n.attrs.end() && std::holds_alternative<int64_t>(it->second) && std::get<int64_t>(it->second) == onnx_f32 &&
+          (n.op_type() == "Cast" || n.op_type() == "EyeLike"))
+        it->second = onnx_to;
+    }
+    if (n.op_type() == "ConstantOfShape") {
+      auto it = n.attrs.find("value");
+      if (it != n.attrs.end() && std::holds_alternative<Tensor>(it->second)) {
+        const Tensor& old = std::get<Tensor>(it->second);
+        if (old.dtype() == DType::Float32) {
+          Tensor t(to, old.shape());
+          for (int64_t e = 0; e < t.numel(); ++e) t.set_f64(e, old.get_f64(e));
+          it->second = std::move(t);
+        }
+      }
+    }
+  }
+  // Float32 inputs enter through a Cast.
+  std::vector<DType> out_dtypes;
+  for (const auto& o : g.outputs()) out_dtypes.push_back(g.value(o.value).dtype);
+  for (ValueId in : std::vector<ValueId>(g.inputs())) {
+    if (g.value(in).dtype != DType::Float32) continue;
+    const Value v = g.value(in);
+    ValueId h = g.add_value(g.unique_name(v.name + suffix), to, v.shape);
+    g.value(h).has_shape = v.has_shape;
+    g.replace_all_uses(in, h);
+    g.add_node(cast, g.unique_name("Cast_" + v.name + suffix), {in}, {h}, {{"to", onnx_to}});
+  }
+  infer_graph(g);
+  // Outputs that were float32 leave through a Cast back.
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    ValueId o = g.outputs()[i].value;
+    if (out_dtypes[i] != DType::Float32 || g.value(o).dtype == DType::Float32) continue;
+    const Value v = g.value(o);
+    ValueId f = g.add_value(g.unique_name(v.name + "_fp32"), DType::Float32, v.shape);
+    g.value(f).has_shape = v.has_shape;
+    NodeId c = g.add_node(cast, g.unique_name("Cast_" + v.name + "_fp32"), {o}, {f}, {{"to", onnx_f32}});
+    infer_node(g, c);
+    g.set_output_value(i, f);
+  }
+  int converted = 0;
+  for (size_t i = 0; i < g.num_values(); ++i)
+    if (g.value(static_cast<ValueId>(i)).dtype == to) ++converted;
+  return converted;
+}
+
+}  // namespace braze::graph::passes

@@ -1,0 +1,23 @@
+// Reduced precision (`--precision fp16|bf16`): a float32 model computed in float16 or
+// bfloat16. Float32 graph inputs are cast down on entry and float32 graph outputs cast back
+// up on exit, so callers keep the model's own interface; float32 weights and constants are
+// converted (not those read as shapes or sizes, e.g. Resize's scales); dtype attributes
+// naming float32 (Cast's `to`, EyeLike's `dtype`, ConstantOfShape's `value`) name the
+// target; inference then re-derives every value's dtype. Integer and bool values are
+// untouched. Reductions, softmax and normalisation statistics stay float32 in braze's
+// kernels and the reference executor, which accumulate the half types in float / double.
+// Throws UserError naming the node when an op does not take the target dtype.
+#pragma once
+
+#include "graph/ir.h"
+
+namespace braze::graph::passes {
+
+// Returns the number of values of the target dtype afterwards.
+int convert_precision(Graph& g, DType to);
+
+// "fp32" (no change), "fp16", "bf16" or "tf32" (float32 values, tensor-core GEMMs) as the
+// CLI spells them; throws UserError for anything else.
+DType precision_dtype(const std::string& name);
+
+}  // namespace braze::graph::passes

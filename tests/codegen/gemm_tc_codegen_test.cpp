@@ -1,0 +1,172 @@
+// The tensor-core GEMM schedule's generated CUDA: chosen for float16 / bfloat16 products on
+// sm_80+, compiled with NVRTC for sm_90 (no GPU needed) into PTX that uses mma.sync,
+// ldmatrix and cp.async and keeps its accumulators out of local memory; every candidate of
+// its search space compiles; the SIMT schedule keeps what it cannot take.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "codegen/codegen.h"
+#include "fusion/partition.h"
+#include "graph/passes/pipeline.h"
+#include "runtime/gpu/nvrtc.h"
+#include "tests/gemm_tc_cases.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+const codegen::Target kH200{90, 132};
+
+struct GemmGroup {
+  graph::Graph g;
+  fusion::Group group;
+};
+
+// The graph's single GEMM group, fused.
+GemmGroup gemm_group_of(const std::string& text) {
+  GemmGroup r{test::graph_from_text(text), {}};
+  graph::passes::run_pipeline(r.g);
+  int found = 0;
+  for (const fusion::Group& grp : fusion::plan_fused(r.g).groups)
+    if (grp.kind == fusion::GroupKind::Gemm) {
+      r.group = grp;
+      ++found;
+    }
+  EXPECT_EQ(found, 1);
+  return r;
+}
+
+bool is_tc(const codegen::Tunables& t) { return t.count("tc") && t.at("tc") == 1; }
+
+// Compiles for sm_90 and returns the PTX.
+std::string ptx_of(const codegen::Kernel& k) {
+  gpu::Compiled c = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90"), true);
+  EXPECT_FALSE(c.cubin.empty()) << k.name;
+  return c.ptx;
+}
+
+void expect_tensor_core_ptx(const std::string& ptx, const std::string& type) {
+  EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32." + type + "." + type + ".f32"),
+            std::string::npos);
+  EXPECT_NE(ptx.find("ldmatrix.sync.aligned.m8n8.x4"), std::string::npos);
+  EXPECT_NE(ptx.find("cp.async.cg.shared.global"), std::string::npos);
+  EXPECT_NE(ptx.find("cp.async.wait_group"), std::string::npos);
+  // Accumulators and fragments stay in registers.
+  EXPECT_EQ(ptx.find("ld.local"), std::string::npos);
+  EXPECT_EQ(ptx.find("st.local"), std::string::npos);
+}
+
+class GemmTcCodegen : public ::testing::TestWithParam<std::tuple<test::GemmTcCase, const char*>> {};
+
+TEST_P(GemmTcCodegen, ChosenAndCompilesToTensorCoreCode) {
+  const auto& [c, dtype] = GetParam();
+  GemmGroup gg = gemm_group_of(test::gemm_tc_text(c, dtype));
+  codegen::GroupCode gc = codegen::generate(gg.g, gg.group, kH200);
+  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+  const codegen::Kernel& k = *gc.kernel;
+  EXPECT_TRUE(is_tc(k.tunables));
+  EXPECT_NE(k.source.find("braze_tc_gemm<"), std::string::npos);
+  EXPECT_GT(k.shared_bytes, 0u);
+  EXPECT_LE(k.shared_bytes, 227u * 1024);
+  expect_tensor_core_ptx(ptx_of(k), std::string(dtype) == "float16" ? "f16" : "bf16");
+  // The operands' layouts pick plain or transposing fragment loads.
+  EXPECT_NE(k.source.find(std::string(c.a_kcontig ? "true" : "false") + ", " +
+                          (c.b_kcontig ? "true" : "false") + "> tile_gemm"),
+            std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GemmTcCodegen,
+                         ::testing::Combine(::testing::ValuesIn(test::gemm_tc_cases()),
+                                            ::testing::Values("float16", "bfloat16")),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  std::get<1>(info.param);
+                         });
+
+TEST(GemmTcCodegen, EveryCandidateCompiles) {
+  for (const char* dtype : {"float16", "bfloat16"}) {
+    GemmGroup gg = gemm_group_of(test::gemm_tc_text(test::gemm_tc_cases()[1], dtype));
+    std::vector<codegen::Tunables> cands = codegen::candidates(gg.g, gg.group, kH200);
+    size_t tc = 0;
+    for (const codegen::Tunables& t : cands) {
+      if (!is_tc(t)) continue;
+      EXPECT_EQ(tc, static_cast<size_t>(&t - cands.data())) << "tensor-core candidates come first";
+      ++tc;
+      codegen::GroupCode gc = codegen::generate(gg.g, gg.group, kH200, &t);
+      ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+      EXPECT_EQ(gc.kernel->tunables, t);
+      EXPECT_LE(gc.kernel->shared_bytes, 227u * 1024);
+      EXPECT_LE(gc.kernel->block[0], 1024u);
+      expect_tensor_core_ptx(ptx_of(*gc.kernel), std::string(dtype) == "float16" ? "f16" : "bf16");
+    }
+    EXPECT_GE(tc, 6u);
+    EXPECT_GT(cands.size(), tc) << "the SIMT candidates follow";
+  }
+}
+
+// Small problems get a small default tile, large ones 128 x 128, then 128 x 256.
+TEST(GemmTcCodegen, DefaultTileFollowsTheProblemSize) {
+  auto default_of = [](const std::string& shape_a, const std::string& shape_b,
+                       const std::string& shape_y) {
+    GemmGroup gg = gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
+      g (float16)" + shape_a + R"( a, float16)" +
+                                 shape_b + R"( b) => (float16)" + shape_y +
+                                 R"( y) { y = MatMul(a, b) })");
+    codegen::Tunables t = codegen::candidates(gg.g, gg.group, kH200).front();
+    EXPECT_TRUE(is_tc(t));
+    return std::make_pair(t.at("bm"), t.at("bn"));
+  };
+  EXPECT_EQ(default_of("[77,64]", "[64,200]", "[77,200]"), std::make_pair(64, 64));
+  EXPECT_EQ(default_of("[2048,1024]", "[1024,2048]", "[2048,2048]"), std::make_pair(128, 128));
+  EXPECT_EQ(default_of("[4096,1024]", "[1024,4096]", "[4096,4096]"), std::make_pair(128, 256));
+}
+
+// What the tensor-core schedule cannot take stays with the SIMT one.
+TEST(GemmTcCodegen, SimtKeepsTheRest) {
+  const std::vector<std::pair<std::string, codegen::Target>> cases = {
+      {R"(<ir_version: 8, opset_import: ["" : 18]>
+        g (float[64,64] a, float[64,64] b) => (float[64,64] y) { y = MatMul(a, b) })",
+       kH200},
+      {R"(<ir_version: 8, opset_import: ["" : 18]>
+        g (float16[64,20] a, float16[20,64] b) => (float16[64,64] y) { y = MatMul(a, b) })",
+       kH200},
+      {R"(<ir_version: 8, opset_import: ["" : 18]>
+        g (float16[64,64] a, float16[64,60] b) => (float16[64,60] y) { y = MatMul(a, b) })",
+       kH200},
+      {R"(<ir_version: 8, opset_import: ["" : 18]>
+        g (float16[64,64] a, float16[64] v) => (float16[64] y) { y = MatMul(a, v) })",
+       kH200},
+      {R"(<ir_version: 8, opset_import: ["" : 18]>
+        g (float16[2,64,32] q, float16[2,48,32] k) => (float16[2,64,48] y) {
+          kt = Transpose <perm = [0, 2, 1]> (k)  y = MatMul(q, kt) })",
+       kH200},
+      {R"(<ir_version: 8, opset_import: ["" : 18]>
+        g (float16[64,64] a, float16[64,64] b) => (float16[64,64] y) { y = MatMul(a, b) })",
+       codegen::Target{75, 40}},
+  };
+  for (const auto& [text, target] : cases) {
+    GemmGroup gg = gemm_group_of(text);
+    for (const codegen::Tunables& t : codegen::candidates(gg.g, gg.group, target))
+      EXPECT_FALSE(is_tc(t)) << text;
+    codegen::GroupCode gc = codegen::generate(gg.g, gg.group, target);
+    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+    EXPECT_FALSE(is_tc(gc.kernel->tunables)) << text;
+    EXPECT_EQ(gc.kernel->source.find("braze_tc_gemm"), std::string::npos);
+    EXPECT_EQ(gc.kernel->source.find("mma.sync"), std::string::npos) << "helpers not included";
+  }
+}
+
+// Asking for the tensor-core schedule where it does not apply is refused with the reason.
+TEST(GemmTcCodegen, ForcedWhereItCannotApplySaysWhy) {
+  GemmGroup gg = gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float16[64,20] a, float16[20,64] b) => (float16[64,64] y) { y = MatMul(a, b) })");
+  codegen::Tunables t{{"tc", 1}, {"bm", 64}, {"bn", 64},   {"bk", 32},
+                      {"wm", 2}, {"wn", 2},  {"stages", 4}};
+  codegen::GroupCode gc = codegen::generate(gg.g, gg.group, kH200, &t);
+  EXPECT_FALSE(gc.kernel.has_value());
+  EXPECT_NE(gc.fallback_reason.find("multiples of 8"), std::string::npos) << gc.fallback_reason;
+}
+
+}  // namespace
+}  // namespace braze

@@ -1,0 +1,131 @@
+// The tensor-core GEMM schedule on the GPU: every case in float16 and bfloat16, with the
+// heuristic default and with every tensor-core candidate of the search space, built into
+// an engine, run with the arena poisoned, and compared element by element with the
+// reference executor and, by relative Frobenius error, with a float64 run of the same graph.
+// Skips without a GPU (or on one older than sm_80).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "codegen/codegen.h"
+#include "fusion/partition.h"
+#include "graph/passes/pipeline.h"
+#include "runtime/compare.h"
+#include "runtime/gpu/bench.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/engine.h"
+#include "runtime/inputs.h"
+#include "runtime/reference_executor.h"
+#include "tests/gemm_tc_cases.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+bool is_tc(const codegen::Tunables& t) { return t.count("tc") && t.at("tc") == 1; }
+
+class GpuGemmTc : public ::testing::TestWithParam<std::tuple<test::GemmTcCase, const char*>> {};
+
+TEST_P(GpuGemmTc, EveryCandidateMatchesReference) {
+  if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
+  const gpu::EngineOptions o = gpu::default_engine_options();
+  if (o.target.sm < 80)
+    GTEST_SKIP() << "tensor-core GEMM needs sm_80+, the GPU is " << o.arch.name();
+  const auto& [c, dtype] = GetParam();
+  graph::Graph g = test::graph_from_text(test::gemm_tc_text(c, dtype));
+  graph::passes::run_pipeline(g);
+  graph::Graph g64 = test::graph_from_text(test::gemm_tc_text(c, "double"));
+  graph::passes::run_pipeline(g64);
+  std::vector<Tensor> in, in64;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const graph::Value& v = g.value(g.inputs()[i]);
+    in.push_back(runtime::random_tensor(v.dtype, v.shape, 300 + i, {}));
+    in64.push_back(test::to_double(in.back()));
+  }
+  const Tensor want = runtime::run_reference(g, in).at(0);
+  const Tensor want64 = runtime::run_reference(g64, in64).at(0);
+
+  const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
+  size_t gemm = base.size();
+  for (size_t i = 0; i < base.size(); ++i)
+    if (base[i].group.kind == fusion::GroupKind::Gemm) gemm = i;
+  ASSERT_LT(gemm, base.size());
+  ASSERT_TRUE(base[gemm].kernel.has_value()) << base[gemm].fallback_reason;
+  EXPECT_TRUE(is_tc(base[gemm].kernel->tunables)) << "the default is the tensor-core schedule";
+
+  std::vector<codegen::Tunables> tunes{base[gemm].kernel->tunables};
+  for (const codegen::Tunables& t : codegen::candidates(g, base[gemm].group, o.target))
+    if (is_tc(t)) tunes.push_back(t);
+  ASSERT_GE(tunes.size(), 7u);
+  for (size_t ti = 0; ti < tunes.size(); ++ti) {
+    std::string what = fmt::format("{} {} candidate {}", c.name, dtype, ti);
+    std::vector<gpu::Step> steps = base;
+    codegen::GroupCode gc = codegen::generate(g, steps[gemm].group, o.target, &tunes[ti]);
+    ASSERT_TRUE(gc.kernel.has_value()) << what << ": " << gc.fallback_reason;
+    steps[gemm].kernel = std::move(gc.kernel);
+    gpu::Engine::compile_steps(steps, o.arch, o, nullptr);
+    auto engine = gpu::Engine::assemble(g, std::move(steps), o.arch);
+    gpu::Session session(engine);
+    gpu::RunOptions ro;
+    ro.poison = true;
+    std::vector<Tensor> got = session.run(in, ro);
+    ASSERT_EQ(got.size(), 1u);
+    runtime::Comparison cmp =
+        runtime::compare(got[0], want, runtime::default_tolerance(want.dtype()));
+    EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got[0], want);
+    EXPECT_LE(test::relative_frobenius(got[0], want64), 1e-2) << what;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GpuGemmTc,
+                         ::testing::Combine(::testing::ValuesIn(test::gemm_tc_cases()),
+                                            ::testing::Values("float16", "bfloat16")),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  std::get<1>(info.param);
+                         });
+
+// Not a check: prints each candidate's throughput on large products (run with
+// --gtest_also_run_disabled_tests --gtest_filter='*Throughput*').
+TEST(GpuGemmTc, DISABLED_Throughput) {
+  if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
+  const gpu::EngineOptions o = gpu::default_engine_options();
+  for (const char* text : {R"(<ir_version: 8, opset_import: ["" : 20]>
+        g (float16[4096,4096] a, float16[4096,4096] b) => (float16[4096,4096] y) { y = MatMul(a, b) })",
+                           R"(<ir_version: 8, opset_import: ["" : 20]>
+        g (bfloat16[8192,4096] x, bfloat16[4096,4096] w, bfloat16[4096] c) => (bfloat16[8192,4096] y) {
+          m = Gemm <transB = 1> (x, w, c)  y = Gelu(m) })",
+                           R"(<ir_version: 8, opset_import: ["" : 20]>
+        g (float16[512,1024] a, float16[1024,1024] b) => (float16[512,1024] y) { y = MatMul(a, b) })"}) {
+    graph::Graph g = test::graph_from_text(text);
+    graph::passes::run_pipeline(g);
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < g.inputs().size(); ++i) {
+      const graph::Value& v = g.value(g.inputs()[i]);
+      in.push_back(runtime::random_tensor(v.dtype, v.shape, 7 + i, {}));
+    }
+    const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
+    ASSERT_EQ(base.size(), 1u);
+    std::vector<codegen::Tunables> cands = codegen::candidates(g, base[0].group, o.target);
+    for (size_t ci = 0; ci < cands.size() && ci < 12; ++ci) {
+      std::vector<gpu::Step> steps = base;
+      steps[0].kernel = codegen::generate(g, steps[0].group, o.target, &cands[ci]).kernel;
+      ASSERT_TRUE(steps[0].kernel.has_value());
+      gpu::Engine::compile_steps(steps, o.arch, o, nullptr);
+      auto engine = gpu::Engine::assemble(g, std::move(steps), o.arch);
+      gpu::Session session(engine);
+      gpu::BenchOptions bo;
+      bo.warmup = 3;
+      bo.iters = 10;
+      gpu::BenchResult r = gpu::benchmark(session, in, bo);
+      const double flops = gpu::step_flops(g, engine->steps()[0]);
+      std::string tun;
+      for (const auto& [k, v] : cands[ci]) tun += fmt::format("{}={} ", k, v);
+      std::printf("%s  %-48s %9.1f us  %6.1f TFLOP/s\n", g.value(g.inputs()[0]).name.c_str(),
+                  tun.c_str(), r.latency_us.median, flops / r.latency_us.median * 1e-6);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace braze

@@ -1,0 +1,90 @@
+// --precision fp16 / bf16 as a graph pass: float32 interface kept, everything inside in the
+// half type (weights, activations, Cast targets, ConstantOfShape values), shape-like float
+// inputs (Resize's scales) and integer values untouched; the converted graph computes the
+// model within the half type's error (relative L2 under 1e-2, ‖a − b‖ / ‖b‖).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "graph/passes/pipeline.h"
+#include "graph/passes/precision.h"
+#include "runtime/compare.h"
+#include "runtime/inputs.h"
+#include "runtime/reference_executor.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+constexpr const char* kModel = R"(<ir_version: 8, opset_import: ["" : 18]>
+  g (float[2,3,4,4] x, int64[2] idx) => (float[2,3,8,8] y, float[2,7] s, int64[2] j) {
+    w = Constant <value = float[3,1,1] {0.5, -1.25, 2.0}> ()
+    a = Mul(x, w)  e = Erf(a)  c = Cast <to = 1> (e)
+    sc = Constant <value = float[4] {1.0, 1.0, 2.0, 2.0}> ()
+    y = Resize <mode = "linear"> (c, , sc)
+    shp = Constant <value = int64[2] {2, 7}> ()
+    o = ConstantOfShape <value = float[1] {0.25}> (shp)
+    ra = Constant <value = int64[2] {2, 3}> ()  rb = Constant <value = int64[2] {1, 2}> ()
+    r1 = ReduceMean <keepdims = 0> (x, ra)  r2 = ReduceMax <keepdims = 0> (x, rb)
+    t = Concat <axis = 1> (r1, r2)
+    s = Add(t, o)
+    j = Add(idx, idx) })";
+
+TEST(Precision, HalfInsideFloatOutside) {
+  for (DType to : {DType::Float16, DType::BFloat16}) {
+    graph::Graph g = test::graph_from_text(kModel);
+    graph::passes::run_pipeline(g);
+    graph::Graph low = g;
+    graph::passes::convert_precision(low, to);
+    graph::passes::run_pipeline(low);
+    graph::verify(low);
+    // The interface is unchanged.
+    ASSERT_EQ(low.inputs().size(), g.inputs().size());
+    for (size_t i = 0; i < g.inputs().size(); ++i)
+      EXPECT_EQ(low.value(low.inputs()[i]).dtype, g.value(g.inputs()[i]).dtype);
+    for (size_t i = 0; i < g.outputs().size(); ++i) {
+      EXPECT_EQ(low.outputs()[i].name, g.outputs()[i].name);
+      EXPECT_EQ(low.value(low.outputs()[i].value).dtype, g.value(g.outputs()[i].value).dtype);
+    }
+    // Inside: every float value is the half type except Resize's scales and the float32
+    // ends of the boundary casts.
+    size_t half = 0;
+    for (graph::NodeId id : low.topo_order()) {
+      const graph::Node& n = low.node(id);
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (n.inputs[k] == graph::kNoValue) continue;
+        const graph::Value& v = low.value(n.inputs[k]);
+        if (v.dtype == DType::Float32)
+          EXPECT_TRUE((n.op_type() == "Resize" && k == 2) || (n.op_type() == "Cast" && low.is_graph_input(n.inputs[k])))
+              << n.describe() << " reads float32 %" << v.name;
+        half += v.dtype == to;
+      }
+    }
+    EXPECT_GT(half, 6u);
+    // Same function within the half type's error.
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < g.inputs().size(); ++i) {
+      const graph::Value& v = g.value(g.inputs()[i]);
+      in.push_back(runtime::random_tensor(v.dtype, v.shape, 11 + i, {}));
+    }
+    std::vector<Tensor> want = runtime::run_reference(g, in), got = runtime::run_reference(low, in);
+    for (size_t i = 0; i < want.size(); ++i) {
+      runtime::Comparison c = runtime::compare(got[i], want[i], runtime::default_tolerance(to));
+      EXPECT_TRUE(c.ok) << g.outputs()[i].name << ": " << c.summary(got[i], want[i]);
+      EXPECT_LT(c.rel_l2, 1e-2) << g.outputs()[i].name;
+      if (want[i].dtype() == DType::Float32) EXPECT_GT(c.rel_l2, 0.0) << "really computed in the half type";
+    }
+  }
+}
+
+TEST(Precision, NamesAndErrors) {
+  EXPECT_EQ(graph::passes::precision_dtype("fp16"), DType::Float16);
+  EXPECT_EQ(graph::passes::precision_dtype("bf16"), DType::BFloat16);
+  EXPECT_EQ(graph::passes::precision_dtype("fp32"), DType::Float32);
+  test::expect_user_error([] { graph::passes::precision_dtype("fp8"); }, {"--precision fp8", "fp16"});
+  graph::Graph g = test::graph_from_text(kModel);
+  EXPECT_EQ(graph::passes::convert_precision(g, DType::Float32), 0);
+}
+
+}  // namespace
+}  // namespace braze

@@ -688,8 +688,15 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   k.grid = {static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, most) * split), 1, 1};
   k.empty_launch = rows == 0 || (len == 0 && elementwise);
   std::string cluster = split > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", split) : "";
+  // A staged row's block asks for the occupancy its shared memory allows (up to 2048
+  // threads an SM), so registers do not cap it lower: blocks overlap their copy phases.
+  std::string bounds = std::to_string(threads);
+  if (smem) {
+    int64_t fit = std::min<int64_t>(2048 / threads, (227 * 1024) / (int64_t{smem_bytes} + 1024));
+    if (fit > 1) bounds += ", " + std::to_string(fit);
+  }
   std::string code = fmt::format("extern \"C\" __global__ void __launch_bounds__({}){} KERNEL_NAME({}) {{\n{}{}}}\n",
-                                 threads, cluster, e.signature(), acc_decls, e.body());
+                                 bounds, cluster, e.signature(), acc_decls, e.body());
   finish_kernel(g, k, code, true);
   return k;
 }

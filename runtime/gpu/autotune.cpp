@@ -165,9 +165,7 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
         CUfunction fn;
         BRAZE_CU(cuModuleLoadData, &mod, trial[ci].cubin.data());
         BRAZE_CU(cuModuleGetFunction, &fn, mod, k.name.c_str());
-        if (k.shared_bytes > 48 * 1024)
-          BRAZE_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                   static_cast<int>(k.shared_bytes));
+        configure_function(fn, k);
         for (size_t i = 0; i < k.params.size(); ++i)
           if (k.params[i].is_output) BRAZE_CU(cuMemsetD8, buf.ptrs[i], 0xFF, buf.bufs[i].size());
         launch(fn, k, buf);

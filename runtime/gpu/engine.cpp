@@ -113,6 +113,14 @@ std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan, c
   return steps;
 }
 
+void configure_function(CUfunction fn, const codegen::Kernel& k) {
+  if (k.shared_bytes == 0) return;
+  if (k.shared_bytes > 48 * 1024)
+    BRAZE_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(k.shared_bytes));
+  // All of the SM's unified L1 / shared memory as shared memory, so several blocks fit.
+  BRAZE_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
+}
+
 std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan, const EngineOptions& opts,
                                       BuildReport* report) {
   std::vector<Step> steps = generate_steps(graph, std::move(plan), opts.target);
@@ -211,9 +219,7 @@ void Engine::load() const {
       if (!s.kernel) continue;
       BRAZE_CU(cuModuleLoadData, &modules_[i], s.cubin.data());
       BRAZE_CU(cuModuleGetFunction, &functions_[i], modules_[i], s.kernel->name.c_str());
-      if (s.kernel->shared_bytes > 48 * 1024)
-        BRAZE_CU(cuFuncSetAttribute, functions_[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                 static_cast<int>(s.kernel->shared_bytes));
+      configure_function(functions_[i], *s.kernel);
     }
     weights_ = DeviceBuffer(weights_bytes_);
     for (size_t v = 0; v < slots_.size(); ++v) {

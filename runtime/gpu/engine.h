@@ -42,6 +42,10 @@ struct EngineOptions {
   int candidate = -1;
 };
 
+// Prepares a loaded kernel for launch: the dynamic shared memory it asks for beyond 48 KB,
+// and a shared-memory carveout that lets several of its blocks share an SM.
+void configure_function(CUfunction fn, const codegen::Kernel& k);
+
 // Options for a build on this machine: the device's arch and SM count when a GPU is
 // present, else sm_90 / 132 SMs (an H100/H200), or `arch` when given.
 EngineOptions default_engine_options(const std::string& arch = "");

@@ -120,7 +120,9 @@ bool uses_field(const graph::CudaRowProgram& p, const std::string& name) {
 // up to 1024); rows held in registers (cache 1, at most 32 elements a thread), staged in
 // shared memory (cache 2, when a block's rows fit in 96 KB, so two blocks share an SM) or
 // streamed (cache 0); vector width. Heuristic default first: the fewest threads that cache
-// at most 16 elements each, else a 512-thread block staging the row, else streaming.
+// at most 16 elements each, else 1024 threads caching up to 32, else a 512-thread block
+// staging the row, else streaming. (Staging measured slower than registers on the one long
+// row workload timed so far, W3; the autotuner keeps it in the search space.)
 std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t staged_bytes, int64_t rows) {
   auto per = [&](int tpr, int v) { return (len / v + tpr - 1) / tpr * v; };  // elements a thread
   std::vector<Tunables> c;
@@ -152,6 +154,7 @@ std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t sta
   int best = 32;
   while (best < 1024 && per(best, vec) > 16) best *= 2;
   if (per(best, vec) <= 16) add(best, best == 32 ? 4 : 1, 1, vec);
+  else if (per(1024, vec) <= 32) add(1024, 1, 1, vec);  // W3 on an H200: 207 us, staged 524 us
   else if (stageable) add(512, 1, 2, vec);
   else add(512, 1, 0, vec);
   if (stageable) {

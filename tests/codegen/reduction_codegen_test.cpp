@@ -51,11 +51,16 @@ TEST(ReductionCodegen, StagedAndSplitRowsCompileForSm90) {
         EXPECT_NE(c.ptx.find("mapa"), std::string::npos) << k.name;
       }
     }
-    // The defaults: 40 rows of 32000 halves are staged, 3-5 rows of 36000+ are split.
+    // The defaults: 40 rows of 32000 halves held in registers by 1024 threads, 3-5 rows of
+    // 36000+ split over clusters.
     const codegen::Tunables& def = cands.front();
     const graph::Value& out = g.value(grp.outputs[0]);
-    if (out.shape[0] == 40) EXPECT_EQ(tunable(def, "cache"), 2);
-    else EXPECT_GT(tunable(def, "split"), 1) << out.name;
+    if (out.shape[0] == 40) {
+      EXPECT_EQ(tunable(def, "cache"), 1);
+      EXPECT_EQ(tunable(def, "tpr"), 1024);
+    } else {
+      EXPECT_GT(tunable(def, "split"), 1) << out.name;
+    }
   }
   EXPECT_EQ(groups, 4u);
   EXPECT_GE(staged, 8u);

@@ -18,7 +18,6 @@ import fnmatch
 import json
 import os
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -149,6 +148,17 @@ def nbytes(t):
     return t.numel() * t.element_size()
 
 
+def braze_bench(args, onnx_path, wdir, iters):
+    """`braze bench --tune` on the model: its JSON report, or None and the error's tail."""
+    cmd = [args.braze, "bench", onnx_path, "--tune", "--tuning-cache", os.path.join(args.out, "tuning.json"),
+           "--json", os.path.join(wdir, "braze.json"), "--iters", str(iters)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    open(os.path.join(wdir, "braze_bench.txt"), "w").write(p.stdout + p.stderr)
+    if p.returncode != 0:
+        return None, (p.stdout + p.stderr)[-2000:]
+    return json.load(open(os.path.join(wdir, "braze.json"))), ""
+
+
 def selected(args, name):
     """--only takes names or shell patterns, comma-separated (W1,W3,G3-*)."""
     return not args.only or any(fnmatch.fnmatchcase(name, p) for p in args.only.split(","))
@@ -178,15 +188,11 @@ def run(args):
         moved = sum(nbytes(t) for t in inputs) + nbytes(ref)
         row = {"desc": desc, "bytes": moved}
         # braze: compile with tuning, time, check outputs.
-        cmd = [args.braze, "bench", onnx_path, "--tune", "--tuning-cache", os.path.join(args.out, "tuning.json"),
-               "--json", os.path.join(wdir, "braze.json"), "--iters", "200"]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        open(os.path.join(wdir, "braze_bench.txt"), "w").write(p.stdout + p.stderr)
-        if p.returncode != 0:
-            print(f"{name}: braze bench failed:\n{p.stdout[-2000:]}{p.stderr[-2000:]}", flush=True)
-            row["braze_error"] = (p.stdout + p.stderr)[-2000:]
+        bj, err = braze_bench(args, onnx_path, wdir, 200)
+        if bj is None:
+            print(f"{name}: braze bench failed:\n{err}", flush=True)
+            row["braze_error"] = err
         else:
-            bj = json.load(open(os.path.join(wdir, "braze.json")))
             row["braze_ms"] = bj["latency_us"]["median"] / 1e3
             row["braze_kernels"] = len(bj["kernels"])
             row["braze_kernel_rows"] = [(k["name"], k["median_us"], k["gbs"], k["roofline_pct"]) for k in bj["kernels"]]
@@ -266,15 +272,11 @@ def run_gemm(args, results):
                 ref = torch.nn.functional.gelu(ref)
         flops = 2.0 * m * n * k
         row = {"desc": desc, "flops": flops}
-        cmd = [args.braze, "bench", onnx_path, "--tune", "--tuning-cache", os.path.join(args.out, "tuning.json"),
-               "--json", os.path.join(wdir, "braze.json"), "--iters", "100"]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        open(os.path.join(wdir, "braze_bench.txt"), "w").write(p.stdout + p.stderr)
-        if p.returncode != 0:
-            row["braze_error"] = (p.stdout + p.stderr)[-1500:]
-            print(f"{name}: braze bench failed:\n{row['braze_error']}", flush=True)
+        bj, err = braze_bench(args, onnx_path, wdir, 100)
+        if bj is None:
+            row["braze_error"] = err
+            print(f"{name}: braze bench failed:\n{err}", flush=True)
         else:
-            bj = json.load(open(os.path.join(wdir, "braze.json")))
             row["braze_ms"] = bj["latency_us"]["median"] / 1e3
             row["braze_kernels"] = len(bj["kernels"])
         if dtype != torch.bfloat16 and "braze_ms" in row:  # numpy has no bfloat16 to pass inputs in

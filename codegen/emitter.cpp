@@ -297,4 +297,15 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
   throw InternalError(n.describe() + " has no CUDA expression or index map but was put in a pointwise kernel");
 }
 
+Kernel kernel_record(const Emitter& e, fusion::GroupKind kind, const fusion::Group& group, const Tunables& tunables) {
+  Kernel k;
+  k.kind = kind;
+  k.nodes = group.nodes;
+  k.params = e.params();
+  k.error_messages = e.errors();
+  k.has_error_flag = !k.error_messages.empty();
+  k.tunables = tunables;
+  return k;
+}
+
 }  // namespace braze::codegen

@@ -98,4 +98,9 @@ class Emitter {
 // (right-aligned; size-1 dims read index 0).
 std::vector<std::string> broadcast_coords(const std::vector<std::string>& coords, const Shape& out, const Shape& in);
 
+// A kernel record for `group` of `kind` with what the emitter gathered (parameters in
+// signature order, run-time check messages) and the schedule's `tunables`; the schedule
+// fills in launch shape and source.
+Kernel kernel_record(const Emitter& e, fusion::GroupKind kind, const fusion::Group& group, const Tunables& tunables);
+
 }  // namespace braze::codegen

@@ -301,13 +301,7 @@ std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& gr
   }
   e.close();
 
-  Kernel kern;
-  kern.kind = fusion::GroupKind::Gemm;
-  kern.nodes = group.nodes;
-  kern.params = e.params();
-  kern.error_messages = e.errors();
-  kern.has_error_flag = !kern.error_messages.empty();
-  kern.tunables = tunables_of(t);
+  Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(threads), 1, 1};
   int64_t gx = (nn + t.bn - 1) / t.bn, gy = (m + t.bm - 1) / t.bm;
   if (gx > 2147483647 || gy > 65535) {

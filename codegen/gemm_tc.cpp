@@ -218,13 +218,7 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
   }
   for (int c = 0; c < 4; ++c) e.close();  // r, ni, mi, b
 
-  Kernel kern;
-  kern.kind = fusion::GroupKind::Gemm;
-  kern.nodes = group.nodes;
-  kern.params = e.params();
-  kern.error_messages = e.errors();
-  kern.has_error_flag = !kern.error_messages.empty();
-  kern.tunables = tunables_of(t);
+  Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
   kern.grid = {static_cast<unsigned>(tiles_m * tiles_n), 1,
                static_cast<unsigned>(std::clamp<int64_t>(d.batches, 1, 65535))};

@@ -127,15 +127,9 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
     e.close();
     e.clear_memo();
   }
-  Kernel k;
-  k.kind = fusion::GroupKind::Pointwise;
-  k.nodes = group.nodes;
   // Outputs of zero size still get a parameter so the argument list stays regular.
   for (graph::ValueId o : group.outputs) e.output_param(o);
-  k.params = e.params();
-  k.error_messages = e.errors();
-  k.has_error_flag = !k.error_messages.empty();
-  k.tunables = t;
+  Kernel k = kernel_record(e, fusion::GroupKind::Pointwise, group, t);
   k.block = {threads, 1, 1};
   // Enough blocks to fill every SM (2048 threads each), never more than the work needs.
   int64_t needed = (max_slots + int64_t{threads} * unroll - 1) / (int64_t{threads} * unroll);

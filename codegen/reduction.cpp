@@ -675,14 +675,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   }
   if (!elementwise) e.close();
 
-  Kernel k;
-  k.kind = fusion::GroupKind::Reduction;
-  k.nodes = group.nodes;
-  k.params = e.params();
-  k.error_messages = e.errors();
-  k.has_error_flag = !k.error_messages.empty();
+  Kernel k = kernel_record(e, fusion::GroupKind::Reduction, group, t);
   k.block = {threads, 1, 1};
-  k.tunables = t;
   k.shared_bytes = smem_bytes;
   int64_t blocks = elementwise ? (len + threads - 1) / threads : (rows + rpb - 1) / rpb;
   // Rows stride over a grid that fills the device (2048 threads an SM); with split rows,

@@ -54,9 +54,10 @@ TEST(Precision, HalfInsideFloatOutside) {
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         if (n.inputs[k] == graph::kNoValue) continue;
         const graph::Value& v = low.value(n.inputs[k]);
-        if (v.dtype == DType::Float32)
+        if (v.dtype == DType::Float32) {
           EXPECT_TRUE((n.op_type() == "Resize" && k == 2) || (n.op_type() == "Cast" && low.is_graph_input(n.inputs[k])))
               << n.describe() << " reads float32 %" << v.name;
+        }
         half += v.dtype == to;
       }
     }
@@ -72,7 +73,9 @@ TEST(Precision, HalfInsideFloatOutside) {
       runtime::Comparison c = runtime::compare(got[i], want[i], runtime::default_tolerance(to));
       EXPECT_TRUE(c.ok) << g.outputs()[i].name << ": " << c.summary(got[i], want[i]);
       EXPECT_LT(c.rel_l2, 1e-2) << g.outputs()[i].name;
-      if (want[i].dtype() == DType::Float32) EXPECT_GT(c.rel_l2, 0.0) << "really computed in the half type";
+      if (want[i].dtype() == DType::Float32) {
+        EXPECT_GT(c.rel_l2, 0.0) << "really computed in the half type";
+      }
     }
   }
 }

@@ -16,8 +16,8 @@ namespace braze::graph::passes {
 // Returns the number of values of the target dtype afterwards.
 int convert_precision(Graph& g, DType to);
 
-// "fp32" (no change), "fp16", "bf16" or "tf32" (float32 values, tensor-core GEMMs) as the
-// CLI spells them; throws UserError for anything else.
+// "fp32" (no change), "fp16" or "bf16" as the CLI spells them; throws UserError for
+// anything else (tf32 GEMMs are not implemented).
 DType precision_dtype(const std::string& name);
 
 }  // namespace braze::graph::passes

@@ -12,7 +12,7 @@ shapes=input_0:2x16,input_1:2x16
 braze=build/cli/braze
 echo
 echo "== braze inspect $model/model.onnx (summary) =="
-$braze inspect $model/model.onnx --shapes $shapes | sed -n '/^graph/q;p'
+$braze inspect $model/model.onnx --shapes $shapes | awk '/^graph/ { stop = 1 } !stop'  # reads it all: no SIGPIPE
 echo
 echo "== braze compile $model/model.onnx -o build/bert_tiny_legacy.braze =="
 $braze compile $model/model.onnx --shapes $shapes -o build/bert_tiny_legacy.braze

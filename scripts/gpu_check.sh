@@ -3,13 +3,14 @@
 # builds, then runs everything that needs the GPU, writing logs under $OUT (or ./gpu-out).
 #   doctor, ctest -L gpu, conformance on the GPU backend fused and unfused (ONNX node tests
 #   and models/), diff of fused vs unfused and per kernel on the models, and
-#   compute-sanitizer memcheck over the GPU conformance run.
+#   compute-sanitizer memcheck over the GPU conformance run and over the GPU search-space
+#   tests (every reduction and tensor-core GEMM candidate).
 # Prints a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
 mkdir -p "$out"
-steps=${BRAZE_GPU_STEPS:-build,doctor,ctest,conformance,unfused,diff,memcheck}
+steps=${BRAZE_GPU_STEPS:-build,doctor,ctest,conformance,unfused,diff,memcheck,memcheck_search}
 has() { [[ ",$steps," == *",$1,"* ]]; }
 if has build; then
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >"$out/cmake.txt" 2>&1 &&
@@ -53,5 +54,10 @@ if has memcheck; then
   compute-sanitizer --tool memcheck --print-limit 20 $b conformance $node --backend gpu \
     >"$out/memcheck.txt" 2>&1
   summary+=("memcheck: $(grep -E 'ERROR SUMMARY' "$out/memcheck.txt" | sort | uniq -c | tr '\n' ' ') $(tail -1 "$out/memcheck.txt")")
+fi
+if has memcheck_search; then
+  compute-sanitizer --tool memcheck --print-limit 20 build-gpu/tests/gpu_tests \
+    --gtest_filter='*GpuSearchSpace*:*GpuGemmTc*' >"$out/memcheck_search.txt" 2>&1
+  summary+=("memcheck, search-space tests: $(grep -E 'ERROR SUMMARY' "$out/memcheck_search.txt" | sort | uniq -c | tr '\n' ' ') $(grep -E 'PASSED|FAILED' "$out/memcheck_search.txt" | head -2 | tr '\n' ' ')")
 fi
 printf '%s\n' "${summary[@]}"

@@ -30,12 +30,7 @@ std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::
   for (graph::NodeId id : group.nodes) {
     const graph::Node& n = g.node(id);
     if (!n.op->cuda_row) continue;
-    graph::CudaRowInputs ins;
-    for (graph::ValueId v : n.inputs) {
-      ins.shapes.push_back(v == graph::kNoValue ? Shape{} : g.value(v).shape);
-      ins.dtypes.push_back(v == graph::kNoValue ? DType::Float32 : g.value(v).dtype);
-      ins.values.push_back(v == graph::kNoValue ? nullptr : g.value(v).constant.get());
-    }
+    graph::CudaRowInputs ins = graph::cuda_row_inputs(g, n);
     std::optional<graph::CudaRowProgram> p = n.op->cuda_row(n, ins);
     if (!p || p->passes.empty()) return {};
     Shape x = p->x_view.empty() ? ins.shapes[0] : p->x_view;
@@ -206,12 +201,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       }
       continue;
     }
-    graph::CudaRowInputs ins;
-    for (graph::ValueId v : n.inputs) {
-      ins.shapes.push_back(v == graph::kNoValue ? Shape{} : g.value(v).shape);
-      ins.dtypes.push_back(v == graph::kNoValue ? DType::Float32 : g.value(v).dtype);
-      ins.values.push_back(v == graph::kNoValue ? nullptr : g.value(v).constant.get());
-    }
+    graph::CudaRowInputs ins = graph::cuda_row_inputs(g, n);
     std::optional<graph::CudaRowProgram> prog = n.op->cuda_row(n, ins);
     if (!prog) {
       *why_not = n.describe() + " has no GPU row program for these attributes and dtypes";

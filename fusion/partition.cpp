@@ -273,12 +273,7 @@ class Partitioner {
   // ---- phase 2: reductions -------------------------------------------------------------
   std::optional<RowSpace> row_space(NodeId id) const {
     const Node& n = g_.node(id);
-    graph::CudaRowInputs in;
-    for (ValueId v : n.inputs) {
-      in.shapes.push_back(v == kNoValue ? Shape{} : g_.value(v).shape);
-      in.dtypes.push_back(v == kNoValue ? DType::Float32 : g_.value(v).dtype);
-      in.values.push_back(v == kNoValue ? nullptr : g_.value(v).constant.get());
-    }
+    graph::CudaRowInputs in = graph::cuda_row_inputs(g_, n);
     if (!g_.value(n.inputs[0]).has_shape) return std::nullopt;
     std::optional<graph::CudaRowProgram> p = n.op->cuda_row(n, in);
     if (!p || !p->x_view.empty() || p->passes.empty()) return std::nullopt;

@@ -1,5 +1,7 @@
 #include "graph/cuda_hooks.h"
 
+#include "graph/ir.h"
+
 #include <cmath>
 
 #include <fmt/format.h>
@@ -85,6 +87,16 @@ std::vector<std::string> cuda_unravel(const std::string& flat, const Shape& shap
     stride *= shape[d];
   }
   return c;
+}
+
+CudaRowInputs cuda_row_inputs(const Graph& g, const Node& n) {
+  CudaRowInputs in;
+  for (ValueId v : n.inputs) {
+    in.shapes.push_back(v == kNoValue ? Shape{} : g.value(v).shape);
+    in.dtypes.push_back(v == kNoValue ? DType::Float32 : g.value(v).dtype);
+    in.values.push_back(v == kNoValue ? nullptr : g.value(v).constant.get());
+  }
+  return in;
 }
 
 }  // namespace braze::graph

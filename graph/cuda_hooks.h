@@ -18,6 +18,7 @@
 namespace braze::graph {
 
 struct Node;
+class Graph;
 
 // CUDA compute types: float for float16/bfloat16/float32, double, long long for signed
 // integers, unsigned long long for unsigned ones, bool.
@@ -139,5 +140,8 @@ struct CudaRowInputs {
   std::vector<const Tensor*> values;  // constant inputs (axes …), else nullptr
 };
 using CudaRowFn = std::function<std::optional<CudaRowProgram>(const Node& node, const CudaRowInputs& inputs)>;
+// The inputs of node `n` of `g` as a row program sees them (an omitted one: no shape,
+// float32, no value).
+CudaRowInputs cuda_row_inputs(const Graph& g, const Node& n);
 
 }  // namespace braze::graph

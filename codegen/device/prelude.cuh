@@ -59,8 +59,24 @@ template <int N, class T>
 BRAZE_DEV braze_vec<T, N> braze_vload(const T* p, long long i) {
   return *reinterpret_cast<const braze_vec<T, N>*>(p + i);
 }
+// Outputs only: 8- and 16-byte stores are written in PTX, because where the compiler unrolls
+// a loop of them it loses track of the alignment and splits each into 2- or 4-byte stores
+// (seen for float16 rows), which the caller's contract above rules out. The asm declares
+// no memory clobber, so loads may still move across it (pointwise kernels keep several in
+// flight): the kernel must not read what it stores this way.
 template <int N, class T>
 BRAZE_DEV void braze_vstore(T* p, long long i, const braze_vec<T, N>& v) {
+#ifndef BRAZE_CPU_EMULATION
+  if constexpr (sizeof(v) == 16) {
+    const uint4 w = *reinterpret_cast<const uint4*>(&v);
+    asm volatile("st.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p + i), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w));
+    return;
+  } else if constexpr (sizeof(v) == 8) {
+    const uint2 w = *reinterpret_cast<const uint2*>(&v);
+    asm volatile("st.v2.b32 [%0], {%1, %2};" ::"l"(p + i), "r"(w.x), "r"(w.y));
+    return;
+  }
+#endif
   *reinterpret_cast<braze_vec<T, N>*>(p + i) = v;
 }
 // Storage value -> compute type, and back (round to nearest even for the half types).

@@ -157,6 +157,7 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
     std::vector<Tensor> ref;
     double best = std::numeric_limits<double>::infinity(), first = best;
     size_t best_i = 0;
+    std::vector<std::string> each;  // every candidate's tunables and time
     for (size_t ci = 0; ci < trial.size(); ++ci) {
       const codegen::Kernel& k = *trial[ci].kernel;
       double score = std::numeric_limits<double>::infinity();
@@ -204,6 +205,8 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
         // configuration errors, which are what a bad candidate gives
       }
       if (mod) driver().cuModuleUnload(mod);
+      each.push_back(fmt::format("    {}: {}", tunables_str(k.tunables),
+                                 std::isfinite(score) ? fmt::format("{:.2f} us", score) : "failed or disagreed"));
       if (ci == 0) first = score;
       if (score < best) best = score, best_i = ci;
     }
@@ -211,6 +214,7 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
     ++r.timed;
     r.lines.push_back(fmt::format("{}: {} ({:.2f} us; default {:.2f} us)", trial[best_i].kernel->name,
                                   tunables_str(trial[best_i].kernel->tunables), best, first));
+    r.lines.insert(r.lines.end(), each.begin(), each.end());
     cache.put(key, trial[best_i].kernel->tunables, best, trial.size());
     s.kernel = std::move(trial[best_i].kernel);
     s.cubin.clear();

@@ -38,7 +38,7 @@ struct TuneReport {
   size_t timed = 0;      // searched now
   size_t cached = 0;     // taken from the tuning cache
   double seconds = 0;
-  std::vector<std::string> lines;  // one per searched kernel: winner and speed-up
+  std::vector<std::string> lines;  // per searched kernel: winner and speed-up, then each candidate's time
 };
 
 // Replaces each step's kernel by its best candidate (needs a GPU). The steps' kernels must

@@ -65,7 +65,7 @@ std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan, c
 struct BuildReport {
   size_t tuned = 0;        // kernels searched on the GPU
   size_t tuned_cached = 0; // kernels whose tunables came from the tuning cache
-  std::vector<std::string> tuning;  // one line per searched kernel
+  std::vector<std::string> tuning;  // per searched kernel: the winner, then each candidate (indented)
   size_t kernels = 0;
   size_t fallbacks = 0;
   size_t compiled = 0;    // kernels NVRTC compiled

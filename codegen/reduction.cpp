@@ -115,9 +115,11 @@ bool uses_field(const graph::CudaRowProgram& p, const std::string& name) {
 // up to 1024); rows held in registers (cache 1, at most 32 elements a thread), staged in
 // shared memory (cache 2, when a block's rows fit in 96 KB, so two blocks share an SM) or
 // streamed (cache 0); vector width. Heuristic default first: the fewest threads that cache
-// at most 16 elements each, else 1024 threads caching up to 32, else a 512-thread block
-// staging the row, else streaming. (Staging measured slower than registers on the one long
-// row workload timed so far, W3; the autotuner keeps it in the search space.)
+// at most 16 elements each, else a 512-thread block staging the row, else 1024 threads
+// caching up to 32, else streaming. (On W3, rows of 32000 halves, staging beat registers:
+// 1024 threads holding 32 each need 63 registers, so one block an SM, and its load, reduce
+// and store phases do not overlap; three staged blocks an SM do. Two row buffers a block,
+// the next row's copies in flight during this row's passes, measured slower still: 149 us.)
 std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t staged_bytes, int64_t rows) {
   auto per = [&](int tpr, int v) { return (len / v + tpr - 1) / tpr * v; };  // elements a thread
   std::vector<Tunables> c;
@@ -149,25 +151,13 @@ std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t sta
   int best = 32;
   while (best < 1024 && per(best, vec) > 16) best *= 2;
   if (per(best, vec) <= 16) add(best, best == 32 ? 4 : 1, 1, vec);
-  else if (per(1024, vec) <= 32) add(1024, 1, 1, vec);  // W3 on an H200: 207 us, staged 524 us
-  else if (stageable) add(512, 1, 2, vec);
+  else if (stageable) add(512, 1, 2, vec);  // W3 on an H200: 136 us, in registers (1024 x 32) 208 us
+  else if (per(1024, vec) <= 32) add(1024, 1, 1, vec);
   else add(512, 1, 0, vec);
   if (stageable) {
     for (int tpr : {128, 256, 512, 1024}) add(tpr, 1, 2, vec);
     if (staged_bytes * 4 <= kStageLimit) add(32, 4, 2, vec);
     add(128, 1, 2, 1);
-  }
-  // Pipelined staging (two row buffers a block: the next row's copies in flight while
-  // this row's passes run), where two rows fit in an SM's shared memory.
-  constexpr int64_t kPipeLimit = 200 * 1024;
-  if (staged_bytes > 0 && 2 * staged_bytes <= kPipeLimit) {
-    auto add_pipe = [&](int tpr, int rpb) {
-      Tunables t{{"tpr", tpr}, {"rpb", rpb}, {"cache", 2}, {"vec", vec}, {"pipe", 1}};
-      if (std::find(c.begin(), c.end(), t) == c.end()) c.push_back(t);
-    };
-    for (int tpr : {256, 512, 1024})
-      if (len / vec >= tpr) add_pipe(tpr, 1);
-    if (2 * staged_bytes * 4 <= kPipeLimit) add_pipe(32, 4);
   }
   for (int v : {vec, 1})
     for (int tpr = 32; tpr <= 1024; tpr *= 2)
@@ -361,113 +351,56 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   const int64_t per_thread = (chunks + T - 1) / T;
   const unsigned threads = elementwise ? 256u : static_cast<unsigned>(tpr * rpb);
   std::string acc_decls;
-  // Pipelined staging: two buffers a block; while the passes run over row r from one, the
-  // copies of the block's next row fill the other, so DRAM stays busy through the
-  // reductions and barriers (one thread per element chunk, as below, so still no barrier).
-  const bool pipe = smem && split == 1 && target.sm >= 80 && t.count("pipe") && t.at("pipe") == 1;
-  std::string row_step;
   if (!elementwise) {
     e.line(fmt::format("const int lane = threadIdx.x % {};", tpr));
     if (split > 1) {
       e.line(fmt::format("const int glane = lane + (int)(blockIdx.x % {}u) * {};  // the row's thread", split, tpr));
+      e.open(fmt::format("for (long long row = (long long)(blockIdx.x / {0}u); row < {1}LL; row += (long long)(gridDim.x / {0}u)) {{",
+                         split, rows));
     } else {
       e.line("const int glane = lane;");
+      e.open(fmt::format("for (long long row = (long long)blockIdx.x * {0} + threadIdx.x / {1}; row < {2}LL; "
+                         "row += (long long)gridDim.x * {0}) {{",
+                         rpb, tpr, rows));
     }
   }
+  kept = e.unravel("row", kept_shape);
   // Shared-memory staging: each thread copies the chunks it later reads (same start and
   // stride as the stream loops), then waits for its own copies.
   std::vector<std::string> staged_ptr;
-  unsigned smem_bytes = 0, buffer_bytes = 0;
+  unsigned smem_bytes = 0;
   // A thread's chunk at iteration `it` of a row loop sits at (it·tpr + lane)·vec of its
   // block's region (the row's element b itself when the block has the whole row).
   const int64_t smem_row = split == 1 ? len : per_thread * tpr * vec;
   const std::string sidx = split == 1 ? "b" : fmt::format("(it * {}LL + lane * {}LL)", int64_t{tpr} * vec, vec);
-  std::vector<unsigned> staged_off;
   if (smem) {
+    std::string decls;
     for (graph::ValueId v : staged) {
-      staged_off.push_back(buffer_bytes);
-      buffer_bytes += static_cast<unsigned>((rpb * smem_row * dtype_size(g.value(v).dtype) + 15) / 16 * 16);
+      const graph::Value& val = g.value(v);
+      std::string st = graph::cuda_storage_type(val.dtype), name = fmt::format("braze_sx{}", staged_ptr.size());
+      decls += fmt::format("  {0}* const {1} = reinterpret_cast<{0}*>(braze_smem + {2}) + (threadIdx.x / {3}) * {4}LL;\n",
+                           st, name, smem_bytes, tpr, smem_row);
+      staged_ptr.push_back(name);
+      smem_bytes += static_cast<unsigned>((rpb * smem_row * dtype_size(val.dtype) + 15) / 16 * 16);
     }
-    smem_bytes = pipe ? 2 * buffer_bytes : buffer_bytes;
-    acc_decls += fmt::format("  BRAZE_DYNAMIC_SMEM(braze_smem, {});\n", smem_bytes);
-  }
-  // Pointers to this thread's row region of each staged input in the buffer at byte
-  // offset `buffer` (an expression), named `prefix`0, `prefix`1 …
-  auto staged_pointers = [&](const std::string& prefix, const std::string& buffer) {
-    std::vector<std::string> names;
-    for (size_t i = 0; i < staged.size(); ++i) {
-      std::string st = graph::cuda_storage_type(g.value(staged[i]).dtype), name = prefix + std::to_string(i);
-      e.line(fmt::format("{0}* const {1} = reinterpret_cast<{0}*>(braze_smem + {2} + {3}) + (threadIdx.x / {4}) * {5}LL;",
-                         st, name, buffer, staged_off[i], tpr, smem_row));
-      names.push_back(name);
-    }
-    return names;
-  };
-  // Copies row `row` (its kept coordinates) of the staged inputs to `dst`.
-  auto stage_row = [&](const std::vector<std::string>& row_kept, const std::vector<std::string>& dst) {
+    acc_decls += fmt::format("  BRAZE_DYNAMIC_SMEM(braze_smem, {});\n", smem_bytes) + decls;
     e.open(fmt::format("for (long long b = (long long)glane * {0}, it = 0; b < {1}LL; b += {2}LL, ++it) {{", vec, len, T * vec));
     e.push_scope();
-    std::string gidx = graph::cuda_linearize(full_coords(row_kept, e.unravel("b", red_shape)), xshape);
+    std::string gidx = graph::cuda_linearize(full_coords(kept, e.unravel("b", red_shape)), xshape);
     for (size_t i = 0; i < staged.size(); ++i) {
       const graph::Value& val = g.value(staged[i]);
       const size_t bytes = static_cast<size_t>(vec) * dtype_size(val.dtype);
       std::string src = fmt::format("{} + {}", e.input_param(staged[i]), gidx);
       if (target.sm >= 80 && (bytes == 4 || bytes == 8 || bytes == 16))
-        e.line(fmt::format("braze_cp_async<{}>({} + {}, {});", bytes, dst[i], sidx, src));
+        e.line(fmt::format("braze_cp_async<{}>({} + {}, {});", bytes, staged_ptr[i], sidx, src));
       else if (vec > 1)
         e.line(fmt::format("*reinterpret_cast<braze_vec<{0}, {1}>*>({2} + {3}) = braze_vload<{1}>({4}, 0);",
-                           graph::cuda_storage_type(val.dtype), vec, dst[i], sidx, src));
+                           graph::cuda_storage_type(val.dtype), vec, staged_ptr[i], sidx, src));
       else
-        e.line(fmt::format("{}[{}] = *({});", dst[i], sidx, src));
+        e.line(fmt::format("{}[{}] = *({});", staged_ptr[i], sidx, src));
     }
     e.pop_scope();
     e.close();
-  };
-  if (!elementwise) {
-    std::string first, step;
-    if (split > 1) {
-      first = fmt::format("(long long)(blockIdx.x / {}u)", split);
-      step = fmt::format("(long long)(gridDim.x / {}u)", split);
-    } else {
-      first = fmt::format("(long long)blockIdx.x * {} + threadIdx.x / {}", rpb, tpr);
-      step = fmt::format("(long long)gridDim.x * {}", rpb);
-    }
-    if (pipe) {  // the first row's copies, before the loop
-      e.open("{");
-      e.push_scope();
-      e.line(fmt::format("const long long row = {};", first));
-      std::vector<std::string> dst = staged_pointers("braze_nx", "0");
-      e.open(fmt::format("if (row < {}LL) {{", rows));
-      stage_row(e.unravel("row", kept_shape), dst);
-      e.close();
-      e.line("braze_cp_async_commit_row();");
-      e.pop_scope();
-      e.close();
-      e.open(fmt::format("for (long long row = {0}, braze_pb = 0; row < {1}LL; row += {2}, braze_pb ^= 1) {{", first, rows, step));
-    } else {
-      e.open(fmt::format("for (long long row = {0}; row < {1}LL; row += {2}) {{", first, rows, step));
-    }
-    row_step = step;
-  }
-  kept = e.unravel("row", kept_shape);
-  if (pipe) {
-    // The next row's copies into the other buffer, then wait for this row's (all groups
-    // but the newest).
-    e.open("{");
-    e.push_scope();
-    e.line(fmt::format("const long long next = row + {};", row_step));
-    std::vector<std::string> dst = staged_pointers("braze_nx", fmt::format("(braze_pb ? 0u : {}u)", buffer_bytes));
-    e.open(fmt::format("if (next < {}LL) {{", rows));
-    stage_row(e.unravel("next", kept_shape), dst);
-    e.close();
-    e.line("braze_cp_async_commit_row();");
-    e.pop_scope();
-    e.close();
-    e.line("braze_cp_async_wait_row();");
-    staged_ptr = staged_pointers("braze_sx", fmt::format("(braze_pb ? {}u : 0u)", buffer_bytes));
-  } else if (smem) {
-    staged_ptr = staged_pointers("braze_sx", "0");
-    stage_row(kept, staged_ptr);
     if (target.sm >= 80) e.line("braze_cp_async_wait_all();");
   }
   // An element of the row a thread handles: its row index r, whether it counts, its

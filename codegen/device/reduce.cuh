@@ -134,8 +134,6 @@ BRAZE_DEV void braze_block_online(T& m, T& s, T* shm_m, T* shm_s) {
 template <int B>
 BRAZE_DEV void braze_cp_async(void* dst, const void* src) { memcpy(dst, src, B); }
 BRAZE_DEV void braze_cp_async_wait_all() {}
-BRAZE_DEV void braze_cp_async_commit_row() {}
-BRAZE_DEV void braze_cp_async_wait_row() {}
 #else
 template <int B>
 BRAZE_DEV void braze_cp_async(void* dst, const void* src) {
@@ -146,10 +144,6 @@ BRAZE_DEV void braze_cp_async(void* dst, const void* src) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(d), "l"(src), "n"(B) : "memory");
 }
 BRAZE_DEV void braze_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-// Pipelined rows: one group of copies a row; waiting for all but the newest group leaves
-// the next row's copies in flight.
-BRAZE_DEV void braze_cp_async_commit_row() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-BRAZE_DEV void braze_cp_async_wait_row() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 #endif
 
 // Thread-block clusters (sm_90): a row shared by the `split` blocks of a cluster. Each

@@ -146,6 +146,7 @@ BenchResult benchmark(Session& session, const std::vector<Tensor>& inputs, const
     kt.flops = step_flops(e.graph(), s);
     r.kernels.push_back(kt);
   }
+  session.check_flags();  // a run-time check that failed in any timed run
   return r;
 }
 

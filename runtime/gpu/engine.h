@@ -150,12 +150,15 @@ class Session {
   void enqueue(bool graph);
   void enqueue_step(size_t step);
   bool graphable() const;  // no step runs on the CPU
+  // Throws UserError for the first failed run-time check since the flags were last read
+  // (they are zeroed once, and again after a failure is reported, so a timed enqueue
+  // carries no reset of its own).
+  void check_flags();
   CUstream stream() const { return stream_; }
   const Engine& engine() const { return *engine_; }
 
  private:
   void run_fallback(const Step& step);
-  void check_flags();
   std::shared_ptr<const Engine> engine_;
   DeviceBuffer arena_;
   DeviceBuffer flags_;  // one int per kernel step with run-time checks

@@ -26,6 +26,7 @@ Session::Session(std::shared_ptr<const Engine> engine) : engine_(std::move(engin
     if (s.kernel && s.kernel->has_error_flag) flag_index_[i] = flags++;
   }
   flags_ = DeviceBuffer(std::max<size_t>(flags, 1) * sizeof(int));
+  BRAZE_CU(cuMemsetD8, flags_.ptr(), 0, flags_.size());
   BRAZE_CU(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
 }
 
@@ -122,7 +123,6 @@ void Session::enqueue(bool graph) {
     if (!graph_exec_) {  // capture the launch sequence once; replays reuse it
       CUgraph cg;
       BRAZE_CU(cuStreamBeginCapture, stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-      BRAZE_CU(cuMemsetD8Async, flags_.ptr(), 0, flags_.size(), stream_);
       for (size_t i = 0; i < engine_->steps().size(); ++i) enqueue_step(i);
       BRAZE_CU(cuStreamEndCapture, stream_, &cg);
       BRAZE_CU(cuGraphInstantiate, &graph_exec_, cg, 0);
@@ -131,7 +131,6 @@ void Session::enqueue(bool graph) {
     BRAZE_CU(cuGraphLaunch, graph_exec_, stream_);
     return;
   }
-  BRAZE_CU(cuMemsetD8Async, flags_.ptr(), 0, flags_.size(), stream_);
   for (size_t i = 0; i < engine_->steps().size(); ++i) {
     if (engine_->steps()[i].kernel) enqueue_step(i);
     else run_fallback(engine_->steps()[i]);
@@ -147,8 +146,10 @@ void Session::check_flags() {
     const Step& s = steps[i];
     if (!s.kernel || !s.kernel->has_error_flag) continue;
     int code = flags[flag_index_[i]];
-    if (code > 0 && static_cast<size_t>(code) <= s.kernel->error_messages.size())
+    if (code > 0 && static_cast<size_t>(code) <= s.kernel->error_messages.size()) {
+      BRAZE_CU(cuMemsetD8, flags_.ptr(), 0, flags_.size());  // reported once
       throw UserError(s.kernel->error_messages[code - 1]);
+    }
   }
 }
 
@@ -159,7 +160,6 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOpt
   host_values_.clear();
   if (opts.poison && arena_.size()) BRAZE_CU(cuMemsetD8Async, arena_.ptr(), 0xFF, arena_.size(), stream_);
   upload(inputs);
-  BRAZE_CU(cuMemsetD8Async, flags_.ptr(), 0, flags_.size(), stream_);
   const auto& steps = engine_->steps();
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];

@@ -36,13 +36,23 @@ std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::
     Shape x = p->x_view.empty() ? ins.shapes[0] : p->x_view;
     int64_t len = 1;
     for (int64_t a : p->axes) len *= x.at(static_cast<size_t>(a));
-    // Vectors only along a single innermost reduced axis, whole vectors per row.
-    int vec = static_cast<int>(std::min<size_t>(16 / dtype_size(ins.dtypes[0]), 8));
+    // Vectors only along a single innermost reduced axis, whole vectors per row, of at most
+    // 16 bytes of the widest element the group reads or writes along its rows (a float16
+    // row cast to float32 inside the group still loads 8 halves at a time).
+    int64_t staged = 0;
+    size_t widest = 0;
+    if (p->x_view.empty()) {
+      for (graph::ValueId v : staged_inputs(g, group, ins.shapes[0])) {
+        staged += len * dtype_size(g.value(v).dtype);
+        widest = std::max(widest, dtype_size(g.value(v).dtype));
+      }
+      for (graph::ValueId o : group.outputs)
+        if (g.value(o).shape == ins.shapes[0]) widest = std::max(widest, dtype_size(g.value(o).dtype));
+    }
+    if (widest == 0) widest = dtype_size(ins.dtypes[0]);
+    int vec = static_cast<int>(std::min<size_t>(16 / widest, 8));
     bool innermost = p->axes.size() == 1 && p->axes[0] == static_cast<int64_t>(x.size()) - 1;
     while (vec > 1 && (!innermost || len % vec != 0)) vec /= 2;
-    int64_t staged = 0;
-    if (p->x_view.empty())
-      for (graph::ValueId v : staged_inputs(g, group, ins.shapes[0])) staged += len * dtype_size(g.value(v).dtype);
     int64_t rows = len > 0 ? checked_numel(x) / len : 0;
     return reduction_candidates_for(len, vec, staged, rows);
   }

@@ -22,6 +22,10 @@
 // first, so blocks running together share A rows and B columns in L2. The epilogue runs on
 // the accumulators in registers, element by element as in the SIMT schedule, and stores
 // the two adjacent columns each lane holds as one pair when they are adjacent in the output.
+// Split-K (sm_90): when the output tiles alone leave SMs idle, a cluster of 2-8 blocks
+// shares each tile, block r taking the r-th share of the k-tiles; rank 0 adds the others'
+// accumulators through distributed shared memory (braze_tc_split_reduce) and runs the
+// epilogue, so the result is still written once, by one kernel.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -38,19 +42,27 @@ namespace {
 constexpr int kRasterRows = 8;
 constexpr int64_t kMaxSharedBytes = 227 * 1024;  // opt-in limit per block on sm_80 / sm_90
 
+// split > 1: split-K, a cluster of `split` blocks per output tile, each over a share of k,
+// their sums added through distributed shared memory (sm_90) before one epilogue.
 struct TcTile {
-  int bm, bn, bk, wm, wn, stages;
+  int bm, bn, bk, wm, wn, stages, split = 1;
   int threads() const { return wm * wn * 32; }
-  int64_t shared_bytes() const { return int64_t{stages} * (bm + bn) * bk * 2; }
+  int64_t shared_bytes() const {
+    int64_t pipeline = int64_t{stages} * (bm + bn) * bk * 2, partials = int64_t{bm} * bn * 4;
+    return split > 1 ? std::max(pipeline, partials) : pipeline;
+  }
 };
 
 TcTile tile_of(const Tunables& t) {
-  return {t.at("bm"), t.at("bn"), t.at("bk"), t.at("wm"), t.at("wn"), t.at("stages")};
+  return {t.at("bm"), t.at("bn"),     t.at("bk"), t.at("wm"),
+          t.at("wn"), t.at("stages"), t.count("split") ? t.at("split") : 1};
 }
 
 Tunables tunables_of(const TcTile& t) {
-  return {{"tc", 1},    {"bm", t.bm}, {"bn", t.bn},        {"bk", t.bk},
-          {"wm", t.wm}, {"wn", t.wn}, {"stages", t.stages}};
+  Tunables u{{"tc", 1},    {"bm", t.bm}, {"bn", t.bn},        {"bk", t.bk},
+             {"wm", t.wm}, {"wn", t.wn}, {"stages", t.stages}};
+  if (t.split > 1) u["split"] = t.split;
+  return u;
 }
 
 bool pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
@@ -62,6 +74,7 @@ std::string tile_problem(const TcTile& t) {
     return fmt::format("tensor-core tile {}x{}x{} with {}x{} warps is not supported", t.bm, t.bn,
                        t.bk, t.wm, t.wn);
   if (t.threads() > 1024 || t.stages < 2) return "tensor-core tile: too many warps or stages";
+  if (t.split < 1 || t.split > 8 || !pow2(t.split)) return "split-K over 1, 2, 4 or 8 blocks";
   if (t.shared_bytes() > kMaxSharedBytes)
     return fmt::format("tensor-core tile needs {} bytes of shared memory", t.shared_bytes());
   return "";
@@ -124,6 +137,17 @@ std::vector<Tunables> gemm_tc_candidates(const GemmDims& d, const Target& target
     Tunables tu = tunables_of(t);
     if (std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
   }
+  // Split-K where the output tiles leave SMs idle and k is long enough to share: clusters
+  // of 2-8 blocks (sm_90; not in the CPU emulator).
+  if (target.sm >= 90 && !target.emulated)
+    for (TcTile t : {TcTile{64, 64, 64, 2, 2, 3}, TcTile{64, 64, 32, 2, 2, 4},
+                     TcTile{64, 128, 32, 2, 2, 4}, TcTile{128, 128, 32, 2, 4, 3}})
+      for (int split : {2, 4, 8}) {
+        t.split = split;
+        const int64_t ktiles = (d.k + t.bk - 1) / t.bk;
+        if (tiles(t.bm, t.bn) * split <= 2 * int64_t{target.num_sms} && ktiles >= 2 * split)
+          c.push_back(tunables_of(t));
+      }
   return c;
 }
 
@@ -135,7 +159,7 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
   const TcTile t = tile_of(tune);
   if (why.empty()) why = tile_problem(t);
   const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
-  if (why.empty() && tiles_m * tiles_n > 2147483647) why = "matrix too large for the GEMM grid";
+  if (why.empty() && tiles_m * tiles_n * t.split > 2147483647) why = "matrix too large for the GEMM grid";
   if (!why.empty()) {
     *why_not = why;
     return std::nullopt;
@@ -149,22 +173,37 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
   const std::string pa = e.input_param(n.inputs[0]), pb = e.input_param(n.inputs[1]);
   const std::string a_off = batch_offset(d.out_batch, a.shape),
                     b_off = batch_offset(d.out_batch, b.shape);
+  const bool split = t.split > 1;
+  if (split && (target.sm < 90 || target.emulated)) {
+    *why_not = "split-K needs thread-block clusters (sm_90)";
+    return std::nullopt;
+  }
   e.line("const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;");
-  e.line(fmt::format("const int raster = (int)blockIdx.x / {}, first_row = raster * {};",
+  e.line(split ? fmt::format("const int tile = (int)blockIdx.x / {};", t.split) : "const int tile = (int)blockIdx.x;");
+  e.line(fmt::format("const int raster = tile / {}, first_row = raster * {};",
                      kRasterRows * tiles_n, kRasterRows));
   e.line(fmt::format("const int raster_rows = {0} - first_row < {1} ? {0} - first_row : {1};",
                      tiles_m, kRasterRows));
-  e.line(fmt::format("const int in_raster = (int)blockIdx.x % {};", kRasterRows * tiles_n));
+  e.line(fmt::format("const int in_raster = tile % {};", kRasterRows * tiles_n));
   e.line(
       fmt::format("const long long i0 = (long long)(first_row + in_raster % raster_rows) * {}, "
                   "j0 = (long long)(in_raster / raster_rows) * {};",
                   t.bm, t.bn));
   e.open(fmt::format("for (long long b = blockIdx.z; b < {}LL; b += gridDim.z) {{", d.batches));
   e.line(fmt::format("float accum[{}][{}][4];", warp_m / 16, warp_n / 8));
+  std::string krange;
+  if (split) {
+    const int64_t share = ((d.k + t.bk - 1) / t.bk + t.split - 1) / t.split;  // k-tiles a block
+    e.line(fmt::format("const int kt_begin = (int)(blockIdx.x % {}) * {};", t.split, share));
+    krange = fmt::format(", kt_begin, kt_begin + {}", share);
+  }
   e.line(
       fmt::format("tile_gemm::run(accum, {} + {}, {}LL, {} + {}, {}LL, {}LL, {}LL, {}LL, i0, "
-                  "j0, smem);",
-                  pa, a_off, d.ta ? d.m : d.k, pb, b_off, d.tb ? d.k : d.nn, d.m, d.nn, d.k));
+                  "j0, smem{});",
+                  pa, a_off, d.ta ? d.m : d.k, pb, b_off, d.tb ? d.k : d.nn, d.m, d.nn, d.k, krange));
+  if (split)
+    e.line(fmt::format("if (!braze_tc_split_reduce<{}>(accum, reinterpret_cast<float*>(braze_smem))) continue;",
+                       t.split));
   // The epilogue, once per accumulator: accum[mi][ni][2 * r + q] is C's element
   // (mi * 16 + lane / 4 + 8 * r, ni * 8 + 2 * (lane % 4) + q) of the warp's tile. When the
   // output's last dim is j, of even size, the two q's are adjacent there: one paired store.
@@ -220,16 +259,17 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
-  kern.grid = {static_cast<unsigned>(tiles_m * tiles_n), 1,
+  kern.grid = {static_cast<unsigned>(tiles_m * tiles_n * t.split), 1,
                static_cast<unsigned>(std::clamp<int64_t>(d.batches, 1, 65535))};
   kern.shared_bytes = static_cast<unsigned>(t.shared_bytes());
   std::string code = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({0}) KERNEL_NAME({1}) {{\n"
+      "extern \"C\" __global__ void __launch_bounds__({0}){13} KERNEL_NAME({1}) {{\n"
       "  typedef braze_tc_gemm<{2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}> tile_gemm;\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {11});\n"
       "  const braze_saddr smem = braze_smem_addr(braze_smem);\n{12}}}\n",
       t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), t.bm, t.bn, t.bk, t.wm, t.wn,
-      t.stages, d.ta ? "false" : "true", d.tb ? "true" : "false", kern.shared_bytes, e.body());
+      t.stages, d.ta ? "false" : "true", d.tb ? "true" : "false", kern.shared_bytes, e.body(),
+      split ? fmt::format(" __cluster_dims__({}, 1, 1)", t.split) : "");
   finish_kernel(g, kern, code, false, true);
   return kern;
 }

@@ -254,9 +254,11 @@ struct braze_tc_gemm {
     }
   }
 
+  // k-tiles [kt_begin, kt_end) of the ceil(k / BK) only (split-K: a share of k).
   static BRAZE_DEV void run(float (&acc)[MI][NI][4], const T* a, long long lda, const T* b,
                             long long ldb, long long m, long long n, long long k, long long i0,
-                            long long j0, braze_saddr smem) {
+                            long long j0, braze_saddr smem, int kt_begin = 0,
+                            int kt_end = 0x7fffffff) {
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
@@ -264,26 +266,59 @@ struct braze_tc_gemm {
       for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
-    const int ktiles = (int)((k + BK - 1) / BK);
+    const int ktiles = (int)((k + BK - 1) / BK) < kt_end ? (int)((k + BK - 1) / BK) : kt_end;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < ktiles)
-        load_stage(smem + s * kStageBytes, a, lda, b, ldb, m, n, k, i0, j0, (long long)s * BK);
+      if (kt_begin + s < ktiles)
+        load_stage(smem + s * kStageBytes, a, lda, b, ldb, m, n, k, i0, j0,
+                   (long long)(kt_begin + s) * BK);
       braze_cp_async_commit();
     }
-    for (int kt = 0; kt < ktiles; ++kt) {
+    for (int kt = kt_begin; kt < ktiles; ++kt) {
       // k-tile kt has landed for every thread, and every warp is done with tile kt - 1,
       // whose stage the next copy refills.
       braze_cp_async_wait<STAGES - 2>();
       __syncthreads();
       const int next = kt + STAGES - 1;
       if (next < ktiles)
-        load_stage(smem + (next % STAGES) * kStageBytes, a, lda, b, ldb, m, n, k, i0, j0,
-                   (long long)next * BK);
+        load_stage(smem + ((next - kt_begin) % STAGES) * kStageBytes, a, lda, b, ldb, m, n, k,
+                   i0, j0, (long long)next * BK);
       braze_cp_async_commit();
-      compute_stage(acc, smem + (kt % STAGES) * kStageBytes, warp / WN, warp % WN, lane);
+      compute_stage(acc, smem + ((kt - kt_begin) % STAGES) * kStageBytes, warp / WN, warp % WN,
+                    lane);
     }
     braze_cp_async_wait<0>();
     __syncthreads();
   }
 };
+
+// ---- split-K over a thread-block cluster (sm_90) ----
+
+#ifndef BRAZE_CPU_EMULATION
+// The SPLIT blocks of a cluster (ranks along x) computed one output tile over disjoint
+// shares of k. Each block parks its accumulators in its own shared memory (element e of
+// thread t at e * blockDim.x + t: coalesced, conflict-free), and rank 0 adds the others'
+// in rank order through distributed shared memory; the second cluster barrier keeps every
+// block's shared memory alive until rank 0 has read it. Returns whether this block holds
+// the sum (rank 0), which then runs the epilogue. `red` needs MI * NI * 4 floats a thread.
+template <int SPLIT, int MI, int NI>
+BRAZE_DEV bool braze_tc_split_reduce(float (&acc)[MI][NI][4], float* red) {
+  constexpr int E = MI * NI * 4;
+  float* flat = &acc[0][0][0];
+  const unsigned rank = blockIdx.x % SPLIT;
+  if (rank != 0)
+#pragma unroll
+    for (int e = 0; e < E; ++e) red[e * blockDim.x + threadIdx.x] = flat[e];
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  if (rank == 0)
+    for (unsigned q = 1; q < SPLIT; ++q) {
+      unsigned long long remote;
+      asm volatile("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(reinterpret_cast<unsigned long long>(red)), "r"(q));
+      const float* other = reinterpret_cast<const float*>(remote);
+#pragma unroll
+      for (int e = 0; e < E; ++e) flat[e] += other[e * blockDim.x + threadIdx.x];
+    }
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  return rank == 0;
+}
+#endif

@@ -2,6 +2,7 @@
 // sm_80+, compiled with NVRTC for sm_90 (no GPU needed) into PTX that uses mma.sync,
 // ldmatrix and cp.async and keeps its accumulators out of local memory; every candidate of
 // its search space compiles; the SIMT schedule keeps what it cannot take.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -103,6 +104,43 @@ TEST(GemmTcCodegen, EveryCandidateCompiles) {
     EXPECT_GE(tc, 6u);
     EXPECT_GT(cands.size(), tc) << "the SIMT candidates follow";
   }
+}
+
+// Few output tiles and a long k: split-K candidates, clusters of blocks each taking a share
+// of k and adding their partial sums through distributed shared memory; none for the CPU
+// emulator (no clusters) nor where the tiles already fill the SMs.
+TEST(GemmTcCodegen, SplitKForFewTilesAndLongK) {
+  auto splits_of = [](const std::string& text, const codegen::Target& target) {
+    GemmGroup gg = gemm_group_of(text);
+    std::vector<int> splits;
+    for (const codegen::Tunables& t : codegen::candidates(gg.g, gg.group, target)) {
+      if (!t.count("split")) continue;
+      splits.push_back(t.at("split"));
+      codegen::GroupCode gc = codegen::generate(gg.g, gg.group, target, &t);
+      EXPECT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+      if (!gc.kernel) continue;
+      EXPECT_EQ(gc.kernel->grid[0] % static_cast<unsigned>(t.at("split")), 0u);
+      EXPECT_NE(gc.kernel->source.find("__cluster_dims__(" + std::to_string(t.at("split"))), std::string::npos);
+      std::string ptx = ptx_of(*gc.kernel);
+      EXPECT_NE(ptx.find("barrier.cluster"), std::string::npos);
+      EXPECT_NE(ptx.find("mapa"), std::string::npos);
+      EXPECT_EQ(ptx.find("ld.local"), std::string::npos);
+    }
+    return splits;
+  };
+  const std::string small_m = R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[128,768] a, float16[768,768] b, float16[768] c) => (float16[128,768] y) {
+      m = MatMul(a, b)  y = Add(m, c) })";
+  std::vector<int> s = splits_of(small_m, kH200);
+  EXPECT_NE(std::find(s.begin(), s.end(), 2), s.end());
+  EXPECT_NE(std::find(s.begin(), s.end(), 4), s.end());
+  EXPECT_TRUE(splits_of(small_m, codegen::Target{90, 132, true}).empty()) << "emulator";
+  EXPECT_TRUE(splits_of(small_m, codegen::Target{80, 108}).empty()) << "sm_80: no clusters";
+  EXPECT_TRUE(splits_of(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[4096,768] a, float16[768,3072] b) => (float16[4096,3072] y) { y = MatMul(a, b) })",
+                        kH200)
+                  .empty())
+      << "the tiles fill the SMs";
 }
 
 // Small problems get a small default tile, large ones 128 x 128, then 128 x 256.

@@ -15,6 +15,7 @@
 #include "graph/passes/pipeline.h"
 #include "runtime/gpu/nvrtc.h"
 #include "tests/gemm_simt_cases.h"
+#include "tests/gemm_test_util.h"
 #include "tests/test_util.h"
 
 namespace braze {
@@ -22,23 +23,8 @@ namespace {
 
 const codegen::Target kH200{90, 132};
 
-struct GemmGroup {
-  graph::Graph g;
-  fusion::Group group;
-};
-
-GemmGroup gemm_group_of(const std::string& text) {
-  GemmGroup r{test::graph_from_text(text), {}};
-  graph::passes::run_pipeline(r.g);
-  int found = 0;
-  for (const fusion::Group& grp : fusion::plan_fused(r.g).groups)
-    if (grp.kind == fusion::GroupKind::Gemm) {
-      r.group = grp;
-      ++found;
-    }
-  EXPECT_EQ(found, 1);
-  return r;
-}
+using test::GemmGroup;
+using test::gemm_group_of;
 
 std::string ptx_of(const codegen::Kernel& k, std::string* ptxas_log = nullptr) {
   gpu::Compiled c = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90"), true,

@@ -13,6 +13,7 @@
 #include "runtime/inputs.h"
 #include "runtime/reference_executor.h"
 #include "tests/gemm_simt_cases.h"
+#include "tests/gemm_test_util.h"
 #include "tests/test_util.h"
 
 namespace braze {
@@ -45,16 +46,10 @@ Prepared prepare(const test::GemmSimtCase& c, const std::string& dtype) {
 }
 
 void expect_matches(const Prepared& p, int candidate, const std::string& what) {
-  runtime::EmulatorOptions eo;
-  eo.candidate = candidate;
-  std::vector<std::string> fallbacks;
-  eo.fallbacks = &fallbacks;
-  std::vector<Tensor> got = runtime::run_emulated(p.g, p.plan, p.in, eo);
-  EXPECT_TRUE(fallbacks.empty()) << what << ": " << (fallbacks.empty() ? "" : fallbacks[0]);
-  ASSERT_EQ(got.size(), 1u);
-  runtime::Comparison cmp =
-      runtime::compare(got[0], p.want, runtime::default_tolerance(p.want.dtype()));
-  EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got[0], p.want);
+  const Tensor got = test::emulate_with(p.g, p.plan, p.in, candidate, what);
+  ASSERT_TRUE(got.defined());
+  runtime::Comparison cmp = runtime::compare(got, p.want, runtime::default_tolerance(p.want.dtype()));
+  EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got, p.want);
 }
 
 class EmulatedGemmSimt

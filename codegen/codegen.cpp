@@ -12,8 +12,7 @@
 
 namespace braze::codegen {
 
-void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code,
-                   bool needs_reduce_helpers, bool needs_mma_helpers) {
+void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code, unsigned helpers) {
   std::vector<std::string> ops;
   std::string covers;
   for (graph::NodeId id : k.nodes) {
@@ -31,8 +30,9 @@ void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code,
   for (size_t p = body.find("KERNEL_NAME"); p != std::string::npos; p = body.find("KERNEL_NAME", p))
     body.replace(p, 11, k.name);
   k.source = std::string(device_prelude()) + std::string(device_ops());
-  if (needs_reduce_helpers) k.source += std::string(device_reduce());
-  if (needs_mma_helpers) k.source += std::string(device_mma());
+  if (helpers & kReduceHelpers) k.source += std::string(device_reduce());
+  if (helpers & kMmaHelpers) k.source += std::string(device_mma());
+  if (helpers & kSimtGemmHelpers) k.source += std::string(device_simt_gemm());
   k.source += fmt::format("// ---- generated ----\n// {}: {} kernel for ONNX nodes {}\n", k.name,
                           fusion::group_kind_name(k.kind), covers);
   k.source += body;

@@ -26,13 +26,20 @@ GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Targ
 std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& group,
                                  const Target& target = Target{});
 
+// Device helper files a kernel includes besides the prelude and ops (a bit set).
+enum DeviceHelpers : unsigned {
+  kNoHelpers = 0,
+  kReduceHelpers = 1,    // device/reduce.cuh: warp and block reductions
+  kMmaHelpers = 2,       // device/mma.cuh: tensor-core GEMM main loop
+  kSimtGemmHelpers = 4,  // device/simt_gemm.cuh: SIMT GEMM main loop
+};
+
 // The whole translation unit: device helpers, then "// ---- generated ----", a comment
 // naming the ONNX nodes, and `code` (which must define `extern "C" __global__ NAME`).
 // Fills kernel.name (braze_<kind>_<ops>_<hash of code>) and kernel.source; `code` spells
-// the kernel's name as the placeholder KERNEL_NAME. The reduction and tensor-core helpers
-// (device/reduce.cuh, device/mma.cuh) are included only when asked for.
+// the kernel's name as the placeholder KERNEL_NAME.
 void finish_kernel(const graph::Graph& g, Kernel& kernel, const std::string& code,
-                   bool needs_reduce_helpers, bool needs_mma_helpers = false);
+                   unsigned helpers);
 
 // Schedules.
 // Each schedule takes its tunables (nullptr: its heuristic default) and lists its search

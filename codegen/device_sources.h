@@ -9,5 +9,6 @@ std::string_view device_prelude();  // prelude.cuh: load/store conversions, erro
 std::string_view device_ops();      // ops.cuh: helpers the registry's CUDA expressions call
 std::string_view device_reduce();   // reduce.cuh: warp and block reductions
 std::string_view device_mma();      // mma.cuh: cp.async, ldmatrix, mma; the tensor-core main loop
+std::string_view device_simt_gemm();  // simt_gemm.cuh: the SIMT GEMM main loop
 
 }  // namespace braze::codegen

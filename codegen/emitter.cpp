@@ -39,9 +39,9 @@ void Emitter::open(const std::string& header) {
   ++indent_;
 }
 
-void Emitter::close() {
+void Emitter::close(const std::string& after) {
   --indent_;
-  line("}");
+  line("}" + after);
 }
 
 std::string Emitter::let(const std::string& type, const std::string& expr) {

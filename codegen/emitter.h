@@ -54,7 +54,7 @@ class Emitter {
   std::string let(const std::string& type, const std::string& expr);
   void line(const std::string& s);
   void open(const std::string& header);  // a line ending in "{", indenting what follows
-  void close();                          // "}"
+  void close(const std::string& after = "");  // "}" and `after` (";" ending a lambda)
   void push_scope();
   void pop_scope();
   void clear_memo();

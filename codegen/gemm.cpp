@@ -1,18 +1,11 @@
-// The GEMM schedule for MatMul and Gemm groups: a register-blocked SIMT kernel. A block of
-// `threads` threads computes a bm x bn output tile; each thread holds tm x tn accumulators,
-// its rows and columns strided by the thread grid (so shared-memory reads are broadcasts or
-// conflict-free and the epilogue's stores coalesce). K advances bk at a time: the block
-// stages A's bm x bk tile (transposed) and B's bk x bn tile in shared memory, then every
-// thread accumulates bk outer products from registers. Batched over blockIdx.z with numpy
-// broadcasting of batch dims. Operands are read through the emitter, so a Transpose,
-// Reshape or Cast the partitioner put in front of them becomes index arithmetic in the tile
-// loads ("transpose as layout"); the tile loads walk each operand along its contiguous dim.
-// The epilogue runs in registers before the single store: the chain of element-wise ops
-// after the product (bias, activation, residual, scale, cast) and layout ops, whose forward
-// maps say where each element lands — so the result is written once, in the layout its
-// consumer wants. float accumulation for the half types, double for double. float16 and
-// bfloat16 products on sm_80+ go to the tensor-core schedule instead (gemm_tc.cpp) when
-// their operands allow it; its candidates come first in the search space.
+// The GEMM schedules for MatMul and Gemm groups, and what they share. A group's product
+// (batched over numpy-broadcast batch dims, either operand transposed) runs on the
+// tensor-core schedule (gemm_tc.cpp) for float16 / bfloat16 operands it can read directly on
+// sm_80+, else on the register-blocked SIMT schedule (gemm_simt.cpp); the tensor-core
+// candidates come first in the search space. Both finish the output in registers with the
+// code here: alpha and Gemm's beta * C, then the chain of element-wise ops after the product
+// (bias, activation, residual, scale, cast) and layout ops, whose forward maps say where each
+// element lands — so the result is written once, in the layout its consumer wants.
 #include "codegen/gemm.h"
 
 #include <braze/error.h>
@@ -28,24 +21,6 @@
 #include "graph/registry.h"
 
 namespace braze::codegen {
-
-namespace {
-
-// One point of the search space: tile sizes and per-thread sub-tile.
-struct GemmTile {
-  int bm, bn, bk, tm, tn;
-  int threads() const { return (bm / tm) * (bn / tn); }
-};
-
-GemmTile tile_of(const Tunables& t) {
-  return {t.at("bm"), t.at("bn"), t.at("bk"), t.at("tm"), t.at("tn")};
-}
-
-Tunables tunables_of(const GemmTile& t) {
-  return {{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"tm", t.tm}, {"tn", t.tn}};
-}
-
-}  // namespace
 
 std::vector<std::string> operand_coords(const Shape& out_batch, const Shape& in_batch,
                                         std::vector<std::string> tail) {
@@ -168,6 +143,85 @@ void emit_gemm_store(Emitter& e, const graph::Graph& g, const GemmDims& d, const
                      graph::cuda_compute_type(ov.dtype), result));
 }
 
+std::string gemm_batch_offset(const Shape& out_batch, const Shape& shape) {
+  Shape batch(shape.begin(), shape.end() - 2);
+  std::vector<std::string> coords = operand_coords(out_batch, batch, {});
+  std::string off;
+  int64_t stride = shape[shape.size() - 1] * shape[shape.size() - 2];
+  for (size_t d = batch.size(); d-- > 0;) {
+    if (coords[d] != "0LL")
+      off += fmt::format("{}{} * {}LL", off.empty() ? "" : " + ", coords[d], stride);
+    stride *= batch[d];
+  }
+  return off.empty() ? "0LL" : off;
+}
+
+bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
+                          int width) {
+  const graph::Value& ov = g.value(epi.out);
+  return epi.out_coords.back() == "j" && ov.shape.back() == d.nn && d.nn % width == 0;
+}
+
+void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
+                      const GemmEpilogue& epi, int width, const std::string& sum_q) {
+  const graph::Value& ov = g.value(epi.out);
+  if (!gemm_vector_store_ok(g, d, epi, width)) {
+    e.line("#pragma unroll");
+    e.open(fmt::format("for (int q = 0; q < {}; ++q) {{", width));
+    e.line("const long long j = jp + q;");
+    e.open(fmt::format("if (i < {}LL && j < {}LL) {{", d.m, d.nn));
+    e.push_scope();
+    emit_gemm_store(e, g, d, epi, sum_q);
+    e.pop_scope();
+    e.close();
+    e.close();
+    return;
+  }
+  // The output's last dim is j, a multiple of `width` long: the elements are all in range or
+  // none, adjacent, and aligned to the vector.
+  const std::string ct = graph::cuda_compute_type(ov.dtype), st = graph::cuda_storage_type(ov.dtype);
+  e.open(fmt::format("if (i < {}LL && jp < {}LL) {{", d.m, d.nn));
+  e.line(fmt::format("{} res[{}];", ct, width));
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int q = 0; q < {}; ++q) {{", width));
+  e.line("const long long j = jp + q;");
+  e.push_scope();
+  e.line(fmt::format("res[q] = {};", emit_gemm_value(e, g, d, epi, sum_q)));
+  e.pop_scope();
+  e.close();
+  e.line("const long long j = jp;");
+  std::string packed;
+  for (int q = 0; q < width; ++q)
+    packed += fmt::format("{}braze_pack(braze_tag<{}>(), res[{}])", q ? ", " : "", st, q);
+  e.line(fmt::format("braze_vstore<{}>({}, {}, braze_vec<{}, {}>{{{{{}}}}});", width,
+                     e.output_param(epi.out), graph::cuda_linearize(epi.out_coords, ov.shape), st,
+                     width, packed));
+  e.close();
+}
+
+void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm, int bn,
+                           const std::string& tile) {
+  constexpr int kRasterRows = 8;
+  e.line(fmt::format("const int tile = {};", tile));
+  e.line(fmt::format("const int raster = tile / {}, first_row = raster * {};",
+                     kRasterRows * tiles_n, kRasterRows));
+  e.line(fmt::format("const int raster_rows = {0} - first_row < {1} ? {0} - first_row : {1};",
+                     tiles_m, kRasterRows));
+  e.line(fmt::format("const int in_raster = tile % {};", kRasterRows * tiles_n));
+  e.line(fmt::format("const int i0 = (first_row + in_raster % raster_rows) * {}, "
+                     "j0 = (in_raster / raster_rows) * {};",
+                     bm, bn));
+}
+
+std::string gemm_too_large(const GemmDims& d, int bm, int bn, int bk, int split) {
+  constexpr int64_t kIntMax = 2147483647;
+  const int64_t tiles = ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * split;
+  if (tiles > kIntMax || d.m > kIntMax - bm || d.nn > kIntMax - bn || d.k > kIntMax - bk ||
+      d.batches > kIntMax)
+    return "matrix too large for the tiled GEMM grid";
+  return "";
+}
+
 std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group& group,
                                       const Target& target) {
   std::string ignored;
@@ -175,22 +229,7 @@ std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group
   if (!d) return {};
   std::vector<Tunables> c;
   if (gemm_tc_unsupported(g, group, *d, target).empty()) c = gemm_tc_candidates(*d, target);
-  // Heuristic: the largest tile that still gives every SM a block.
-  auto tiles = [&](int bm, int bn) {
-    return ((d->m + bm - 1) / bm) * ((d->nn + bn - 1) / bn) * d->batches;
-  };
-  const int64_t sms = target.num_sms;
-  GemmTile def = tiles(128, 128) >= sms ? GemmTile{128, 128, 8, 8, 8}
-                 : tiles(64, 64) >= sms ? GemmTile{64, 64, 16, 4, 4}
-                                        : GemmTile{32, 32, 16, 2, 2};
-  c.push_back(tunables_of(def));
-  for (GemmTile t :
-       {GemmTile{128, 128, 8, 8, 8}, GemmTile{128, 128, 16, 8, 8}, GemmTile{128, 64, 8, 8, 4},
-        GemmTile{64, 128, 8, 4, 8}, GemmTile{64, 64, 8, 4, 4}, GemmTile{64, 64, 16, 4, 4},
-        GemmTile{32, 64, 16, 2, 4}, GemmTile{32, 32, 16, 2, 2}}) {
-    Tunables tu = tunables_of(t);
-    if (std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
-  }
+  for (Tunables& t : gemm_simt_candidates(g, *d, target)) c.push_back(std::move(t));
   return c;
 }
 
@@ -204,123 +243,7 @@ std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& gr
   const Tunables chosen = tune ? *tune : gemm_candidates(g, group, target).front();
   if (chosen.count("tc") && chosen.at("tc") != 0)
     return gemm_tc_kernel(g, group, *dims, *epi, target, chosen, why_not);
-
-  const graph::Node& n = *dims->node;
-  const graph::Value& a = g.value(n.inputs[0]);
-  const graph::Value& b = g.value(n.inputs[1]);
-  const graph::Value& y = g.value(n.outputs[0]);
-  const bool ta = dims->ta, tb = dims->tb, a_vec = dims->a_vec, b_vec = dims->b_vec;
-  const int64_t m = dims->m, k = dims->k, nn = dims->nn, batches = dims->batches;
-  const Shape& out_batch = dims->out_batch;
-  const std::string acc = graph::cuda_compute_type(y.dtype);
-
-  Emitter e = gemm_emitter(g, group, *dims);
-  // A's element (i, p) and B's (p, jj), in their own coordinates.
-  std::vector<std::string> a_tail = a_vec ? std::vector<std::string>{"p"}
-                                    : ta  ? std::vector<std::string>{"p", "i"}
-                                          : std::vector<std::string>{"i", "p"};
-  std::vector<std::string> b_tail = b_vec ? std::vector<std::string>{"p"}
-                                    : tb  ? std::vector<std::string>{"jj", "p"}
-                                          : std::vector<std::string>{"p", "jj"};
-  std::vector<std::string> a_coords =
-      operand_coords(out_batch, Shape(a.shape.begin(), a.shape.end() - (a_vec ? 1 : 2)), a_tail);
-  std::vector<std::string> b_coords =
-      operand_coords(out_batch, Shape(b.shape.begin(), b.shape.end() - (b_vec ? 1 : 2)), b_tail);
-
-  const GemmTile t = tile_of(chosen);
-  const int threads = t.threads(), rt = t.bm / t.tm, ct = t.bn / t.tn;
-  // A tile's loads walk along A's contiguous dim: i when A is stored transposed, else p;
-  // likewise jj for B, unless B is stored transposed.
-  const bool a_i_fast = ta, b_j_fast = !tb;
-  auto tile_load = [&](const char* smem, int rows, int cols, bool row_fast,
-                       const std::string& row_var, const std::string& row0, int64_t row_limit,
-                       graph::ValueId v, const std::vector<std::string>& coords) {
-    // Tile element (r, c): row r of `rows` (i or jj), column c of bk (p); stored smem[c][r].
-    const int total = rows * cols;
-    e.line("#pragma unroll");
-    e.open(fmt::format("for (int l0 = 0; l0 < {}; l0 += {}) {{", total, threads));
-    e.line("const int l = l0 + tid;");
-    if (total % threads != 0) e.line(fmt::format("if (l >= {}) break;", total));
-    e.line(row_fast ? fmt::format("const int r = l % {0}, c = l / {0};", rows)
-                    : fmt::format("const int r = l / {0}, c = l % {0};", cols));
-    e.line(fmt::format("const long long {} = {} + r, p = p0 + c;", row_var, row0));
-    e.line(fmt::format("{} v = ({})0;", acc, acc));
-    e.open(fmt::format("if ({} < {}LL && p < {}LL) {{", row_var, row_limit, k));
-    e.push_scope();
-    e.line(fmt::format("v = ({}){};", acc, e.value_at(v, coords)));
-    e.pop_scope();
-    e.close();
-    e.line(fmt::format("{}[c][r] = v;", smem));
-    e.close();
-  };
-
-  e.open(fmt::format("for (long long b = blockIdx.z; b < {}LL; b += gridDim.z) {{", batches));
-  e.line(fmt::format(
-      "const long long i0 = (long long)blockIdx.y * {}, j0 = (long long)blockIdx.x * {};", t.bm,
-      t.bn));
-  e.line(fmt::format("{} sum[{}][{}];", acc, t.tm, t.tn));
-  e.line("#pragma unroll");
-  e.line(fmt::format("for (int ti = 0; ti < {}; ++ti)", t.tm));
-  e.line("#pragma unroll");
-  e.line(fmt::format("  for (int tj = 0; tj < {}; ++tj) sum[ti][tj] = ({})0;", t.tn, acc));
-  e.open(fmt::format("for (long long p0 = 0; p0 < {}LL; p0 += {}) {{", k, t.bk));
-  try {
-    tile_load("as", t.bm, t.bk, a_i_fast, "i", "i0", m, n.inputs[0], a_coords);
-    tile_load("bs", t.bn, t.bk, b_j_fast, "jj", "j0", nn, n.inputs[1], b_coords);
-    e.line("__syncthreads();");
-    e.line("#pragma unroll");
-    e.open(fmt::format("for (int q = 0; q < {}; ++q) {{", t.bk));
-    e.line(fmt::format("{} ra[{}], rb[{}];", acc, t.tm, t.tn));
-    e.line("#pragma unroll");
-    e.line(fmt::format("for (int ti = 0; ti < {}; ++ti) ra[ti] = as[q][tr + ti * {}];", t.tm, rt));
-    e.line("#pragma unroll");
-    e.line(fmt::format("for (int tj = 0; tj < {}; ++tj) rb[tj] = bs[q][tc + tj * {}];", t.tn, ct));
-    e.line("#pragma unroll");
-    e.line(fmt::format("for (int ti = 0; ti < {}; ++ti)", t.tm));
-    e.line("#pragma unroll");
-    e.line(fmt::format("  for (int tj = 0; tj < {}; ++tj) sum[ti][tj] += ra[ti] * rb[tj];", t.tn));
-    e.close();
-    e.line("__syncthreads();");
-    e.close();
-    // The epilogue, once per accumulator.
-    e.line("#pragma unroll");
-    e.open(fmt::format("for (int ti = 0; ti < {}; ++ti) {{", t.tm));
-    e.line("#pragma unroll");
-    e.open(fmt::format("for (int tj = 0; tj < {}; ++tj) {{", t.tn));
-    e.line(fmt::format("const long long i = i0 + tr + ti * {}, j = j0 + tc + tj * {};", rt, ct));
-    e.open(fmt::format("if (i < {}LL && j < {}LL) {{", m, nn));
-    e.push_scope();
-    emit_gemm_store(e, g, *dims, *epi, "sum[ti][tj]");
-    e.pop_scope();
-    e.close();
-    e.close();
-    e.close();
-  } catch (const graph::CudaUnsupported& u) {
-    *why_not = u.why;
-    return std::nullopt;
-  }
-  e.close();
-
-  Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
-  kern.block = {static_cast<unsigned>(threads), 1, 1};
-  int64_t gx = (nn + t.bn - 1) / t.bn, gy = (m + t.bm - 1) / t.bm;
-  if (gx > 2147483647 || gy > 65535) {
-    *why_not = "matrix too large for the tiled GEMM grid";
-    return std::nullopt;
-  }
-  kern.grid = {static_cast<unsigned>(std::max<int64_t>(gx, 1)),
-               static_cast<unsigned>(std::max<int64_t>(gy, 1)),
-               static_cast<unsigned>(std::clamp<int64_t>(batches, 1, 65535))};
-  kern.empty_launch = m == 0 || nn == 0 || batches == 0;
-  // Rows of the shared tiles are padded by 4 elements against bank conflicts on the
-  // transposing stores.
-  std::string code = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({0}) KERNEL_NAME({1}) {{\n"
-      "  __shared__ {2} as[{3}][{4}];\n  __shared__ {2} bs[{3}][{5}];\n"
-      "  const int tid = threadIdx.x, tr = tid / {6}, tc = tid % {6};\n{7}}}\n",
-      threads, e.signature(), acc, t.bk, t.bm + 4, t.bn + 4, ct, e.body());
-  finish_kernel(g, kern, code, false);
-  return kern;
+  return gemm_simt_kernel(g, group, *dims, *epi, chosen, why_not);
 }
 
 }  // namespace braze::codegen

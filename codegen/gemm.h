@@ -1,6 +1,7 @@
 // What the two GEMM schedules share (internal to codegen/): the product's sizes, the
-// epilogue chain after it, and the code that finishes one output element. gemm.cpp holds
-// the register-blocked SIMT schedule and dispatches; gemm_tc.cpp the tensor-core one.
+// epilogue chain after it, the code that finishes output elements, the block raster.
+// gemm.cpp holds these and dispatches; gemm_simt.cpp is the register-blocked SIMT schedule,
+// gemm_tc.cpp the tensor-core one.
 #pragma once
 
 #include <optional>
@@ -30,6 +31,10 @@ std::optional<GemmDims> gemm_dims(const graph::Graph& g, const fusion::Group& gr
 std::vector<std::string> operand_coords(const Shape& out_batch, const Shape& in_batch,
                                         std::vector<std::string> tail);
 
+// Offset of a batch's matrix in an operand of `shape` (its last two dims the matrix) for
+// output batch index "b".
+std::string gemm_batch_offset(const Shape& out_batch, const Shape& shape);
+
 // The group's output at the end of the epilogue chain from the product, and the
 // coordinates (over "b", "i", "j") where product element (b, i, j) lands in it.
 struct GemmEpilogue {
@@ -50,6 +55,34 @@ void emit_gemm_store(Emitter& e, const graph::Graph& g, const GemmDims& d, const
 // The same without the store: returns the output's value (in its compute type).
 std::string emit_gemm_value(Emitter& e, const graph::Graph& g, const GemmDims& d,
                             const GemmEpilogue& epi, const std::string& sum);
+
+// Emits the statements finishing the `width` adjacent output elements (b, i, jp + q),
+// q < width, from `sum_q` (an expression in q): those in range, as one vector store when
+// they are adjacent and aligned in the output (gemm_vector_store_ok). "b", "i" and "jp" are
+// in scope; jp is a multiple of `width`.
+void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
+                      const GemmEpilogue& epi, int width, const std::string& sum_q);
+bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
+                          int width);
+
+// Why a product is too large for the tiled schedules' 32-bit block, row, column and k
+// indices and batch count with tiles of bm x bn x bk, or empty.
+std::string gemm_too_large(const GemmDims& d, int bm, int bn, int bk, int split = 1);
+
+// Emits "i0" and "j0" (int: see gemm_too_large), the origin of this block's bm x bn tile of
+// the tiles_m x tiles_n grid, from the tile index `tile` (an int expression: blockIdx.x, or
+// its quotient by a split-K cluster's size): blocks walk the grid in groups of a few
+// block-rows, down a group's columns first, so blocks running together share A rows and B
+// columns in L2.
+void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm, int bn,
+                           const std::string& tile = "(int)blockIdx.x");
+
+// The SIMT schedule (gemm_simt.cpp): any product; its search space, heuristic default first.
+std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims& d,
+                                           const Target& target);
+std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Group& group,
+                                       const GemmDims& d, const GemmEpilogue& epi,
+                                       const Tunables& tune, std::string* why_not);
 
 // The tensor-core schedule (gemm_tc.cpp). Empty when it applies to the group on `target`,
 // else why not.

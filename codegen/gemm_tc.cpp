@@ -18,10 +18,11 @@
 // group (a Transpose or Cast fused in front of them stays with the SIMT schedule), their
 // contiguous dim and k are multiples of 8 elements (16-byte copies), and neither is a
 // vector. Batch dims broadcast as in the SIMT schedule (blockIdx.z, then a loop).
-// Blocks walk the tile grid in groups of kRasterRows block-rows, down a group's columns
-// first, so blocks running together share A rows and B columns in L2. The epilogue runs on
-// the accumulators in registers, element by element as in the SIMT schedule, and stores
-// the two adjacent columns each lane holds as one pair when they are adjacent in the output.
+// Blocks walk the tile grid in groups of block-rows, down a group's columns first
+// (emit_gemm_tile_origin), so blocks running together share A rows and B columns in L2.
+// The epilogue runs on the accumulators in registers, element by element as in the SIMT
+// schedule, and stores the two adjacent columns each lane holds as one pair when they are
+// adjacent in the output (emit_gemm_stores).
 // Split-K (sm_90): when the output tiles alone leave SMs idle, a cluster of 2-8 blocks
 // shares each tile, block r taking the r-th share of the k-tiles; rank 0 adds the others'
 // accumulators through distributed shared memory (braze_tc_split_reduce) and runs the
@@ -39,7 +40,6 @@ namespace braze::codegen {
 
 namespace {
 
-constexpr int kRasterRows = 8;
 constexpr int64_t kMaxSharedBytes = 227 * 1024;  // opt-in limit per block on sm_80 / sm_90
 
 // split > 1: split-K, a cluster of `split` blocks per output tile, each over a share of k,
@@ -78,21 +78,6 @@ std::string tile_problem(const TcTile& t) {
   if (t.shared_bytes() > kMaxSharedBytes)
     return fmt::format("tensor-core tile needs {} bytes of shared memory", t.shared_bytes());
   return "";
-}
-
-// Offset of a batch's matrix in an operand of `shape` (its last two dims the matrix) for
-// output batch index "b".
-std::string batch_offset(const Shape& out_batch, const Shape& shape) {
-  Shape batch(shape.begin(), shape.end() - 2);
-  std::vector<std::string> coords = operand_coords(out_batch, batch, {});
-  std::string off;
-  int64_t stride = shape[shape.size() - 1] * shape[shape.size() - 2];
-  for (size_t d = batch.size(); d-- > 0;) {
-    if (coords[d] != "0LL")
-      off += fmt::format("{}{} * {}LL", off.empty() ? "" : " + ", coords[d], stride);
-    stride *= batch[d];
-  }
-  return off.empty() ? "0LL" : off;
 }
 
 }  // namespace
@@ -159,7 +144,7 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
   const TcTile t = tile_of(tune);
   if (why.empty()) why = tile_problem(t);
   const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
-  if (why.empty() && tiles_m * tiles_n * t.split > 2147483647) why = "matrix too large for the GEMM grid";
+  if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, t.bk, t.split);
   if (!why.empty()) {
     *why_not = why;
     return std::nullopt;
@@ -171,24 +156,16 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
 
   Emitter e = gemm_emitter(g, group, d);
   const std::string pa = e.input_param(n.inputs[0]), pb = e.input_param(n.inputs[1]);
-  const std::string a_off = batch_offset(d.out_batch, a.shape),
-                    b_off = batch_offset(d.out_batch, b.shape);
+  const std::string a_off = gemm_batch_offset(d.out_batch, a.shape),
+                    b_off = gemm_batch_offset(d.out_batch, b.shape);
   const bool split = t.split > 1;
   if (split && (target.sm < 90 || target.emulated)) {
     *why_not = "split-K needs thread-block clusters (sm_90)";
     return std::nullopt;
   }
   e.line("const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;");
-  e.line(split ? fmt::format("const int tile = (int)blockIdx.x / {};", t.split) : "const int tile = (int)blockIdx.x;");
-  e.line(fmt::format("const int raster = tile / {}, first_row = raster * {};",
-                     kRasterRows * tiles_n, kRasterRows));
-  e.line(fmt::format("const int raster_rows = {0} - first_row < {1} ? {0} - first_row : {1};",
-                     tiles_m, kRasterRows));
-  e.line(fmt::format("const int in_raster = tile % {};", kRasterRows * tiles_n));
-  e.line(
-      fmt::format("const long long i0 = (long long)(first_row + in_raster % raster_rows) * {}, "
-                  "j0 = (long long)(in_raster / raster_rows) * {};",
-                  t.bm, t.bn));
+  emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn,
+                        split ? fmt::format("(int)blockIdx.x / {}", t.split) : "(int)blockIdx.x");
   e.open(fmt::format("for (long long b = blockIdx.z; b < {}LL; b += gridDim.z) {{", d.batches));
   e.line(fmt::format("float accum[{}][{}][4];", warp_m / 16, warp_n / 8));
   std::string krange;
@@ -205,10 +182,8 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
     e.line(fmt::format("if (!braze_tc_split_reduce<{}>(accum, reinterpret_cast<float*>(braze_smem))) continue;",
                        t.split));
   // The epilogue, once per accumulator: accum[mi][ni][2 * r + q] is C's element
-  // (mi * 16 + lane / 4 + 8 * r, ni * 8 + 2 * (lane % 4) + q) of the warp's tile. When the
-  // output's last dim is j, of even size, the two q's are adjacent there: one paired store.
-  const graph::Value& ov = g.value(epi.out);
-  const bool pairs = epi.out_coords.back() == "j" && ov.shape.back() == d.nn && d.nn % 2 == 0;
+  // (mi * 16 + lane / 4 + 8 * r, ni * 8 + 2 * (lane % 4) + q) of the warp's tile; the two
+  // q's are adjacent in the output when its last dim is j, of even size: one paired store.
   e.line("#pragma unroll");
   e.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", warp_m / 16));
   e.line("#pragma unroll");
@@ -220,37 +195,7 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
   e.line(fmt::format("const long long jp = j0 + (warp % {}) * {} + ni * 8 + (lane % 4) * 2;", t.wn,
                      warp_n));
   try {
-    const std::string ct = graph::cuda_compute_type(ov.dtype),
-                      st = graph::cuda_storage_type(ov.dtype);
-    if (pairs) {
-      e.open(fmt::format("if (i < {}LL && jp < {}LL) {{", d.m, d.nn));
-      e.line(fmt::format("{} res[2];", ct));
-      e.line("#pragma unroll");
-      e.open("for (int q = 0; q < 2; ++q) {");
-      e.line("const long long j = jp + q;");
-      e.push_scope();
-      e.line(
-          fmt::format("res[q] = {};", emit_gemm_value(e, g, d, epi, "accum[mi][ni][2 * r + q]")));
-      e.pop_scope();
-      e.close();
-      e.line("const long long j = jp;");
-      const std::string pack0 = "braze_pack(braze_tag<" + st + ">(), res[0])",
-                        pack1 = "braze_pack(braze_tag<" + st + ">(), res[1])";
-      e.line(fmt::format("braze_vstore<2>({}, {}, braze_vec<{}, 2>{{{{{}, {}}}}});",
-                         e.output_param(epi.out), graph::cuda_linearize(epi.out_coords, ov.shape),
-                         st, pack0, pack1));
-      e.close();
-    } else {
-      e.line("#pragma unroll");
-      e.open("for (int q = 0; q < 2; ++q) {");
-      e.line("const long long j = jp + q;");
-      e.open(fmt::format("if (i < {}LL && j < {}LL) {{", d.m, d.nn));
-      e.push_scope();
-      emit_gemm_store(e, g, d, epi, "accum[mi][ni][2 * r + q]");
-      e.pop_scope();
-      e.close();
-      e.close();
-    }
+    emit_gemm_stores(e, g, d, epi, 2, "accum[mi][ni][2 * r + q]");
   } catch (const graph::CudaUnsupported& u) {
     *why_not = u.why;
     return std::nullopt;
@@ -270,7 +215,7 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
       t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), t.bm, t.bn, t.bk, t.wm, t.wn,
       t.stages, d.ta ? "false" : "true", d.tb ? "true" : "false", kern.shared_bytes, e.body(),
       split ? fmt::format(" __cluster_dims__({}, 1, 1)", t.split) : "");
-  finish_kernel(g, kern, code, false, true);
+  finish_kernel(g, kern, code, kMmaHelpers);
   return kern;
 }
 

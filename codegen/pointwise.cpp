@@ -138,7 +138,7 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
   k.empty_launch = max_slots == 0;
   std::string code = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) KERNEL_NAME({}) {{\n{}}}\n",
                                  threads, e.signature(), e.body());
-  finish_kernel(g, k, code, false);
+  finish_kernel(g, k, code, kNoHelpers);
   return k;
 }
 

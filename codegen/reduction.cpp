@@ -697,7 +697,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   }
   std::string code = fmt::format("extern \"C\" __global__ void __launch_bounds__({}){} KERNEL_NAME({}) {{\n{}{}}}\n",
                                  bounds, cluster, e.signature(), acc_decls, e.body());
-  finish_kernel(g, k, code, true);
+  finish_kernel(g, k, code, kReduceHelpers);
   return k;
 }
 

@@ -48,11 +48,13 @@ std::string generated_part(const std::string& source) {
 
 }  // namespace
 
-Compiled nvrtc_compile(const std::string& source, const std::string& name, const Arch& arch, bool want_ptx) {
+Compiled nvrtc_compile(const std::string& source, const std::string& name, const Arch& arch, bool want_ptx,
+                       const std::vector<std::string>& extra_options) {
   nvrtcProgram prog;
   check(nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr), "create");
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
   std::vector<std::string> opts = nvrtc_options(arch);
+  opts.insert(opts.end(), extra_options.begin(), extra_options.end());
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());
   nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());

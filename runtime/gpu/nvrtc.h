@@ -27,6 +27,9 @@ std::string nvrtc_version();
 std::vector<std::string> nvrtc_options(const Arch& arch);
 // Compiles `source` (one translation unit) for `arch`. On failure throws InternalError with
 // the NVRTC log and the generated part of the source (after "// ---- generated ----").
-Compiled nvrtc_compile(const std::string& source, const std::string& name, const Arch& arch, bool want_ptx);
+// `extra_options` follow nvrtc_options(arch) (tests: "--ptxas-options=-v" puts ptxas's
+// register and spill report in the log).
+Compiled nvrtc_compile(const std::string& source, const std::string& name, const Arch& arch, bool want_ptx,
+                       const std::vector<std::string>& extra_options = {});
 
 }  // namespace braze::gpu

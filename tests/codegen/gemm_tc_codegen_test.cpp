@@ -12,6 +12,7 @@
 #include "graph/passes/pipeline.h"
 #include "runtime/gpu/nvrtc.h"
 #include "tests/gemm_tc_cases.h"
+#include "tests/gemm_test_util.h"
 #include "tests/test_util.h"
 
 namespace braze {
@@ -19,24 +20,8 @@ namespace {
 
 const codegen::Target kH200{90, 132};
 
-struct GemmGroup {
-  graph::Graph g;
-  fusion::Group group;
-};
-
-// The graph's single GEMM group, fused.
-GemmGroup gemm_group_of(const std::string& text) {
-  GemmGroup r{test::graph_from_text(text), {}};
-  graph::passes::run_pipeline(r.g);
-  int found = 0;
-  for (const fusion::Group& grp : fusion::plan_fused(r.g).groups)
-    if (grp.kind == fusion::GroupKind::Gemm) {
-      r.group = grp;
-      ++found;
-    }
-  EXPECT_EQ(found, 1);
-  return r;
-}
+using test::GemmGroup;
+using test::gemm_group_of;
 
 bool is_tc(const codegen::Tunables& t) { return t.count("tc") && t.at("tc") == 1; }
 

@@ -17,6 +17,7 @@
 #include "runtime/inputs.h"
 #include "runtime/reference_executor.h"
 #include "tests/gemm_tc_cases.h"
+#include "tests/gemm_test_util.h"
 #include "tests/test_util.h"
 
 namespace braze {
@@ -59,12 +60,9 @@ TEST_P(GpuGemmTc, EveryCandidateMatchesReference) {
   ASSERT_GE(tunes.size(), 7u);
   for (size_t ti = 0; ti < tunes.size(); ++ti) {
     std::string what = fmt::format("{} {} candidate {}", c.name, dtype, ti);
-    std::vector<gpu::Step> steps = base;
-    codegen::GroupCode gc = codegen::generate(g, steps[gemm].group, o.target, &tunes[ti]);
-    ASSERT_TRUE(gc.kernel.has_value()) << what << ": " << gc.fallback_reason;
-    steps[gemm].kernel = std::move(gc.kernel);
-    gpu::Engine::compile_steps(steps, o.arch, o, nullptr);
-    auto engine = gpu::Engine::assemble(g, std::move(steps), o.arch);
+    std::string why;
+    auto engine = test::engine_with(g, base, gemm, tunes[ti], o, &why);
+    ASSERT_TRUE(engine) << what << ": " << why;
     gpu::Session session(engine);
     gpu::RunOptions ro;
     ro.poison = true;
@@ -108,11 +106,9 @@ TEST(GpuGemmTc, DISABLED_Throughput) {
     ASSERT_EQ(base.size(), 1u);
     std::vector<codegen::Tunables> cands = codegen::candidates(g, base[0].group, o.target);
     for (size_t ci = 0; ci < cands.size() && ci < 12; ++ci) {
-      std::vector<gpu::Step> steps = base;
-      steps[0].kernel = codegen::generate(g, steps[0].group, o.target, &cands[ci]).kernel;
-      ASSERT_TRUE(steps[0].kernel.has_value());
-      gpu::Engine::compile_steps(steps, o.arch, o, nullptr);
-      auto engine = gpu::Engine::assemble(g, std::move(steps), o.arch);
+      std::string why;
+      auto engine = test::engine_with(g, base, 0, cands[ci], o, &why);
+      ASSERT_TRUE(engine) << why;
       gpu::Session session(engine);
       gpu::BenchOptions bo;
       bo.warmup = 3;

@@ -15,6 +15,7 @@
 #include "runtime/inputs.h"
 #include "runtime/reference_executor.h"
 #include "tests/gemm_tc_cases.h"
+#include "tests/gemm_test_util.h"
 #include "tests/test_util.h"
 
 namespace braze {
@@ -49,17 +50,11 @@ Prepared prepare(const test::GemmTcCase& c, const std::string& dtype) {
 }
 
 void expect_matches(const Prepared& p, int candidate, const std::string& what) {
-  runtime::EmulatorOptions eo;
-  eo.candidate = candidate;
-  std::vector<std::string> fallbacks;
-  eo.fallbacks = &fallbacks;
-  std::vector<Tensor> got = runtime::run_emulated(p.g, p.plan, p.in, eo);
-  EXPECT_TRUE(fallbacks.empty()) << what;
-  ASSERT_EQ(got.size(), 1u);
-  runtime::Comparison cmp =
-      runtime::compare(got[0], p.want, runtime::default_tolerance(p.want.dtype()));
-  EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got[0], p.want);
-  EXPECT_LE(test::relative_frobenius(got[0], p.want64), 1e-2) << what;
+  const Tensor got = test::emulate_with(p.g, p.plan, p.in, candidate, what);
+  ASSERT_TRUE(got.defined());
+  runtime::Comparison cmp = runtime::compare(got, p.want, runtime::default_tolerance(p.want.dtype()));
+  EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got, p.want);
+  EXPECT_LE(test::relative_frobenius(got, p.want64), 1e-2) << what;
 }
 
 class EmulatedGemmTc : public ::testing::TestWithParam<std::tuple<test::GemmTcCase, const char*>> {

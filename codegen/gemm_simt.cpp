@@ -1,0 +1,244 @@
+// The SIMT GEMM schedule: any MatMul / Gemm group (float32, float64, integers, and the half
+// types where the tensor-core schedule does not apply), accumulating in the output's compute
+// type (float for the half types). The main loop is device code, braze_simt_gemm in
+// codegen/device/simt_gemm.cuh: a block computes a bm x bn tile, each thread a tm x tn
+// micro-tile of 4 x 4 sub-tiles, both operands staged k-major in two shared-memory stages
+// through registers, fragments read 16 bytes at a time. This file picks the tile, tells the
+// loop how to read each operand, rasterises the blocks (emit_gemm_tile_origin) and writes the
+// epilogue (gemm.h), 4 adjacent columns at a time.
+//
+// An operand the kernel takes as an input (not computed in the group, not a vector) is read
+// straight from its pointer, VEC elements (16 bytes, at most 4) a load when its contiguous
+// dim allows, along that dim. Any other operand — a Transpose, Reshape or Cast the
+// partitioner put in front of the product ("transpose as layout"), a 1-D operand — is read
+// through the emitter, one element at a time, by a lambda the main loop calls; those loads
+// walk the operand along the dim that is contiguous when it is a plain input. Batch dims
+// broadcast over blockIdx.z, then a loop.
+#include <braze/dtype.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "codegen/codegen.h"
+#include "codegen/gemm.h"
+#include "graph/cuda_hooks.h"
+#include "graph/registry.h"
+
+namespace braze::codegen {
+
+namespace {
+
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
+
+// One point of the search space: block tile bm x bn, k-tile bk, thread micro-tile tm x tn,
+// and whether the next k-step's fragments are read ahead into registers of their own (pf).
+struct SimtTile {
+  int bm, bn, bk, tm, tn, pf;
+  int threads() const { return (bm / tm) * (bn / tn); }
+  int64_t shared_bytes(int acc_bytes) const {
+    return int64_t{2} * bk * (bm + 4 + bn + 4) * acc_bytes;
+  }
+};
+
+// A missing key reads 0, which tile_problem refuses (pf 0 is valid: no prefetch).
+SimtTile tile_of(const Tunables& t) {
+  auto get = [&t](const char* key) { return t.count(key) ? t.at(key) : 0; };
+  return {get("bm"), get("bn"), get("bk"), get("tm"), get("tn"), get("pf")};
+}
+
+Tunables tunables_of(const SimtTile& t) {
+  return {{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"tm", t.tm}, {"tn", t.tn}, {"pf", t.pf}};
+}
+
+// Bytes of the accumulator type.
+int acc_bytes_of(DType out) {
+  const std::string acc = graph::cuda_compute_type(out);
+  return acc == "double" || acc.find("long long") != std::string::npos ? 8 : 4;
+}
+
+// Why the main loop cannot take this tile shape, or empty.
+std::string tile_problem(const SimtTile& t, int acc_bytes) {
+  const int rt = t.tm > 0 ? t.bm / t.tm : 0, ct = t.tn > 0 ? t.bn / t.tn : 0;
+  const int lane_rows = ct > 0 ? 32 / std::min(ct, 8) : 0;
+  if (t.bm <= 0 || t.bn <= 0 || t.tm <= 0 || t.tn <= 0 || t.tm % 4 != 0 || t.tn % 4 != 0 || t.bm % t.tm != 0 ||
+      t.bn % t.tn != 0 || t.bk <= 0 || t.bk % 4 != 0 || t.threads() % 32 != 0 ||
+      t.threads() > 1024 || 32 % std::min(ct, 8) != 0 || rt % lane_rows != 0 ||
+      (t.pf != 0 && t.pf != 1))
+    return fmt::format("SIMT GEMM tile {}x{}x{} with {}x{} per thread is not supported", t.bm,
+                       t.bn, t.bk, t.tm, t.tn);
+  if (t.shared_bytes(acc_bytes) > kStaticSharedBytes)
+    return fmt::format("SIMT GEMM tile needs {} bytes of shared memory",
+                       t.shared_bytes(acc_bytes));
+  return "";
+}
+
+// Elements per vector load of an operand of `dtype`: 16 bytes, at most 4.
+int vector_width(DType dtype) {
+  return static_cast<int>(std::min<size_t>(4, 16 / std::max<size_t>(1, dtype_size(dtype))));
+}
+
+// Emits the declaration of `name`, the main loop's reader of operand `v` (A when `rows_var`
+// is "i", B when "jj"): `rows` x k, the block's rows from `row0`, `tile_rows` of them a tile;
+// element (row, p) at `coords` (over b, rows_var, p). `kfast`: the operand is stored with k
+// contiguous.
+void emit_operand_reader(Emitter& e, const graph::Graph& g, const fusion::Group& group,
+                         const GemmDims& d, graph::ValueId v, bool is_vec,
+                         const std::vector<std::string>& coords, const std::string& name,
+                         const std::string& rows_var, const std::string& row0, int64_t rows,
+                         int tile_rows, bool kfast, const SimtTile& t, const std::string& acc) {
+  const graph::Value& val = g.value(v);
+  const bool computed =
+      val.producer != graph::kNoNode &&
+      std::find(group.nodes.begin(), group.nodes.end(), val.producer) != group.nodes.end();
+  const bool scalar_constant = val.constant && val.constant->numel() == 1;
+  if (!computed && !is_vec && !scalar_constant) {
+    const int64_t ld = kfast ? d.k : rows;  // the contiguous dim
+    const int w = vector_width(val.dtype);
+    const int vec = ld % w == 0 && (kfast ? t.bk : tile_rows) % w == 0 ? w : 1;
+    e.line(fmt::format("braze_simt_gmem<{}, {}, {}, {}, {}, {}, {}> {}({} + {}, {}LL, {}, {}LL, "
+                       "{}LL);",
+                       graph::cuda_storage_type(val.dtype), acc, tile_rows, t.bk, t.threads(),
+                       kfast ? "true" : "false", vec, name, e.input_param(v),
+                       gemm_batch_offset(d.out_batch, val.shape), ld, row0, rows, d.k));
+    return;
+  }
+  const std::string fn = name + "_at";
+  e.open(fmt::format("auto {} = [&](long long {}, long long p) -> {} {{", fn, rows_var, acc));
+  e.push_scope();
+  const std::string x = e.value_at(v, coords);
+  e.line(fmt::format("return ({}){};", acc, x));
+  e.pop_scope();
+  e.close(";");
+  e.line(fmt::format("braze_simt_fn<{}, {}, {}, {}, {}, decltype({})> {}({}, {}, {}LL, {}LL);",
+                     acc, tile_rows, t.bk, t.threads(), kfast ? "true" : "false", fn, name, fn,
+                     row0, rows, d.k));
+}
+
+}  // namespace
+
+std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims& d,
+                                           const Target& target) {
+  const int acc_bytes = acc_bytes_of(g.value(d.node->outputs[0]).dtype);
+  auto blocks = [&](const SimtTile& t) {
+    return ((d.m + t.bm - 1) / t.bm) * ((d.nn + t.bn - 1) / t.bn) * d.batches;
+  };
+  // 8-byte accumulators get micro-tiles of at most 32 (registers); all fit 48 KB of shared
+  // memory in two stages.
+  const bool wide = acc_bytes == 8;
+  const SimtTile big{128, 128, 8, 8, 8, 0}, tall{128, 64, 8, 8, 4, 1}, mid{64, 64, 16, 4, 4, 1},
+      narrow{32, 64, 16, 4, 4, 1}, small{32, 32, 16, 4, 4, 1};
+  // Heuristic: the largest tile that gives every SM work. The 256-thread tiles with 8 x 8 or
+  // 8 x 4 per thread run two blocks an SM, so they want two blocks an SM to share out.
+  const int64_t sms = target.num_sms;
+  SimtTile def = small;
+  if (!wide && blocks(big) >= 2 * sms)
+    def = big;
+  else if (blocks(tall) >= 2 * sms)
+    def = tall;
+  else if (blocks(mid) >= sms)
+    def = mid;
+  else if (blocks(narrow) >= sms)
+    def = narrow;
+  std::vector<Tunables> c{tunables_of(def)};
+  for (const SimtTile& t :
+       {big, SimtTile{128, 128, 8, 8, 8, 1}, SimtTile{128, 128, 16, 8, 8, 0}, tall,
+        SimtTile{64, 128, 8, 4, 8, 1}, mid, SimtTile{64, 64, 8, 8, 8, 1}, narrow, small}) {
+    if (wide && t.tm * t.tn > 32) continue;
+    if (!tile_problem(t, acc_bytes).empty()) continue;
+    Tunables tu = tunables_of(t);
+    if (std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
+  }
+  return c;
+}
+
+std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Group& group,
+                                       const GemmDims& d, const GemmEpilogue& epi,
+                                       const Tunables& tune, std::string* why_not) {
+  const graph::Node& n = *d.node;
+  const graph::Value& a = g.value(n.inputs[0]);
+  const graph::Value& b = g.value(n.inputs[1]);
+  const graph::Value& y = g.value(n.outputs[0]);
+  const std::string acc = graph::cuda_compute_type(y.dtype);
+  const int acc_bytes = acc_bytes_of(y.dtype);
+  const SimtTile t = tile_of(tune);
+  std::string why = tile_problem(t, acc_bytes);
+  const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
+  if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, t.bk);
+  if (!why.empty()) {
+    *why_not = why;
+    return std::nullopt;
+  }
+
+  Emitter e = gemm_emitter(g, group, d);
+  // A's element (i, p) and B's (p, jj), in their own coordinates.
+  std::vector<std::string> a_tail = d.a_vec ? std::vector<std::string>{"p"}
+                                    : d.ta  ? std::vector<std::string>{"p", "i"}
+                                            : std::vector<std::string>{"i", "p"};
+  std::vector<std::string> b_tail = d.b_vec ? std::vector<std::string>{"p"}
+                                    : d.tb  ? std::vector<std::string>{"jj", "p"}
+                                            : std::vector<std::string>{"p", "jj"};
+  std::vector<std::string> a_coords = operand_coords(
+      d.out_batch, Shape(a.shape.begin(), a.shape.end() - (d.a_vec ? 1 : 2)), a_tail);
+  std::vector<std::string> b_coords = operand_coords(
+      d.out_batch, Shape(b.shape.begin(), b.shape.end() - (d.b_vec ? 1 : 2)), b_tail);
+
+  emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn);
+  // One batch: no loop (fewer registers live across the main loop); else a 32-bit one.
+  if (d.batches == 1) {
+    e.open("{");
+    e.line("const long long b = 0;");
+  } else {
+    e.open(fmt::format("for (int bz = blockIdx.z; bz < {}; bz += gridDim.z) {{", d.batches));
+    e.line("const long long b = bz;");
+  }
+  try {
+    // A is stored with k contiguous unless transposed (transA); B only when transposed.
+    emit_operand_reader(e, g, group, d, n.inputs[0], d.a_vec, a_coords, "la", "i", "i0", d.m,
+                        t.bm, !d.ta, t, acc);
+    emit_operand_reader(e, g, group, d, n.inputs[1], d.b_vec, b_coords, "lb", "jj", "j0", d.nn,
+                        t.bn, d.tb, t, acc);
+    e.line(fmt::format("{} sum[{}][{}];", acc, t.tm, t.tn));
+    e.line(fmt::format("tile_gemm::run<{}>(sum, la, lb, {}, smem);", t.pf ? "true" : "false",
+                       (d.k + t.bk - 1) / t.bk));
+    // The epilogue: accumulator row ti, columns 4s .. 4s + 3 are adjacent in C.
+    e.line("#pragma unroll");
+    e.open(fmt::format("for (int ti = 0; ti < {}; ++ti) {{", t.tm));
+    e.line("const long long i = i0 + tile_gemm::row_of(tr, ti);");
+    e.line("#pragma unroll");
+    e.open(fmt::format("for (int s = 0; s < {}; ++s) {{", t.tn / 4));
+    e.line("const long long jp = j0 + tile_gemm::col_of(tc, 4 * s);");
+    emit_gemm_stores(e, g, d, epi, 4, "sum[ti][4 * s + q]");
+    e.close();
+    e.close();
+  } catch (const graph::CudaUnsupported& u) {
+    *why_not = u.why;
+    return std::nullopt;
+  }
+  e.close();
+
+  Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
+  kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
+  kern.grid = {static_cast<unsigned>(std::max<int64_t>(tiles_m * tiles_n, 1)), 1,
+               static_cast<unsigned>(std::clamp<int64_t>(d.batches, 1, 65535))};
+  kern.empty_launch = d.m == 0 || d.nn == 0 || d.batches == 0;
+  // Two 256-thread blocks an SM (at most 128 registers a thread) where ptxas fits the tile
+  // without spilling: float, up to 32 accumulators a thread, or 64 without prefetched
+  // fragments and with one float4 of each operand in flight (bk 8). The rest take what
+  // they need (ptxas -v, sm_90).
+  const bool two_blocks = t.threads() == 256 && acc_bytes == 4 &&
+                          (t.tm * t.tn <= 32 || (t.pf == 0 && t.bk == 8));
+  const int min_blocks = two_blocks ? 2 : 1;
+  // The stages are declared as 4-vectors of the accumulator type, for their alignment.
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({0}, {1}) KERNEL_NAME({2}) {{\n"
+      "  typedef braze_simt_gemm<{3}, {4}, {5}, {6}, {7}, {8}> tile_gemm;\n"
+      "  __shared__ braze_vec<{3}, 4> stages[tile_gemm::kSharedElems / 4];\n"
+      "  {3}* const smem = stages[0].v;\n"
+      "  const int tr = tile_gemm::thread_row(), tc = tile_gemm::thread_col();\n{9}}}\n",
+      t.threads(), min_blocks, e.signature(), acc, t.bm, t.bn, t.bk, t.tm, t.tn, e.body());
+  finish_kernel(g, kern, code, kSimtGemmHelpers);
+  return kern;
+}
+
+}  // namespace braze::codegen

@@ -35,9 +35,12 @@ struct DiffOptions {
   std::string precision = "fp32";
 };
 
-// Float32 outputs computed at a lower --precision are held to that dtype's tolerance.
+// Float32 outputs computed at a lower --precision are held to that dtype's tolerance; at
+// tf32 to float16's, whose 10-bit mantissa tf32 shares (the GEMMs' operands are rounded to
+// it, so an element's error grows with k and its operands' magnitudes: the relative L2
+// error, printed beside, is the figure to read).
 runtime::Tolerance tolerance_for(const DiffOptions& o, DType dt) {
-  DType low = graph::passes::precision_dtype(o.precision);
+  DType low = tf32_gemms(o.precision) ? DType::Float16 : graph::passes::precision_dtype(o.precision);
   runtime::Tolerance tol = runtime::default_tolerance(dt == DType::Float32 && low != DType::Float32 ? low : dt);
   if (o.atol >= 0) tol.atol = o.atol;
   if (o.rtol >= 0) tol.rtol = o.rtol;
@@ -57,7 +60,9 @@ int per_kernel_diff(const DiffOptions& o, const graph::Graph& g, const std::vect
   std::shared_ptr<gpu::Engine> engine;
   std::unique_ptr<gpu::Session> session;
   if (gpu::gpu_available()) {
-    engine = gpu::Engine::build(g, plan, gpu::default_engine_options());
+    gpu::EngineOptions opts = gpu::default_engine_options();
+    opts.target.tf32 = tf32_gemms(o.precision);
+    engine = gpu::Engine::build(g, plan, opts);
     session = std::make_unique<gpu::Session>(engine);
     gpu::RunOptions ro;
     ro.poison = true;
@@ -69,8 +74,12 @@ int per_kernel_diff(const DiffOptions& o, const graph::Graph& g, const std::vect
     std::cerr << "note: no GPU (" << gpu::gpu_unavailable_reason() << "): comparing the emulator's kernels\n";
     runtime::EmulatorOptions eo;
     eo.values = &emu_values;
+    eo.tf32 = tf32_gemms(o.precision);
     runtime::run_emulated(g, plan, inputs, eo);
-    steps = gpu::generate_steps(g, plan, codegen::Target{});
+    codegen::Target target;
+    target.emulated = true;
+    target.tf32 = eo.tf32;
+    steps = gpu::generate_steps(g, plan, target);
     got = [&](graph::ValueId v) { return emu_values.at(v); };
   }
   std::cout << fmt::format("{}: each kernel's outputs vs the reference executor\n", o.model.model);
@@ -114,8 +123,9 @@ int run_diff(const DiffOptions& o) {
   LoadedModel m = load_model(o.model, given.shapes);
   const graph::Graph& g = m.imported.graph;
   std::vector<Tensor> inputs = inputs_for(g, o.in, given);
-  if (o.per_kernel && o.precision != "fp32")
-    throw UserError("--per-kernel compares the values of the model as given: use it without --precision");
+  if (o.per_kernel && graph::passes::precision_dtype(o.precision) != DType::Float32)
+    throw UserError("--per-kernel compares the values of the model as given: use it without --precision " +
+                    o.precision);
   if (o.per_kernel) return per_kernel_diff(o, g, inputs);
   runtime::BackendRun ra = make_backend(a, o.precision)(g, inputs);
   runtime::BackendRun rb = make_backend(b, o.precision)(g, inputs);

@@ -11,8 +11,9 @@
 // after the product (bias, activation, residual, scale, cast) and layout ops, whose forward
 // maps say where each element lands — so the result is written once, in the layout its
 // consumer wants. float accumulation for the half types, double for double. float16 and
-// bfloat16 products on sm_80+ go to the tensor-core schedule instead (gemm_tc.cpp) when
-// their operands allow it; its candidates come first in the search space.
+// bfloat16 products on sm_80+ (float32 ones too when the target asks for tf32) go to the
+// tensor-core schedule instead (gemm_tc.cpp) when their operands allow it; its candidates
+// come first in the search space.
 #include "codegen/gemm.h"
 
 #include <braze/error.h>
@@ -174,7 +175,7 @@ std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group
   std::optional<GemmDims> d = gemm_dims(g, group, &ignored);
   if (!d) return {};
   std::vector<Tunables> c;
-  if (gemm_tc_unsupported(g, group, *d, target).empty()) c = gemm_tc_candidates(*d, target);
+  if (gemm_tc_unsupported(g, group, *d, target).empty()) c = gemm_tc_candidates(g, *d, target);
   // Heuristic: the largest tile that still gives every SM a block.
   auto tiles = [&](int bm, int bn) {
     return ((d->m + bm - 1) / bm) * ((d->nn + bn - 1) / bn) * d->batches;

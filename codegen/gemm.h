@@ -51,12 +51,13 @@ void emit_gemm_store(Emitter& e, const graph::Graph& g, const GemmDims& d, const
 std::string emit_gemm_value(Emitter& e, const graph::Graph& g, const GemmDims& d,
                             const GemmEpilogue& epi, const std::string& sum);
 
-// The tensor-core schedule (gemm_tc.cpp). Empty when it applies to the group on `target`,
-// else why not.
+// The tensor-core schedule (gemm_tc.cpp): float16 / bfloat16 products, and float32 ones
+// when target.tf32. Empty when it applies to the group on `target`, else why not.
 std::string gemm_tc_unsupported(const graph::Graph& g, const fusion::Group& group,
                                 const GemmDims& d, const Target& target);
 // Its search space ("tc" = 1), heuristic default first.
-std::vector<Tunables> gemm_tc_candidates(const GemmDims& d, const Target& target);
+std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& d,
+                                         const Target& target);
 std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group& group,
                                      const GemmDims& d, const GemmEpilogue& epi,
                                      const Target& target, const Tunables& tune,

@@ -1,15 +1,22 @@
 // braze tensor-core helpers (sm_80+) and the multistage GEMM main loop the tensor-core
 // schedule (codegen/gemm_tc.cpp) instantiates; only that schedule's kernels include this.
+// 16-bit operands (float16, bfloat16) use mma.m16n8k16; float operands (--precision tf32)
+// use mma.m16n8k8 with tf32 operands, each float rounded to tf32 as it leaves shared memory.
 //
-// Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k16"); lane = 4 * g + t:
-//   A, 16x16 (m x k), four registers of two b16 each, lower index in the low half:
+// Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k16" and "... m16n8k8");
+// lane = 4 * g + t:
+//   m16n8k16, A 16x16 (m x k), four registers of two b16 each, lower index in the low half:
 //     a0 = (m g, k 2t..2t+1)  a1 = (m g+8, k 2t..)  a2 = (m g, k 2t+8..)  a3 = (m g+8, k 2t+8..)
-//   B, 16x8 (k x n), two registers:  b0 = (k 2t..2t+1, n g)  b1 = (k 2t+8.., n g)
-//   C and D, 16x8 floats:  d0, d1 = (m g, n 2t, 2t+1)  d2, d3 = (m g+8, n 2t, 2t+1)
+//   m16n8k16, B 16x8 (k x n), two registers:  b0 = (k 2t..2t+1, n g)  b1 = (k 2t+8.., n g)
+//   m16n8k8 tf32, A 16x8, four registers of one tf32 each:
+//     a0 = (m g, k t)  a1 = (m g+8, k t)  a2 = (m g, k t+4)  a3 = (m g+8, k t+4)
+//   m16n8k8 tf32, B 8x8 (k x n), two registers:  b0 = (k t, n g)  b1 = (k t+4, n g)
+//   C and D (both shapes), 16x8 floats:  d0, d1 = (m g, n 2t, 2t+1)  d2, d3 = (m g+8, n 2t, 2t+1)
 // ldmatrix .x4: lanes 8q..8q+7 give the addresses of the eight 16-byte rows of 8x8 matrix q;
 // register q of lane 4g+t receives row g, columns 2t..2t+1 of matrix q — or, with .trans,
 // rows 2t..2t+1 of column g. So a tile stored with k contiguous loads A and B fragments
-// directly, and one stored with m (or n) contiguous loads them with .trans.
+// directly, and one stored with m (or n) contiguous loads them with .trans. ldmatrix moves
+// 16-bit elements, so tf32 fragments are loaded one 32-bit ld.shared per element.
 //
 // Under BRAZE_CPU_EMULATION (runtime/emulator_shim.h) the instructions become plain C++
 // with the same semantics, the warp's lanes exchanging operands through the shim.
@@ -69,7 +76,7 @@ inline float braze_emu_b16(unsigned short bits, braze_tag<__nv_bfloat16>) {
   return __bfloat162float(__nv_bfloat16{bits});
 }
 template <class T>
-void braze_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], braze_tag<T>) {
+void braze_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], braze_tag<T>) {
   struct Frag {
     const unsigned* a;
     const unsigned* b;
@@ -93,6 +100,55 @@ void braze_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[
       const int m = g + (e / 2) * 8, n = 2 * t + e % 2;
       float s = d[e];
       for (int k = 0; k < 16; ++k) s += A(m, k) * B(k, n);
+      out[e] = s;
+    }
+  });
+  for (int e = 0; e < 4; ++e) d[e] = out[e];
+}
+
+BRAZE_DEV float braze_lds_f32(braze_saddr p) {
+  float v;
+  memcpy(&v, p, 4);
+  return v;
+}
+// cvt.rna.tf32.f32: rounds to nearest, ties away from zero, at the 13th mantissa bit (the
+// magnitude's bit pattern rounds like an unsigned number, carrying into the exponent);
+// infinities and NaN pass through.
+BRAZE_DEV unsigned braze_tf32(float x) {
+  unsigned u;
+  memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) return u;
+  return (u + 0x1000u) & 0xffffe000u;
+}
+// m16n8k8 with tf32 operands: the tensor core reads 19 bits of each operand register
+// (sign, exponent, 10 mantissa bits) and ignores the low 13.
+inline void braze_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                      braze_tag<float>) {
+  struct Frag {
+    const unsigned* a;
+    const unsigned* b;
+  } mine{a, b};
+  const int g = braze_emu_lane / 4, t = braze_emu_lane % 4;
+  float out[4];
+  braze_emu_warp_exchange(&mine, [&](const void* const* lanes) {
+    auto tf32 = [](unsigned reg) {
+      const unsigned bits = reg & 0xffffe000u;
+      float f;
+      memcpy(&f, &bits, 4);
+      return f;
+    };
+    auto A = [&](int m, int k) {
+      const Frag* f = static_cast<const Frag*>(lanes[(m % 8) * 4 + k % 4]);
+      return tf32(f->a[m / 8 + 2 * (k / 4)]);
+    };
+    auto B = [&](int k, int n) {
+      const Frag* f = static_cast<const Frag*>(lanes[n * 4 + k % 4]);
+      return tf32(f->b[k / 4]);
+    };
+    for (int e = 0; e < 4; ++e) {
+      const int m = g + (e / 2) * 8, n = 2 * t + e % 2;
+      float s = d[e];
+      for (int k = 0; k < 8; ++k) s += A(m, k) * B(k, n);
       out[e] = s;
     }
   });
@@ -125,19 +181,40 @@ BRAZE_DEV void braze_ldmatrix_x4_trans(unsigned (&r)[4], braze_saddr row) {
                : "r"(row));
 }
 
-// d += a * b, fp32 accumulation.
-BRAZE_DEV void braze_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
-                               braze_tag<__half>) {
+// 32 bits from shared memory.
+BRAZE_DEV float braze_lds_f32(braze_saddr p) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(p));
+  return v;
+}
+// A float rounded to tf32 (nearest, ties away from zero), as an mma operand register.
+BRAZE_DEV unsigned braze_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// d += a * b, fp32 accumulation: m16n8k16 for 16-bit operands, m16n8k8 for tf32.
+BRAZE_DEV void braze_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                         braze_tag<__half>) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
       "{%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-BRAZE_DEV void braze_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
-                               braze_tag<__nv_bfloat16>) {
+BRAZE_DEV void braze_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                         braze_tag<__nv_bfloat16>) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+BRAZE_DEV void braze_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                         braze_tag<float>) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
       "{%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -148,32 +225,38 @@ BRAZE_DEV void braze_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsi
 // ---- shared-memory tiles ----
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a tile of CPR chunks a row (CPR a
-// power of two). The chunk index is XORed with a function of the row so that the eight rows
-// of an ldmatrix 8x8 matrix (consecutive rows, one logical chunk), and eight consecutive
-// chunks in row-major order (a quarter-warp of cp.async writes), land in the eight distinct
-// 16-byte bank groups of a 128-byte line: no bank conflicts on either side.
-template <int CPR>
+// power of two). The chunk index is XORed with a function of the row so that the reads of
+// one fragment and eight consecutive chunks in row-major order (a quarter-warp of cp.async
+// writes) land in the eight distinct 16-byte bank groups of a 128-byte line: no bank
+// conflicts on either side. STEP 1 serves reads of eight consecutive rows, one logical
+// chunk each (an ldmatrix 8x8 matrix; a tf32 fragment from a k-contiguous tile: rows g,
+// 4-byte column t); STEP 2 reads of four consecutive rows, two adjacent chunks each (a
+// tf32 fragment from an m- or n-contiguous tile: rows t, columns g), whose XOR by 0, 2, 4, 6
+// moves the four chunk pairs apart.
+template <int CPR, int STEP = 1>
 BRAZE_DEV int braze_swizzle(int row, int chunk) {
+  static_assert(STEP == 1 || CPR >= 8, "a stepped swizzle needs rows of 128 bytes or more");
   constexpr int kRowsPerLine = CPR >= 8 ? 1 : 8 / CPR;  // rows sharing one 128-byte line
   constexpr int kPhases = CPR >= 8 ? 8 : CPR;
-  return (row * CPR + (chunk ^ ((row / kRowsPerLine) % kPhases))) * 16;
+  return (row * CPR + (chunk ^ ((row / kRowsPerLine * STEP) % kPhases))) * 16;
 }
 
 // Starts the copy of a ROWS x COLS tile of T (COLS contiguous), element (r, c) from
-// src[(row0 + r) * ld + col0 + c], into the swizzled tile at dst; rows from row_end and
-// columns from col_end are zero-filled (col_end and col0 multiples of 8).
-template <class T, int ROWS, int COLS, int THREADS>
+// src[(row0 + r) * ld + col0 + c], into the tile at dst swizzled with STEP; rows from
+// row_end and columns from col_end are zero-filled (col_end and col0 multiples of the
+// 16 / sizeof(T) elements in a chunk).
+template <class T, int ROWS, int COLS, int THREADS, int STEP>
 BRAZE_DEV void braze_tc_load_tile(braze_saddr dst, const T* src, long long ld, long long row0,
                                   long long row_end, long long col0, long long col_end) {
-  constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR;
+  constexpr int E = 16 / (int)sizeof(T), CPR = COLS / E, CHUNKS = ROWS * CPR;
 #pragma unroll
   for (int l0 = 0; l0 < CHUNKS; l0 += THREADS) {
     const int l = l0 + (int)threadIdx.x;
     if (CHUNKS % THREADS != 0 && l >= CHUNKS) break;
     const int r = l / CPR, c = l % CPR;
-    const long long gr = row0 + r, gc = col0 + c * 8;
+    const long long gr = row0 + r, gc = col0 + c * E;
     const bool ok = gr < row_end && gc < col_end;
-    braze_cp_async16(dst + braze_swizzle<CPR>(r, c), ok ? src + gr * ld + gc : src, ok);
+    braze_cp_async16(dst + braze_swizzle<CPR, STEP>(r, c), ok ? src + gr * ld + gc : src, ok);
   }
 }
 
@@ -183,74 +266,107 @@ BRAZE_DEV void braze_tc_load_tile(braze_saddr dst, const T* src, long long ld, l
 // (BM/WM) x (BN/WN) sub-tile at warp row w / WN, warp column w % WN, as MI x NI mma tiles of
 // 16 x 8; acc[mi][ni] holds one tile's C fragment (layout above). A's element (i, p) is
 // a[i * lda + p] when A_KCONTIG, else a[p * lda + i]; B's (p, j) is b[j * ldb + p] when
-// B_KCONTIG, else b[p * ldb + j]. Tiles stream through STAGES shared-memory stages
+// B_KCONTIG, else b[p * ldb + j]. T is __half or __nv_bfloat16 (m16n8k16), or float
+// (m16n8k8 on tf32-rounded operands). Tiles stream through STAGES shared-memory stages
 // (cp.async), STAGES - 1 k-tiles ahead of the math. Returns with shared memory free again.
 template <class T, int BM, int BN, int BK, int WM, int WN, int STAGES, bool A_KCONTIG,
           bool B_KCONTIG>
 struct braze_tc_gemm {
+  static constexpr bool kTf32 = sizeof(T) == 4;
+  static constexpr int kE = 16 / (int)sizeof(T);  // elements a 16-byte chunk
+  static constexpr int kK = kTf32 ? 8 : 16;       // one mma's k
   static constexpr int kThreads = WM * WN * 32;
   static constexpr int kWarpM = BM / WM, kWarpN = BN / WN;
   static constexpr int MI = kWarpM / 16, NI = kWarpN / 8;
   // A's stage tile is BM x BK (k contiguous) or BK x BM; B's BN x BK or BK x BN.
-  static constexpr int kACpr = (A_KCONTIG ? BK : BM) / 8, kBCpr = (B_KCONTIG ? BK : BN) / 8;
-  static constexpr int kABytes = BM * BK * 2, kStageBytes = kABytes + BN * BK * 2;
+  static constexpr int kACpr = (A_KCONTIG ? BK : BM) / kE, kBCpr = (B_KCONTIG ? BK : BN) / kE;
+  static constexpr int kASwz = kTf32 && !A_KCONTIG ? 2 : 1, kBSwz = kTf32 && !B_KCONTIG ? 2 : 1;
+  static constexpr int kABytes = BM * BK * (int)sizeof(T);
+  static constexpr int kStageBytes = kABytes + BN * BK * (int)sizeof(T);
   static constexpr int kSharedBytes = STAGES * kStageBytes;
-  static_assert(sizeof(T) == 2, "16-bit operands");
-  static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0 && BK % 16 == 0, "tile shape");
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "16-bit or float operands");
+  static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0 && BK % kK == 0, "tile shape");
+
+  // Byte address of element (row, col) of a tile of CPR chunks a row, swizzled with STEP.
+  template <int CPR, int STEP>
+  static BRAZE_DEV braze_saddr at(braze_saddr tile, int row, int col) {
+    return tile + braze_swizzle<CPR, STEP>(row, col / kE) + (col % kE) * (int)sizeof(T);
+  }
 
   static BRAZE_DEV void load_stage(braze_saddr s, const T* a, long long lda, const T* b,
                                    long long ldb, long long m, long long n, long long k,
                                    long long i0, long long j0, long long p0) {
     if constexpr (A_KCONTIG)
-      braze_tc_load_tile<T, BM, BK, kThreads>(s, a, lda, i0, m, p0, k);
+      braze_tc_load_tile<T, BM, BK, kThreads, kASwz>(s, a, lda, i0, m, p0, k);
     else
-      braze_tc_load_tile<T, BK, BM, kThreads>(s, a, lda, p0, k, i0, m);
+      braze_tc_load_tile<T, BK, BM, kThreads, kASwz>(s, a, lda, p0, k, i0, m);
     if constexpr (B_KCONTIG)
-      braze_tc_load_tile<T, BN, BK, kThreads>(s + kABytes, b, ldb, j0, n, p0, k);
+      braze_tc_load_tile<T, BN, BK, kThreads, kBSwz>(s + kABytes, b, ldb, j0, n, p0, k);
     else
-      braze_tc_load_tile<T, BK, BN, kThreads>(s + kABytes, b, ldb, p0, k, j0, n);
+      braze_tc_load_tile<T, BK, BN, kThreads, kBSwz>(s + kABytes, b, ldb, p0, k, j0, n);
+  }
+
+  // The A fragment of the 16 x kK mma tile at rows m0.., k-step kk.
+  static BRAZE_DEV void load_a(unsigned (&af)[4], braze_saddr sa, int m0, int kk, int lane) {
+    if constexpr (kTf32) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int m = m0 + lane / 4 + 8 * (q & 1), p = kk * 8 + lane % 4 + 4 * (q >> 1);
+        af[q] = braze_tf32(braze_lds_f32(A_KCONTIG ? at<kACpr, kASwz>(sa, m, p)
+                                                   : at<kACpr, kASwz>(sa, p, m)));
+      }
+    } else if constexpr (A_KCONTIG) {
+      // The four 8x8 matrices in register order: (m 0-7, k 0-7), (m 8-15, k 0-7),
+      // (m 0-7, k 8-15), (m 8-15, k 8-15) of the 16 x 16 fragment.
+      braze_ldmatrix_x4(af, sa + braze_swizzle<kACpr>(m0 + (lane & 15), kk * 2 + (lane >> 4)));
+    } else {
+      braze_ldmatrix_x4_trans(af, sa + braze_swizzle<kACpr>(kk * 16 + (lane & 7) + (lane >> 4) * 8,
+                                                             m0 / 8 + ((lane >> 3) & 1)));
+    }
+  }
+
+  // The B fragments of the two kK x 8 mma tiles at columns n0.. and n0 + 8.., k-step kk.
+  static BRAZE_DEV void load_b(unsigned (&b0)[2], unsigned (&b1)[2], braze_saddr sb, int n0,
+                               int kk, int lane) {
+    if constexpr (kTf32) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int n = n0 + lane / 4 + 8 * (q >> 1), p = kk * 8 + lane % 4 + 4 * (q & 1);
+        const unsigned r = braze_tf32(braze_lds_f32(B_KCONTIG ? at<kBCpr, kBSwz>(sb, n, p)
+                                                              : at<kBCpr, kBSwz>(sb, p, n)));
+        (q >> 1 ? b1 : b0)[q & 1] = r;
+      }
+    } else {
+      // Two n8 tiles: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15).
+      unsigned r[4];
+      if constexpr (B_KCONTIG)
+        braze_ldmatrix_x4(r, sb + braze_swizzle<kBCpr>(n0 + (lane & 7) + (lane >> 4) * 8,
+                                                       kk * 2 + ((lane >> 3) & 1)));
+      else
+        braze_ldmatrix_x4_trans(
+            r, sb + braze_swizzle<kBCpr>(kk * 16 + (lane & 15), n0 / 8 + (lane >> 4)));
+      b0[0] = r[0];
+      b0[1] = r[1];
+      b1[0] = r[2];
+      b1[1] = r[3];
+    }
   }
 
   static BRAZE_DEV void compute_stage(float (&acc)[MI][NI][4], braze_saddr s, int wm, int wn,
                                       int lane) {
     const braze_saddr sa = s, sb = s + kABytes;
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) {
+    for (int kk = 0; kk < BK / kK; ++kk) {
       unsigned af[MI][4], bf[NI][2];
 #pragma unroll
-      for (int mi = 0; mi < MI; ++mi) {
-        const int m0 = wm * kWarpM + mi * 16;
-        // The four 8x8 matrices in register order: (m 0-7, k 0-7), (m 8-15, k 0-7),
-        // (m 0-7, k 8-15), (m 8-15, k 8-15) of the 16 x 16 fragment.
-        if constexpr (A_KCONTIG)
-          braze_ldmatrix_x4(af[mi],
-                            sa + braze_swizzle<kACpr>(m0 + (lane & 15), kk * 2 + (lane >> 4)));
-        else
-          braze_ldmatrix_x4_trans(af[mi],
-                                  sa + braze_swizzle<kACpr>(kk * 16 + (lane & 7) + (lane >> 4) * 8,
-                                                            m0 / 8 + ((lane >> 3) & 1)));
-      }
+      for (int mi = 0; mi < MI; ++mi) load_a(af[mi], sa, wm * kWarpM + mi * 16, kk, lane);
 #pragma unroll
-      for (int nj = 0; nj < NI / 2; ++nj) {
-        const int n0 = wn * kWarpN + nj * 16;
-        // Two n8 tiles: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15).
-        unsigned r[4];
-        if constexpr (B_KCONTIG)
-          braze_ldmatrix_x4(r, sb + braze_swizzle<kBCpr>(n0 + (lane & 7) + (lane >> 4) * 8,
-                                                         kk * 2 + ((lane >> 3) & 1)));
-        else
-          braze_ldmatrix_x4_trans(
-              r, sb + braze_swizzle<kBCpr>(kk * 16 + (lane & 15), n0 / 8 + (lane >> 4)));
-        bf[2 * nj][0] = r[0];
-        bf[2 * nj][1] = r[1];
-        bf[2 * nj + 1][0] = r[2];
-        bf[2 * nj + 1][1] = r[3];
-      }
+      for (int nj = 0; nj < NI / 2; ++nj)
+        load_b(bf[2 * nj], bf[2 * nj + 1], sb, wn * kWarpN + nj * 16, kk, lane);
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < NI; ++ni)
-          braze_mma_16816(acc[mi][ni], af[mi], bf[ni], braze_tag<T>{});
+        for (int ni = 0; ni < NI; ++ni) braze_mma(acc[mi][ni], af[mi], bf[ni], braze_tag<T>{});
     }
   }
 

@@ -46,12 +46,21 @@ constexpr int64_t kMaxSharedBytes = 227 * 1024;  // opt-in limit per block on sm
 struct TcTile {
   int bm, bn, bk, wm, wn, stages;
   int elem = 2;
+  bool a_kcontig = true, b_kcontig = true;
   int threads() const { return wm * wn * 32; }
-  int64_t shared_bytes() const { return int64_t{stages} * (bm + bn) * bk * elem; }
+  // As braze_tc_gemm lays its stages out: a float tile stored m- or n-contiguous has its
+  // rows padded by 8 floats.
+  int64_t shared_bytes() const {
+    const int64_t pad = elem == 4 ? 8 : 0;
+    const int64_t a = a_kcontig ? int64_t{bm} * bk : int64_t{bk} * (bm + pad);
+    const int64_t b = b_kcontig ? int64_t{bn} * bk : int64_t{bk} * (bn + pad);
+    return stages * (a + b) * elem;
+  }
 };
 
-TcTile tile_of(const Tunables& t, int elem) {
-  return {t.at("bm"), t.at("bn"), t.at("bk"), t.at("wm"), t.at("wn"), t.at("stages"), elem};
+TcTile tile_of(const Tunables& t, int elem, const GemmDims& d) {
+  return {t.at("bm"), t.at("bn"), t.at("bk"), t.at("wm"), t.at("wn"), t.at("stages"),
+          elem,       !d.ta,      d.tb};
 }
 
 Tunables tunables_of(const TcTile& t) {
@@ -63,7 +72,7 @@ bool pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 // Why the main loop cannot take this tile shape, or empty.
 // A k-tile holds whole mma k-steps (16 half elements or 8 floats: 32 bytes); an m- or
-// n-contiguous float tile, rows of 128 bytes or more (its swizzle, mma.cuh).
+// n-contiguous float tile, rows of 128-byte multiples (its padding, mma.cuh).
 std::string tile_problem(const TcTile& t) {
   if (!pow2(t.bm) || !pow2(t.bn) || !pow2(t.bk) || t.bk * t.elem < 32 || t.wm < 1 ||
       t.wn < 1 || t.bm % (16 * t.wm) != 0 || t.bn % (16 * t.wn) != 0 || t.bm < 32 || t.bn < 32)
@@ -126,14 +135,14 @@ std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& 
   const bool tf32 = g.value(d.node->inputs[0]).dtype == DType::Float32;
   // Heuristic: the largest tile that still gives every SM a block (on an H200, 4096^3 in
   // float16 ran at 277 TFLOP/s with 128 x 256, 220 with 128 x 128; small products did best
-  // with 64 x 64 x 64). The tf32 tiles keep the float16 tiles' bytes per stage row where
-  // they can (bk halved), and a stage more where the shared memory allows: a tf32 mma
-  // covers half the k of a float16 one, so a stage is half as much work.
+  // with 64 x 64 x 64). The tf32 tiles are those ptxas (CUDA 12, sm_90) fits in registers
+  // without spilling for all four operand layouts: warp tiles of 64 x 32 or 32 x 64 with
+  // bk 16 (two m16n8k8 k-steps a stage; 114-220 registers); 128 x 256 tiles, warp tiles of
+  // 64 x 64, and bk 32 spill for some layout.
   const TcTile def =
-      tf32 ? (tiles(128, 256) >= target.num_sms   ? TcTile{128, 256, 16, 2, 4, 4}
-              : tiles(128, 128) >= target.num_sms ? TcTile{128, 128, 16, 2, 4, 4}
-              : tiles(64, 128) >= target.num_sms  ? TcTile{64, 128, 16, 2, 2, 4}
-                                                  : TcTile{64, 64, 32, 2, 2, 3})
+      tf32 ? (tiles(128, 128) >= target.num_sms  ? TcTile{128, 128, 16, 2, 4, 4}
+              : tiles(64, 128) >= target.num_sms ? TcTile{64, 128, 16, 1, 4, 4}
+                                                 : TcTile{64, 64, 16, 2, 2, 4})
            : (tiles(128, 256) >= target.num_sms   ? TcTile{128, 256, 32, 2, 4, 3}
               : tiles(128, 128) >= target.num_sms ? TcTile{128, 128, 32, 2, 4, 3}
               : tiles(64, 128) >= target.num_sms  ? TcTile{64, 128, 32, 2, 2, 4}
@@ -144,10 +153,8 @@ std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& 
       {128, 128, 64, 2, 4, 3}, {128, 64, 32, 2, 2, 4},  {64, 128, 32, 2, 2, 4},
       {64, 64, 32, 2, 2, 4},   {64, 64, 64, 2, 2, 3}};
   const std::initializer_list<TcTile> tf32_tiles = {
-      {128, 256, 16, 2, 4, 4}, {128, 256, 32, 2, 4, 3}, {256, 128, 16, 4, 2, 4},
-      {256, 128, 32, 4, 2, 3}, {128, 128, 16, 2, 4, 4}, {128, 128, 32, 2, 4, 3},
-      {128, 128, 32, 2, 4, 4}, {128, 64, 16, 2, 2, 4},  {64, 128, 16, 2, 2, 4},
-      {64, 64, 16, 2, 2, 4},   {64, 64, 32, 2, 2, 3}};
+      {128, 128, 16, 2, 4, 4}, {128, 128, 16, 2, 4, 3}, {128, 128, 16, 4, 2, 4},
+      {64, 128, 16, 1, 4, 4},  {64, 64, 16, 2, 2, 4},   {64, 64, 16, 2, 2, 3}};
   std::vector<Tunables> c{tunables_of(def)};
   for (TcTile t : tf32 ? tf32_tiles : half_tiles) {
     Tunables tu = tunables_of(t);
@@ -164,7 +171,7 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
   const graph::Node& n = *d.node;
   const graph::Value& a = g.value(n.inputs[0]);
   const graph::Value& b = g.value(n.inputs[1]);
-  const TcTile t = tile_of(tune, static_cast<int>(dtype_size(a.dtype)));
+  const TcTile t = tile_of(tune, static_cast<int>(dtype_size(a.dtype)), d);
   if (why.empty()) why = tile_problem(t);
   const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
   if (why.empty() && tiles_m * tiles_n > 2147483647) why = "matrix too large for the GEMM grid";
@@ -255,6 +262,7 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}) KERNEL_NAME({1}) {{\n"
       "  typedef braze_tc_gemm<{2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}> tile_gemm;\n"
+      "  static_assert(tile_gemm::kSharedBytes == {11}, \"the launch's shared memory\");\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {11});\n"
       "  const braze_saddr smem = braze_smem_addr(braze_smem);\n{12}}}\n",
       t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), t.bm, t.bn, t.bk, t.wm, t.wn,

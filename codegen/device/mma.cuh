@@ -15,8 +15,9 @@
 // ldmatrix .x4: lanes 8q..8q+7 give the addresses of the eight 16-byte rows of 8x8 matrix q;
 // register q of lane 4g+t receives row g, columns 2t..2t+1 of matrix q — or, with .trans,
 // rows 2t..2t+1 of column g. So a tile stored with k contiguous loads A and B fragments
-// directly, and one stored with m (or n) contiguous loads them with .trans. ldmatrix moves
-// 16-bit elements, so tf32 fragments are loaded one 32-bit ld.shared per element.
+// directly, and one stored with m (or n) contiguous loads them with .trans. For floats the
+// same ldmatrix loads tf32 fragments from a k-contiguous tile (braze_tc_gemm says why);
+// from an m- or n-contiguous one, ld.shared loads them a float at a time.
 //
 // Under BRAZE_CPU_EMULATION (runtime/emulator_shim.h) the instructions become plain C++
 // with the same semantics, the warp's lanes exchanging operands through the shim.
@@ -111,6 +112,11 @@ BRAZE_DEV float braze_lds_f32(braze_saddr p) {
   memcpy(&v, p, 4);
   return v;
 }
+BRAZE_DEV float braze_as_float(unsigned u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
 // cvt.rna.tf32.f32: rounds to nearest, ties away from zero, at the 13th mantissa bit (the
 // magnitude's bit pattern rounds like an unsigned number, carrying into the exponent);
 // infinities and NaN pass through.
@@ -187,6 +193,7 @@ BRAZE_DEV float braze_lds_f32(braze_saddr p) {
   asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(p));
   return v;
 }
+BRAZE_DEV float braze_as_float(unsigned u) { return __uint_as_float(u); }
 // A float rounded to tf32 (nearest, ties away from zero), as an mma operand register.
 BRAZE_DEV unsigned braze_tf32(float x) {
   unsigned r;
@@ -225,27 +232,39 @@ BRAZE_DEV void braze_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (
 // ---- shared-memory tiles ----
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a tile of CPR chunks a row (CPR a
-// power of two). The chunk index is XORed with a function of the row so that the reads of
-// one fragment and eight consecutive chunks in row-major order (a quarter-warp of cp.async
-// writes) land in the eight distinct 16-byte bank groups of a 128-byte line: no bank
-// conflicts on either side. STEP 1 serves reads of eight consecutive rows, one logical
-// chunk each (an ldmatrix 8x8 matrix; a tf32 fragment from a k-contiguous tile: rows g,
-// 4-byte column t); STEP 2 reads of four consecutive rows, two adjacent chunks each (a
-// tf32 fragment from an m- or n-contiguous tile: rows t, columns g), whose XOR by 0, 2, 4, 6
-// moves the four chunk pairs apart.
-template <int CPR, int STEP = 1>
+// power of two). The chunk index is XORed with a function of the row so that the eight rows
+// of an ldmatrix 8x8 matrix (consecutive rows, one logical chunk), and eight consecutive
+// chunks in row-major order (a quarter-warp of cp.async writes), land in the eight distinct
+// 16-byte bank groups of a 128-byte line: no bank conflicts on either side.
+template <int CPR>
 BRAZE_DEV int braze_swizzle(int row, int chunk) {
-  static_assert(STEP == 1 || CPR >= 8, "a stepped swizzle needs rows of 128 bytes or more");
   constexpr int kRowsPerLine = CPR >= 8 ? 1 : 8 / CPR;  // rows sharing one 128-byte line
   constexpr int kPhases = CPR >= 8 ? 8 : CPR;
-  return (row * CPR + (chunk ^ ((row / kRowsPerLine * STEP) % kPhases))) * 16;
+  return (row * CPR + (chunk ^ ((row / kRowsPerLine) % kPhases))) * 16;
 }
 
+// A stage tile of rows of CPR 16-byte chunks: swizzled (above), or PADDED with two chunks a
+// row. The tf32 fragments of an m- or n-contiguous tile are read a float at a time, lane
+// 4g + t at row t, column g (+ constants), so with rows of 4 * (CPR + 2) floats, CPR a
+// multiple of 8, lane 4g + t reads bank 8t + g: all 32 distinct, and each lane's addresses
+// differ by constants the compiler folds into the loads (a swizzle's XOR would not fold).
+template <int CPR, bool PADDED>
+struct braze_tc_layout {
+  static_assert(!PADDED || CPR % 8 == 0, "padded rows of 128-byte multiples");
+  static constexpr int kRowBytes = (CPR + (PADDED ? 2 : 0)) * 16;
+  static BRAZE_DEV int chunk(int row, int c) {
+    if constexpr (PADDED)
+      return row * kRowBytes + c * 16;
+    else
+      return braze_swizzle<CPR>(row, c);
+  }
+};
+
 // Starts the copy of a ROWS x COLS tile of T (COLS contiguous), element (r, c) from
-// src[(row0 + r) * ld + col0 + c], into the tile at dst swizzled with STEP; rows from
-// row_end and columns from col_end are zero-filled (col_end and col0 multiples of the
-// 16 / sizeof(T) elements in a chunk).
-template <class T, int ROWS, int COLS, int THREADS, int STEP>
+// src[(row0 + r) * ld + col0 + c], into the tile at dst (layout braze_tc_layout with
+// PADDED); rows from row_end and columns from col_end are zero-filled (col_end and col0
+// multiples of the 16 / sizeof(T) elements in a chunk).
+template <class T, int ROWS, int COLS, int THREADS, bool PADDED>
 BRAZE_DEV void braze_tc_load_tile(braze_saddr dst, const T* src, long long ld, long long row0,
                                   long long row_end, long long col0, long long col_end) {
   constexpr int E = 16 / (int)sizeof(T), CPR = COLS / E, CHUNKS = ROWS * CPR;
@@ -256,7 +275,8 @@ BRAZE_DEV void braze_tc_load_tile(braze_saddr dst, const T* src, long long ld, l
     const int r = l / CPR, c = l % CPR;
     const long long gr = row0 + r, gc = col0 + c * E;
     const bool ok = gr < row_end && gc < col_end;
-    braze_cp_async16(dst + braze_swizzle<CPR, STEP>(r, c), ok ? src + gr * ld + gc : src, ok);
+    braze_cp_async16(dst + braze_tc_layout<CPR, PADDED>::chunk(r, c), ok ? src + gr * ld + gc : src,
+                     ok);
   }
 }
 
@@ -269,56 +289,68 @@ BRAZE_DEV void braze_tc_load_tile(braze_saddr dst, const T* src, long long ld, l
 // B_KCONTIG, else b[p * ldb + j]. T is __half or __nv_bfloat16 (m16n8k16), or float
 // (m16n8k8 on tf32-rounded operands). Tiles stream through STAGES shared-memory stages
 // (cp.async), STAGES - 1 k-tiles ahead of the math. Returns with shared memory free again.
+//
+// Fragments of a k-contiguous tile load with ldmatrix for both widths: a 16-byte row of the
+// 8x8 b16 matrix q holds four 32-bit words, and lane 4g + t receives word t of row g (the
+// b16 pair 2t, 2t+1), which for floats is element (row g, k t) — the tf32 A fragment's
+// a0 = (m g, k t) for the matrix at rows m0.., k chunk c, a1 at rows m0 + 8.., a2 and a3 at
+// chunk c + 1 (k t + 4); likewise b0 = (k t, n g), b1 = (k t + 4, n g) — the same four
+// matrices, in the same order, as the 16-bit fragments take. ldmatrix.trans splits 16-bit
+// elements, so an m- or n-contiguous float tile (padded, above) is read with ld.shared.
 template <class T, int BM, int BN, int BK, int WM, int WN, int STAGES, bool A_KCONTIG,
           bool B_KCONTIG>
 struct braze_tc_gemm {
   static constexpr bool kTf32 = sizeof(T) == 4;
   static constexpr int kE = 16 / (int)sizeof(T);  // elements a 16-byte chunk
-  static constexpr int kK = kTf32 ? 8 : 16;       // one mma's k
+  static constexpr int kK = kTf32 ? 8 : 16;       // one mma's k: two chunks
   static constexpr int kThreads = WM * WN * 32;
   static constexpr int kWarpM = BM / WM, kWarpN = BN / WN;
   static constexpr int MI = kWarpM / 16, NI = kWarpN / 8;
   // A's stage tile is BM x BK (k contiguous) or BK x BM; B's BN x BK or BK x BN.
   static constexpr int kACpr = (A_KCONTIG ? BK : BM) / kE, kBCpr = (B_KCONTIG ? BK : BN) / kE;
-  static constexpr int kASwz = kTf32 && !A_KCONTIG ? 2 : 1, kBSwz = kTf32 && !B_KCONTIG ? 2 : 1;
-  static constexpr int kABytes = BM * BK * (int)sizeof(T);
-  static constexpr int kStageBytes = kABytes + BN * BK * (int)sizeof(T);
+  typedef braze_tc_layout<kACpr, kTf32 && !A_KCONTIG> ALayout;
+  typedef braze_tc_layout<kBCpr, kTf32 && !B_KCONTIG> BLayout;
+  static constexpr int kABytes = (A_KCONTIG ? BM : BK) * ALayout::kRowBytes;
+  static constexpr int kStageBytes = kABytes + (B_KCONTIG ? BN : BK) * BLayout::kRowBytes;
   static constexpr int kSharedBytes = STAGES * kStageBytes;
   static_assert(sizeof(T) == 2 || sizeof(T) == 4, "16-bit or float operands");
   static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0 && BK % kK == 0, "tile shape");
-
-  // Byte address of element (row, col) of a tile of CPR chunks a row, swizzled with STEP.
-  template <int CPR, int STEP>
-  static BRAZE_DEV braze_saddr at(braze_saddr tile, int row, int col) {
-    return tile + braze_swizzle<CPR, STEP>(row, col / kE) + (col % kE) * (int)sizeof(T);
-  }
 
   static BRAZE_DEV void load_stage(braze_saddr s, const T* a, long long lda, const T* b,
                                    long long ldb, long long m, long long n, long long k,
                                    long long i0, long long j0, long long p0) {
     if constexpr (A_KCONTIG)
-      braze_tc_load_tile<T, BM, BK, kThreads, kASwz>(s, a, lda, i0, m, p0, k);
+      braze_tc_load_tile<T, BM, BK, kThreads, false>(s, a, lda, i0, m, p0, k);
     else
-      braze_tc_load_tile<T, BK, BM, kThreads, kASwz>(s, a, lda, p0, k, i0, m);
+      braze_tc_load_tile<T, BK, BM, kThreads, kTf32>(s, a, lda, p0, k, i0, m);
     if constexpr (B_KCONTIG)
-      braze_tc_load_tile<T, BN, BK, kThreads, kBSwz>(s + kABytes, b, ldb, j0, n, p0, k);
+      braze_tc_load_tile<T, BN, BK, kThreads, false>(s + kABytes, b, ldb, j0, n, p0, k);
     else
-      braze_tc_load_tile<T, BK, BN, kThreads, kBSwz>(s + kABytes, b, ldb, p0, k, j0, n);
+      braze_tc_load_tile<T, BK, BN, kThreads, kTf32>(s + kABytes, b, ldb, p0, k, j0, n);
+  }
+
+  // Rounds the floats ldmatrix loaded to tf32.
+  template <int N>
+  static BRAZE_DEV void to_tf32(unsigned (&r)[N]) {
+    if constexpr (kTf32)
+#pragma unroll
+      for (int q = 0; q < N; ++q) r[q] = braze_tf32(braze_as_float(r[q]));
   }
 
   // The A fragment of the 16 x kK mma tile at rows m0.., k-step kk.
   static BRAZE_DEV void load_a(unsigned (&af)[4], braze_saddr sa, int m0, int kk, int lane) {
-    if constexpr (kTf32) {
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int m = m0 + lane / 4 + 8 * (q & 1), p = kk * 8 + lane % 4 + 4 * (q >> 1);
-        af[q] = braze_tf32(braze_lds_f32(A_KCONTIG ? at<kACpr, kASwz>(sa, m, p)
-                                                   : at<kACpr, kASwz>(sa, p, m)));
-      }
-    } else if constexpr (A_KCONTIG) {
-      // The four 8x8 matrices in register order: (m 0-7, k 0-7), (m 8-15, k 0-7),
-      // (m 0-7, k 8-15), (m 8-15, k 8-15) of the 16 x 16 fragment.
+    if constexpr (A_KCONTIG) {
+      // The four 8x8 b16 matrices in register order: (m 0-7, chunk 2kk), (m 8-15, chunk 2kk),
+      // (m 0-7, chunk 2kk + 1), (m 8-15, chunk 2kk + 1).
       braze_ldmatrix_x4(af, sa + braze_swizzle<kACpr>(m0 + (lane & 15), kk * 2 + (lane >> 4)));
+      to_tf32(af);
+    } else if constexpr (kTf32) {
+      // a_q = (m g + 8 (q & 1), k t + 4 (q >> 1)), stored at row k, column m.
+      const braze_saddr base = sa + (lane % 4) * ALayout::kRowBytes + (lane / 4) * 4;
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        af[q] = braze_tf32(braze_lds_f32(base + (kk * 8 + 4 * (q >> 1)) * ALayout::kRowBytes +
+                                         (m0 + 8 * (q & 1)) * 4));
     } else {
       braze_ldmatrix_x4_trans(af, sa + braze_swizzle<kACpr>(kk * 16 + (lane & 7) + (lane >> 4) * 8,
                                                              m0 / 8 + ((lane >> 3) & 1)));
@@ -328,16 +360,18 @@ struct braze_tc_gemm {
   // The B fragments of the two kK x 8 mma tiles at columns n0.. and n0 + 8.., k-step kk.
   static BRAZE_DEV void load_b(unsigned (&b0)[2], unsigned (&b1)[2], braze_saddr sb, int n0,
                                int kk, int lane) {
-    if constexpr (kTf32) {
+    if constexpr (kTf32 && !B_KCONTIG) {
+      // b_q of tile h = (k t + 4 q, n g + 8 h), stored at row k, column n.
+      const braze_saddr base = sb + (lane % 4) * BLayout::kRowBytes + (lane / 4) * 4;
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int n = n0 + lane / 4 + 8 * (q >> 1), p = kk * 8 + lane % 4 + 4 * (q & 1);
-        const unsigned r = braze_tf32(braze_lds_f32(B_KCONTIG ? at<kBCpr, kBSwz>(sb, n, p)
-                                                              : at<kBCpr, kBSwz>(sb, p, n)));
-        (q >> 1 ? b1 : b0)[q & 1] = r;
+      for (int q = 0; q < 2; ++q) {
+        const braze_saddr row = base + (kk * 8 + 4 * q) * BLayout::kRowBytes;
+        b0[q] = braze_tf32(braze_lds_f32(row + n0 * 4));
+        b1[q] = braze_tf32(braze_lds_f32(row + (n0 + 8) * 4));
       }
     } else {
-      // Two n8 tiles: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15).
+      // Two n8 tiles: (n 0-7, chunk 2kk), (n 0-7, chunk 2kk + 1), (n 8-15, chunk 2kk),
+      // (n 8-15, chunk 2kk + 1).
       unsigned r[4];
       if constexpr (B_KCONTIG)
         braze_ldmatrix_x4(r, sb + braze_swizzle<kBCpr>(n0 + (lane & 7) + (lane >> 4) * 8,
@@ -345,6 +379,7 @@ struct braze_tc_gemm {
       else
         braze_ldmatrix_x4_trans(
             r, sb + braze_swizzle<kBCpr>(kk * 16 + (lane & 15), n0 / 8 + (lane >> 4)));
+      to_tf32(r);
       b0[0] = r[0];
       b0[1] = r[1];
       b1[0] = r[2];

@@ -119,7 +119,7 @@ TEST_P(GpuGemmTf32, EveryCandidateWithinTf32Error) {
   std::vector<codegen::Tunables> tunes{base[gemm].kernel->tunables};
   for (const codegen::Tunables& t : codegen::candidates(g, base[gemm].group, o.target))
     if (is_tc(t)) tunes.push_back(t);
-  ASSERT_GE(tunes.size(), 9u);
+  ASSERT_GE(tunes.size(), 7u);
   for (size_t ti = 0; ti < tunes.size(); ++ti) {
     std::string what = fmt::format("{} tf32 candidate {}", c.name, ti);
     std::vector<gpu::Step> steps = base;

@@ -76,35 +76,44 @@ inline float braze_emu_b16(unsigned short bits, braze_tag<__half>) {
 inline float braze_emu_b16(unsigned short bits, braze_tag<__nv_bfloat16>) {
   return __bfloat162float(__nv_bfloat16{bits});
 }
-template <class T>
-void braze_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], braze_tag<T>) {
-  struct Frag {
-    const unsigned* a;
-    const unsigned* b;
-  } mine{a, b};
+// One lane's mma operand registers, and d += A B over a 16 x 8 x K tile with the warp's
+// lanes exchanging them: A(lane, m, k) and B(lane, k, n) read an element of the operands
+// from the registers of the lane holding it (lane(i) gives lane i's), summing over k in order
+// in float.
+struct braze_emu_frag {
+  const unsigned* a;
+  const unsigned* b;
+};
+template <int K, class FA, class FB>
+void braze_emu_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], FA A, FB B) {
+  const braze_emu_frag mine{a, b};
   const int g = braze_emu_lane / 4, t = braze_emu_lane % 4;
   float out[4];
   braze_emu_warp_exchange(&mine, [&](const void* const* lanes) {
-    auto elem = [](unsigned reg, int k) {
-      return braze_emu_b16(static_cast<unsigned short>(k % 2 ? reg >> 16 : reg & 0xffffu),
-                           braze_tag<T>{});
-    };
-    auto A = [&](int m, int k) {
-      const Frag* f = static_cast<const Frag*>(lanes[(m % 8) * 4 + (k % 8) / 2]);
-      return elem(f->a[m / 8 + 2 * (k / 8)], k);
-    };
-    auto B = [&](int k, int n) {
-      const Frag* f = static_cast<const Frag*>(lanes[n * 4 + (k % 8) / 2]);
-      return elem(f->b[k / 8], k);
-    };
+    auto lane = [&](int i) { return static_cast<const braze_emu_frag*>(lanes[i]); };
     for (int e = 0; e < 4; ++e) {
       const int m = g + (e / 2) * 8, n = 2 * t + e % 2;
       float s = d[e];
-      for (int k = 0; k < 16; ++k) s += A(m, k) * B(k, n);
+      for (int k = 0; k < K; ++k) s += A(lane, m, k) * B(lane, k, n);
       out[e] = s;
     }
   });
   for (int e = 0; e < 4; ++e) d[e] = out[e];
+}
+
+// m16n8k16: element k of a register pair is its low half when k is even.
+template <class T>
+void braze_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], braze_tag<T>) {
+  auto elem = [](unsigned reg, int k) {
+    return braze_emu_b16(static_cast<unsigned short>(k % 2 ? reg >> 16 : reg & 0xffffu),
+                         braze_tag<T>{});
+  };
+  braze_emu_mma<16>(
+      d, a, b,
+      [&](auto lane, int m, int k) {
+        return elem(lane((m % 8) * 4 + (k % 8) / 2)->a[m / 8 + 2 * (k / 8)], k);
+      },
+      [&](auto lane, int k, int n) { return elem(lane(n * 4 + (k % 8) / 2)->b[k / 8], k); });
 }
 
 BRAZE_DEV float braze_lds_f32(braze_saddr p) {
@@ -130,35 +139,11 @@ BRAZE_DEV unsigned braze_tf32(float x) {
 // (sign, exponent, 10 mantissa bits) and ignores the low 13.
 inline void braze_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
                       braze_tag<float>) {
-  struct Frag {
-    const unsigned* a;
-    const unsigned* b;
-  } mine{a, b};
-  const int g = braze_emu_lane / 4, t = braze_emu_lane % 4;
-  float out[4];
-  braze_emu_warp_exchange(&mine, [&](const void* const* lanes) {
-    auto tf32 = [](unsigned reg) {
-      const unsigned bits = reg & 0xffffe000u;
-      float f;
-      memcpy(&f, &bits, 4);
-      return f;
-    };
-    auto A = [&](int m, int k) {
-      const Frag* f = static_cast<const Frag*>(lanes[(m % 8) * 4 + k % 4]);
-      return tf32(f->a[m / 8 + 2 * (k / 4)]);
-    };
-    auto B = [&](int k, int n) {
-      const Frag* f = static_cast<const Frag*>(lanes[n * 4 + k % 4]);
-      return tf32(f->b[k / 4]);
-    };
-    for (int e = 0; e < 4; ++e) {
-      const int m = g + (e / 2) * 8, n = 2 * t + e % 2;
-      float s = d[e];
-      for (int k = 0; k < 8; ++k) s += A(m, k) * B(k, n);
-      out[e] = s;
-    }
-  });
-  for (int e = 0; e < 4; ++e) d[e] = out[e];
+  auto tf32 = [](unsigned reg) { return braze_as_float(reg & 0xffffe000u); };
+  braze_emu_mma<8>(
+      d, a, b,
+      [&](auto lane, int m, int k) { return tf32(lane((m % 8) * 4 + k % 4)->a[m / 8 + 2 * (k / 4)]); },
+      [&](auto lane, int k, int n) { return tf32(lane(n * 4 + k % 4)->b[k / 4]); });
 }
 
 #else

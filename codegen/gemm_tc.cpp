@@ -11,17 +11,19 @@
 //   ├─────────┼────┼────┼────────┤               A and B stream global -> shared through
 //   │ w4      │ w5 │ w6 │ w7     │               STAGES buffers (cp.async, 16 bytes a copy,
 //   └─────────┴────┴────┴────────┘               zero-filled past the edges), XOR-swizzled
-//                                                 per 16 bytes; ldmatrix (16-bit) or
-//                                                 ld.shared + cvt.rna.tf32 feeds the mma.
+//                                                 per 16 bytes (a float tile read along
+//                                                 k: rows padded); ldmatrix or ld.shared
+//                                                 (+ cvt.rna.tf32 for floats) feed the mma.
 //
 // A shared tile keeps the operand's contiguous dim contiguous: A stored [M, K] (and B
-// stored [N, K], Gemm transB = 1) load 16-bit fragments with ldmatrix, A stored [K, M]
-// (transA) and B stored [K, N] (MatMul) with ldmatrix.trans; tf32 fragments are read a
-// float at a time from either layout, the swizzle chosen per layout so a fragment's 32
-// reads hit 32 banks. Operands are read straight from the kernel's input pointers, so the
+// stored [N, K], Gemm transB = 1) load fragments with ldmatrix, 16-bit and tf32 alike, A
+// stored [K, M] (transA) and B stored [K, N] (MatMul) with ldmatrix.trans for 16-bit
+// elements and ld.shared a float at a time for tf32 (mma.cuh shows both layouts right and
+// conflict-free). Operands are read straight from the kernel's input pointers, so the
 // schedule applies only when they are not computed in the group (a Transpose or Cast fused
 // in front of them stays with the SIMT schedule), their contiguous dim and k are multiples
-// of 16 bytes (8 half elements, 4 floats: 16-byte copies), and neither is a vector. Batch dims broadcast as in the SIMT schedule (blockIdx.z, then a loop).
+// of 16 bytes (8 half elements, 4 floats: 16-byte copies), and neither is a vector. Batch
+// dims broadcast as in the SIMT schedule (blockIdx.z, then a loop).
 // Blocks walk the tile grid in groups of kRasterRows block-rows, down a group's columns
 // first, so blocks running together share A rows and B columns in L2. The epilogue runs on
 // the accumulators in registers, element by element as in the SIMT schedule, and stores

@@ -10,8 +10,10 @@ run. Prints a table of ratios and writes JSON.
   python3 bench/run_bench.py --braze build-gpu/cli/braze --out OUTDIR [--only W1,W2,G3-*] [--no-max-autotune]
 
 Workloads W1-W8 are issue #5's (memory-bound kernels and the MLP block); G1-G5 are issue #6's
-GEMMs (M, N, K) in fp16, bf16 and fp32, plain and with a bias + GELU epilogue, against cuBLAS
-plain, cuBLAS plus PyTorch's separate epilogue, and torch.compile(max-autotune).
+GEMMs (M, N, K) in fp16, bf16, fp32 and tf32 (float32 models, braze --precision tf32 against
+PyTorch with torch.backends.cuda.matmul.allow_tf32 = True), plain and with a bias + GELU
+epilogue, against cuBLAS plain, cuBLAS plus PyTorch's separate epilogue, and
+torch.compile(max-autotune); braze's output is checked against a float64 reference.
 """
 import argparse
 import fnmatch
@@ -103,16 +105,22 @@ GEMM_SHAPES = {"G1": (4096, 3072, 768), "G2": (4096, 768, 3072), "G3": (8192, 81
                "G4": (128, 768, 768), "G5": (128, 3072, 768)}
 
 
+# GEMM variants: (name, model dtype, braze --precision or None, PyTorch's allow_tf32). tf32 is
+# a float32 model whose products both sides run on tensor cores with tf32 operands.
+GEMM_PRECISIONS = (("fp16", torch.float16, None, False), ("bf16", torch.bfloat16, None, False),
+                   ("fp32", torch.float32, None, False), ("tf32", torch.float32, "tf32", True))
+
+
 def gemm_workloads():
-    """G<n>-<dtype>[-gelu]: (M, N, K) GEMMs of issue #6, plain and with a bias + GELU epilogue.
-    tf32 is not listed: braze has no --precision tf32 yet."""
+    """G<n>-<precision>[-gelu]: (M, N, K) GEMMs of issue #6, plain and with a bias + GELU
+    epilogue: (desc, model, input specs, dtype, (M, N, K), braze precision, allow_tf32)."""
     out = {}
     for name, (m, n, k) in GEMM_SHAPES.items():
-        for dt_name, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        for p_name, dt, precision, allow_tf32 in GEMM_PRECISIONS:
             for epi in (False, True):
-                key = f"{name}-{dt_name}" + ("-gelu" if epi else "")
-                desc = f"GEMM {m}x{n}x{k} {dt_name}" + (" +bias+GELU" if epi else "")
-                out[key] = (desc, Linear(k, n, epi), [((m, k), dt)], dt, (m, n, k))
+                key = f"{name}-{p_name}" + ("-gelu" if epi else "")
+                desc = f"GEMM {m}x{n}x{k} {p_name}" + (" +bias+GELU" if epi else "")
+                out[key] = (desc, Linear(k, n, epi), [((m, k), dt)], dt, (m, n, k), precision, allow_tf32)
     return out
 
 
@@ -148,10 +156,13 @@ def nbytes(t):
     return t.numel() * t.element_size()
 
 
-def braze_bench(args, onnx_path, wdir, iters):
-    """`braze bench --tune` on the model: its JSON report, or None and the error's tail."""
+def braze_bench(args, onnx_path, wdir, iters, precision=None):
+    """`braze bench --tune` on the model (at --precision `precision` when given): its JSON
+    report, or None and the error's tail."""
     cmd = [args.braze, "bench", onnx_path, "--tune", "--tuning-cache", os.path.join(args.out, "tuning.json"),
            "--json", os.path.join(wdir, "braze.json"), "--iters", str(iters)]
+    if precision:
+        cmd += ["--precision", precision]
     p = subprocess.run(cmd, capture_output=True, text=True)
     open(os.path.join(wdir, "braze_bench.txt"), "w").write(p.stdout + p.stderr)
     if p.returncode != 0:
@@ -253,11 +264,12 @@ def print_memory_table(results):
 
 def run_gemm(args, results):
     """GEMM workloads (issue #6): braze's fused GEMM + epilogue against cuBLAS plain, cuBLAS
-    plus PyTorch's separate epilogue, and torch.compile(max-autotune) with the epilogue."""
-    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 stays fp32 on both sides
-    for name, (desc, model, specs, dtype, (m, n, k)) in gemm_workloads().items():
+    plus PyTorch's separate epilogue, and torch.compile(max-autotune) with the epilogue. fp32
+    stays fp32 on both sides; tf32 runs on tensor cores on both sides."""
+    for name, (desc, model, specs, dtype, (m, n, k), precision, allow_tf32) in gemm_workloads().items():
         if not selected(args, name):
             continue
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
         model = model.to(DEV).to(dtype).eval()
         x = torch.randn(*specs[0][0], device=DEV, dtype=dtype)
         wdir = os.path.join(args.out, name)
@@ -272,7 +284,7 @@ def run_gemm(args, results):
                 ref = torch.nn.functional.gelu(ref)
         flops = 2.0 * m * n * k
         row = {"desc": desc, "flops": flops}
-        bj, err = braze_bench(args, onnx_path, wdir, 100)
+        bj, err = braze_bench(args, onnx_path, wdir, 100, precision)
         if bj is None:
             row["braze_error"] = err
             print(f"{name}: braze bench failed:\n{err}", flush=True)
@@ -283,11 +295,15 @@ def run_gemm(args, results):
             np.save(os.path.join(wdir, "in0.npy"), x.cpu().numpy())
             q = subprocess.run([args.braze, "run", onnx_path, "--inputs", os.path.join(wdir, "in0.npy"), "--outputs",
                                 os.path.join(wdir, "braze_out"), "--tuning-cache", os.path.join(args.out, "tuning.json"),
-                                "--tune"], capture_output=True, text=True)
+                                "--tune"] + (["--precision", precision] if precision else []),
+                               capture_output=True, text=True)
             if q.returncode == 0:
                 got = torch.from_numpy(np.load(os.path.join(wdir, "braze_out", "out.npy"))).double().to(DEV)
                 row["rel_l2"] = float((got - ref).norm() / ref.norm())
                 row["nan"] = bool(torch.isnan(got).any())
+                # float32 and tf32 within 1e-3 of float64, float16 within 1e-2
+                bound = 1e-2 if dtype == torch.float16 else 1e-3
+                row["rel_l2_ok"] = bool(row["rel_l2"] <= bound and not row["nan"])
             else:
                 row["run_error"] = (q.stdout + q.stderr)[-1500:]
         with torch.no_grad():
@@ -314,13 +330,13 @@ def run_gemm(args, results):
     if results.get("gemm"):
         print()
         print(f"{'workload':16} {'braze TF/s':>10} {'cuBLAS':>8} {'cuBLAS+ep':>10} {'max-aut':>8} "
-              f"{'vs cuBLAS':>9} {'vs +ep':>7} rel_l2")
+              f"{'vs cuBLAS':>9} {'vs +ep':>7} rel_l2   ok")
         for name, r in results["gemm"].items():
             def g(key):
                 return f"{r[key]:.0f}" if key in r else "-"
             print(f"{name:16} {g('braze_tflops'):>10} {g('cublas_plain_tflops'):>8} {g('cublas_epilogue_tflops'):>10} "
                   f"{g('max_autotune_tflops'):>8} {r.get('vs_cublas_plain', 0):>8.2f}x {r.get('vs_cublas_epilogue', 0):>6.2f}x "
-                  f"{r.get('rel_l2', float('nan')):.2e}")
+                  f"{r.get('rel_l2', float('nan')):.2e} {r.get('rel_l2_ok', '-')}")
 
 
 if __name__ == "__main__":

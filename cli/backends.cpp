@@ -22,6 +22,7 @@ runtime::BackendFn gpu_backend(bool fuse, const std::string& precision) {
     if (!gpu::gpu_available()) throw gpu::DeviceError("no GPU: " + gpu::gpu_unavailable_reason());
     gpu::EngineOptions opts = gpu::default_engine_options();
     opts.fuse = fuse;
+    opts.target.tf32 = tf32_gemms(precision);
     graph::Graph g = at_precision(model, precision);
     auto engine = gpu::Engine::build(g, fusion::make_plan(g, fuse), opts);
     gpu::Session session(engine);
@@ -48,6 +49,7 @@ runtime::BackendFn make_backend(const std::string& name, const std::string& prec
       runtime::BackendRun r;
       runtime::EmulatorOptions eo;
       eo.fallbacks = &r.fallbacks;
+      eo.tf32 = tf32_gemms(precision);
       graph::Graph g = at_precision(model, precision);
       r.outputs = runtime::run_emulated(g, fusion::make_plan(g, fuse), in, eo);
       return r;

@@ -10,7 +10,7 @@ namespace braze::cli {
 
 std::vector<std::string> backend_names();
 // UserError naming the choices for an unknown or unavailable backend. The GPU and emulator
-// backends run the graph at `precision` (fp32, fp16, bf16); the reference always runs it as
+// backends run the graph at `precision` (fp32, tf32, fp16, bf16); the reference always runs it as
 // given.
 runtime::BackendFn make_backend(const std::string& name, const std::string& precision = "fp32");
 

@@ -16,6 +16,7 @@
 #include "cli/gpu_build.h"
 #include "cli/model_options.h"
 #include "cli/run_inputs.h"
+#include "graph/registry.h"
 #include "runtime/gpu/bench.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine_file.h"
@@ -85,10 +86,19 @@ int run_bench(const BenchCmdOptions& o) {
     double secs = k.us.median * 1e-6;
     double gbs = static_cast<double>(k.bytes) / secs / 1e9;
     double tflops = k.flops / secs / 1e12;
-    double rate = s.kernel->kind == fusion::GroupKind::Gemm && (g.value(s.group.outputs[0]).dtype == DType::Float16 ||
-                                                               g.value(s.group.outputs[0]).dtype == DType::BFloat16)
-                      ? peak.fp16_tensor
-                      : peak.fp32;
+    // Tensor-core GEMMs against the tensor-core peak of their operands' type (tf32 for float).
+    double rate = peak.fp32;
+    if (s.kernel->kind == fusion::GroupKind::Gemm) {
+      const bool tc = s.kernel->tunables.count("tc") && s.kernel->tunables.at("tc") != 0;
+      const DType out = g.value(s.group.outputs[0]).dtype;
+      DType operand = out;
+      for (graph::NodeId id : s.group.nodes)
+        if (g.node(id).op->kind == graph::FusionKind::OutEWiseFusable) operand = g.value(g.node(id).inputs[0]).dtype;
+      if (tc && operand == DType::Float32)
+        rate = peak.tf32_tensor;
+      else if (tc || out == DType::Float16 || out == DType::BFloat16)
+        rate = peak.fp16_tensor;
+    }
     double floor_s = std::max(static_cast<double>(k.bytes) / (copy.gbs * 1e9), k.flops / (rate * 1e12));
     double pct = 100.0 * floor_s / secs;
     total_us += k.us.median;

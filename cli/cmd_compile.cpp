@@ -35,6 +35,7 @@ int run_compile(const CompileOptions& o) {
   info.braze_version = BRAZE_VERSION;
   info.nvrtc_version = gpu::nvrtc_version();
   info.arch = b.engine->arch().name();
+  info.precision = o.build.precision;
   gpu::save_engine(o.output, *b.engine, info);
   print_build_summary(*b.engine, &b.report);
   std::cout << fmt::format("wrote {} (model hash {})\n", o.output, info.model_hash);

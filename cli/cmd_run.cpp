@@ -81,8 +81,9 @@ struct Ran {
 
 Ran run_engine_file(const RunOptions& o) {
   gpu::LoadedEngine le = gpu::load_engine(o.model.model);
-  std::cout << fmt::format("engine {}: model {} (hash {}), {} kernels for {}\n", o.model.model, le.info.model_name,
-                           le.info.model_hash, le.engine->steps().size(), le.info.arch);
+  std::cout << fmt::format("engine {}: model {} (hash {}), {} kernels for {} at --precision {}\n", o.model.model,
+                           le.info.model_name, le.info.model_hash, le.engine->steps().size(), le.info.arch,
+                           le.info.precision);
   const graph::Graph& g = le.engine->graph();
   GivenInputs given = read_given_inputs(o.in, input_names(g));
   std::vector<Tensor> inputs = inputs_for(g, o.in, given);
@@ -140,7 +141,7 @@ Ran run_model(const RunOptions& o) {
     r.where = "the GPU (" + gpu::device_info().name + ")";
     return r;
   }
-  runtime::BackendRun ran = make_backend(backend)(g, inputs);
+  runtime::BackendRun ran = make_backend(backend, o.build.precision)(g, inputs);
   for (const std::string& f : ran.fallbacks) std::cerr << "note: ran on the CPU reference: " << f << "\n";
   r.outputs = std::move(ran.outputs);
   r.where = "the " + backend + " backend";

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "fusion/partition.h"
+#include "graph/passes/precision.h"
 #include "runtime/gpu/cuda_driver.h"
 
 namespace braze::cli {
@@ -23,12 +24,13 @@ BuiltEngine build_engine(const graph::Graph& g, const BuildOptions& build, const
   opts.want_ptx = model.dumps("ptx");
   opts.tuning_cache = build.tuning_cache;
   opts.tune = build.tune;
+  opts.target.tf32 = tf32_gemms(build.precision);
   if (opts.tune && !gpu::gpu_available()) {
     std::cerr << "note: --tune needs a GPU (" << gpu::gpu_unavailable_reason() << "): heuristics choose\n";
     opts.tune = false;
   }
   BuiltEngine out;
-  if (build.precision != "fp32") {
+  if (graph::passes::precision_dtype(build.precision) != DType::Float32) {
     graph::Graph low = at_precision(g, build.precision);
     out.engine = gpu::Engine::build(low, fusion::make_plan(low, opts.fuse), opts, &out.report);
   } else {

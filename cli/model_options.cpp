@@ -32,10 +32,14 @@ void BuildOptions::add_to(CLI::App& cmd) {
 
 void add_precision_option(CLI::App& cmd, std::string& precision) {
   cmd.add_option("--precision", precision,
-                 "compute a float32 model in fp16 or bf16 on the GPU (weights and activations converted, inputs and "
-                 "outputs stay float32, reductions and normalisation statistics in float32); default fp32")
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+                 "fp32 (default): float32 exact, GEMMs on the SIMT kernel; tf32: float32 MatMul/Gemm on tensor cores "
+                 "with operands rounded to tf32 (10-bit mantissa), fp32 accumulation, everything else exact; fp16 or "
+                 "bf16: compute a float32 model in half precision (weights and activations converted, inputs and "
+                 "outputs stay float32, reductions and normalisation statistics in float32)")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
 }
+
+bool tf32_gemms(const std::string& precision) { return precision == "tf32"; }
 
 graph::Graph at_precision(const graph::Graph& g, const std::string& precision) {
   DType to = graph::passes::precision_dtype(precision);

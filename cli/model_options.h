@@ -29,13 +29,17 @@ struct BuildOptions {
   bool no_fuse = false;
   bool tune = false;
   std::string tuning_cache;
-  std::string precision = "fp32";  // fp32, fp16 or bf16 (graph::passes::convert_precision)
+  // fp32, tf32 (tensor-core float32 GEMMs: codegen::Target::tf32), fp16 or bf16
+  // (graph::passes::convert_precision)
+  std::string precision = "fp32";
   void add_to(CLI::App& cmd);
 };
 
-// The graph the GPU runs at `precision`: `g` itself for fp32, else a converted copy
-// (float32 interface kept, computed in float16 / bfloat16) through the pass pipeline.
+// The graph the GPU runs at `precision`: `g` itself for fp32 and tf32, else a converted
+// copy (float32 interface kept, computed in float16 / bfloat16) through the pass pipeline.
 graph::Graph at_precision(const graph::Graph& g, const std::string& precision);
+// Whether `precision` asks codegen for tf32 tensor-core GEMMs (codegen::Target::tf32).
+bool tf32_gemms(const std::string& precision);
 void add_precision_option(CLI::App& cmd, std::string& precision);
 
 struct LoadedModel {

@@ -228,7 +228,7 @@ std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group
   std::optional<GemmDims> d = gemm_dims(g, group, &ignored);
   if (!d) return {};
   std::vector<Tunables> c;
-  if (gemm_tc_unsupported(g, group, *d, target).empty()) c = gemm_tc_candidates(*d, target);
+  if (gemm_tc_unsupported(g, group, *d, target).empty()) c = gemm_tc_candidates(g, *d, target);
   for (Tunables& t : gemm_simt_candidates(g, *d, target)) c.push_back(std::move(t));
   return c;
 }

@@ -84,12 +84,13 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
                                        const GemmDims& d, const GemmEpilogue& epi,
                                        const Tunables& tune, std::string* why_not);
 
-// The tensor-core schedule (gemm_tc.cpp). Empty when it applies to the group on `target`,
-// else why not.
+// The tensor-core schedule (gemm_tc.cpp): float16 / bfloat16 products, and float32 ones
+// when target.tf32. Empty when it applies to the group on `target`, else why not.
 std::string gemm_tc_unsupported(const graph::Graph& g, const fusion::Group& group,
                                 const GemmDims& d, const Target& target);
 // Its search space ("tc" = 1), heuristic default first.
-std::vector<Tunables> gemm_tc_candidates(const GemmDims& d, const Target& target);
+std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& d,
+                                         const Target& target);
 std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group& group,
                                      const GemmDims& d, const GemmEpilogue& epi,
                                      const Target& target, const Tunables& tune,

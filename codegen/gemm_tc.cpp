@@ -1,6 +1,8 @@
 // The tensor-core GEMM schedule, for float16 and bfloat16 products on sm_80+ (mma.sync
-// m16n8k16, fp32 accumulation). The main loop is device code, braze_tc_gemm in
-// codegen/device/mma.cuh; this file picks its compile-time shape, addresses the operands,
+// m16n8k16, fp32 accumulation) and, when the target asks for tf32 (--precision tf32),
+// float32 products (mma.sync m16n8k8 on operands rounded to tf32, fp32 accumulation). The
+// main loop is device code, braze_tc_gemm in codegen/device/mma.cuh, one template for
+// both element widths; this file picks its compile-time shape, addresses the operands,
 // rasterises the blocks and writes the epilogue, shared with the SIMT schedule (gemm.h).
 //
 //   block tile BM x BN, k in steps of BK        warps WM x WN, each a (BM/WM) x (BN/WN)
@@ -9,15 +11,19 @@
 //   ├─────────┼────┼────┼────────┤               A and B stream global -> shared through
 //   │ w4      │ w5 │ w6 │ w7     │               STAGES buffers (cp.async, 16 bytes a copy,
 //   └─────────┴────┴────┴────────┘               zero-filled past the edges), XOR-swizzled
-//                                                 per 16 bytes; ldmatrix feeds the mma.
+//                                                 per 16 bytes (a float tile read along
+//                                                 k: rows padded); ldmatrix or ld.shared
+//                                                 (+ cvt.rna.tf32 for floats) feed the mma.
 //
 // A shared tile keeps the operand's contiguous dim contiguous: A stored [M, K] (and B
-// stored [N, K], Gemm transB = 1) load fragments with ldmatrix, A stored [K, M] (transA)
-// and B stored [K, N] (MatMul) with ldmatrix.trans. Operands are read straight from the
-// kernel's input pointers, so the schedule applies only when they are not computed in the
-// group (a Transpose or Cast fused in front of them stays with the SIMT schedule), their
-// contiguous dim and k are multiples of 8 elements (16-byte copies), and neither is a
-// vector. Batch dims broadcast as in the SIMT schedule (blockIdx.z, then a loop).
+// stored [N, K], Gemm transB = 1) load fragments with ldmatrix, 16-bit and tf32 alike, A
+// stored [K, M] (transA) and B stored [K, N] (MatMul) with ldmatrix.trans for 16-bit
+// elements and ld.shared a float at a time for tf32 (mma.cuh shows both layouts right and
+// conflict-free). Operands are read straight from the kernel's input pointers, so the
+// schedule applies only when they are not computed in the group (a Transpose or Cast fused
+// in front of them stays with the SIMT schedule), their contiguous dim and k are multiples
+// of 16 bytes (8 half elements, 4 floats: 16-byte copies), and neither is a vector. Batch
+// dims broadcast as in the SIMT schedule (blockIdx.z, then a loop).
 // Blocks walk the tile grid in groups of block-rows, down a group's columns first
 // (emit_gemm_tile_origin), so blocks running together share A rows and B columns in L2.
 // The epilogue runs on the accumulators in registers, element by element as in the SIMT
@@ -42,20 +48,30 @@ namespace {
 
 constexpr int64_t kMaxSharedBytes = 227 * 1024;  // opt-in limit per block on sm_80 / sm_90
 
-// split > 1: split-K, a cluster of `split` blocks per output tile, each over a share of k,
-// their sums added through distributed shared memory (sm_90) before one epilogue.
+// bk counts elements; elem is the operands' size in bytes (2, or 4 for tf32). split > 1:
+// split-K, a cluster of `split` blocks per output tile, each over a share of k, their sums
+// added through distributed shared memory (sm_90) before one epilogue.
 struct TcTile {
   int bm, bn, bk, wm, wn, stages, split = 1;
+  int elem = 2;
+  bool a_kcontig = true, b_kcontig = true;
   int threads() const { return wm * wn * 32; }
+  // As braze_tc_gemm lays its stages out: a float tile stored m- or n-contiguous has its
+  // rows padded by 8 floats. Split-K parks the fp32 accumulators there afterwards.
+  int64_t pipeline_bytes() const {
+    const int64_t pad = elem == 4 ? 8 : 0;
+    const int64_t a = a_kcontig ? int64_t{bm} * bk : int64_t{bk} * (bm + pad);
+    const int64_t b = b_kcontig ? int64_t{bn} * bk : int64_t{bk} * (bn + pad);
+    return stages * (a + b) * elem;
+  }
   int64_t shared_bytes() const {
-    int64_t pipeline = int64_t{stages} * (bm + bn) * bk * 2, partials = int64_t{bm} * bn * 4;
-    return split > 1 ? std::max(pipeline, partials) : pipeline;
+    return split > 1 ? std::max(pipeline_bytes(), int64_t{bm} * bn * 4) : pipeline_bytes();
   }
 };
 
-TcTile tile_of(const Tunables& t) {
-  return {t.at("bm"), t.at("bn"),     t.at("bk"), t.at("wm"),
-          t.at("wn"), t.at("stages"), t.count("split") ? t.at("split") : 1};
+TcTile tile_of(const Tunables& t, int elem, const GemmDims& d) {
+  return {t.at("bm"), t.at("bn"), t.at("bk"), t.at("wm"), t.at("wn"), t.at("stages"),
+          t.count("split") ? t.at("split") : 1, elem, !d.ta, d.tb};
 }
 
 Tunables tunables_of(const TcTile& t) {
@@ -68,9 +84,11 @@ Tunables tunables_of(const TcTile& t) {
 bool pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 // Why the main loop cannot take this tile shape, or empty.
+// A k-tile holds whole mma k-steps (16 half elements or 8 floats: 32 bytes); an m- or
+// n-contiguous float tile, rows of 128-byte multiples (its padding, mma.cuh).
 std::string tile_problem(const TcTile& t) {
-  if (!pow2(t.bm) || !pow2(t.bn) || !pow2(t.bk) || t.bk < 16 || t.wm < 1 || t.wn < 1 ||
-      t.bm % (16 * t.wm) != 0 || t.bn % (16 * t.wn) != 0)
+  if (!pow2(t.bm) || !pow2(t.bn) || !pow2(t.bk) || t.bk * t.elem < 32 || t.wm < 1 ||
+      t.wn < 1 || t.bm % (16 * t.wm) != 0 || t.bn % (16 * t.wn) != 0 || t.bm < 32 || t.bn < 32)
     return fmt::format("tensor-core tile {}x{}x{} with {}x{} warps is not supported", t.bm, t.bn,
                        t.bk, t.wm, t.wn);
   if (t.threads() > 1024 || t.stages < 2) return "tensor-core tile: too many warps or stages";
@@ -88,8 +106,11 @@ std::string gemm_tc_unsupported(const graph::Graph& g, const fusion::Group& grou
   const graph::Node& n = *d.node;
   const graph::Value& a = g.value(n.inputs[0]);
   const graph::Value& b = g.value(n.inputs[1]);
-  if (a.dtype != b.dtype || (a.dtype != DType::Float16 && a.dtype != DType::BFloat16))
-    return "tensor-core GEMM takes float16 or bfloat16 operands of one type";
+  if (a.dtype == DType::Float32 && b.dtype == DType::Float32 && !target.tf32)
+    return "float32 products run on tensor cores only at --precision tf32";
+  if (a.dtype != b.dtype ||
+      (a.dtype != DType::Float16 && a.dtype != DType::BFloat16 && a.dtype != DType::Float32))
+    return "tensor-core GEMM takes float16, bfloat16 or (tf32) float32 operands of one type";
   if (d.a_vec || d.b_vec) return "a matrix-vector product";
   for (const graph::Value* v : {&a, &b})
     if (v->producer != graph::kNoNode &&
@@ -97,36 +118,55 @@ std::string gemm_tc_unsupported(const graph::Graph& g, const fusion::Group& grou
       return fmt::format("operand %{} is computed in the kernel", v->name);
   if (d.m == 0 || d.nn == 0 || d.k == 0 || d.batches == 0) return "an empty product";
   const int64_t a_contig = d.ta ? d.m : d.k, b_contig = d.tb ? d.k : d.nn;
-  if (d.k % 8 != 0 || a_contig % 8 != 0 || b_contig % 8 != 0)
-    return "k and the operands' contiguous dims must be multiples of 8 for 16-byte copies";
+  const int64_t per_copy = 16 / static_cast<int64_t>(dtype_size(a.dtype));
+  if (d.k % per_copy != 0 || a_contig % per_copy != 0 || b_contig % per_copy != 0)
+    return fmt::format(
+        "k and the operands' contiguous dims must be multiples of {} for 16-byte copies",
+        per_copy);
   return "";
 }
 
-std::vector<Tunables> gemm_tc_candidates(const GemmDims& d, const Target& target) {
+std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& d,
+                                         const Target& target) {
   auto tiles = [&](int bm, int bn) {
     return ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
   };
+  const bool tf32 = g.value(d.node->inputs[0]).dtype == DType::Float32;
   // Heuristic: the largest tile that still gives every SM a block (on an H200, 4096^3 in
   // float16 ran at 277 TFLOP/s with 128 x 256, 220 with 128 x 128; small products did best
-  // with 64 x 64 x 64).
-  const TcTile def = tiles(128, 256) >= target.num_sms   ? TcTile{128, 256, 32, 2, 4, 3}
-                     : tiles(128, 128) >= target.num_sms ? TcTile{128, 128, 32, 2, 4, 3}
-                     : tiles(64, 128) >= target.num_sms  ? TcTile{64, 128, 32, 2, 2, 4}
-                                                         : TcTile{64, 64, 64, 2, 2, 3};
+  // with 64 x 64 x 64). The tf32 tiles are those ptxas (CUDA 12, sm_90) fits in registers
+  // without spilling for all four operand layouts: warp tiles of 64 x 32 or 32 x 64 with
+  // bk 16 (two m16n8k8 k-steps a stage; 114-220 registers); 128 x 256 tiles, warp tiles of
+  // 64 x 64, and bk 32 spill for some layout.
+  const TcTile def =
+      tf32 ? (tiles(128, 128) >= target.num_sms  ? TcTile{128, 128, 16, 2, 4, 4}
+              : tiles(64, 128) >= target.num_sms ? TcTile{64, 128, 16, 1, 4, 4}
+                                                 : TcTile{64, 64, 16, 2, 2, 4})
+           : (tiles(128, 256) >= target.num_sms   ? TcTile{128, 256, 32, 2, 4, 3}
+              : tiles(128, 128) >= target.num_sms ? TcTile{128, 128, 32, 2, 4, 3}
+              : tiles(64, 128) >= target.num_sms  ? TcTile{64, 128, 32, 2, 2, 4}
+                                                  : TcTile{64, 64, 64, 2, 2, 3});
+  const std::initializer_list<TcTile> half_tiles = {
+      {128, 256, 32, 2, 4, 3}, {128, 256, 64, 2, 4, 3}, {256, 128, 32, 4, 2, 3},
+      {256, 128, 64, 4, 2, 3}, {128, 128, 32, 2, 4, 3}, {128, 128, 32, 2, 4, 4},
+      {128, 128, 64, 2, 4, 3}, {128, 64, 32, 2, 2, 4},  {64, 128, 32, 2, 2, 4},
+      {64, 64, 32, 2, 2, 4},   {64, 64, 64, 2, 2, 3}};
+  const std::initializer_list<TcTile> tf32_tiles = {
+      {128, 128, 16, 2, 4, 4}, {128, 128, 16, 2, 4, 3}, {128, 128, 16, 4, 2, 4},
+      {64, 128, 16, 1, 4, 4},  {64, 64, 16, 2, 2, 4},   {64, 64, 16, 2, 2, 3}};
   std::vector<Tunables> c{tunables_of(def)};
-  for (TcTile t :
-       {TcTile{128, 256, 32, 2, 4, 3}, TcTile{128, 256, 64, 2, 4, 3}, TcTile{256, 128, 32, 4, 2, 3},
-        TcTile{256, 128, 64, 4, 2, 3}, TcTile{128, 128, 32, 2, 4, 3}, TcTile{128, 128, 32, 2, 4, 4},
-        TcTile{128, 128, 64, 2, 4, 3}, TcTile{128, 64, 32, 2, 2, 4}, TcTile{64, 128, 32, 2, 2, 4},
-        TcTile{64, 64, 32, 2, 2, 4}, TcTile{64, 64, 64, 2, 2, 3}}) {
+  for (TcTile t : tf32 ? tf32_tiles : half_tiles) {
     Tunables tu = tunables_of(t);
     if (std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
   }
   // Split-K where the output tiles leave SMs idle and k is long enough to share: clusters
   // of 2-8 blocks (sm_90; not in the CPU emulator).
+  const std::initializer_list<TcTile> half_split = {
+      {64, 64, 64, 2, 2, 3}, {64, 64, 32, 2, 2, 4}, {64, 128, 32, 2, 2, 4}, {128, 128, 32, 2, 4, 3}};
+  const std::initializer_list<TcTile> tf32_split = {
+      {64, 64, 16, 2, 2, 4}, {64, 128, 16, 1, 4, 4}, {128, 128, 16, 2, 4, 4}};
   if (target.sm >= 90 && !target.emulated)
-    for (TcTile t : {TcTile{64, 64, 64, 2, 2, 3}, TcTile{64, 64, 32, 2, 2, 4},
-                     TcTile{64, 128, 32, 2, 2, 4}, TcTile{128, 128, 32, 2, 4, 3}})
+    for (TcTile t : tf32 ? tf32_split : half_split)
       for (int split : {2, 4, 8}) {
         t.split = split;
         const int64_t ktiles = (d.k + t.bk - 1) / t.bk;
@@ -141,7 +181,10 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
                                      const Target& target, const Tunables& tune,
                                      std::string* why_not) {
   std::string why = gemm_tc_unsupported(g, group, d, target);
-  const TcTile t = tile_of(tune);
+  const graph::Node& n = *d.node;
+  const graph::Value& a = g.value(n.inputs[0]);
+  const graph::Value& b = g.value(n.inputs[1]);
+  const TcTile t = tile_of(tune, static_cast<int>(dtype_size(a.dtype)), d);
   if (why.empty()) why = tile_problem(t);
   const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
   if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, t.bk, t.split);
@@ -149,9 +192,6 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
     *why_not = why;
     return std::nullopt;
   }
-  const graph::Node& n = *d.node;
-  const graph::Value& a = g.value(n.inputs[0]);
-  const graph::Value& b = g.value(n.inputs[1]);
   const int warp_m = t.bm / t.wm, warp_n = t.bn / t.wn;
 
   Emitter e = gemm_emitter(g, group, d);
@@ -210,6 +250,7 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}){13} KERNEL_NAME({1}) {{\n"
       "  typedef braze_tc_gemm<{2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}> tile_gemm;\n"
+      "  static_assert(tile_gemm::kSharedBytes <= {11}, \"the launch's shared memory\");\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {11});\n"
       "  const braze_saddr smem = braze_smem_addr(braze_smem);\n{12}}}\n",
       t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), t.bm, t.bn, t.bk, t.wm, t.wn,

@@ -19,6 +19,10 @@ struct Target {
   // For the CPU emulator (runtime/emulator.cpp), which runs one block at a time: no
   // thread-block clusters (tensor-core and cp.async helpers have C++ stand-ins there).
   bool emulated = false;
+  // Float32 MatMul / Gemm on tensor cores with tf32 operands (--precision tf32); otherwise
+  // float32 products stay exact on the SIMT schedule. A codegen choice: the graph keeps its
+  // float32 values, and the kernels' source (hence the kernel cache key) differs.
+  bool tf32 = false;
 };
 
 // A schedule's compile-time choices ("vec", "threads", "unroll", …), one point of its

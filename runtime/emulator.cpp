@@ -31,9 +31,10 @@ using graph::ValueId;
 
 namespace {
 
-codegen::Target emulator_target() {
+codegen::Target emulator_target(const EmulatorOptions& opts) {
   codegen::Target t;
   t.emulated = true;
+  t.tf32 = opts.tf32;
   return t;
 }
 
@@ -99,13 +100,14 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
                                  const EmulatorOptions& opts) {
   check_inputs(g, inputs);
   fs::path dir = opts.cache_dir.empty() ? gpu::default_cache_dir() / "emulator" : opts.cache_dir;
-  std::vector<gpu::Step> steps = gpu::generate_steps(g, plan, emulator_target());
+  const codegen::Target target = emulator_target(opts);
+  std::vector<gpu::Step> steps = gpu::generate_steps(g, plan, target);
   if (opts.candidate >= 0)
     for (gpu::Step& s : steps) {
-      std::vector<codegen::Tunables> c = codegen::candidates(g, s.group, emulator_target());
+      std::vector<codegen::Tunables> c = codegen::candidates(g, s.group, target);
       if (!s.kernel || c.empty()) continue;
       const codegen::Tunables& t = c[std::min<size_t>(static_cast<size_t>(opts.candidate), c.size() - 1)];
-      codegen::GroupCode gc = codegen::generate(g, s.group, emulator_target(), &t);
+      codegen::GroupCode gc = codegen::generate(g, s.group, target, &t);
       if (gc.kernel) s.kernel = std::move(gc.kernel);
     }
   std::vector<Tensor> vals(g.num_values());

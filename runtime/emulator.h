@@ -23,6 +23,9 @@ struct EmulatorOptions {
   // For tests of the search space: build each kernel with candidate `candidate` of its
   // schedule (clamped to the last one) instead of the heuristic default; -1: the default.
   int candidate = -1;
+  // Float32 GEMMs on the tensor-core schedule with tf32 operands (--precision tf32;
+  // codegen::Target::tf32).
+  bool tf32 = false;
 };
 
 std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan, const std::vector<Tensor>& inputs,

@@ -1,10 +1,12 @@
-// Graphs for the tensor-core GEMM schedule, written once for float16 and bfloat16 ("$T" in
-// the text is the element type): both layouts of each operand, Gemm's alpha / beta / bias,
-// activation and layout epilogues, a broadcast batch, sizes that are multiples of no tile.
-// Used by tests/codegen (NVRTC), tests/runtime (the CPU emulator) and tests/gpu.
+// Graphs for the tensor-core GEMM schedule, written once for float16, bfloat16 and float32
+// at --precision tf32 ("$T" in the text is the element type): both layouts of each
+// operand, Gemm's alpha / beta / bias, activation and layout epilogues, a broadcast batch,
+// sizes that are multiples of no tile. Used by tests/codegen (NVRTC), tests/runtime (the
+// CPU emulator) and tests/gpu.
 #pragma once
 
 #include <braze/tensor.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <ostream>
@@ -64,6 +66,24 @@ inline const std::vector<GemmTcCase>& gemm_tc_cases() {
   return cases;
 }
 
+// For tf32: the cases above in float, and sizes a 16-byte copy of floats allows but one of
+// half elements does not (k and contiguous dims multiples of 4, not 8).
+inline const std::vector<GemmTcCase>& gemm_tf32_cases() {
+  static const std::vector<GemmTcCase> cases = [] {
+    std::vector<GemmTcCase> c = gemm_tc_cases();
+    c.push_back({"fp32_k_and_n_multiples_of_4", R"(<ir_version: 8, opset_import: ["" : 20]>
+        g ($T[37,36] a, $T[36,132] b, $T[132] c) => ($T[37,132] y) {
+          m = MatMul(a, b)  s = Add(m, c)  y = Gelu(s) })",
+                 true, false, false});
+    c.push_back({"fp32_transa_transb_multiples_of_4", R"(<ir_version: 8, opset_import: ["" : 20]>
+        g ($T[20,44] a, $T[69,20] b, $T[44,1] c) => ($T[44,69] y) {
+          y = Gemm <alpha = 1.5, beta = -0.5, transA = 1, transB = 1> (a, b, c) })",
+                 false, true, false});
+    return c;
+  }();
+  return cases;
+}
+
 // The case's text for element type `dtype` ("float16", "bfloat16", "double" …).
 inline std::string gemm_tc_text(const GemmTcCase& c, const std::string& dtype) {
   std::string s = c.text;
@@ -88,6 +108,18 @@ inline double relative_frobenius(const Tensor& got, const Tensor& want) {
     norm += w * w;
   }
   return std::sqrt(diff / norm);
+}
+
+// Whether the tensor core's tf32 result `got` (float32) is as close to the float64 result
+// `want64` as rounding the operands to a 10-bit mantissa allows: relative L2 error within
+// 1e-3 and every element finite (poisoned outputs read as NaN).
+inline ::testing::AssertionResult tf32_close(const Tensor& got, const Tensor& want64) {
+  for (int64_t i = 0; i < got.numel(); ++i)
+    if (!std::isfinite(got.get_f64(i)))
+      return ::testing::AssertionFailure() << "element " << i << " is " << got.get_f64(i);
+  const double rel = relative_frobenius(got, want64);
+  if (!(rel <= 1e-3)) return ::testing::AssertionFailure() << "relative L2 error " << rel;
+  return ::testing::AssertionSuccess() << "relative L2 error " << rel;
 }
 
 }  // namespace braze::test

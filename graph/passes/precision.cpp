@@ -12,10 +12,10 @@
 namespace braze::graph::passes {
 
 DType precision_dtype(const std::string& name) {
-  if (name == "fp32") return DType::Float32;
+  if (name == "fp32" || name == "tf32") return DType::Float32;
   if (name == "fp16") return DType::Float16;
   if (name == "bf16") return DType::BFloat16;
-  throw UserError(fmt::format("--precision {}: expected fp32, fp16 or bf16 (tf32 GEMMs are not implemented)", name));
+  throw UserError(fmt::format("--precision {}: expected fp32, tf32, fp16 or bf16", name));
 }
 
 int convert_precision(Graph& g, DType to) {

@@ -16,8 +16,10 @@ namespace braze::graph::passes {
 // Returns the number of values of the target dtype afterwards.
 int convert_precision(Graph& g, DType to);
 
-// "fp32" (no change), "fp16" or "bf16" as the CLI spells them; throws UserError for
-// anything else (tf32 GEMMs are not implemented).
+// The dtype a float32 model computes in at --precision `name`: "fp32" and "tf32" keep
+// float32 (tf32 is a codegen choice, not a dtype: float32 GEMMs on tensor cores with
+// operands rounded to tf32, codegen::Target::tf32), "fp16" and "bf16" as named; throws
+// UserError for anything else.
 DType precision_dtype(const std::string& name);
 
 }  // namespace braze::graph::passes

@@ -125,7 +125,8 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
   auto t0 = std::chrono::steady_clock::now();
   make_current();
   const DeviceInfo& dev = device_info();
-  std::string suffix = fmt::format("|{}|nvrtc {}", dev.name, nvrtc_version());
+  // tf32 asks for other GEMM kernels than float32's, from another search space.
+  std::string suffix = fmt::format("|{}|nvrtc {}{}", dev.name, nvrtc_version(), opts.target.tf32 ? "|tf32" : "");
   DeviceBuffer flush(std::max<size_t>(dev.l2_bytes * 2, size_t{64} << 20));
   TuneReport r;
   for (Step& s : steps) {

@@ -93,11 +93,11 @@ CopyBandwidth measure_copy_bandwidth(size_t bytes, int iters) {
 
 PeakRates peak_rates(const Arch& a) {
   int sm = a.major * 10 + a.minor;
-  if (sm >= 90) return {67.0, 989.0};   // H100 / H200 SXM
-  if (sm >= 89) return {82.6, 330.0};   // L40S class
-  if (sm >= 80) return {19.5, 312.0};   // A100
-  if (sm >= 75) return {8.1, 65.0};     // T4
-  return {15.7, 125.0};                 // V100
+  if (sm >= 90) return {67.0, 989.0, 494.7};  // H100 / H200 SXM
+  if (sm >= 89) return {82.6, 330.0, 90.5};   // L40S class
+  if (sm >= 80) return {19.5, 312.0, 156.0};  // A100
+  if (sm >= 75) return {8.1, 65.0, 0.0};      // T4
+  return {15.7, 125.0, 0.0};                  // V100
 }
 
 uint64_t step_bytes(const graph::Graph& g, const Step& s) {

@@ -21,10 +21,12 @@ struct CopyBandwidth {
 CopyBandwidth measure_copy_bandwidth(size_t bytes = size_t{1} << 30, int iters = 20);
 
 // Peak arithmetic rates of the device's architecture (datasheet figures, TFLOP/s), for the
-// roofline: SIMT float32, and tensor-core float16/bfloat16.
+// roofline: SIMT float32, tensor-core float16/bfloat16, and tensor-core tf32 (0 where the
+// architecture has none).
 struct PeakRates {
   double fp32 = 0;
   double fp16_tensor = 0;
+  double tf32_tensor = 0;
 };
 PeakRates peak_rates(const Arch& arch);
 

@@ -94,6 +94,7 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
   h["model_name"] = info.model_name;
   h["nvrtc_version"] = info.nvrtc_version;
   h["arch"] = engine.arch().name();
+  h["precision"] = info.precision;
   json values = json::array();
   for (size_t i = 0; i < g.num_values(); ++i) {
     const graph::Value& v = g.value(static_cast<graph::ValueId>(i));
@@ -182,6 +183,7 @@ LoadedEngine load_engine(const fs::path& path) {
     out.info.model_name = h.at("model_name");
     out.info.nvrtc_version = h.at("nvrtc_version");
     out.info.arch = h.at("arch");
+    out.info.precision = h.value("precision", "fp32");
     const json& gj = h.at("graph");
     graph::Graph g;
     g.name = gj.at("name");

@@ -1,6 +1,7 @@
 // The .braze engine file: a self-contained artifact of `braze compile`. It holds the
 // optimised graph (nodes, attributes, weights), the plan, every kernel's source, launch
-// rule and CUBIN, the target arch and NVRTC version, and the source model's hash, so
+// rule and CUBIN, the target arch and NVRTC version, the --precision it was built at, and
+// the source model's hash, so
 // `braze run FILE.braze` needs neither the model nor a compiler (unless the device's arch
 // differs, when it recompiles the embedded sources).
 //
@@ -22,6 +23,9 @@ struct EngineFileInfo {
   std::string braze_version;
   std::string nvrtc_version;
   std::string arch;
+  // --precision at build: fp32, tf32 (float32 GEMM kernels on tensor cores), fp16, bf16.
+  // Files written before it was recorded read as fp32.
+  std::string precision = "fp32";
 };
 
 void save_engine(const std::filesystem::path& path, const Engine& engine, const EngineFileInfo& info);

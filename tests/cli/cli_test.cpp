@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -133,6 +134,61 @@ TEST(Cli, DiffAtReducedPrecision) {
   Result pk = braze(fmt::format("diff {} --a emulator --precision bf16 --per-kernel", m.string()));
   EXPECT_NE(pk.code, 0);
   EXPECT_NE(pk.out.find("without --precision"), std::string::npos) << pk.out;
+}
+
+// y = Gelu(a b + c) with a float[77,64], b float[64,200].
+fs::path write_matmul_model(const fs::path& dir) {
+  onnx::ModelProto m = frontend::parse_model_text(R"(
+    <ir_version: 8, opset_import: ["" : 20]>
+    g (float[77,64] a, float[64,200] b, float[200] c) => (float[77,200] y) {
+      p = MatMul(a, b)  s = Add(p, c)  y = Gelu(s) })");
+  fs::path p = dir / "matmul.onnx";
+  std::ofstream(p, std::ios::binary) << m.SerializeAsString();
+  return p;
+}
+
+// The "rel l2 err" column of diff's row for output `name`.
+double diff_rel_l2(const std::string& out, const std::string& name) {
+  size_t p = out.find("\n  " + name + " ");
+  if (p == std::string::npos) return -1;
+  std::istringstream row(out.substr(p + 3 + name.size()));
+  double max_abs = -1, max_rel = -1, rel_l2 = -1;
+  row >> max_abs >> max_rel >> rel_l2;
+  return rel_l2;
+}
+
+// --precision tf32: the graph stays float32, the MatMul runs on the tensor-core schedule
+// with tf32 operands (here on the emulator), within 1e-3 relative L2 of the reference;
+// fp32 keeps the exact SIMT kernel. compile records the precision in the engine file.
+TEST(Cli, Tf32Precision) {
+  fs::path d = temp_dir("tf32");
+  fs::path m = write_matmul_model(d);
+  Result r = braze(fmt::format("diff {} --a emulator --b reference --precision tf32", m.string()));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("at --precision tf32"), std::string::npos) << r.out;
+  const double tf32 = diff_rel_l2(r.out, "y");
+  EXPECT_LE(tf32, 1e-3) << r.out;
+  EXPECT_GT(tf32, 1e-5) << "operands rounded to tf32: " << r.out;
+  Result exact = braze(fmt::format("diff {} --a emulator --b reference", m.string()));
+  EXPECT_EQ(exact.code, 0) << exact.out;
+  const double fp32 = diff_rel_l2(exact.out, "y");
+  EXPECT_GE(fp32, 0) << exact.out;
+  EXPECT_LT(fp32, 1e-6) << "fp32 stays exact: " << exact.out;
+
+  Result c = braze(fmt::format("compile {} --precision tf32 --dump cuda --no-cache -o {}", m.string(),
+                               (d / "tf32.braze").string()));
+  EXPECT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("braze_tc_gemm<float, "), std::string::npos) << c.out;
+  Result c32 = braze(fmt::format("compile {} --precision fp32 --dump cuda --no-cache -o {}", m.string(),
+                                 (d / "fp32.braze").string()));
+  EXPECT_EQ(c32.code, 0) << c32.out;
+  EXPECT_EQ(c32.out.find("braze_tc_gemm"), std::string::npos) << "fp32 keeps the SIMT kernel";
+  EXPECT_NE(c32.out.find("== cuda braze_gemm_MatMul"), std::string::npos) << c32.out;
+  Result run = braze("run " + (d / "tf32.braze").string());
+  EXPECT_EQ(run.code, 0) << run.out;
+  EXPECT_NE(run.out.find("at --precision tf32"), std::string::npos) << run.out;
+  EXPECT_NE(braze("run " + (d / "fp32.braze").string()).out.find("at --precision fp32"), std::string::npos);
+  EXPECT_EQ(braze(fmt::format("compile {} --precision tf16 -o {}", m.string(), (d / "x.braze").string())).code, 2);
 }
 
 TEST(Cli, InspectJson) {

@@ -1,7 +1,9 @@
 // The tensor-core GEMM schedule's generated CUDA: chosen for float16 / bfloat16 products on
-// sm_80+, compiled with NVRTC for sm_90 (no GPU needed) into PTX that uses mma.sync,
-// ldmatrix and cp.async and keeps its accumulators out of local memory; every candidate of
-// its search space compiles; the SIMT schedule keeps what it cannot take.
+// sm_80+, and for float32 ones at tf32, compiled with NVRTC for sm_90 (no GPU needed) into
+// PTX that uses mma.sync, ldmatrix (16-bit) or ld.shared + cvt.rna.tf32 (tf32) and cp.async
+// and keeps its accumulators out of local memory; every candidate of its search space
+// compiles; the SIMT schedule keeps what it cannot take, and float32 without tf32; split-K
+// over clusters where tiles are few and k long.
 #include <algorithm>
 #include <gtest/gtest.h>
 
@@ -19,6 +21,7 @@ namespace braze {
 namespace {
 
 const codegen::Target kH200{90, 132};
+const codegen::Target kH200Tf32{90, 132, false, true};
 
 using test::GemmGroup;
 using test::gemm_group_of;
@@ -189,6 +192,124 @@ TEST(GemmTcCodegen, ForcedWhereItCannotApplySaysWhy) {
   codegen::GroupCode gc = codegen::generate(gg.g, gg.group, kH200, &t);
   EXPECT_FALSE(gc.kernel.has_value());
   EXPECT_NE(gc.fallback_reason.find("multiples of 8"), std::string::npos) << gc.fallback_reason;
+}
+
+// A k-contiguous operand's fragments load with ldmatrix (never .trans, which splits 16-bit
+// elements), an m- or n-contiguous one's with ld.shared a float at a time.
+void expect_tf32_ptx(const std::string& ptx, bool a_kcontig, bool b_kcontig) {
+  EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
+  EXPECT_NE(ptx.find("cvt.rna.tf32.f32"), std::string::npos);
+  EXPECT_EQ(ptx.find("ld.shared.f32") != std::string::npos, !a_kcontig || !b_kcontig);
+  EXPECT_EQ(ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos,
+            a_kcontig || b_kcontig);
+  EXPECT_EQ(ptx.find(".trans"), std::string::npos);
+  EXPECT_NE(ptx.find("cp.async.cg.shared.global"), std::string::npos);
+  EXPECT_NE(ptx.find("cp.async.wait_group"), std::string::npos);
+  EXPECT_EQ(ptx.find("ld.local"), std::string::npos);
+  EXPECT_EQ(ptx.find("st.local"), std::string::npos);
+}
+
+class GemmTf32Codegen : public ::testing::TestWithParam<test::GemmTcCase> {};
+
+TEST_P(GemmTf32Codegen, ChosenAtTf32AndCompilesToTf32TensorCoreCode) {
+  const test::GemmTcCase& c = GetParam();
+  GemmGroup gg = gemm_group_of(test::gemm_tc_text(c, "float"));
+  codegen::GroupCode gc = codegen::generate(gg.g, gg.group, kH200Tf32);
+  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+  const codegen::Kernel& k = *gc.kernel;
+  EXPECT_TRUE(is_tc(k.tunables));
+  EXPECT_NE(k.source.find("braze_tc_gemm<float, "), std::string::npos);
+  EXPECT_LE(k.shared_bytes, 227u * 1024);
+  expect_tf32_ptx(ptx_of(k), c.a_kcontig, c.b_kcontig);
+  EXPECT_NE(k.source.find(std::string(c.a_kcontig ? "true" : "false") + ", " +
+                          (c.b_kcontig ? "true" : "false") + "> tile_gemm"),
+            std::string::npos);
+  // The same group at fp32: the exact SIMT kernel, another source and so another name
+  // (the kernel cache and the tuning cache key on it).
+  codegen::GroupCode exact = codegen::generate(gg.g, gg.group, kH200);
+  ASSERT_TRUE(exact.kernel.has_value()) << exact.fallback_reason;
+  EXPECT_FALSE(is_tc(exact.kernel->tunables));
+  EXPECT_EQ(exact.kernel->source.find("mma.sync"), std::string::npos);
+  EXPECT_NE(exact.kernel->name, k.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GemmTf32Codegen, ::testing::ValuesIn(test::gemm_tf32_cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(GemmTf32Codegen, EveryCandidateCompiles) {
+  for (const char* name : {"gemm_transb_bias_gelu", "matmul_bias_relu", "gemm_transa_alpha_beta",
+                           "gemm_transa_transb"}) {
+    const test::GemmTcCase* c = nullptr;
+    for (const test::GemmTcCase& k : test::gemm_tf32_cases())
+      if (std::string(k.name) == name) c = &k;
+    ASSERT_NE(c, nullptr);
+    GemmGroup gg = gemm_group_of(test::gemm_tc_text(*c, "float"));
+    std::vector<codegen::Tunables> cands = codegen::candidates(gg.g, gg.group, kH200Tf32);
+    size_t tc = 0;
+    for (const codegen::Tunables& t : cands) {
+      if (!is_tc(t)) continue;
+      EXPECT_EQ(tc, static_cast<size_t>(&t - cands.data())) << "tensor-core candidates come first";
+      ++tc;
+      codegen::GroupCode gc = codegen::generate(gg.g, gg.group, kH200Tf32, &t);
+      ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+      EXPECT_EQ(gc.kernel->tunables, t);
+      EXPECT_LE(gc.kernel->shared_bytes, 227u * 1024);
+      EXPECT_LE(gc.kernel->block[0], 1024u);
+      expect_tf32_ptx(ptx_of(*gc.kernel), c->a_kcontig, c->b_kcontig);
+    }
+    EXPECT_GE(tc, 6u);
+    EXPECT_GT(cands.size(), tc) << "the SIMT candidates follow";
+  }
+}
+
+// The tf32 default tile grows with the problem as the float16 one does (to 128 x 128: larger
+// tf32 tiles spill registers).
+TEST(GemmTf32Codegen, DefaultTileFollowsTheProblemSize) {
+  auto default_of = [](const std::string& a, const std::string& b, const std::string& y) {
+    GemmGroup gg = gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
+      g (float)" + a + R"( a, float)" + b + R"( b) => (float)" + y + R"( y) { y = MatMul(a, b) })");
+    codegen::Tunables t = codegen::candidates(gg.g, gg.group, kH200Tf32).front();
+    EXPECT_TRUE(is_tc(t));
+    return std::make_tuple(t.at("bm"), t.at("bn"), t.at("bk"));
+  };
+  EXPECT_EQ(default_of("[77,64]", "[64,200]", "[77,200]"), std::make_tuple(64, 64, 16));
+  EXPECT_EQ(default_of("[512,1024]", "[1024,4096]", "[512,4096]"), std::make_tuple(64, 128, 16));
+  EXPECT_EQ(default_of("[2048,1024]", "[1024,2048]", "[2048,2048]"), std::make_tuple(128, 128, 16));
+}
+
+// At tf32, what 16-byte copies of floats cannot take (k or a contiguous dim not a multiple
+// of 4), vectors, and operands computed in the kernel stay exact on the SIMT schedule; a
+// forced tensor-core tile says why it cannot apply.
+TEST(GemmTf32Codegen, SimtKeepsTheRest) {
+  for (const char* text : {
+           R"(<ir_version: 8, opset_import: ["" : 18]>
+        g (float[64,30] a, float[30,64] b) => (float[64,64] y) { y = MatMul(a, b) })",
+           R"(<ir_version: 8, opset_import: ["" : 18]>
+        g (float[64,64] a, float[64,62] b) => (float[64,62] y) { y = MatMul(a, b) })",
+           R"(<ir_version: 8, opset_import: ["" : 18]>
+        g (float[64,64] a, float[64] v) => (float[64] y) { y = MatMul(a, v) })",
+           R"(<ir_version: 8, opset_import: ["" : 18]>
+        g (float[2,64,32] q, float[2,48,32] k) => (float[2,64,48] y) {
+          kt = Transpose <perm = [0, 2, 1]> (k)  y = MatMul(q, kt) })"}) {
+    GemmGroup gg = gemm_group_of(text);
+    for (const codegen::Tunables& t : codegen::candidates(gg.g, gg.group, kH200Tf32))
+      EXPECT_FALSE(is_tc(t)) << text;
+    codegen::GroupCode gc = codegen::generate(gg.g, gg.group, kH200Tf32);
+    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+    EXPECT_EQ(gc.kernel->source.find("mma.sync"), std::string::npos) << text;
+  }
+  GemmGroup gg = gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[64,30] a, float[30,64] b) => (float[64,64] y) { y = MatMul(a, b) })");
+  codegen::Tunables t{{"tc", 1}, {"bm", 64}, {"bn", 64},   {"bk", 32},
+                      {"wm", 2}, {"wn", 2},  {"stages", 3}};
+  codegen::GroupCode forced = codegen::generate(gg.g, gg.group, kH200Tf32, &t);
+  EXPECT_FALSE(forced.kernel.has_value());
+  EXPECT_NE(forced.fallback_reason.find("multiples of 4"), std::string::npos)
+      << forced.fallback_reason;
+  codegen::GroupCode exact = codegen::generate(gg.g, gg.group, kH200, &t);
+  EXPECT_FALSE(exact.kernel.has_value());
+  EXPECT_NE(exact.fallback_reason.find("--precision tf32"), std::string::npos)
+      << exact.fallback_reason;
 }
 
 }  // namespace

@@ -85,7 +85,9 @@ TEST(Precision, NamesAndErrors) {
   EXPECT_EQ(graph::passes::precision_dtype("bf16"), DType::BFloat16);
   EXPECT_EQ(graph::passes::precision_dtype("fp32"), DType::Float32);
   test::expect_user_error([] { graph::passes::precision_dtype("fp8"); }, {"--precision fp8", "fp16"});
-  test::expect_user_error([] { graph::passes::precision_dtype("tf32"); }, {"tf32 GEMMs are not implemented"});
+  // tf32 is a codegen choice (tensor-core float32 GEMMs): the graph stays float32.
+  EXPECT_EQ(graph::passes::precision_dtype("tf32"), DType::Float32);
+  test::expect_user_error([] { graph::passes::precision_dtype("TF32"); }, {"--precision TF32", "tf32"});
   graph::Graph g = test::graph_from_text(kModel);
   EXPECT_EQ(graph::passes::convert_precision(g, DType::Float32), 0);
 }

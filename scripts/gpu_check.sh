@@ -4,7 +4,7 @@
 #   doctor, ctest -L gpu, conformance on the GPU backend fused and unfused (ONNX node tests
 #   and models/), diff of fused vs unfused and per kernel on the models, and
 #   compute-sanitizer memcheck over the GPU conformance run and over the GPU search-space
-#   tests (every reduction and tensor-core GEMM candidate).
+#   tests (every reduction, tensor-core and SIMT GEMM candidate; BRAZE_MEMCHECK_SECONDS caps it).
 # Prints a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -56,8 +56,8 @@ if has memcheck; then
   summary+=("memcheck: $(grep -E 'ERROR SUMMARY' "$out/memcheck.txt" | sort | uniq -c | tr '\n' ' ') $(tail -1 "$out/memcheck.txt")")
 fi
 if has memcheck_search; then
-  compute-sanitizer --tool memcheck --print-limit 20 build-gpu/tests/gpu_tests \
-    --gtest_filter='*GpuSearchSpace*:*GpuGemmTc*' >"$out/memcheck_search.txt" 2>&1
+  timeout "${BRAZE_MEMCHECK_SECONDS:-1800}" compute-sanitizer --tool memcheck --print-limit 20 build-gpu/tests/gpu_tests \
+    --gtest_filter='*GpuSearchSpace*:*GpuGemmTc*:*GpuGemmSimt*' >"$out/memcheck_search.txt" 2>&1
   summary+=("memcheck, search-space tests: $(grep -E 'ERROR SUMMARY' "$out/memcheck_search.txt" | sort | uniq -c | tr '\n' ' ') $(grep -E 'PASSED|FAILED' "$out/memcheck_search.txt" | head -2 | tr '\n' ' ')")
 fi
 printf '%s\n' "${summary[@]}"

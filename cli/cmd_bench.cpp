@@ -74,7 +74,7 @@ int run_bench(const BenchCmdOptions& o) {
   std::cout << fmt::format("device {} ({}, {} SMs); copy bandwidth {:.0f} GB/s, measured now\n", dev.name,
                            engine->arch().name(), dev.sms, copy.gbs);
   std::cout << fmt::format("end to end ({}, {} runs, L2 {}): min {:.2f} us, median {:.2f} us, p90 {:.2f} us\n",
-                           r.used_graph ? "one CUDA graph" : "stream launches", o.iters,
+                           r.used_graph ? "one CUDA graph" : o.no_graph ? "stream launches" : "stream launches, no graph: one kernel or a CPU step", o.iters,
                            bo.flush_l2 ? "flushed before each" : "warm", r.latency_us.min,
                            r.latency_us.median, r.latency_us.p90);
   std::cout << fmt::format("  {:>3}  {:<52} {:>10} {:>11} {:>10} {:>9} {:>8} {:>9}\n", "#", "kernel", "median us",

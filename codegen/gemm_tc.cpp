@@ -132,9 +132,11 @@ std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& 
     return ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
   };
   const bool tf32 = g.value(d.node->inputs[0]).dtype == DType::Float32;
-  // Heuristic: the largest tile that still gives every SM a block (on an H200, 4096^3 in
-  // float16 ran at 277 TFLOP/s with 128 x 256, 220 with 128 x 128; small products did best
-  // with 64 x 64 x 64). The tf32 tiles are those ptxas (CUDA 12, sm_90) fits in registers
+  // Heuristic, from H200 timings: 128 x 256 for large outputs (three waves of it or more:
+  // 4096^3 in float16 at 277 TFLOP/s against 220 with 128 x 128; 8192^3 best too); else
+  // 64 x 64 x 64 (4096 x 3072 x 768 + GELU 109 us against 120 at 128 x 256, 4096 x 768 x 3072
+  // 81 us against 106-135); where even those leave half the SMs idle and k is long, split-K
+  // over 2-4 blocks (128 x 768 x 768 + GELU: 12.0 us at split 4 against 12.9). The tf32 tiles are those ptxas (CUDA 12, sm_90) fits in registers
   // without spilling for all four operand layouts: warp tiles of 64 x 32 or 32 x 64 with
   // bk 16 (two m16n8k8 k-steps a stage; 114-220 registers); 128 x 256 tiles, warp tiles of
   // 64 x 64, and bk 32 spill for some layout.
@@ -142,10 +144,13 @@ std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& 
       tf32 ? (tiles(128, 128) >= target.num_sms  ? TcTile{128, 128, 16, 2, 4, 4}
               : tiles(64, 128) >= target.num_sms ? TcTile{64, 128, 16, 1, 4, 4}
                                                  : TcTile{64, 64, 16, 2, 2, 4})
-           : (tiles(128, 256) >= target.num_sms   ? TcTile{128, 256, 32, 2, 4, 3}
-              : tiles(128, 128) >= target.num_sms ? TcTile{128, 128, 32, 2, 4, 3}
-              : tiles(64, 128) >= target.num_sms  ? TcTile{64, 128, 32, 2, 2, 4}
-                                                  : TcTile{64, 64, 64, 2, 2, 3});
+           : (tiles(128, 256) >= 3 * target.num_sms ? TcTile{128, 256, 32, 2, 4, 3}
+                                                      : TcTile{64, 64, 64, 2, 2, 3});
+  TcTile def_split{64, 64, 32, 2, 2, 4};
+  for (int split : {4, 2})
+    if (!tf32 && target.sm >= 90 && !target.emulated && tiles(64, 64) * split <= target.num_sms &&
+        (d.k + 31) / 32 >= 2 * split && def_split.split == 1)
+      def_split.split = split;
   const std::initializer_list<TcTile> half_tiles = {
       {128, 256, 32, 2, 4, 3}, {128, 256, 64, 2, 4, 3}, {256, 128, 32, 4, 2, 3},
       {256, 128, 64, 4, 2, 3}, {128, 128, 32, 2, 4, 3}, {128, 128, 32, 2, 4, 4},
@@ -154,7 +159,8 @@ std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& 
   const std::initializer_list<TcTile> tf32_tiles = {
       {128, 128, 16, 2, 4, 4}, {128, 128, 16, 2, 4, 3}, {128, 128, 16, 4, 2, 4},
       {64, 128, 16, 1, 4, 4},  {64, 64, 16, 2, 2, 4},   {64, 64, 16, 2, 2, 3}};
-  std::vector<Tunables> c{tunables_of(def)};
+  std::vector<Tunables> c{tunables_of(def_split.split > 1 ? def_split : def)};
+  if (def_split.split > 1) c.push_back(tunables_of(def));
   for (TcTile t : tf32 ? tf32_tiles : half_tiles) {
     Tunables tu = tunables_of(t);
     if (std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
@@ -170,8 +176,10 @@ std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& 
       for (int split : {2, 4, 8}) {
         t.split = split;
         const int64_t ktiles = (d.k + t.bk - 1) / t.bk;
-        if (tiles(t.bm, t.bn) * split <= 2 * int64_t{target.num_sms} && ktiles >= 2 * split)
-          c.push_back(tunables_of(t));
+        Tunables tu = tunables_of(t);
+        if (tiles(t.bm, t.bn) * split <= 2 * int64_t{target.num_sms} && ktiles >= 2 * split &&
+            std::find(c.begin(), c.end(), tu) == c.end())
+          c.push_back(tu);
       }
   return c;
 }

@@ -145,11 +145,13 @@ class Session {
   Tensor fetch(graph::ValueId v) const;
 
   // For benchmarks: put inputs on the device once, then enqueue the whole plan (as one
-  // CUDA graph when `graph` and every step is a kernel) or one step, on the session's stream.
+  // CUDA graph when `graph` and graphable()) or one step, on the session's stream.
   void upload(const std::vector<Tensor>& inputs);
   void enqueue(bool graph);
   void enqueue_step(size_t step);
-  bool graphable() const;  // no step runs on the CPU
+  // No step runs on the CPU, and there are two launches or more: a CUDA graph of a single
+  // launch only adds the graph's own launch latency (about 1 us a run on an H200).
+  bool graphable() const;
   // Throws UserError for the first failed run-time check since the flags were last read
   // (they are zeroed once, and again after a failure is reported, so a timed enqueue
   // carries no reset of its own).

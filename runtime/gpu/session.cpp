@@ -114,7 +114,12 @@ void Session::enqueue_step(size_t i) {
 
 bool Session::graphable() const {
   const auto& steps = engine_->steps();
-  return std::all_of(steps.begin(), steps.end(), [](const Step& s) { return s.kernel.has_value(); });
+  size_t launches = 0;
+  for (const Step& s : steps) {
+    if (!s.kernel) return false;
+    if (!s.kernel->empty_launch) ++launches;
+  }
+  return launches > 1;
 }
 
 void Session::enqueue(bool graph) {

@@ -162,7 +162,7 @@ TEST(GemmSimtCodegen, DefaultTileFollowsTheProblemSize) {
   EXPECT_EQ(default_of("float", 8192, 8192, 8192), std::make_pair(128, 128));
   EXPECT_EQ(default_of("float", 4096, 3072, 768), std::make_pair(128, 128));
   EXPECT_EQ(default_of("float", 4096, 768, 3072), std::make_pair(128, 64));
-  EXPECT_EQ(default_of("float", 128, 3072, 768), std::make_pair(32, 64));
+  EXPECT_EQ(default_of("float", 128, 3072, 768), std::make_pair(64, 64));
   EXPECT_EQ(default_of("float", 128, 768, 768), std::make_pair(32, 32));
   EXPECT_EQ(default_of("double", 8192, 8192, 8192), std::make_pair(128, 64));
 }

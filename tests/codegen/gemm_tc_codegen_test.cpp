@@ -120,6 +120,11 @@ TEST(GemmTcCodegen, SplitKForFewTilesAndLongK) {
     g (float16[128,768] a, float16[768,768] b, float16[768] c) => (float16[128,768] y) {
       m = MatMul(a, b)  y = Add(m, c) })";
   std::vector<int> s = splits_of(small_m, kH200);
+  {
+    GemmGroup gg = gemm_group_of(small_m);
+    codegen::Tunables def = codegen::candidates(gg.g, gg.group, kH200).front();
+    EXPECT_EQ(def.count("split") ? def.at("split") : 1, 4) << "24 tiles of 64 x 64: split 4 by default";
+  }
   EXPECT_NE(std::find(s.begin(), s.end(), 2), s.end());
   EXPECT_NE(std::find(s.begin(), s.end(), 4), s.end());
   EXPECT_TRUE(splits_of(small_m, codegen::Target{90, 132, true}).empty()) << "emulator";
@@ -131,7 +136,7 @@ TEST(GemmTcCodegen, SplitKForFewTilesAndLongK) {
       << "the tiles fill the SMs";
 }
 
-// Small problems get a small default tile, large ones 128 x 128, then 128 x 256.
+// Small and medium problems get a 64 x 64 default tile, large ones (three waves) 128 x 256.
 TEST(GemmTcCodegen, DefaultTileFollowsTheProblemSize) {
   auto default_of = [](const std::string& shape_a, const std::string& shape_b,
                        const std::string& shape_y) {
@@ -144,7 +149,8 @@ TEST(GemmTcCodegen, DefaultTileFollowsTheProblemSize) {
     return std::make_pair(t.at("bm"), t.at("bn"));
   };
   EXPECT_EQ(default_of("[77,64]", "[64,200]", "[77,200]"), std::make_pair(64, 64));
-  EXPECT_EQ(default_of("[2048,1024]", "[1024,2048]", "[2048,2048]"), std::make_pair(128, 128));
+  EXPECT_EQ(default_of("[2048,1024]", "[1024,2048]", "[2048,2048]"), std::make_pair(64, 64));
+  EXPECT_EQ(default_of("[4096,768]", "[768,3072]", "[4096,3072]"), std::make_pair(64, 64));
   EXPECT_EQ(default_of("[4096,1024]", "[1024,4096]", "[4096,4096]"), std::make_pair(128, 256));
 }
 

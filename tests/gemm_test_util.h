@@ -1,10 +1,13 @@
 // What the GEMM schedules' tests share: the single GEMM group of a graph, its output on the
 // CPU emulator with a given candidate, and (GPU tests) an engine whose GEMM kernel is built
-// with given tunables.
+// with given tunables, and a printout of each candidate's throughput.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,7 +16,9 @@
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
 #include "runtime/emulator.h"
+#include "runtime/gpu/bench.h"
 #include "runtime/gpu/engine.h"
+#include "runtime/inputs.h"
 #include "tests/test_util.h"
 
 namespace braze::test {
@@ -68,6 +73,40 @@ inline std::shared_ptr<const gpu::Engine> engine_with(const graph::Graph& g,
   steps[gemm].kernel = std::move(gc.kernel);
   gpu::Engine::compile_steps(steps, o.arch, o, nullptr);
   return gpu::Engine::assemble(g, std::move(steps), o.arch);
+}
+
+// Not a check (the DISABLED_ throughput tests): builds the single-GEMM graph `text` with each
+// of its first `most` candidates and prints the median time and TFLOP/s of `iters` runs,
+// the default marked.
+inline void print_candidate_throughput(const std::string& text, const gpu::EngineOptions& o, size_t most,
+                                       int iters) {
+  graph::Graph g = graph_from_text(text);
+  graph::passes::run_pipeline(g);
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const graph::Value& v = g.value(g.inputs()[i]);
+    in.push_back(runtime::random_tensor(v.dtype, v.shape, 7 + i, {}));
+  }
+  const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
+  ASSERT_EQ(base.size(), 1u);
+  std::vector<codegen::Tunables> cands = codegen::candidates(g, base[0].group, o.target);
+  std::string shape;
+  for (int64_t d : g.value(g.outputs()[0].value).shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+  for (size_t ci = 0; ci < cands.size() && ci < most; ++ci) {
+    std::string why;
+    auto engine = engine_with(g, base, 0, cands[ci], o, &why);
+    ASSERT_TRUE(engine) << why;
+    gpu::Session session(engine);
+    gpu::BenchOptions bo;
+    bo.warmup = 3;
+    bo.iters = iters;
+    gpu::BenchResult r = gpu::benchmark(session, in, bo);
+    const double flops = gpu::step_flops(g, engine->steps()[0]);
+    std::string tun;
+    for (const auto& [key, v] : cands[ci]) tun += fmt::format("{}={} ", key, v);
+    std::printf("%s %s %s%-48s %9.1f us  %6.1f TFLOP/s\n", g.value(g.inputs()[0]).name.c_str(), shape.c_str(),
+                ci == 0 ? "(default) " : "", tun.c_str(), r.latency_us.median, flops / r.latency_us.median * 1e-6);
+  }
 }
 
 }  // namespace braze::test

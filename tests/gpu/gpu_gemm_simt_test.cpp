@@ -80,34 +80,10 @@ TEST(GpuGemmSimt, DISABLED_SimtThroughput) {
   for (const auto& [m, n, k] : std::vector<std::tuple<int, int, int>>{
            {8192, 8192, 8192}, {4096, 3072, 768}, {4096, 768, 3072}, {128, 768, 768},
            {128, 3072, 768}}) {
-    graph::Graph g = test::graph_from_text(fmt::format(R"(<ir_version: 8, opset_import: ["" : 20]>
+    test::print_candidate_throughput(fmt::format(R"(<ir_version: 8, opset_import: ["" : 20]>
       g (float[{0},{2}] a, float[{2},{1}] b) => (float[{0},{1}] y) {{ y = MatMul(a, b) }})",
-                                                       m, n, k));
-    graph::passes::run_pipeline(g);
-    std::vector<Tensor> in;
-    for (size_t i = 0; i < g.inputs().size(); ++i) {
-      const graph::Value& v = g.value(g.inputs()[i]);
-      in.push_back(runtime::random_tensor(v.dtype, v.shape, 7 + i, {}));
-    }
-    const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
-    ASSERT_EQ(base.size(), 1u);
-    std::vector<codegen::Tunables> cands = codegen::candidates(g, base[0].group, o.target);
-    for (size_t ci = 0; ci < cands.size(); ++ci) {
-      std::string why;
-      auto engine = test::engine_with(g, base, 0, cands[ci], o, &why);
-      ASSERT_TRUE(engine) << why;
-      gpu::Session session(engine);
-      gpu::BenchOptions bo;
-      bo.warmup = 3;
-      bo.iters = m >= 8192 ? 10 : 50;
-      gpu::BenchResult r = gpu::benchmark(session, in, bo);
-      const double flops = gpu::step_flops(g, engine->steps()[0]);
-      std::string tun;
-      for (const auto& [key, v] : cands[ci]) tun += fmt::format("{}={} ", key, v);
-      std::printf("%d x %d x %d  %s%-36s %9.1f us  %6.1f TFLOP/s\n", m, n, k,
-                  ci == 0 ? "(default) " : "", tun.c_str(), r.latency_us.median,
-                  flops / r.latency_us.median * 1e-6);
-    }
+                                                 m, n, k),
+                                     o, 64, m >= 8192 ? 10 : 50);
   }
 }
 

@@ -154,33 +154,8 @@ TEST(GpuGemmTc, DISABLED_Throughput) {
         g (float[4096,4096] a, float[4096,4096] b) => (float[4096,4096] y) { y = MatMul(a, b) })",
                            R"(<ir_version: 8, opset_import: ["" : 20]>
         g (float[8192,4096] x, float[4096,4096] w, float[4096] c) => (float[8192,4096] y) {
-          m = Gemm <transB = 1> (x, w, c)  y = Gelu(m) })"}) {
-    graph::Graph g = test::graph_from_text(text);
-    graph::passes::run_pipeline(g);
-    std::vector<Tensor> in;
-    for (size_t i = 0; i < g.inputs().size(); ++i) {
-      const graph::Value& v = g.value(g.inputs()[i]);
-      in.push_back(runtime::random_tensor(v.dtype, v.shape, 7 + i, {}));
-    }
-    const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
-    ASSERT_EQ(base.size(), 1u);
-    std::vector<codegen::Tunables> cands = codegen::candidates(g, base[0].group, o.target);
-    for (size_t ci = 0; ci < cands.size() && ci < 12; ++ci) {
-      std::string why;
-      auto engine = test::engine_with(g, base, 0, cands[ci], o, &why);
-      ASSERT_TRUE(engine) << why;
-      gpu::Session session(engine);
-      gpu::BenchOptions bo;
-      bo.warmup = 3;
-      bo.iters = 10;
-      gpu::BenchResult r = gpu::benchmark(session, in, bo);
-      const double flops = gpu::step_flops(g, engine->steps()[0]);
-      std::string tun;
-      for (const auto& [k, v] : cands[ci]) tun += fmt::format("{}={} ", k, v);
-      std::printf("%s  %-48s %9.1f us  %6.1f TFLOP/s\n", g.value(g.inputs()[0]).name.c_str(),
-                  tun.c_str(), r.latency_us.median, flops / r.latency_us.median * 1e-6);
-    }
-  }
+          m = Gemm <transB = 1> (x, w, c)  y = Gelu(m) })"})
+    test::print_candidate_throughput(text, o, 12, 10);
 }
 
 }  // namespace

@@ -57,6 +57,14 @@ inline Tensor emulate_with(const graph::Graph& g, const fusion::Plan& plan,
   return got.empty() ? Tensor() : got[0];
 }
 
+// The index of the last GEMM step of `steps`, or steps.size() when there is none.
+inline size_t gemm_step(const std::vector<gpu::Step>& steps) {
+  size_t gemm = steps.size();
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].group.kind == fusion::GroupKind::Gemm) gemm = i;
+  return gemm;
+}
+
 // An engine for `base` (the graph's steps) with step `gemm`'s kernel generated with `tune`;
 // null (and the reason in *why) when the schedule refuses it.
 inline std::shared_ptr<const gpu::Engine> engine_with(const graph::Graph& g,

@@ -39,9 +39,7 @@ TEST_P(GpuGemmSimt, EveryCandidateMatchesReference) {
   const Tensor want = runtime::run_reference(g, in).at(0);
 
   const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
-  size_t gemm = base.size();
-  for (size_t i = 0; i < base.size(); ++i)
-    if (base[i].group.kind == fusion::GroupKind::Gemm) gemm = i;
+  const size_t gemm = test::gemm_step(base);
   ASSERT_LT(gemm, base.size());
   ASSERT_TRUE(base[gemm].kernel.has_value()) << base[gemm].fallback_reason;
   const std::vector<codegen::Tunables> tunes =

@@ -54,9 +54,7 @@ void check_every_candidate(const test::GemmTcCase& c, const char* dtype, bool tf
   const Tensor want64 = runtime::run_reference(g64, in64).at(0);
 
   const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
-  size_t gemm = base.size();
-  for (size_t i = 0; i < base.size(); ++i)
-    if (base[i].group.kind == fusion::GroupKind::Gemm) gemm = i;
+  const size_t gemm = test::gemm_step(base);
   ASSERT_LT(gemm, base.size());
   ASSERT_TRUE(base[gemm].kernel.has_value()) << base[gemm].fallback_reason;
   EXPECT_TRUE(is_tc(base[gemm].kernel->tunables)) << "the default is the tensor-core schedule";

@@ -23,16 +23,19 @@ void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code, un
   std::string op_part;
   for (size_t i = 0; i < ops.size() && i < 3; ++i) op_part += (i ? "_" : "") + ops[i];
   if (ops.size() > 3) op_part += "_etc";
-  uint64_t h = XXH3_64bits(code.data(), code.size());
+  std::string source = std::string(device_prelude()) + std::string(device_ops());
+  if (helpers & kReduceHelpers) source += std::string(device_reduce());
+  if (helpers & kMmaHelpers) source += std::string(device_mma());
+  if (helpers & kSimtGemmHelpers) source += std::string(device_simt_gemm());
+  // The name hashes the device helpers too, so that the tuning cache (keyed by name) does
+  // not keep a winner timed against helpers that have since changed.
+  uint64_t h = XXH3_64bits_withSeed(code.data(), code.size(), XXH3_64bits(source.data(), source.size()));
   k.name = fmt::format("braze_{}_{}_{:08x}", fusion::group_kind_name(k.kind), op_part,
                        static_cast<uint32_t>(h));
   std::string body = code;
   for (size_t p = body.find("KERNEL_NAME"); p != std::string::npos; p = body.find("KERNEL_NAME", p))
     body.replace(p, 11, k.name);
-  k.source = std::string(device_prelude()) + std::string(device_ops());
-  if (helpers & kReduceHelpers) k.source += std::string(device_reduce());
-  if (helpers & kMmaHelpers) k.source += std::string(device_mma());
-  if (helpers & kSimtGemmHelpers) k.source += std::string(device_simt_gemm());
+  k.source = std::move(source);
   k.source += fmt::format("// ---- generated ----\n// {}: {} kernel for ONNX nodes {}\n", k.name,
                           fusion::group_kind_name(k.kind), covers);
   k.source += body;

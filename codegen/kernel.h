@@ -35,7 +35,7 @@ struct Param {
 };
 
 struct Kernel {
-  std::string name;  // braze_<kind>_<ops>_<hash>, deterministic
+  std::string name;  // braze_<kind>_<ops>_<hash of the generated code and device helpers>, deterministic
   fusion::GroupKind kind = fusion::GroupKind::Pointwise;
   std::vector<graph::NodeId> nodes;
   std::string source;          // the whole translation unit

@@ -4,7 +4,7 @@
 // timed: warm-up, CUDA events, the L2 flushed before each run, the median of repeats; a
 // candidate that fails to compile or launch, or disagrees, scores as infinite. The winner
 // is stored in a persistent tuning cache — JSON, keyed by the kernel's signature (its
-// default source's name: ops, shapes and dtypes hashed in), the device name, the NVRTC
+// default source's name: ops, shapes, dtypes and the device helpers hashed in), the device name, the NVRTC
 // version and, at --precision tf32, "tf32" — and a cache hit never re-times. Without a
 // GPU, heuristics choose.
 #pragma once

@@ -152,9 +152,9 @@ class Session {
   // No step runs on the CPU, and there are two launches or more: a CUDA graph of a single
   // launch only adds the graph's own launch latency (about 1 us a run on an H200).
   bool graphable() const;
-  // Throws UserError for the first failed run-time check since the flags were last read
-  // (they are zeroed once, and again after a failure is reported, so a timed enqueue
-  // carries no reset of its own).
+  // Throws UserError for the first failed run-time check since the flags were last zeroed
+  // (at the start of each run(), and after a failure is reported; a timed enqueue carries
+  // no reset of its own).
   void check_flags();
   CUstream stream() const { return stream_; }
   const Engine& engine() const { return *engine_; }

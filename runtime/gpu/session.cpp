@@ -165,6 +165,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOpt
   host_values_.clear();
   if (opts.poison && arena_.size()) BRAZE_CU(cuMemsetD8Async, arena_.ptr(), 0xFF, arena_.size(), stream_);
   upload(inputs);
+  BRAZE_CU(cuMemsetD8Async, flags_.ptr(), 0, flags_.size(), stream_);  // this run's checks only
   const auto& steps = engine_->steps();
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];

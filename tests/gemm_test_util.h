@@ -83,6 +83,16 @@ inline std::shared_ptr<const gpu::Engine> engine_with(const graph::Graph& g,
   return gpu::Engine::assemble(g, std::move(steps), o.arch);
 }
 
+// The single output of a run of `engine` on `in`, the arena poisoned first.
+inline Tensor run_poisoned(std::shared_ptr<const gpu::Engine> engine, const std::vector<Tensor>& in) {
+  gpu::Session session(std::move(engine));
+  gpu::RunOptions ro;
+  ro.poison = true;
+  std::vector<Tensor> got = session.run(in, ro);
+  EXPECT_EQ(got.size(), 1u);
+  return got.empty() ? Tensor() : got[0];
+}
+
 // Not a check (the DISABLED_ throughput tests): builds the single-GEMM graph `text` with each
 // of its first `most` candidates and prints the median time and TFLOP/s of `iters` runs,
 // the default marked.

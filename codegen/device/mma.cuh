@@ -445,16 +445,14 @@ BRAZE_DEV bool braze_tc_split_reduce(float (&acc)[MI][NI][4], float* red) {
   if (rank != 0)
 #pragma unroll
     for (int e = 0; e < E; ++e) red[e * blockDim.x + threadIdx.x] = flat[e];
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  braze_cluster_sync();
   if (rank == 0)
     for (unsigned q = 1; q < SPLIT; ++q) {
-      unsigned long long remote;
-      asm volatile("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(reinterpret_cast<unsigned long long>(red)), "r"(q));
-      const float* other = reinterpret_cast<const float*>(remote);
+      const float* other = braze_cluster_map(red, q);
 #pragma unroll
       for (int e = 0; e < E; ++e) flat[e] += other[e * blockDim.x + threadIdx.x];
     }
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  braze_cluster_sync();
   return rank == 0;
 }
 #endif

@@ -45,6 +45,22 @@ BRAZE_DEV void braze_store(unsigned short* p, long long i, unsigned long long v)
 BRAZE_DEV void braze_store(unsigned char* p, long long i, unsigned long long v) { p[i] = (unsigned char)v; }
 BRAZE_DEV void braze_store(bool* p, long long i, bool v) { p[i] = v; }
 
+// Thread-block clusters (sm_90): a barrier over the cluster's blocks (release / acquire,
+// so shared-memory writes before it are seen after it), and the address of `p`'s object
+// in block `rank`'s shared memory (distributed shared memory). Not in the CPU emulator,
+// which runs no clusters.
+#ifndef BRAZE_CPU_EMULATION
+BRAZE_DEV void braze_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+template <class T>
+BRAZE_DEV const T* braze_cluster_map(const T* p, unsigned rank) {
+  unsigned long long q;
+  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
+  return reinterpret_cast<const T*>(q);
+}
+#endif
+
 // Records the first failed run-time check of a kernel (an out-of-range index …); the
 // runtime reads the flag after the run and reports the message for `code`.
 BRAZE_DEV void braze_fail(int* flag, int code) { atomicCAS(flag, 0, code); }

@@ -152,14 +152,9 @@ BRAZE_DEV void braze_cp_async_wait_all() { asm volatile("cp.async.wait_all;" :::
 // blocks agree bit for bit; a second barrier frees the slots (and keeps a block's shared
 // memory alive until the others have read it).
 #ifndef BRAZE_CPU_EMULATION
-BRAZE_DEV void braze_cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
 template <class T>
 BRAZE_DEV T braze_cluster_read(const T* p, unsigned rank) {
-  unsigned long long q;
-  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
-  return *reinterpret_cast<const volatile T*>(q);
+  return *reinterpret_cast<const volatile T*>(braze_cluster_map(p, rank));
 }
 template <class T, class F>
 BRAZE_DEV T braze_cluster_reduce(T v, F f, T* slot, int split) {

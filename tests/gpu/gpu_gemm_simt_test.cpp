@@ -51,14 +51,11 @@ TEST_P(GpuGemmSimt, EveryCandidateMatchesReference) {
     std::string why;
     auto engine = test::engine_with(g, base, gemm, tunes[ti], o, &why);
     ASSERT_TRUE(engine) << what << ": " << why;
-    gpu::Session session(engine);
-    gpu::RunOptions ro;
-    ro.poison = true;
-    std::vector<Tensor> got = session.run(in, ro);
-    ASSERT_EQ(got.size(), 1u);
+    const Tensor got = test::run_poisoned(engine, in);
+    ASSERT_TRUE(got.defined());
     runtime::Comparison cmp =
-        runtime::compare(got[0], want, runtime::default_tolerance(want.dtype()));
-    EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got[0], want);
+        runtime::compare(got, want, runtime::default_tolerance(want.dtype()));
+    EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got, want);
   }
 }
 

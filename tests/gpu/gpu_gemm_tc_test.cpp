@@ -68,19 +68,16 @@ void check_every_candidate(const test::GemmTcCase& c, const char* dtype, bool tf
     std::string why;
     auto engine = test::engine_with(g, base, gemm, tunes[ti], o, &why);
     ASSERT_TRUE(engine) << what << ": " << why;
-    gpu::Session session(engine);
-    gpu::RunOptions ro;
-    ro.poison = true;
-    std::vector<Tensor> got = session.run(in, ro);
-    ASSERT_EQ(got.size(), 1u);
+    const Tensor got = test::run_poisoned(engine, in);
+    ASSERT_TRUE(got.defined());
     if (tf32) {
-      EXPECT_TRUE(test::tf32_close(got[0], want64)) << what;
+      EXPECT_TRUE(test::tf32_close(got, want64)) << what;
       continue;
     }
     runtime::Comparison cmp =
-        runtime::compare(got[0], want, runtime::default_tolerance(want.dtype()));
-    EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got[0], want);
-    EXPECT_LE(test::relative_frobenius(got[0], want64), 1e-2) << what;
+        runtime::compare(got, want, runtime::default_tolerance(want.dtype()));
+    EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got, want);
+    EXPECT_LE(test::relative_frobenius(got, want64), 1e-2) << what;
   }
 }
 

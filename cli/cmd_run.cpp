@@ -97,7 +97,8 @@ Ran run_engine_file(const RunOptions& o) {
   }
   std::shared_ptr<gpu::Engine> engine = le.engine;
   gpu::Arch dev = gpu::device_info().arch();
-  if (dev.name() != engine->arch().name()) {
+  // sm_90 code runs on an sm_90 device as it is; sm_90a code needs that device too.
+  if (dev.major != engine->arch().major || dev.minor != engine->arch().minor) {
     std::cerr << fmt::format("note: the engine was compiled for {}, this GPU is {}: recompiling its kernels\n",
                              engine->arch().name(), dev.name());
     std::vector<gpu::Step> steps = engine->steps();

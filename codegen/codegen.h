@@ -32,6 +32,7 @@ enum DeviceHelpers : unsigned {
   kReduceHelpers = 1,    // device/reduce.cuh: warp and block reductions
   kMmaHelpers = 2,       // device/mma.cuh: tensor-core GEMM main loop
   kSimtGemmHelpers = 4,  // device/simt_gemm.cuh: SIMT GEMM main loop
+  kWgmmaHelpers = 8,     // device/wgmma.cuh: TMA, mbarriers, wgmma (sm_90a; after kMmaHelpers)
 };
 
 // The whole translation unit: device helpers, then "// ---- generated ----", a comment

@@ -10,5 +10,6 @@ std::string_view device_ops();      // ops.cuh: helpers the registry's CUDA expr
 std::string_view device_reduce();   // reduce.cuh: warp and block reductions
 std::string_view device_mma();      // mma.cuh: cp.async, ldmatrix, mma; the tensor-core main loop
 std::string_view device_simt_gemm();  // simt_gemm.cuh: the SIMT GEMM main loop
+std::string_view device_wgmma();      // wgmma.cuh: TMA, mbarriers, wgmma (sm_90a)
 
 }  // namespace braze::codegen

@@ -229,6 +229,13 @@ std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group
   if (!d) return {};
   std::vector<Tunables> c;
   if (gemm_tc_unsupported(g, group, *d, target).empty()) c = gemm_tc_candidates(g, *d, target);
+  // On sm_90a the wgmma schedule leads, unless the mma.sync default is split-K (outputs too
+  // small to fill the SMs, where its clusters win).
+  if (gemm_wgmma_unsupported(g, group, *d, target).empty()) {
+    std::vector<Tunables> w = gemm_wgmma_candidates(*d, target);
+    const bool split_first = !c.empty() && c.front().count("split");
+    c.insert(split_first ? c.begin() + 1 : c.begin(), w.begin(), w.end());
+  }
   for (Tunables& t : gemm_simt_candidates(g, *d, target)) c.push_back(std::move(t));
   return c;
 }
@@ -241,6 +248,8 @@ std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& gr
   std::optional<GemmEpilogue> epi = gemm_epilogue(g, group, *dims, why_not);
   if (!epi) return std::nullopt;
   const Tunables chosen = tune ? *tune : gemm_candidates(g, group, target).front();
+  if (chosen.count("wg") && chosen.at("wg") != 0)
+    return gemm_wgmma_kernel(g, group, *dims, *epi, target, chosen, why_not);
   if (chosen.count("tc") && chosen.at("tc") != 0)
     return gemm_tc_kernel(g, group, *dims, *epi, target, chosen, why_not);
   return gemm_simt_kernel(g, group, *dims, *epi, chosen, why_not);

@@ -91,6 +91,16 @@ std::string gemm_tc_unsupported(const graph::Graph& g, const fusion::Group& grou
 // Its search space ("tc" = 1), heuristic default first.
 std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& d,
                                          const Target& target);
+// The wgmma schedule (gemm_wgmma.cpp, sm_90a): float16 / bfloat16 products. Empty when it
+// applies, else why not; its search space ("tc" = 1, "wg" = 1); its kernel, which takes two
+// tensor maps (Kernel::tensor_maps) after its pointers.
+std::string gemm_wgmma_unsupported(const graph::Graph& g, const fusion::Group& group,
+                                   const GemmDims& d, const Target& target);
+std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target);
+std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Group& group,
+                                        const GemmDims& d, const GemmEpilogue& epi,
+                                        const Target& target, const Tunables& tune,
+                                        std::string* why_not);
 std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group& group,
                                      const GemmDims& d, const GemmEpilogue& epi,
                                      const Target& target, const Tunables& tune,

@@ -23,6 +23,9 @@ struct Target {
   // float32 products stay exact on the SIMT schedule. A codegen choice: the graph keeps its
   // float32 values, and the kernels' source (hence the kernel cache key) differs.
   bool tf32 = false;
+  // sm_90a features (wgmma, TMA, setmaxnreg): the kernels are compiled for sm_90a, and the
+  // tensor-core GEMM may take its warp-specialised wgmma schedule (gemm_wgmma.cpp).
+  bool sm90a = false;
 };
 
 // A schedule's compile-time choices ("vec", "threads", "unroll", …), one point of its
@@ -32,6 +35,19 @@ using Tunables = std::map<std::string, int>;
 struct Param {
   graph::ValueId value;
   bool is_output;
+};
+
+// A TMA descriptor (CUtensorMap) the runtime encodes for a kernel from the address of one of
+// its parameters and passes, after the pointers and the error flag, as a __grid_constant__
+// `braze_tmap` (codegen/device/wgmma.cuh). A tiled map of a 16-bit tensor, three dims
+// innermost first, boxes written to shared memory with the 128-byte swizzle, elements outside
+// the tensor read as zeros.
+struct TensorMap {
+  size_t param = 0;                   // index into Kernel::params: the tensor's base address
+  DType dtype = DType::Float16;       // Float16 or BFloat16
+  std::array<uint64_t, 3> dims{};     // elements
+  std::array<uint64_t, 2> strides{};  // bytes between consecutive indices of dims 1 and 2
+  std::array<uint32_t, 3> box{};      // elements a copy moves along each dim
 };
 
 struct Kernel {
@@ -49,6 +65,7 @@ struct Kernel {
   unsigned shared_bytes = 0;
   bool empty_launch = false;  // nothing to compute (zero-size output): skip the launch
   Tunables tunables;          // the schedule choices this source was generated with
+  std::vector<TensorMap> tensor_maps;  // trailing __grid_constant__ parameters, in order
 };
 
 }  // namespace braze::codegen

@@ -17,6 +17,7 @@
 #include "runtime/gpu/bench.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/device.h"
+#include "runtime/gpu/tensor_map.h"
 #include "runtime/inputs.h"
 
 namespace braze::gpu {
@@ -99,9 +100,11 @@ Buffers make_buffers(const graph::Graph& g, const codegen::Kernel& k) {
 
 void launch(CUfunction fn, const codegen::Kernel& k, Buffers& b) {
   std::vector<CUdeviceptr> ptrs = b.ptrs;
+  std::vector<CUtensorMap> maps = encode_tensor_maps(k, ptrs);
   if (k.has_error_flag) ptrs.push_back(b.flag.ptr());
   std::vector<void*> args;
   for (CUdeviceptr& p : ptrs) args.push_back(&p);
+  for (CUtensorMap& m : maps) args.push_back(&m);
   BRAZE_CU(cuLaunchKernel, fn, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], k.shared_bytes,
            nullptr, args.data(), nullptr);
 }

@@ -64,7 +64,8 @@ class DeviceError : public std::runtime_error {
   X(cuEventRecord)                     \
   X(cuEventSynchronize)                \
   X(cuEventElapsedTime)                \
-  X(cuEventDestroy)
+  X(cuEventDestroy)                    \
+  X(cuTensorMapEncodeTiled)
 
 struct DriverApi {
 #define BRAZE_DECLARE_FN(name) decltype(&::name) name = nullptr;

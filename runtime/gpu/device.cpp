@@ -43,6 +43,9 @@ Arch DeviceInfo::arch() const {
   Arch a;
   a.major = cc_major;
   a.minor = cc_minor;
+  // Kernels for the device itself: on sm_90 with its architecture-specific features (wgmma,
+  // TMA, setmaxnreg), which sm_90a code may use and runs only there.
+  a.accelerated = cc_major == 9 && cc_minor == 0;
   return a;
 }
 

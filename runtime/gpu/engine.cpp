@@ -28,6 +28,7 @@ EngineOptions default_engine_options(const std::string& arch) {
   }
   if (gpu_available()) o.target.num_sms = device_info().sms;
   o.target.sm = o.arch.major * 10 + o.arch.minor;
+  o.target.sm90a = o.arch.accelerated && o.target.sm == 90;
   return o;
 }
 

@@ -165,6 +165,8 @@ class Session {
   DeviceBuffer arena_;
   DeviceBuffer flags_;  // one int per kernel step with run-time checks
   std::vector<size_t> flag_index_;
+  // Per step, the TMA descriptors its kernel takes (encoded once: the arena stays put).
+  std::vector<std::vector<CUtensorMap>> tensor_maps_;
   CUstream stream_ = nullptr;
   CUgraphExec graph_exec_ = nullptr;
   // Values a CPU fallback produced that have no device slot (data-dependent shapes).

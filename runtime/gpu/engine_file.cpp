@@ -121,6 +121,10 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
       const codegen::Kernel& k = *s.kernel;
       json params = json::array();
       for (const codegen::Param& p : k.params) params.push_back({{"value", p.value}, {"output", p.is_output}});
+      json maps = json::array();
+      for (const codegen::TensorMap& m : k.tensor_maps)
+        maps.push_back({{"param", m.param}, {"dtype", dtype_name(m.dtype)}, {"dims", m.dims},
+                        {"strides", m.strides}, {"box", m.box}});
       sj["kernel"] = {{"name", k.name},
                       {"source", k.source},
                       {"params", params},
@@ -130,6 +134,7 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
                       {"block", k.block},
                       {"shared", k.shared_bytes},
                       {"empty", k.empty_launch},
+                      {"tensor_maps", maps},
                       {"cubin", blobs.add(s.cubin.data(), s.cubin.size())}};
     }
     steps.push_back(sj);
@@ -240,6 +245,19 @@ LoadedEngine load_engine(const fs::path& path) {
         k.block = kj.at("block");
         k.shared_bytes = kj.at("shared");
         k.empty_launch = kj.at("empty");
+        if (kj.contains("tensor_maps"))
+          for (const json& mj : kj.at("tensor_maps")) {
+            codegen::TensorMap m;
+            m.param = mj.at("param");
+            if (m.param >= k.params.size()) rd.bad("tensor map parameter out of range");
+            auto mdt = dtype_from_name(mj.at("dtype").get<std::string>());
+            if (!mdt) rd.bad("unknown tensor map dtype");
+            m.dtype = *mdt;
+            m.dims = mj.at("dims");
+            m.strides = mj.at("strides");
+            m.box = mj.at("box");
+            k.tensor_maps.push_back(m);
+          }
         s.cubin = std::string(rd.bytes(kj.at("cubin")));
         s.kernel = std::move(k);
       }

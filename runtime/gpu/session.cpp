@@ -8,6 +8,7 @@
 #include "graph/op_context.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
+#include "runtime/gpu/tensor_map.h"
 #include "runtime/reference_executor.h"
 
 namespace braze::gpu {
@@ -26,6 +27,7 @@ Session::Session(std::shared_ptr<const Engine> engine) : engine_(std::move(engin
     if (s.kernel && s.kernel->has_error_flag) flag_index_[i] = flags++;
   }
   flags_ = DeviceBuffer(std::max<size_t>(flags, 1) * sizeof(int));
+  tensor_maps_.resize(engine_->steps().size());
   BRAZE_CU(cuMemsetD8, flags_.ptr(), 0, flags_.size());
   BRAZE_CU(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
 }
@@ -105,9 +107,11 @@ void Session::enqueue_step(size_t i) {
   if (k.empty_launch) return;
   std::vector<CUdeviceptr> ptrs;
   for (const codegen::Param& p : k.params) ptrs.push_back(address(*engine_, arena_, p.value));
+  if (tensor_maps_[i].size() != k.tensor_maps.size()) tensor_maps_[i] = encode_tensor_maps(k, ptrs);
   if (k.has_error_flag) ptrs.push_back(flags_.ptr() + flag_index_[i] * sizeof(int));
   std::vector<void*> args;
   for (CUdeviceptr& p : ptrs) args.push_back(&p);
+  for (CUtensorMap& m : tensor_maps_[i]) args.push_back(&m);
   BRAZE_CU(cuLaunchKernel, engine_->function(i), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
            k.shared_bytes, stream_, args.data(), nullptr);
 }

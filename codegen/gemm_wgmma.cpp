@@ -1,0 +1,302 @@
+// The Hopper tensor-core GEMM schedule (sm_90a): float16 / bfloat16 products with fp32
+// accumulation on wgmma, operands streamed by TMA, one warpgroup loading and the others
+// computing (the device side is codegen/device/wgmma.cuh; its header says how the stages
+// and barriers hand over).
+//
+//   block tile BM x BN, k in steps of 64          warpgroup 0: one thread issues the TMA
+//   ┌──────────── BN ────────────┐                  copies of each k-tile's A and B boxes
+//   │ warpgroup 1: m64nBNk16     │ 64               into a free stage (STAGES of them)
+//   ├────────────────────────────┤                warpgroups 1..BM/64: four wgmma k16 steps
+//   │ warpgroup 2                │ 64               a stage, accumulators in registers
+//   └────────────────────────────┘                  (BN / 2 floats a thread)
+//
+// Shared tiles are what the TMA writes with the 128-byte swizzle, 64 16-bit elements (128
+// bytes) a row: an operand stored k-contiguous (A [M, K], B [N, K] with Gemm transB) as one
+// box of rows x 64 k; one stored m- or n-contiguous (A [K, M] with transA, B [K, N] from
+// MatMul) as 64 x 64 boxes, 64 k-rows of 64 columns each, side by side (wgmma reads it
+// "transposed", MN-major). Each wgmma's descriptors give the swizzle atom's strides: the
+// eight 128-byte rows of an atom are 1024 bytes apart from the next eight (SBO); for the
+// MN-major boxes, one 64-column box to the next is 64 x 128 bytes (LBO).
+// TMA zero-fills what lies past the matrix, so partial tiles need no masks until the
+// epilogue, which is the other schedules' (gemm.h): element by element on the accumulators
+// in registers, the two adjacent columns a lane holds stored as a pair when they are adjacent
+// in the output. Blocks walk the tile grid as the other schedules do (emit_gemm_tile_origin);
+// batches are blockIdx.z, an operand's batch either the output's or a single matrix shared
+// by all.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "codegen/codegen.h"
+#include "codegen/gemm.h"
+#include "graph/cuda_hooks.h"
+
+namespace braze::codegen {
+
+namespace {
+
+constexpr int kBk = 64;                    // k-tile: one 128-byte swizzled row of 16-bit elements
+constexpr int kBox = 64;                   // m- or n-contiguous operands load 64 x 64 boxes
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+struct WgTile {
+  int bm, bn, stages;
+  int consumers() const { return bm / 64; }
+  int threads() const { return 128 * (1 + consumers()); }
+  int64_t a_bytes() const { return int64_t{bm} * kBk * 2; }
+  int64_t stage_bytes() const { return int64_t{bm + bn} * kBk * 2; }
+  // The stages, two barriers a stage, and slack to align the stages to 1024 bytes.
+  int64_t shared_bytes() const { return stages * stage_bytes() + 16 * stages + 1024; }
+};
+
+Tunables tunables_of(const WgTile& t) {
+  return {{"tc", 1}, {"wg", 1}, {"bm", t.bm}, {"bn", t.bn}, {"stages", t.stages}};
+}
+
+// The batch coordinate of an operand of `shape` for output batch "b": its own batch when it
+// has the output's, 0 when it is one matrix for all; empty when it broadcasts otherwise.
+std::string batch_coord(const Shape& shape, const GemmDims& d) {
+  int64_t n = 1;
+  for (size_t i = 0; i + 2 < shape.size(); ++i) n *= shape[i];
+  if (n == 1) return "0";
+  if (n == d.batches) return "(int)b";
+  return "";
+}
+
+int64_t batch_count(const Shape& shape) {
+  int64_t n = 1;
+  for (size_t i = 0; i + 2 < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+// The asm of one m64nNk16 wgmma with fp32 accumulators d[N / 2], A and B from shared memory
+// by descriptor, D += A B; trans_* marks an m- or n-contiguous (MN-major) operand.
+std::string wgmma_step_function(int n, const char* type, bool trans_a, bool trans_b) {
+  const int regs = n / 2;
+  std::string list, outs;
+  for (int r = 0; r < regs; ++r) {
+    list += fmt::format("{}%{}", r ? ", " : "", r);
+    outs += fmt::format("{}\"+f\"(d[{}])", r ? ", " : "", r);
+  }
+  return fmt::format(
+      "BRAZE_DEV void braze_wgmma_step(float (&d)[{0}], unsigned long long da, "
+      "unsigned long long db) {{\n"
+      "  asm volatile(\"{{\\n .reg .pred p;\\n setp.ne.b32 p, %{1}, 0;\\n"
+      " wgmma.mma_async.sync.aligned.m64n{2}k16.f32.{3}.{3} {{{4}}}, %{5}, %{6}, p, 1, 1, {7}, {8};"
+      "\\n}}\\n\"\n"
+      "      : {9}\n"
+      "      : \"r\"(1), \"l\"(da), \"l\"(db));\n"
+      "}}\n",
+      regs, regs, n, type, list, regs + 1, regs + 2, trans_a ? 1 : 0, trans_b ? 1 : 0, outs);
+}
+
+}  // namespace
+
+std::string gemm_wgmma_unsupported(const graph::Graph& g, const fusion::Group& group,
+                                   const GemmDims& d, const Target& target) {
+  if (!target.sm90a || target.emulated) return "wgmma needs sm_90a";
+  std::string why = gemm_tc_unsupported(g, group, d, target);
+  if (!why.empty()) return why;
+  const graph::Value& a = g.value(d.node->inputs[0]);
+  const graph::Value& b = g.value(d.node->inputs[1]);
+  if (a.dtype != DType::Float16 && a.dtype != DType::BFloat16)
+    return "wgmma schedule: float16 and bfloat16 operands";
+  if (batch_coord(a.shape, d).empty() || batch_coord(b.shape, d).empty())
+    return "wgmma schedule: an operand's batch dims broadcast partly";
+  if (d.batches > 65535) return "wgmma schedule: more than 65535 batches";
+  if (d.m > (1LL << 31) - 256 || d.nn > (1LL << 31) - 256 || d.k > (1LL << 31) - kBk)
+    return "wgmma schedule: a dim beyond 32-bit TMA coordinates";
+  return "";
+}
+
+std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target) {
+  auto tiles = [&](int bm, int bn) {
+    return ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
+  };
+  // Heuristic order: the fewest waves of tiles weighted by a tile's work over the share of
+  // the tensor cores' rate its shape reaches (a guess: larger tiles feed wgmma better).
+  struct Option {
+    WgTile t;
+    double efficiency;
+  };
+  std::vector<Option> options = {{{128, 256, 4}, 1.0}, {{128, 128, 6}, 0.85}, {{64, 256, 4}, 0.8},
+                                 {{128, 64, 8}, 0.7},  {{64, 128, 8}, 0.7}};
+  auto cost = [&](const Option& o) {
+    const int64_t waves = (tiles(o.t.bm, o.t.bn) + target.num_sms - 1) / target.num_sms;
+    return static_cast<double>(waves) * o.t.bm * o.t.bn / o.efficiency;
+  };
+  std::stable_sort(options.begin(), options.end(),
+                   [&](const Option& x, const Option& y) { return cost(x) < cost(y); });
+  std::vector<Tunables> c;
+  for (const Option& o : options)
+    if (o.t.shared_bytes() <= kMaxSharedBytes) c.push_back(tunables_of(o.t));
+  return c;
+}
+
+std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Group& group,
+                                        const GemmDims& d, const GemmEpilogue& epi,
+                                        const Target& target, const Tunables& tune,
+                                        std::string* why_not) {
+  std::string why = gemm_wgmma_unsupported(g, group, d, target);
+  const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages")};
+  if (why.empty() && ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) ||
+                      t.stages < 2 || t.shared_bytes() > kMaxSharedBytes))
+    why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
+  if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, kBk);
+  if (!why.empty()) {
+    *why_not = why;
+    return std::nullopt;
+  }
+  const graph::Node& n = *d.node;
+  const graph::Value& a = g.value(n.inputs[0]);
+  const graph::Value& b = g.value(n.inputs[1]);
+  const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
+  const int64_t ktiles = (d.k + kBk - 1) / kBk;
+  const bool a_mn = d.ta, b_mn = !d.tb;  // m- / n-contiguous operands: 64 x 64 boxes
+  const int consumer_warps = 4 * t.consumers();
+
+  Emitter e = gemm_emitter(g, group, d);
+  e.input_param(n.inputs[0]);
+  e.input_param(n.inputs[1]);
+  e.line("const braze_saddr smem = (braze_smem_addr(braze_smem) + 1023u) & ~1023u;");
+  e.line(fmt::format("const braze_saddr full = smem + {}u, empty = full + {}u;",
+                     t.stages * t.stage_bytes(), 8 * t.stages));
+  e.line("const int wg = (int)threadIdx.x / 128, lane = (int)threadIdx.x % 32;");
+  emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn);
+  e.line("const long long b = blockIdx.z;");
+  e.line("(void)b;");
+  e.open("if (threadIdx.x == 0) {");
+  e.open(fmt::format("for (int s = 0; s < {}; ++s) {{", t.stages));
+  e.line("braze_mbar_init(full + 8 * s, 1);");
+  e.line(fmt::format("braze_mbar_init(empty + 8 * s, {});", consumer_warps));
+  e.close();
+  e.line("braze_mbar_init_fence();");
+  e.close();
+  e.line("__syncthreads();");
+
+  // The producer.
+  const std::string ba = batch_coord(a.shape, d), bb = batch_coord(b.shape, d);
+  e.open("if (wg == 0) {");
+  if (t.consumers() > 1) e.line("braze_setmaxnreg_dec<40>();");
+  e.open("if (threadIdx.x == 0) {");
+  e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles));
+  e.line(fmt::format("const int s = kt % {};", t.stages));
+  e.line(fmt::format("braze_mbar_wait(empty + 8 * s, ((kt / {}) & 1) ^ 1);", t.stages));
+  e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u, bar = full + 8 * s;",
+                     t.stage_bytes(), t.a_bytes()));
+  e.line(fmt::format("braze_mbar_arrive_expect(bar, {}u);", t.stage_bytes()));
+  if (a_mn) {
+    for (int q = 0; q < t.bm / kBox; ++q)
+      e.line(fmt::format("braze_tma_load_3d(sa + {}u, braze_tmap_a, i0 + {}, kt * {}, {}, bar);",
+                         q * kBox * 128, q * kBox, kBk, ba));
+  } else {
+    e.line(fmt::format("braze_tma_load_3d(sa, braze_tmap_a, kt * {}, i0, {}, bar);", kBk, ba));
+  }
+  if (b_mn) {
+    for (int q = 0; q < t.bn / kBox; ++q)
+      e.line(fmt::format("braze_tma_load_3d(sb + {}u, braze_tmap_b, j0 + {}, kt * {}, {}, bar);",
+                         q * kBox * 128, q * kBox, kBk, bb));
+  } else {
+    e.line(fmt::format("braze_tma_load_3d(sb, braze_tmap_b, kt * {}, j0, {}, bar);", kBk, bb));
+  }
+  e.close();  // kt
+  e.close();  // thread 0
+  e.line("return;");
+  e.close();  // producer
+
+  // The consumers: warpgroup 1 + cons computes rows 64 cons .. 64 cons + 63 of the tile.
+  if (t.consumers() > 1) e.line("braze_setmaxnreg_inc<232>();");
+  const int regs = t.bn / 2;
+  e.line("const int cons = wg - 1;");
+  e.line(fmt::format("float accum[{}];", regs));
+  e.line("#pragma unroll");
+  e.line(fmt::format("for (int r = 0; r < {}; ++r) accum[r] = 0.f;", regs));
+  // Descriptors: a k16 step is 32 bytes along a k-contiguous row, 16 rows (2048 bytes) down
+  // an MN-major box.
+  const std::string a_desc =
+      a_mn ? fmt::format("braze_wgmma_desc(sa + cons * {}u + kk * 2048u, {}u, 1024u)", kBox * 128,
+                         kBox * 128)
+           : "braze_wgmma_desc(sa + cons * 8192u + kk * 32u, 16u, 1024u)";
+  const std::string b_desc = b_mn ? fmt::format("braze_wgmma_desc(sb + kk * 2048u, {}u, 1024u)",
+                                                kBox * 128)
+                                  : "braze_wgmma_desc(sb + kk * 32u, 16u, 1024u)";
+  e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles));
+  e.line(fmt::format("const int s = kt % {};", t.stages));
+  e.line(fmt::format("braze_mbar_wait(full + 8 * s, (kt / {}) & 1);", t.stages));
+  e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u;", t.stage_bytes(),
+                     t.a_bytes()));
+  e.line("braze_fence_regs(accum);");
+  e.line("braze_wgmma_fence();");
+  e.line("#pragma unroll");
+  e.line(fmt::format("for (int kk = 0; kk < {}; ++kk) braze_wgmma_step(accum, {}, {});", kBk / 16,
+                     a_desc, b_desc));
+  e.line("braze_wgmma_commit();");
+  e.line("braze_fence_regs(accum);");
+  // The previous k-tile's wgmma's have retired: its stage is free for the producer.
+  e.line("braze_wgmma_wait<1>();");
+  e.line("braze_fence_regs(accum);");
+  e.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((kt - 1) % {}));",
+                     t.stages));
+  e.close();
+  e.line("braze_wgmma_wait<0>();");
+  e.line("braze_fence_regs(accum);");
+
+  // The epilogue: accum[4 ni + 2 r + q] is C's element (16 cwarp + lane / 4 + 8 r, 8 ni +
+  // 2 (lane % 4) + q) of the warpgroup's 64 x BN tile, cwarp its warp (the m16n8 C fragment, repeated along n).
+  e.line("const int cwarp = ((int)threadIdx.x / 32) % 4;");
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", t.bn / 8));
+  e.line("#pragma unroll");
+  e.open("for (int r = 0; r < 2; ++r) {");
+  e.line("const long long i = i0 + cons * 64 + cwarp * 16 + lane / 4 + r * 8;");
+  e.line("const long long jp = j0 + ni * 8 + (lane % 4) * 2;");
+  try {
+    emit_gemm_stores(e, g, d, epi, 2, "accum[4 * ni + 2 * r + q]");
+  } catch (const graph::CudaUnsupported& u) {
+    *why_not = u.why;
+    return std::nullopt;
+  }
+  e.close();  // r
+  e.close();  // ni
+
+  Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
+  kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
+  kern.grid = {static_cast<unsigned>(tiles_m * tiles_n), 1, static_cast<unsigned>(d.batches)};
+  kern.shared_bytes = static_cast<unsigned>(t.shared_bytes());
+  auto param_of = [&](graph::ValueId v) {
+    for (size_t i = 0; i < kern.params.size(); ++i)
+      if (kern.params[i].value == v) return i;
+    return kern.params.size();
+  };
+  const uint64_t es = dtype_size(a.dtype);
+  // A stored [batches, M, K] (or [batches, K, M] with transA), B [batches, K, N] (or
+  // [batches, N, K] with transB): the contiguous dim first.
+  auto map_of = [&](graph::ValueId v, int64_t contig, int64_t rows, int64_t batches,
+                    unsigned box_rows) {
+    TensorMap m;
+    m.param = param_of(v);
+    m.dtype = a.dtype;
+    m.dims = {static_cast<uint64_t>(contig), static_cast<uint64_t>(rows),
+              static_cast<uint64_t>(batches)};
+    m.strides = {static_cast<uint64_t>(contig) * es, static_cast<uint64_t>(contig * rows) * es};
+    m.box = {static_cast<uint32_t>(kBox), box_rows, 1};
+    return m;
+  };
+  kern.tensor_maps.push_back(a_mn ? map_of(n.inputs[0], d.m, d.k, batch_count(a.shape), kBk)
+                                  : map_of(n.inputs[0], d.k, d.m, batch_count(a.shape), t.bm));
+  kern.tensor_maps.push_back(b_mn ? map_of(n.inputs[1], d.nn, d.k, batch_count(b.shape), kBk)
+                                  : map_of(n.inputs[1], d.k, d.nn, batch_count(b.shape), t.bn));
+
+  std::string code = wgmma_step_function(t.bn, a.dtype == DType::Float16 ? "f16" : "bf16", a_mn,
+                                         b_mn);
+  code += fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
+      "const __grid_constant__ braze_tmap braze_tmap_a, "
+      "const __grid_constant__ braze_tmap braze_tmap_b) {{\n"
+      "  BRAZE_DYNAMIC_SMEM(braze_smem, {2});\n{3}}}\n",
+      t.threads(), e.signature(), kern.shared_bytes, e.body());
+  finish_kernel(g, kern, code, kMmaHelpers | kWgmmaHelpers);
+  return kern;
+}
+
+}  // namespace braze::codegen

@@ -1,0 +1,129 @@
+// The Hopper wgmma GEMM schedule's generated CUDA, compiled with NVRTC for sm_90a (no GPU
+// needed): offered on sm_90a only (not on sm_90, sm_80 or in the CPU emulator), for every
+// float16 / bfloat16 case whose operands' batches it can address; every candidate compiles
+// into PTX with wgmma.mma_async on both operands' layouts, TMA copies completing on
+// mbarriers, register reallocation, and accumulators that never touch local memory; two
+// tensor maps with boxes matching the shared tiles; cases it cannot take keep mma.sync.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "codegen/codegen.h"
+#include "runtime/gpu/nvrtc.h"
+#include "tests/gemm_tc_cases.h"
+#include "tests/gemm_test_util.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+codegen::Target h200a() {
+  codegen::Target t{90, 132};
+  t.sm90a = true;
+  return t;
+}
+
+bool is_wg(const codegen::Tunables& t) { return t.count("wg") && t.at("wg") == 1; }
+
+std::vector<codegen::Tunables> wg_candidates(const test::GemmGroup& gg, const codegen::Target& t) {
+  std::vector<codegen::Tunables> out;
+  for (const codegen::Tunables& c : codegen::candidates(gg.g, gg.group, t))
+    if (is_wg(c)) out.push_back(c);
+  return out;
+}
+
+class GemmWgmmaCodegen
+    : public ::testing::TestWithParam<std::tuple<test::GemmTcCase, const char*>> {};
+
+TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
+  const auto& [c, dtype] = GetParam();
+  test::GemmGroup gg = test::gemm_group_of(test::gemm_tc_text(c, dtype));
+  const std::vector<codegen::Tunables> cands = wg_candidates(gg, h200a());
+  if (std::string(c.name) == "batched_broadcast") {
+    // A [2, 1, ...] against B [3, ...]: neither the output's batches nor one matrix.
+    EXPECT_TRUE(cands.empty());
+    codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a());
+    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+    EXPECT_FALSE(is_wg(gc.kernel->tunables));
+    return;
+  }
+  ASSERT_GE(cands.size(), 4u);
+  const std::string type = std::string(dtype) == "float16" ? "f16" : "bf16";
+  for (const codegen::Tunables& t : cands) {
+    codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), &t);
+    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+    const codegen::Kernel& k = *gc.kernel;
+    ASSERT_EQ(k.tensor_maps.size(), 2u);
+    const int bm = t.at("bm"), bn = t.at("bn");
+    EXPECT_EQ(k.block[0], 128u * (1 + bm / 64));
+    EXPECT_LE(k.shared_bytes, 227u * 1024);
+    // Boxes: 64 contiguous elements, then the tile's rows (k-contiguous) or 64 k-rows.
+    const codegen::TensorMap &ma = k.tensor_maps[0], &mb = k.tensor_maps[1];
+    EXPECT_EQ(ma.box[0], 64u);
+    EXPECT_EQ(ma.box[1], c.a_kcontig ? static_cast<unsigned>(bm) : 64u);
+    EXPECT_EQ(mb.box[0], 64u);
+    EXPECT_EQ(mb.box[1], c.b_kcontig ? static_cast<unsigned>(bn) : 64u);
+    EXPECT_EQ(ma.strides[0] % 16, 0u);
+    EXPECT_EQ(mb.strides[0] % 16, 0u);
+    EXPECT_LT(ma.param, k.params.size());
+    EXPECT_LT(mb.param, k.params.size());
+    EXPECT_FALSE(k.params[ma.param].is_output);
+    gpu::Compiled comp = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90a"), true);
+    ASSERT_FALSE(comp.cubin.empty());
+    const std::string& ptx = comp.ptx;
+    const std::string op = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(bn) + "k16.f32." +
+                           type + "." + type;
+    EXPECT_NE(ptx.find(op), std::string::npos) << k.name << " lacks " << op;
+    // The transpose flags follow the layouts: 1 for an m- or n-contiguous operand.
+    const std::string flags = std::string(", 1, 1, ") + (c.a_kcontig ? "0" : "1") + ", " +
+                              (c.b_kcontig ? "0" : "1") + ";";
+    EXPECT_NE(ptx.find(flags), std::string::npos) << k.name << " lacks " << flags;
+    EXPECT_NE(ptx.find("cp.async.bulk.tensor.3d.shared::cluster.global"), std::string::npos);
+    EXPECT_NE(ptx.find("mbarrier.try_wait.parity"), std::string::npos);
+    EXPECT_NE(ptx.find("wgmma.wait_group.sync.aligned"), std::string::npos);
+    if (bm == 128) EXPECT_NE(ptx.find("setmaxnreg.inc.sync.aligned.u32 232"), std::string::npos);
+    EXPECT_EQ(ptx.find("ld.local"), std::string::npos) << k.name;
+    EXPECT_EQ(ptx.find("st.local"), std::string::npos) << k.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GemmWgmmaCodegen,
+                         ::testing::Combine(::testing::ValuesIn(test::gemm_tc_cases()),
+                                            ::testing::Values("float16", "bfloat16")),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  std::get<1>(info.param);
+                         });
+
+TEST(GemmWgmmaCodegen, OnlyOnSm90a) {
+  test::GemmGroup gg = test::gemm_group_of(test::gemm_tc_text(test::gemm_tc_cases()[0], "float16"));
+  EXPECT_FALSE(wg_candidates(gg, h200a()).empty());
+  EXPECT_TRUE(wg_candidates(gg, codegen::Target{90, 132}).empty()) << "sm_90 without the a";
+  EXPECT_TRUE(wg_candidates(gg, codegen::Target{80, 108}).empty());
+  codegen::Target emu = h200a();
+  emu.emulated = true;
+  EXPECT_TRUE(wg_candidates(gg, emu).empty()) << "the CPU emulator";
+  codegen::Target tf32 = h200a();
+  tf32.tf32 = true;
+  test::GemmGroup gf = test::gemm_group_of(test::gemm_tc_text(test::gemm_tc_cases()[0], "float"));
+  EXPECT_TRUE(wg_candidates(gf, tf32).empty()) << "float32 stays on mma.sync at tf32";
+}
+
+TEST(GemmWgmmaCodegen, DefaultForLargeOutputsSplitKForSmallOnes) {
+  const char* big = R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[4096,768] a, float16[768,3072] b) => (float16[4096,3072] y) { y = MatMul(a, b) })";
+  test::GemmGroup gb = test::gemm_group_of(big);
+  codegen::GroupCode gc = codegen::generate(gb.g, gb.group, h200a());
+  ASSERT_TRUE(gc.kernel.has_value());
+  EXPECT_TRUE(is_wg(gc.kernel->tunables));
+  const char* small = R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[128,768] a, float16[768,768] b) => (float16[128,768] y) { y = MatMul(a, b) })";
+  test::GemmGroup gs = test::gemm_group_of(small);
+  std::vector<codegen::Tunables> c = codegen::candidates(gs.g, gs.group, h200a());
+  ASSERT_FALSE(c.empty());
+  EXPECT_TRUE(c.front().count("split")) << "split-K leads where tiles are few";
+  EXPECT_FALSE(wg_candidates(gs, h200a()).empty()) << "wgmma still a candidate";
+}
+
+}  // namespace
+}  // namespace braze

@@ -163,24 +163,25 @@ bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEp
 }
 
 void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                      const GemmEpilogue& epi, int width, const std::string& sum_q) {
+                      const GemmEpilogue& epi, int width, const std::string& sum_q,
+                      bool in_range) {
   const graph::Value& ov = g.value(epi.out);
   if (!gemm_vector_store_ok(g, d, epi, width)) {
     e.line("#pragma unroll");
     e.open(fmt::format("for (int q = 0; q < {}; ++q) {{", width));
     e.line("const long long j = jp + q;");
-    e.open(fmt::format("if (i < {}LL && j < {}LL) {{", d.m, d.nn));
+    if (!in_range) e.open(fmt::format("if (i < {}LL && j < {}LL) {{", d.m, d.nn));
     e.push_scope();
     emit_gemm_store(e, g, d, epi, sum_q);
     e.pop_scope();
-    e.close();
+    if (!in_range) e.close();
     e.close();
     return;
   }
   // The output's last dim is j, a multiple of `width` long: the elements are all in range or
   // none, adjacent, and aligned to the vector.
   const std::string ct = graph::cuda_compute_type(ov.dtype), st = graph::cuda_storage_type(ov.dtype);
-  e.open(fmt::format("if (i < {}LL && jp < {}LL) {{", d.m, d.nn));
+  e.open(in_range ? std::string("{") : fmt::format("if (i < {}LL && jp < {}LL) {{", d.m, d.nn));
   e.line(fmt::format("{} res[{}];", ct, width));
   e.line("#pragma unroll");
   e.open(fmt::format("for (int q = 0; q < {}; ++q) {{", width));

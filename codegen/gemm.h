@@ -59,9 +59,12 @@ std::string emit_gemm_value(Emitter& e, const graph::Graph& g, const GemmDims& d
 // Emits the statements finishing the `width` adjacent output elements (b, i, jp + q),
 // q < width, from `sum_q` (an expression in q): those in range, as one vector store when
 // they are adjacent and aligned in the output (gemm_vector_store_ok). "b", "i" and "jp" are
-// in scope; jp is a multiple of `width`.
+// in scope; jp is a multiple of `width`. `in_range`: the caller knows all `width` elements
+// are in range (a tile inside the output), so no bounds checks — and no branches keeping the
+// compiler from overlapping one element's loads and math with the next's.
 void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                      const GemmEpilogue& epi, int width, const std::string& sum_q);
+                      const GemmEpilogue& epi, int width, const std::string& sum_q,
+                      bool in_range = false);
 bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
                           int width);
 

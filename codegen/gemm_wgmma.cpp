@@ -244,20 +244,31 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // The epilogue: accum[4 ni + 2 r + q] is C's element (16 cwarp + lane / 4 + 8 r, 8 ni +
   // 2 (lane % 4) + q) of the warpgroup's 64 x BN tile, cwarp its warp (the m16n8 C fragment, repeated along n).
   e.line("const int cwarp = ((int)threadIdx.x / 32) % 4;");
-  e.line("#pragma unroll");
-  e.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", t.bn / 8));
-  e.line("#pragma unroll");
-  e.open("for (int r = 0; r < 2; ++r) {");
-  e.line("const long long i = i0 + cons * 64 + cwarp * 16 + lane / 4 + r * 8;");
-  e.line("const long long jp = j0 + ni * 8 + (lane % 4) * 2;");
-  try {
-    emit_gemm_stores(e, g, d, epi, 2, "accum[4 * ni + 2 * r + q]");
-  } catch (const graph::CudaUnsupported& u) {
-    *why_not = u.why;
-    return std::nullopt;
+  // Tiles inside the output (all but the last row and column of tiles) store without bounds
+  // checks: straight-line code the compiler can interleave across elements.
+  const bool edges = d.m % t.bm != 0 || d.nn % t.bn != 0;
+  if (edges)
+    e.line(fmt::format("const bool interior = i0 + {} <= {}LL && j0 + {} <= {}LL;", t.bm, d.m,
+                       t.bn, d.nn));
+  for (bool in_range : {true, false}) {
+    if (!in_range && !edges) break;
+    if (edges) e.open(in_range ? "if (interior) {" : "if (!interior) {");
+    e.line("#pragma unroll");
+    e.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", t.bn / 8));
+    e.line("#pragma unroll");
+    e.open("for (int r = 0; r < 2; ++r) {");
+    e.line("const long long i = i0 + cons * 64 + cwarp * 16 + lane / 4 + r * 8;");
+    e.line("const long long jp = j0 + ni * 8 + (lane % 4) * 2;");
+    try {
+      emit_gemm_stores(e, g, d, epi, 2, "accum[4 * ni + 2 * r + q]", in_range);
+    } catch (const graph::CudaUnsupported& u) {
+      *why_not = u.why;
+      return std::nullopt;
+    }
+    e.close();  // r
+    e.close();  // ni
+    if (edges) e.close();
   }
-  e.close();  // r
-  e.close();  // ni
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};

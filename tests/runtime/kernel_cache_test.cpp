@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "fusion/partition.h"
 #include "fusion/plan.h"
 #include "graph/passes/pipeline.h"
 #include "runtime/gpu/engine.h"
@@ -109,6 +110,38 @@ TEST(EngineFile, RoundTripKeepsGraphKernelsAndWeights) {
   EXPECT_THROW(gpu::load_engine(dir / "cut.braze"), UserError);
   std::ofstream(dir / "junk.braze", std::ios::binary) << "BRAZEENG";
   EXPECT_THROW(gpu::load_engine(dir / "junk.braze"), UserError);
+}
+
+TEST(EngineFile, RoundTripKeepsTensorMaps) {
+  // A float16 product compiled for sm_90a takes the wgmma schedule and its two TMA maps.
+  fs::path dir = fresh_dir("engine_tmaps");
+  fs::create_directories(dir);
+  graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[2048,128] a, float16[128,2048] b) => (float16[2048,2048] y) { y = MatMul(a, b) })");
+  graph::passes::run_pipeline(g);
+  gpu::EngineOptions o = gpu::default_engine_options("sm_90a");
+  ASSERT_TRUE(o.target.sm90a);
+  o.cache_dir = dir;
+  auto e = gpu::Engine::build(g, fusion::plan_fused(g), o);
+  ASSERT_EQ(e->steps().size(), 1u);
+  const codegen::Kernel& k = *e->steps()[0].kernel;
+  ASSERT_EQ(k.tensor_maps.size(), 2u);
+  gpu::save_engine(dir / "m.braze", *e, {"abc", "m.onnx", "0.1.0", "13.0", "sm_90a"});
+  gpu::LoadedEngine le = gpu::load_engine(dir / "m.braze");
+  EXPECT_EQ(le.engine->arch().name(), "sm_90a");
+  const codegen::Kernel& back = *le.engine->steps()[0].kernel;
+  ASSERT_EQ(back.tensor_maps.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(back.tensor_maps[i].param, k.tensor_maps[i].param);
+    EXPECT_EQ(back.tensor_maps[i].dtype, k.tensor_maps[i].dtype);
+    EXPECT_EQ(back.tensor_maps[i].dims, k.tensor_maps[i].dims);
+    EXPECT_EQ(back.tensor_maps[i].strides, k.tensor_maps[i].strides);
+    EXPECT_EQ(back.tensor_maps[i].box, k.tensor_maps[i].box);
+  }
+  // A = [2048, 128]: 128 contiguous, 2048 rows; B = [128, 2048] read n-contiguous.
+  EXPECT_EQ(k.tensor_maps[0].dims, (std::array<uint64_t, 3>{128, 2048, 1}));
+  EXPECT_EQ(k.tensor_maps[1].dims, (std::array<uint64_t, 3>{2048, 128, 1}));
+  EXPECT_EQ(k.tensor_maps[1].strides[0], 4096u);
 }
 
 }  // namespace

@@ -232,8 +232,11 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
                      a_desc, b_desc));
   e.line("braze_wgmma_commit();");
   e.line("braze_fence_regs(accum);");
-  // The previous k-tile's wgmma's have retired: its stage is free for the producer.
-  e.line("braze_wgmma_wait<1>();");
+  // The previous k-tile's wgmma's have retired: its stage is free for the producer. The last
+  // k-tile waits for all of its own too, inside the loop: with the wait only after the loop,
+  // ptxas (CUDA 13.0) was seen to hoist an epilogue read of the accumulators above it — a
+  // race that left an 8 x 8 block of each warp's tile short of its last k-tile.
+  e.line(fmt::format("if (kt + 1 < {}) braze_wgmma_wait<1>(); else braze_wgmma_wait<0>();", ktiles));
   e.line("braze_fence_regs(accum);");
   e.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((kt - 1) % {}));",
                      t.stages));

@@ -39,16 +39,10 @@ constexpr int kBk = 64;                    // k-tile: one 128-byte swizzled row 
 constexpr int kBox = 64;                   // m- or n-contiguous operands load 64 x 64 boxes
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
-// ctas: blocks an SM holds. 1: a producer warpgroup (threads 0-127, which hands registers to
-// the consumers) and bm / 64 consumer warpgroups. 2 (bm 64): one consumer warpgroup (threads
-// 0-127) and a producer warp (128-159), small enough in registers and shared memory that two
-// blocks share an SM — one block's epilogue and pipeline fill overlap the other's wgmma's.
 struct WgTile {
-  int bm, bn, stages, ctas = 1;
+  int bm, bn, stages;
   int consumers() const { return bm / 64; }
-  int threads() const { return ctas == 2 ? 160 : 128 * (1 + consumers()); }
-  // Per block: two blocks and the 1 KB the hardware reserves for each fit in an SM's 228 KB.
-  int64_t max_shared() const { return ctas == 2 ? 113 * 1024 : kMaxSharedBytes; }
+  int threads() const { return 128 * (1 + consumers()); }
   int64_t a_bytes() const { return int64_t{bm} * kBk * 2; }
   int64_t stage_bytes() const { return int64_t{bm + bn} * kBk * 2; }
   // The stages, two barriers a stage, and slack to align the stages to 1024 bytes.
@@ -56,9 +50,7 @@ struct WgTile {
 };
 
 Tunables tunables_of(const WgTile& t) {
-  Tunables u{{"tc", 1}, {"wg", 1}, {"bm", t.bm}, {"bn", t.bn}, {"stages", t.stages}};
-  if (t.ctas == 2) u["ctas"] = 2;
-  return u;
+  return {{"tc", 1}, {"wg", 1}, {"bm", t.bm}, {"bn", t.bn}, {"stages", t.stages}};
 }
 
 // The batch coordinate of an operand of `shape` for output batch "b": its own batch when it
@@ -127,10 +119,8 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
     WgTile t;
     double efficiency;
   };
-  std::vector<Option> options = {{{128, 256, 4}, 1.0},    {{128, 128, 6}, 0.85},
-                                 {{64, 256, 4}, 0.8},     {{128, 64, 8}, 0.7},
-                                 {{64, 128, 8}, 0.7},     {{64, 256, 2, 2}, 0.9},
-                                 {{64, 128, 4, 2}, 0.8}};
+  std::vector<Option> options = {{{128, 256, 4}, 1.0}, {{128, 128, 6}, 0.85}, {{64, 256, 4}, 0.8},
+                                 {{128, 64, 8}, 0.7},  {{64, 128, 8}, 0.7}};
   auto cost = [&](const Option& o) {
     const int64_t waves = (tiles(o.t.bm, o.t.bn) + target.num_sms - 1) / target.num_sms;
     return static_cast<double>(waves) * o.t.bm * o.t.bn / o.efficiency;
@@ -139,7 +129,7 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
                    [&](const Option& x, const Option& y) { return cost(x) < cost(y); });
   std::vector<Tunables> c;
   for (const Option& o : options)
-    if (o.t.shared_bytes() <= o.t.max_shared()) c.push_back(tunables_of(o.t));
+    if (o.t.shared_bytes() <= kMaxSharedBytes) c.push_back(tunables_of(o.t));
   return c;
 }
 
@@ -148,11 +138,9 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
                                         const Target& target, const Tunables& tune,
                                         std::string* why_not) {
   std::string why = gemm_wgmma_unsupported(g, group, d, target);
-  const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
-                 tune.count("ctas") ? tune.at("ctas") : 1};
+  const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages")};
   if (why.empty() && ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) ||
-                      t.stages < 2 || (t.ctas != 1 && t.ctas != 2) || (t.ctas == 2 && t.bm != 64) ||
-                      t.shared_bytes() > t.max_shared()))
+                      t.stages < 2 || t.shared_bytes() > kMaxSharedBytes))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
   if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, kBk);
   if (!why.empty()) {
@@ -188,9 +176,9 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
 
   // The producer.
   const std::string ba = batch_coord(a.shape, d), bb = batch_coord(b.shape, d);
-  e.open(t.ctas == 2 ? "if (threadIdx.x >= 128) {" : "if (wg == 0) {");
+  e.open("if (wg == 0) {");
   if (t.consumers() > 1) e.line("braze_setmaxnreg_dec<40>();");
-  e.open(t.ctas == 2 ? "if (threadIdx.x == 128) {" : "if (threadIdx.x == 0) {");
+  e.open("if (threadIdx.x == 0) {");
   e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles));
   e.line(fmt::format("const int s = kt % {};", t.stages));
   e.line(fmt::format("braze_mbar_wait(empty + 8 * s, ((kt / {}) & 1) ^ 1);", t.stages));
@@ -216,11 +204,10 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.line("return;");
   e.close();  // producer
 
-  // The consumers: warpgroup cons (after the producer's when ctas is 1) computes rows 64 cons
-  // .. 64 cons + 63 of the tile.
+  // The consumers: warpgroup 1 + cons computes rows 64 cons .. 64 cons + 63 of the tile.
   if (t.consumers() > 1) e.line("braze_setmaxnreg_inc<232>();");
   const int regs = t.bn / 2;
-  e.line(t.ctas == 2 ? "const int cons = 0;" : "const int cons = wg - 1;");
+  e.line("const int cons = wg - 1;");
   e.line(fmt::format("float accum[{}];", regs));
   e.line("#pragma unroll");
   e.line(fmt::format("for (int r = 0; r < {}; ++r) accum[r] = 0.f;", regs));
@@ -317,11 +304,11 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   std::string code = wgmma_step_function(t.bn, a.dtype == DType::Float16 ? "f16" : "bf16", a_mn,
                                          b_mn);
   code += fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({0}, {4}) KERNEL_NAME({1}, "
+      "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
       "const __grid_constant__ braze_tmap braze_tmap_a, "
       "const __grid_constant__ braze_tmap braze_tmap_b) {{\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {2});\n{3}}}\n",
-      t.threads(), e.signature(), kern.shared_bytes, e.body(), t.ctas);
+      t.threads(), e.signature(), kern.shared_bytes, e.body());
   finish_kernel(g, kern, code, kMmaHelpers | kWgmmaHelpers);
   return kern;
 }

@@ -158,13 +158,32 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
     copts.want_ptx = false;
     Engine::compile_steps(trial, opts.arch, copts, nullptr);
     Buffers buf = make_buffers(g, *trial[0].kernel);
-    std::vector<Tensor> ref;
-    double best = std::numeric_limits<double>::infinity(), first = best;
-    size_t best_i = 0;
-    std::vector<std::string> each;  // every candidate's tunables and time
+    // Each candidate's output is checked against the first candidate that ran (the heuristic
+    // default, unless it could not launch) and, when the second disagrees with the first,
+    // against the second as well: the side more of the others agree with is taken as right,
+    // so a wrong default cannot make every correct candidate look wrong.
+    auto matches = [&](const std::vector<Tensor>& out, const std::vector<Tensor>& ref) {
+      bool agrees = true;
+      for (size_t i = 0; i < out.size() && agrees; ++i) {
+        runtime::Comparison cmp = runtime::compare(out[i], ref[i], runtime::default_tolerance(ref[i].dtype()));
+        // At tf32 an exact float32 candidate and a tf32 one differ by the operands'
+        // rounding: they agree within 1e-3 relative L2 (as `braze diff` holds tf32).
+        agrees = opts.target.tf32 && ref[i].dtype() == DType::Float32
+                     ? cmp.problem.empty() && cmp.nan_mismatches == 0 && cmp.rel_l2 <= 1e-3
+                     : cmp.ok;
+      }
+      return agrees;
+    };
+    struct Trial {
+      bool ran = false, agrees0 = false, agrees1 = false;
+      double us = std::numeric_limits<double>::infinity();
+    };
+    std::vector<Trial> tried(trial.size());
+    std::vector<Tensor> ref0, ref1;
+    bool split = false;  // the second candidate that ran disagreed with the first
     for (size_t ci = 0; ci < trial.size(); ++ci) {
       const codegen::Kernel& k = *trial[ci].kernel;
-      double score = std::numeric_limits<double>::infinity();
+      Trial& t = tried[ci];
       CUmodule mod = nullptr;
       try {
         CUfunction fn;
@@ -176,22 +195,20 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
         launch(fn, k, buf);
         BRAZE_CU(cuCtxSynchronize);
         std::vector<Tensor> out = read_outputs(g, k, buf);
-        // Checked against the first candidate that ran (the heuristic default, unless it
-        // could not launch).
-        bool agrees = true;
-        if (ref.empty()) {
-          ref = out;
+        t.ran = true;
+        if (ref0.empty()) {
+          ref0 = std::move(out);
+          t.agrees0 = true;
+        } else if (ref1.empty()) {
+          t.agrees0 = matches(out, ref0);
+          t.agrees1 = true;
+          split = !t.agrees0;
+          ref1 = std::move(out);
         } else {
-          for (size_t i = 0; i < out.size() && agrees; ++i) {
-            runtime::Comparison cmp = runtime::compare(out[i], ref[i], runtime::default_tolerance(ref[i].dtype()));
-            // At tf32 an exact float32 candidate and a tf32 one differ by the operands'
-            // rounding: they agree within 1e-3 relative L2 (as `braze diff` holds tf32).
-            agrees = opts.target.tf32 && ref[i].dtype() == DType::Float32
-                         ? cmp.problem.empty() && cmp.nan_mismatches == 0 && cmp.rel_l2 <= 1e-3
-                         : cmp.ok;
-          }
+          t.agrees0 = matches(out, ref0);
+          t.agrees1 = split && matches(out, ref1);
         }
-        if (agrees) {
+        if (t.agrees0 || t.agrees1) {
           std::vector<double> us;
           CUevent e0, e1;
           BRAZE_CU(cuEventCreate, &e0, CU_EVENT_DEFAULT);
@@ -208,18 +225,38 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
           }
           driver().cuEventDestroy(e0);
           driver().cuEventDestroy(e1);
-          score = stats_of(us).median;
+          t.us = stats_of(us).median;
         }
       } catch (const DeviceError&) {
         // a candidate that cannot launch scores as infinite; the context survives launch
         // configuration errors, which are what a bad candidate gives
       }
       if (mod) driver().cuModuleUnload(mod);
-      each.push_back(fmt::format("    {}: {}", tunables_str(k.tunables),
-                                 std::isfinite(score) ? fmt::format("{:.2f} us", score) : "failed or disagreed"));
+    }
+    // Which reference the others side with.
+    size_t with0 = 0, with1 = 0;
+    for (const Trial& t : tried) with0 += t.agrees0, with1 += t.agrees1;
+    const bool second_right = split && with1 > with0;
+    double best = std::numeric_limits<double>::infinity(), first = best;
+    size_t best_i = 0;
+    std::vector<std::string> each;  // every candidate's tunables and time
+    for (size_t ci = 0; ci < trial.size(); ++ci) {
+      const Trial& t = tried[ci];
+      const bool right = second_right ? t.agrees1 : t.agrees0;
+      const double score = right ? t.us : std::numeric_limits<double>::infinity();
+      each.push_back(fmt::format("    {}: {}", tunables_str(trial[ci].kernel->tunables),
+                                 !t.ran            ? std::string("failed")
+                                 : !right          ? std::string("disagreed")
+                                 : std::isfinite(score) ? fmt::format("{:.2f} us", score)
+                                                        : std::string("failed")));
       if (ci == 0) first = score;
       if (score < best) best = score, best_i = ci;
     }
+    if (second_right)
+      r.lines.push_back(fmt::format("{}: the default candidate's output disagreed with the second's, "
+                                    "which {} other candidates matched (the default's: {}); the "
+                                    "second's taken as right",
+                                    s.kernel->name, with1 - 1, with0 - 1));
     if (!std::isfinite(best)) continue;  // keep the heuristic kernel
     ++r.timed;
     r.lines.push_back(fmt::format("{}: {} ({:.2f} us; default {:.2f} us)", trial[best_i].kernel->name,

@@ -230,12 +230,11 @@ std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group
   if (!d) return {};
   std::vector<Tunables> c;
   if (gemm_tc_unsupported(g, group, *d, target).empty()) c = gemm_tc_candidates(g, *d, target);
-  // On sm_90a the wgmma schedule leads, unless the mma.sync default is split-K (outputs too
-  // small to fill the SMs, where its clusters win).
+  // On sm_90a the wgmma schedule leads (it beat mma.sync, split-K included, on every shape
+  // timed: bench/RESULTS.md).
   if (gemm_wgmma_unsupported(g, group, *d, target).empty()) {
     std::vector<Tunables> w = gemm_wgmma_candidates(*d, target);
-    const bool split_first = !c.empty() && c.front().count("split");
-    c.insert(split_first ? c.begin() + 1 : c.begin(), w.begin(), w.end());
+    c.insert(c.begin(), w.begin(), w.end());
   }
   for (Tunables& t : gemm_simt_candidates(g, *d, target)) c.push_back(std::move(t));
   return c;

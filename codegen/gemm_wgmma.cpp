@@ -110,15 +110,17 @@ std::string gemm_wgmma_unsupported(const graph::Graph& g, const fusion::Group& g
 }
 
 std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target) {
-  (void)d;
-  (void)target;
+  const int64_t big_tiles = ((d.m + 127) / 128) * ((d.nn + 255) / 256) * d.batches;
   // Heuristic order from H200 timings (2026-11-30, float16 + bias + GELU): 128 x 256 won on
   // every large shape, even where its tiles fill under one wave (4096 x 768 x 3072: 45.9 us,
   // against 51.7 at 128 x 128 and 55.0-63.3 for the rest; 4096 x 3072 x 768: 66.8 against
-  // 72.9; 8192^3: 1628 against 1815). Blocks holding one consumer warpgroup and a producer
-  // warp, two to an SM, were slower everywhere (74.8 / 55.8 / 2163 us) and were dropped.
-  const std::initializer_list<WgTile> tiles = {
-      {128, 256, 4}, {128, 128, 6}, {64, 256, 4}, {128, 64, 8}, {64, 128, 8}};
+  // 72.9; 8192^3: 1628 against 1815); on small outputs (fewer of those tiles than half the
+  // SMs) 128 x 64 with 8 stages did (128 x 3072 x 768: 11.6 us against 24.8 at 128 x 256;
+  // 128 x 768 x 768: 10.6 against 11.8 for split-K mma.sync). Blocks holding one consumer
+  // warpgroup and a producer warp, two to an SM, were slower everywhere (74.8 / 55.8 /
+  // 2163 us) and were dropped.
+  std::vector<WgTile> tiles = {{128, 256, 4}, {128, 128, 6}, {64, 256, 4}, {128, 64, 8}, {64, 128, 8}};
+  if (2 * big_tiles < target.num_sms) std::rotate(tiles.begin(), tiles.begin() + 3, tiles.begin() + 4);
   std::vector<Tunables> c;
   for (const WgTile& t : tiles)
     if (t.shared_bytes() <= kMaxSharedBytes) c.push_back(tunables_of(t));

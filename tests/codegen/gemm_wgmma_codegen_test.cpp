@@ -6,6 +6,7 @@
 // tensor maps with boxes matching the shared tiles; cases it cannot take keep mma.sync.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "codegen/codegen.h"
@@ -109,20 +110,24 @@ TEST(GemmWgmmaCodegen, OnlyOnSm90a) {
   EXPECT_TRUE(wg_candidates(gf, tf32).empty()) << "float32 stays on mma.sync at tf32";
 }
 
-TEST(GemmWgmmaCodegen, DefaultForLargeOutputsSplitKForSmallOnes) {
+TEST(GemmWgmmaCodegen, DefaultTileFollowsTheOutputSize) {
   const char* big = R"(<ir_version: 8, opset_import: ["" : 20]>
     g (float16[4096,768] a, float16[768,3072] b) => (float16[4096,3072] y) { y = MatMul(a, b) })";
   test::GemmGroup gb = test::gemm_group_of(big);
   codegen::GroupCode gc = codegen::generate(gb.g, gb.group, h200a());
   ASSERT_TRUE(gc.kernel.has_value());
   EXPECT_TRUE(is_wg(gc.kernel->tunables));
+  EXPECT_EQ(gc.kernel->tunables.at("bn"), 256);
   const char* small = R"(<ir_version: 8, opset_import: ["" : 20]>
     g (float16[128,768] a, float16[768,768] b) => (float16[128,768] y) { y = MatMul(a, b) })";
   test::GemmGroup gs = test::gemm_group_of(small);
   std::vector<codegen::Tunables> c = codegen::candidates(gs.g, gs.group, h200a());
   ASSERT_FALSE(c.empty());
-  EXPECT_TRUE(c.front().count("split")) << "split-K leads where tiles are few";
-  EXPECT_FALSE(wg_candidates(gs, h200a()).empty()) << "wgmma still a candidate";
+  EXPECT_TRUE(is_wg(c.front()));
+  EXPECT_EQ(c.front().at("bm"), 128);
+  EXPECT_EQ(c.front().at("bn"), 64) << "few output tiles: 128 x 64";
+  EXPECT_TRUE(std::any_of(c.begin(), c.end(), [](const codegen::Tunables& t) { return t.count("split") > 0; }))
+      << "split-K mma.sync still a candidate";
 }
 
 }  // namespace

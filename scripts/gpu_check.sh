@@ -57,7 +57,7 @@ if has memcheck; then
 fi
 if has memcheck_search; then
   timeout "${BRAZE_MEMCHECK_SECONDS:-1800}" compute-sanitizer --tool memcheck --print-limit 20 build-gpu/tests/gpu_tests \
-    --gtest_filter='*GpuSearchSpace*:*GpuGemmTc*:*GpuGemmSimt*' >"$out/memcheck_search.txt" 2>&1
+    --gtest_filter='*GpuSearchSpace*:*GpuGemmTc*:*GpuGemmSimt*:*GpuGemmWgmma*' >"$out/memcheck_search.txt" 2>&1
   summary+=("memcheck, search-space tests: $(grep -E 'ERROR SUMMARY' "$out/memcheck_search.txt" | sort | uniq -c | tr '\n' ' ') $(grep -E 'PASSED|FAILED' "$out/memcheck_search.txt" | head -2 | tr '\n' ' ')")
 fi
 printf '%s\n' "${summary[@]}"

@@ -259,8 +259,10 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
                                     s.kernel->name, with1 - 1, with0 - 1));
     if (!std::isfinite(best)) continue;  // keep the heuristic kernel
     ++r.timed;
-    r.lines.push_back(fmt::format("{}: {} ({:.2f} us; default {:.2f} us)", trial[best_i].kernel->name,
-                                  tunables_str(trial[best_i].kernel->tunables), best, first));
+    r.lines.push_back(fmt::format("{}: {} ({:.2f} us; default {})", trial[best_i].kernel->name,
+                                  tunables_str(trial[best_i].kernel->tunables), best,
+                                  std::isfinite(first) ? fmt::format("{:.2f} us", first)
+                                                       : std::string("failed or disagreed")));
     r.lines.insert(r.lines.end(), each.begin(), each.end());
     cache.put(key, trial[best_i].kernel->tunables, best, trial.size());
     s.kernel = std::move(trial[best_i].kernel);

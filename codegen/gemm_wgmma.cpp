@@ -53,20 +53,20 @@ Tunables tunables_of(const WgTile& t) {
   return {{"tc", 1}, {"wg", 1}, {"bm", t.bm}, {"bn", t.bn}, {"stages", t.stages}};
 }
 
-// The batch coordinate of an operand of `shape` for output batch "b": its own batch when it
-// has the output's, 0 when it is one matrix for all; empty when it broadcasts otherwise.
-std::string batch_coord(const Shape& shape, const GemmDims& d) {
-  int64_t n = 1;
-  for (size_t i = 0; i + 2 < shape.size(); ++i) n *= shape[i];
-  if (n == 1) return "0";
-  if (n == d.batches) return "(int)b";
-  return "";
-}
-
+// The number of matrices an operand of `shape` holds (its dims before the last two).
 int64_t batch_count(const Shape& shape) {
   int64_t n = 1;
   for (size_t i = 0; i + 2 < shape.size(); ++i) n *= shape[i];
   return n;
+}
+
+// The batch coordinate of an operand of `shape` for output batch "b": its own batch when it
+// has the output's, 0 when it is one matrix for all; empty when it broadcasts otherwise.
+std::string batch_coord(const Shape& shape, const GemmDims& d) {
+  const int64_t n = batch_count(shape);
+  if (n == 1) return "0";
+  if (n == d.batches) return "(int)b";
+  return "";
 }
 
 // The asm of one m64nNk16 wgmma with fp32 accumulators d[N / 2], A and B from shared memory

@@ -39,18 +39,25 @@ constexpr int kBk = 64;                    // k-tile: one 128-byte swizzled row 
 constexpr int kBox = 64;                   // m- or n-contiguous operands load 64 x 64 boxes
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
+// pp ("ping-pong", persistent): one block an SM walks the tiles; its two consumer warpgroups
+// take alternate bm x bn tiles (bm 64), so that one's epilogue overlaps the other's wgmma's,
+// and the producer loads the next tile's k-tiles while a tile finishes.
 struct WgTile {
   int bm, bn, stages;
-  int consumers() const { return bm / 64; }
+  bool pp = false;
+  int consumers() const { return pp ? 2 : bm / 64; }
   int threads() const { return 128 * (1 + consumers()); }
   int64_t a_bytes() const { return int64_t{bm} * kBk * 2; }
   int64_t stage_bytes() const { return int64_t{bm + bn} * kBk * 2; }
-  // The stages, two barriers a stage, and slack to align the stages to 1024 bytes.
-  int64_t shared_bytes() const { return stages * stage_bytes() + 16 * stages + 1024; }
+  // The stages, two barriers a stage (pp: and two turn barriers), and slack to align the
+  // stages to 1024 bytes.
+  int64_t shared_bytes() const { return stages * stage_bytes() + 16 * stages + (pp ? 16 : 0) + 1024; }
 };
 
 Tunables tunables_of(const WgTile& t) {
-  return {{"tc", 1}, {"wg", 1}, {"bm", t.bm}, {"bn", t.bn}, {"stages", t.stages}};
+  Tunables u{{"tc", 1}, {"wg", 1}, {"bm", t.bm}, {"bn", t.bn}, {"stages", t.stages}};
+  if (t.pp) u["pp"] = 1;
+  return u;
 }
 
 // The number of matrices an operand of `shape` holds (its dims before the last two).
@@ -119,7 +126,8 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // 128 x 768 x 768: 10.6 against 11.8 for split-K mma.sync). Blocks holding one consumer
   // warpgroup and a producer warp, two to an SM, were slower everywhere (74.8 / 55.8 /
   // 2163 us) and were dropped.
-  std::vector<WgTile> tiles = {{128, 256, 4}, {128, 128, 6}, {64, 256, 4}, {128, 64, 8}, {64, 128, 8}};
+  std::vector<WgTile> tiles = {{128, 256, 4},      {128, 128, 6},      {64, 256, 4}, {128, 64, 8},
+                               {64, 128, 8},       {64, 256, 5, true}, {64, 128, 8, true}};
   if (2 * big_tiles < target.num_sms) std::rotate(tiles.begin(), tiles.begin() + 3, tiles.begin() + 4);
   std::vector<Tunables> c;
   for (const WgTile& t : tiles)
@@ -132,11 +140,15 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
                                         const Target& target, const Tunables& tune,
                                         std::string* why_not) {
   std::string why = gemm_wgmma_unsupported(g, group, d, target);
-  const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages")};
+  const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
+                 tune.count("pp") && tune.at("pp") != 0};
   if (why.empty() && ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) ||
-                      t.stages < 2 || t.shared_bytes() > kMaxSharedBytes))
+                      t.stages < 2 || (t.pp && t.bm != 64) || t.shared_bytes() > kMaxSharedBytes))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
   if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, kBk);
+  const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
+  const int64_t tiles = tiles_m * tiles_n * d.batches;
+  if (why.empty() && tiles > 2147483647 / 4) why = "wgmma schedule: too many tiles";
   if (!why.empty()) {
     *why_not = why;
     return std::nullopt;
@@ -144,38 +156,63 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   const graph::Node& n = *d.node;
   const graph::Value& a = g.value(n.inputs[0]);
   const graph::Value& b = g.value(n.inputs[1]);
-  const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
   const int64_t ktiles = (d.k + kBk - 1) / kBk;
   const bool a_mn = d.ta, b_mn = !d.tb;  // m- / n-contiguous operands: 64 x 64 boxes
-  const int consumer_warps = 4 * t.consumers();
+  const int consumer_warps = t.pp ? 4 : 4 * t.consumers();  // warps consuming a stage
+  // Blocks: one a tile, batches along z; pp: one an SM (at most), walking the tiles.
+  const int64_t grid_x = t.pp ? std::min<int64_t>(tiles, target.num_sms) : tiles_m * tiles_n;
 
   Emitter e = gemm_emitter(g, group, d);
   e.input_param(n.inputs[0]);
   e.input_param(n.inputs[1]);
+  // The origin (i0, j0) and batch b of tile `tl` of the walk (pp), or of this block's.
+  auto emit_tile = [&](const std::string& tl) {
+    if (!t.pp) {
+      emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn);
+      e.line("const long long b = blockIdx.z;");
+    } else {
+      emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn,
+                            fmt::format("(int)({} % {})", tl, tiles_m * tiles_n));
+      e.line(fmt::format("const long long b = {} / {};", tl, tiles_m * tiles_n));
+    }
+    e.line("(void)b;");
+  };
   e.line("const braze_saddr smem = (braze_smem_addr(braze_smem) + 1023u) & ~1023u;");
   e.line(fmt::format("const braze_saddr full = smem + {}u, empty = full + {}u;",
                      t.stages * t.stage_bytes(), 8 * t.stages));
+  if (t.pp) e.line(fmt::format("const braze_saddr turn = empty + {}u;", 8 * t.stages));
   e.line("const int wg = (int)threadIdx.x / 128, lane = (int)threadIdx.x % 32;");
-  emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn);
-  e.line("const long long b = blockIdx.z;");
-  e.line("(void)b;");
+  if (!t.pp) emit_tile("");
   e.open("if (threadIdx.x == 0) {");
   e.open(fmt::format("for (int s = 0; s < {}; ++s) {{", t.stages));
   e.line("braze_mbar_init(full + 8 * s, 1);");
   e.line(fmt::format("braze_mbar_init(empty + 8 * s, {});", consumer_warps));
   e.close();
+  if (t.pp) {
+    e.line("braze_mbar_init(turn, 1);");
+    e.line("braze_mbar_init(turn + 8, 1);");
+  }
   e.line("braze_mbar_init_fence();");
   e.close();
   e.line("__syncthreads();");
 
-  // The producer.
+  // The producer. gk counts the k-tiles it has loaded: stage gk % STAGES, its
+  // (gk / STAGES)-th use.
   const std::string ba = batch_coord(a.shape, d), bb = batch_coord(b.shape, d);
   e.open("if (wg == 0) {");
   if (t.consumers() > 1) e.line("braze_setmaxnreg_dec<40>();");
   e.open("if (threadIdx.x == 0) {");
-  e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles));
-  e.line(fmt::format("const int s = kt % {};", t.stages));
-  e.line(fmt::format("braze_mbar_wait(empty + 8 * s, ((kt / {}) & 1) ^ 1);", t.stages));
+  if (t.pp) {
+    e.line("int gk = 0;");
+    e.open(fmt::format("for (int tl = blockIdx.x; tl < {}; tl += gridDim.x) {{", tiles));
+    emit_tile("tl");
+    e.open(fmt::format("for (int kt = 0; kt < {}; ++kt, ++gk) {{", ktiles));
+  } else {
+    e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles));
+    e.line("const int gk = kt;");
+  }
+  e.line(fmt::format("const int s = gk % {};", t.stages));
+  e.line(fmt::format("braze_mbar_wait(empty + 8 * s, ((gk / {}) & 1) ^ 1);", t.stages));
   e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u, bar = full + 8 * s;",
                      t.stage_bytes(), t.a_bytes()));
   e.line(fmt::format("braze_mbar_arrive_expect(bar, {}u);", t.stage_bytes()));
@@ -194,29 +231,52 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     e.line(fmt::format("braze_tma_load_3d(sb, braze_tmap_b, kt * {}, j0, {}, bar);", kBk, bb));
   }
   e.close();  // kt
+  if (t.pp) e.close();  // tl
   e.close();  // thread 0
   e.line("return;");
   e.close();  // producer
 
-  // The consumers: warpgroup 1 + cons computes rows 64 cons .. 64 cons + 63 of the tile.
+  // The consumers. Cooperative: warpgroup 1 + cons computes rows 64 cons .. 64 cons + 63 of
+  // the block's tile. pp: warpgroup 1 + cons computes tiles cons, cons + 2, … of the block's
+  // walk, whose k-tiles are the producer's (position in the walk) * KTILES onwards.
   if (t.consumers() > 1) e.line("braze_setmaxnreg_inc<232>();");
   const int regs = t.bn / 2;
   e.line("const int cons = wg - 1;");
+  if (t.pp) {
+    e.line(fmt::format("int gk0 = cons * {}, it = 0;", ktiles));
+    e.open(fmt::format(
+        "for (int tl = blockIdx.x + cons * gridDim.x; tl < {}; tl += 2 * gridDim.x, gk0 += {}, ++it) {{",
+        tiles, 2 * ktiles));
+    emit_tile("tl");
+    // Mainloops take turns, warpgroup 0 first: a warpgroup starts waiting for its tile's
+    // k-tiles only once the other has seen all of its previous tile's land, so that no wait
+    // on a stage runs more than one phase ahead of the barrier (parity waits cannot tell
+    // phase p from p + 2).
+    e.line("if (cons == 1 || it > 0) braze_mbar_wait(turn + 8 * cons, (cons == 1 ? it : it - 1) & 1);");
+  } else {
+    e.line("const int gk0 = 0;");
+  }
+  const std::string row0 = t.pp ? "0" : "cons * 64";  // the warpgroup's first row in the tile
   e.line(fmt::format("float accum[{}];", regs));
   e.line("#pragma unroll");
   e.line(fmt::format("for (int r = 0; r < {}; ++r) accum[r] = 0.f;", regs));
   // Descriptors: a k16 step is 32 bytes along a k-contiguous row, 16 rows (2048 bytes) down
   // an MN-major box.
   const std::string a_desc =
-      a_mn ? fmt::format("braze_wgmma_desc(sa + cons * {}u + kk * 2048u, {}u, 1024u)", kBox * 128,
+      a_mn ? fmt::format("braze_wgmma_desc(sa + ({}) * 128u + kk * 2048u, {}u, 1024u)", row0,
                          kBox * 128)
-           : "braze_wgmma_desc(sa + cons * 8192u + kk * 32u, 16u, 1024u)";
+           : fmt::format("braze_wgmma_desc(sa + ({}) * 128u + kk * 32u, 16u, 1024u)", row0);
   const std::string b_desc = b_mn ? fmt::format("braze_wgmma_desc(sb + kk * 2048u, {}u, 1024u)",
                                                 kBox * 128)
                                   : "braze_wgmma_desc(sb + kk * 32u, 16u, 1024u)";
   e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles));
-  e.line(fmt::format("const int s = kt % {};", t.stages));
-  e.line(fmt::format("braze_mbar_wait(full + 8 * s, (kt / {}) & 1);", t.stages));
+  e.line("const int gk = gk0 + kt;");
+  e.line(fmt::format("const int s = gk % {};", t.stages));
+  e.line(fmt::format("braze_mbar_wait(full + 8 * s, (gk / {}) & 1);", t.stages));
+  // pp: all of this tile's k-tiles have landed: the other warpgroup's turn begins.
+  if (t.pp)
+    e.line(fmt::format("if (kt == {} && threadIdx.x % 128 == 0) braze_mbar_arrive(turn + 8 * (1 - cons));",
+                       ktiles - 1));
   e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u;", t.stage_bytes(),
                      t.a_bytes()));
   e.line("braze_fence_regs(accum);");
@@ -232,14 +292,19 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // race that left an 8 x 8 block of each warp's tile short of its last k-tile.
   e.line(fmt::format("if (kt + 1 < {}) braze_wgmma_wait<1>(); else braze_wgmma_wait<0>();", ktiles));
   e.line("braze_fence_regs(accum);");
-  e.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((kt - 1) % {}));",
+  e.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));",
                      t.stages));
   e.close();
   e.line("braze_wgmma_wait<0>();");
   e.line("braze_fence_regs(accum);");
+  // pp: the tile's last stage is released here (the producer goes on to the next tiles).
+  if (t.pp)
+    e.line(fmt::format("if (lane == 0) braze_mbar_arrive(empty + 8 * ((gk0 + {}) % {}));",
+                       ktiles - 1, t.stages));
 
   // The epilogue: accum[4 ni + 2 r + q] is C's element (16 cwarp + lane / 4 + 8 r, 8 ni +
-  // 2 (lane % 4) + q) of the warpgroup's 64 x BN tile, cwarp its warp (the m16n8 C fragment, repeated along n).
+  // 2 (lane % 4) + q) of the warpgroup's 64 x BN tile, cwarp its warp (the m16n8 C
+  // fragment, repeated along n).
   e.line("const int cwarp = ((int)threadIdx.x / 32) % 4;");
   // Tiles inside the output (all but the last row and column of tiles) store without bounds
   // checks: straight-line code the compiler can interleave across elements.
@@ -254,7 +319,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     e.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", t.bn / 8));
     e.line("#pragma unroll");
     e.open("for (int r = 0; r < 2; ++r) {");
-    e.line("const long long i = i0 + cons * 64 + cwarp * 16 + lane / 4 + r * 8;");
+    e.line(fmt::format("const long long i = i0 + {} + cwarp * 16 + lane / 4 + r * 8;", row0));
     e.line("const long long jp = j0 + ni * 8 + (lane % 4) * 2;");
     try {
       emit_gemm_stores(e, g, d, epi, 2, "accum[4 * ni + 2 * r + q]", in_range);
@@ -266,10 +331,11 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     e.close();  // ni
     if (edges) e.close();
   }
+  if (t.pp) e.close();  // tl
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
-  kern.grid = {static_cast<unsigned>(tiles_m * tiles_n), 1, static_cast<unsigned>(d.batches)};
+  kern.grid = {static_cast<unsigned>(grid_x), 1, static_cast<unsigned>(t.pp ? 1 : d.batches)};
   kern.shared_bytes = static_cast<unsigned>(t.shared_bytes());
   auto param_of = [&](graph::ValueId v) {
     for (size_t i = 0; i < kern.params.size(); ++i)

@@ -48,7 +48,8 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
     EXPECT_FALSE(is_wg(gc.kernel->tunables));
     return;
   }
-  ASSERT_GE(cands.size(), 4u);
+  ASSERT_GE(cands.size(), 6u);
+  EXPECT_TRUE(std::any_of(cands.begin(), cands.end(), [](const codegen::Tunables& t) { return t.count("pp") > 0; }));
   const std::string type = std::string(dtype) == "float16" ? "f16" : "bf16";
   for (const codegen::Tunables& t : cands) {
     codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), &t);
@@ -56,7 +57,9 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
     const codegen::Kernel& k = *gc.kernel;
     ASSERT_EQ(k.tensor_maps.size(), 2u);
     const int bm = t.at("bm"), bn = t.at("bn");
-    EXPECT_EQ(k.block[0], 128u * (1 + bm / 64));
+    const bool pp = t.count("pp") && t.at("pp") == 1;  // persistent, alternate tiles
+    EXPECT_EQ(k.block[0], pp ? 384u : 128u * (1 + bm / 64));
+    if (pp) EXPECT_LE(k.grid[0], 132u);
     EXPECT_LE(k.shared_bytes, 227u * 1024);
     // Boxes: 64 contiguous elements, then the tile's rows (k-contiguous) or 64 k-rows.
     const codegen::TensorMap &ma = k.tensor_maps[0], &mb = k.tensor_maps[1];
@@ -82,7 +85,7 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
     EXPECT_NE(ptx.find("cp.async.bulk.tensor.3d.shared::cluster.global"), std::string::npos);
     EXPECT_NE(ptx.find("mbarrier.try_wait.parity"), std::string::npos);
     EXPECT_NE(ptx.find("wgmma.wait_group.sync.aligned"), std::string::npos);
-    if (bm == 128) EXPECT_NE(ptx.find("setmaxnreg.inc.sync.aligned.u32 232"), std::string::npos);
+    if (bm == 128 || pp) EXPECT_NE(ptx.find("setmaxnreg.inc.sync.aligned.u32 232"), std::string::npos);
     EXPECT_EQ(ptx.find("ld.local"), std::string::npos) << k.name;
     EXPECT_EQ(ptx.find("st.local"), std::string::npos) << k.name;
   }

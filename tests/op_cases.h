@@ -31,6 +31,13 @@ inline const std::vector<OpCase>& op_cases() {
         g (int64[6,7] a, int32[7] b, bool[6,7] m) => (int64[6,7] y, bool[6,7] z) {
           bb = Cast <to = 7> (b)  s = Add(a, bb)  d = Div(s, bb)  y = Where(m, d, a)
           l = Less(a, bb)  z = Xor(l, m) })"},
+      {"div_by_constants", R"(<ir_version: 8, opset_import: ["" : 17]>
+        g (float[9,33] x) => (float[9,33] a, float[9,33] b, float[9,33] c, float[9,33] d, float[9,33] e) {
+          s2 = Constant <value = float {1.4142135}> ()  a = Div(x, s2)
+          q = Constant <value = float {0.25}> ()  b = Div(x, q)
+          m7 = Constant <value = float {-7}> ()  c = Div(x, m7)
+          tiny = Constant <value = float {1e-37}> ()  d = Div(x, tiny)
+          huge = Constant <value = float {3e38}> ()  e = Div(x, huge) })", 10, 1e-6, 1e-30},
       {"cast_clip_where", R"(<ir_version: 8, opset_import: ["" : 17]>
         g (float[4,6] x) => (int32[4,6] y, float[4,6] z) {
           lo = Constant <value = float {-0.25}> ()  hi = Constant <value = float {0.5}> ()

@@ -2,6 +2,7 @@
 // with numpy broadcasting, variadic Max/Min/Sum/Mean, Where, Clip, Cast, Identity, Dropout.
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include <fmt/format.h>
@@ -421,6 +422,24 @@ struct MeanFn {
   C finish(C acc, size_t n) const { return static_cast<C>(acc / static_cast<C>(n)); }
 };
 
+// A float division whose divisor is a literal (a constant folded into the kernel) as a
+// multiplication: exact by the reciprocal of a power of two, otherwise braze_div_by's
+// corrected product (ops.cuh). Empty when the divisor is no plain literal or its reciprocal
+// is not a normal float (zero, infinities, NaN and huge divisors keep the division).
+std::optional<std::string> float_div_by_constant(const std::string& x, const std::string& lit) {
+  if (lit.size() < 2 || lit.back() != 'f' ||
+      lit.find_first_not_of("0123456789.e+-f") != std::string::npos)
+    return std::nullopt;
+  char* end = nullptr;
+  const float y = std::strtof(lit.c_str(), &end);
+  if (end != lit.c_str() + lit.size() - 1 || !std::isfinite(y) || y == 0.f) return std::nullopt;
+  const float z = 1.f / y;
+  if (!std::isnormal(z)) return std::nullopt;
+  int e = 0;
+  if (std::fabs(std::frexp(y, &e)) == 0.5f) return fmt::format("({} * {})", x, cuda_literal("float", z));
+  return fmt::format("braze_div_by({}, {}, {})", x, lit, cuda_literal("float", z));
+}
+
 void add_binary_ops(std::vector<OpDef>& r) {
   const DTypeSet arith = kNumericTypes;
   r.push_back(binary("Add", arith, [](const Node&) {
@@ -452,6 +471,9 @@ void add_binary_ops(std::vector<OpDef>& r) {
     };
   }, {}, 1));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
+    if (c.type == "float") {
+      if (auto by = float_div_by_constant(c.args[0], c.args[1])) return *by;
+    }
     if (c.type == "float" || c.type == "double") return fmt::format("({} / {})", c.args[0], c.args[1]);
     return fmt::format("braze_idiv({}, {})", c.args[0], c.args[1]);
   };

@@ -40,12 +40,14 @@ constexpr int kBox = 64;                   // m- or n-contiguous operands load 6
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
 // pp ("ping-pong", persistent): one block an SM walks the tiles; its two consumer warpgroups
-// take alternate bm x bn tiles (bm 64), so that one's epilogue overlaps the other's wgmma's,
-// and the producer loads the next tile's k-tiles while a tile finishes.
+// take alternate bm x bn tiles (each whole, bm / 64 wgmma's a k16 step), so that one's
+// epilogue overlaps the other's wgmma's, and the producer loads the next tile's k-tiles while
+// a tile finishes.
 struct WgTile {
   int bm, bn, stages;
   bool pp = false;
   int consumers() const { return pp ? 2 : bm / 64; }
+  int row_blocks() const { return pp ? bm / 64 : 1; }  // 64-row blocks a consumer computes
   int threads() const { return 128 * (1 + consumers()); }
   int64_t a_bytes() const { return int64_t{bm} * kBk * 2; }
   int64_t stage_bytes() const { return int64_t{bm + bn} * kBk * 2; }
@@ -126,8 +128,9 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // 128 x 768 x 768: 10.6 against 11.8 for split-K mma.sync). Blocks holding one consumer
   // warpgroup and a producer warp, two to an SM, were slower everywhere (74.8 / 55.8 /
   // 2163 us) and were dropped.
-  std::vector<WgTile> tiles = {{128, 256, 4},      {128, 128, 6},      {64, 256, 4}, {128, 64, 8},
-                               {64, 128, 8},       {64, 256, 5, true}, {64, 128, 8, true}};
+  std::vector<WgTile> tiles = {{128, 256, 4},      {128, 128, 6},      {64, 256, 4},
+                               {128, 64, 8},       {64, 128, 8},       {64, 256, 5, true},
+                               {64, 128, 8, true}, {128, 128, 6, true}};
   if (2 * big_tiles < target.num_sms) std::rotate(tiles.begin(), tiles.begin() + 3, tiles.begin() + 4);
   std::vector<Tunables> c;
   for (const WgTile& t : tiles)
@@ -143,7 +146,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
                  tune.count("pp") && tune.at("pp") != 0};
   if (why.empty() && ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) ||
-                      t.stages < 2 || (t.pp && t.bm != 64) || t.shared_bytes() > kMaxSharedBytes))
+                      t.stages < 2 || t.row_blocks() * t.bn > 256 ||
+                      t.shared_bytes() > kMaxSharedBytes))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
   if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, kBk);
   const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
@@ -256,16 +260,23 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   } else {
     e.line("const int gk0 = 0;");
   }
-  const std::string row0 = t.pp ? "0" : "cons * 64";  // the warpgroup's first row in the tile
-  e.line(fmt::format("float accum[{}];", regs));
+  // accum[mi] holds rows 64 mi .. 64 mi + 63 of the warpgroup's rows, which begin at row0.
+  const int mw = t.row_blocks();
+  const std::string row0 = t.pp ? "0" : "cons * 64";
+  e.line(fmt::format("float accum[{}][{}];", mw, regs));
   e.line("#pragma unroll");
-  e.line(fmt::format("for (int r = 0; r < {}; ++r) accum[r] = 0.f;", regs));
+  e.line(fmt::format("for (int r = 0; r < {}; ++r) {{", regs));
+  for (int mi = 0; mi < mw; ++mi) e.line(fmt::format("  accum[{}][r] = 0.f;", mi));
+  e.line("}");
+  auto fence_accum = [&] {
+    for (int mi = 0; mi < mw; ++mi) e.line(fmt::format("braze_fence_regs(accum[{}]);", mi));
+  };
   // Descriptors: a k16 step is 32 bytes along a k-contiguous row, 16 rows (2048 bytes) down
   // an MN-major box.
   const std::string a_desc =
-      a_mn ? fmt::format("braze_wgmma_desc(sa + ({}) * 128u + kk * 2048u, {}u, 1024u)", row0,
-                         kBox * 128)
-           : fmt::format("braze_wgmma_desc(sa + ({}) * 128u + kk * 32u, 16u, 1024u)", row0);
+      a_mn ? fmt::format("braze_wgmma_desc(sa + ({} + 64 * mi) * 128u + kk * 2048u, {}u, 1024u)",
+                         row0, kBox * 128)
+           : fmt::format("braze_wgmma_desc(sa + ({} + 64 * mi) * 128u + kk * 32u, 16u, 1024u)", row0);
   const std::string b_desc = b_mn ? fmt::format("braze_wgmma_desc(sb + kk * 2048u, {}u, 1024u)",
                                                 kBox * 128)
                                   : "braze_wgmma_desc(sb + kk * 32u, 16u, 1024u)";
@@ -279,31 +290,34 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
                        ktiles - 1));
   e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u;", t.stage_bytes(),
                      t.a_bytes()));
-  e.line("braze_fence_regs(accum);");
+  fence_accum();
   e.line("braze_wgmma_fence();");
   e.line("#pragma unroll");
-  e.line(fmt::format("for (int kk = 0; kk < {}; ++kk) braze_wgmma_step(accum, {}, {});", kBk / 16,
+  e.open(fmt::format("for (int kk = 0; kk < {}; ++kk) {{", kBk / 16));
+  e.line("#pragma unroll");
+  e.line(fmt::format("for (int mi = 0; mi < {}; ++mi) braze_wgmma_step(accum[mi], {}, {});", mw,
                      a_desc, b_desc));
+  e.close();
   e.line("braze_wgmma_commit();");
-  e.line("braze_fence_regs(accum);");
+  fence_accum();
   // The previous k-tile's wgmma's have retired: its stage is free for the producer. The last
   // k-tile waits for all of its own too, inside the loop: with the wait only after the loop,
   // ptxas (CUDA 13.0) was seen to hoist an epilogue read of the accumulators above it — a
   // race that left an 8 x 8 block of each warp's tile short of its last k-tile.
   e.line(fmt::format("if (kt + 1 < {}) braze_wgmma_wait<1>(); else braze_wgmma_wait<0>();", ktiles));
-  e.line("braze_fence_regs(accum);");
+  fence_accum();
   e.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));",
                      t.stages));
   e.close();
   e.line("braze_wgmma_wait<0>();");
-  e.line("braze_fence_regs(accum);");
+  fence_accum();
   // pp: the tile's last stage is released here (the producer goes on to the next tiles).
   if (t.pp)
     e.line(fmt::format("if (lane == 0) braze_mbar_arrive(empty + 8 * ((gk0 + {}) % {}));",
                        ktiles - 1, t.stages));
 
-  // The epilogue: accum[4 ni + 2 r + q] is C's element (16 cwarp + lane / 4 + 8 r, 8 ni +
-  // 2 (lane % 4) + q) of the warpgroup's 64 x BN tile, cwarp its warp (the m16n8 C
+  // The epilogue: accum[mi][4 ni + 2 r + q] is C's element (64 mi + 16 cwarp + lane / 4 +
+  // 8 r, 8 ni + 2 (lane % 4) + q) of the warpgroup's rows x BN, cwarp its warp (the m16n8 C
   // fragment, repeated along n).
   e.line("const int cwarp = ((int)threadIdx.x / 32) % 4;");
   // Tiles inside the output (all but the last row and column of tiles) store without bounds
@@ -316,19 +330,22 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     if (!in_range && !edges) break;
     if (edges) e.open(in_range ? "if (interior) {" : "if (!interior) {");
     e.line("#pragma unroll");
+    e.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw));
+    e.line("#pragma unroll");
     e.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", t.bn / 8));
     e.line("#pragma unroll");
     e.open("for (int r = 0; r < 2; ++r) {");
-    e.line(fmt::format("const long long i = i0 + {} + cwarp * 16 + lane / 4 + r * 8;", row0));
+    e.line(fmt::format("const long long i = i0 + {} + mi * 64 + cwarp * 16 + lane / 4 + r * 8;", row0));
     e.line("const long long jp = j0 + ni * 8 + (lane % 4) * 2;");
     try {
-      emit_gemm_stores(e, g, d, epi, 2, "accum[4 * ni + 2 * r + q]", in_range);
+      emit_gemm_stores(e, g, d, epi, 2, "accum[mi][4 * ni + 2 * r + q]", in_range);
     } catch (const graph::CudaUnsupported& u) {
       *why_not = u.why;
       return std::nullopt;
     }
     e.close();  // r
     e.close();  // ni
+    e.close();  // mi
     if (edges) e.close();
   }
   if (t.pp) e.close();  // tl

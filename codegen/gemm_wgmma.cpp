@@ -119,7 +119,11 @@ std::string gemm_wgmma_unsupported(const graph::Graph& g, const fusion::Group& g
 }
 
 std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target) {
-  const int64_t big_tiles = ((d.m + 127) / 128) * ((d.nn + 255) / 256) * d.batches;
+  auto tiles_of = [&](int bm, int bn) { return ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches; };
+  const int64_t big_tiles = tiles_of(128, 256);
+  const int64_t sms = std::max(target.num_sms, 1);
+  // A cooperative tile's time goes with its area, a kernel's with its waves of tiles.
+  auto cost = [&](int bm, int bn) { return (tiles_of(bm, bn) + sms - 1) / sms * bm * bn; };
   // Heuristic order from H200 timings (2026-11-30, float16 + bias + GELU): 128 x 256 won on
   // every large shape, even where its tiles fill under one wave (4096 x 768 x 3072: 45.9 us,
   // against 51.7 at 128 x 128 and 55.0-63.3 for the rest; 4096 x 3072 x 768: 66.8 against
@@ -127,11 +131,19 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // SMs) 128 x 64 with 8 stages did (128 x 3072 x 768: 11.6 us against 24.8 at 128 x 256;
   // 128 x 768 x 768: 10.6 against 11.8 for split-K mma.sync). Blocks holding one consumer
   // warpgroup and a producer warp, two to an SM, were slower everywhere (74.8 / 55.8 /
-  // 2163 us) and were dropped.
-  std::vector<WgTile> tiles = {{128, 256, 4},      {128, 128, 6},      {64, 256, 4},
-                               {128, 64, 8},       {64, 128, 8},       {64, 256, 5, true},
-                               {64, 128, 8, true}, {128, 128, 6, true}};
-  if (2 * big_tiles < target.num_sms) std::rotate(tiles.begin(), tiles.begin() + 3, tiles.begin() + 4);
+  // 2163 us) and were dropped. After float division by constants stopped branching (GELU's
+  // x / sqrt 2), the persistent ping-pong 64 x 256 won where a tile has few k-tiles and the
+  // output many tiles (4096 x 3072 x 768 + GELU: 51.9 us against 58.1; the MLP's 8192 x 4096
+  // x 1024: 145 against 160): one warpgroup's epilogue runs under the other's wgmma's.
+  std::vector<WgTile> tiles = {{128, 256, 4},      {128, 192, 5},       {128, 128, 6},
+                               {64, 256, 4},       {128, 64, 8},        {64, 128, 8},
+                               {64, 256, 5, true}, {64, 128, 8, true},  {128, 128, 6, true}};
+  auto lead = [&](size_t i) { std::rotate(tiles.begin(), tiles.begin() + i, tiles.begin() + i + 1); };
+  if (2 * big_tiles < sms) lead(4);                        // 128 x 64
+  else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms) lead(6);  // ping-pong 64 x 256
+  // 128 x 192 where 128 x 256 leaves SMs idle in its last wave (4096 x 768 x 3072: 96 tiles
+  // of 128 x 256 on 132 SMs, 128 of 128 x 192).
+  else if (10 * cost(128, 192) < 9 * cost(128, 256)) lead(1);
   std::vector<Tunables> c;
   for (const WgTile& t : tiles)
     if (t.shared_bytes() <= kMaxSharedBytes) c.push_back(tunables_of(t));
@@ -145,7 +157,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   std::string why = gemm_wgmma_unsupported(g, group, d, target);
   const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
                  tune.count("pp") && tune.at("pp") != 0};
-  if (why.empty() && ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) ||
+  if (why.empty() && ((t.bm != 64 && t.bm != 128) || t.bn % 64 != 0 || t.bn < 64 || t.bn > 256 ||
                       t.stages < 2 || t.row_blocks() * t.bn > 256 ||
                       t.shared_bytes() > kMaxSharedBytes))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);

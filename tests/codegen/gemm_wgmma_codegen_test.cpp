@@ -121,6 +121,21 @@ TEST(GemmWgmmaCodegen, DefaultTileFollowsTheOutputSize) {
   ASSERT_TRUE(gc.kernel.has_value());
   EXPECT_TRUE(is_wg(gc.kernel->tunables));
   EXPECT_EQ(gc.kernel->tunables.at("bn"), 256);
+  EXPECT_EQ(gc.kernel->tunables.count("pp"), 1u) << "12 k-tiles a tile, 384 tiles: ping-pong";
+  const char* deep = R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[8192,4096] a, float16[4096,8192] b) => (float16[8192,8192] y) { y = MatMul(a, b) })";
+  test::GemmGroup gd = test::gemm_group_of(deep);
+  gc = codegen::generate(gd.g, gd.group, h200a());
+  ASSERT_TRUE(gc.kernel.has_value());
+  EXPECT_EQ(gc.kernel->tunables.at("bm"), 128);
+  EXPECT_EQ(gc.kernel->tunables.at("bn"), 256);
+  EXPECT_EQ(gc.kernel->tunables.count("pp"), 0u) << "64 k-tiles a tile: cooperative";
+  const char* narrow = R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[4096,3072] a, float16[3072,768] b) => (float16[4096,768] y) { y = MatMul(a, b) })";
+  test::GemmGroup gn = test::gemm_group_of(narrow);
+  gc = codegen::generate(gn.g, gn.group, h200a());
+  ASSERT_TRUE(gc.kernel.has_value());
+  EXPECT_EQ(gc.kernel->tunables.at("bn"), 192) << "96 tiles of 128 x 256 on 132 SMs, 128 of 128 x 192";
   const char* small = R"(<ir_version: 8, opset_import: ["" : 20]>
     g (float16[128,768] a, float16[768,768] b) => (float16[128,768] y) { y = MatMul(a, b) })";
   test::GemmGroup gs = test::gemm_group_of(small);

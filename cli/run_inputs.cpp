@@ -2,6 +2,8 @@
 
 #include <braze/error.h>
 
+#include <cstdint>
+#include <cstring>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -43,8 +45,38 @@ std::vector<std::string> model_input_names(const std::string& model) {
   return names;
 }
 
+namespace {
+
+// numpy has no bfloat16, so braze writes bfloat16 outputs as float32 holding them exactly
+// (frontend/tensor_io.cpp); a float32 file given for a bfloat16 input is read back the same
+// way, provided every value is an exact bfloat16 (its low 16 bits zero).
+Tensor bfloat16_input(const graph::Value& v, const Tensor& t) {
+  Tensor out(DType::BFloat16, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float f = static_cast<float>(t.get_f64(i));
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    if ((bits & 0xffffu) != 0 && f == f)
+      throw UserError(fmt::format(
+          "input '{}' is float32 and the model expects bfloat16, but element {} ({}) is not a "
+          "bfloat16 value: give bfloat16 inputs as float32 files holding exact bfloat16 values",
+          v.name, i, f));
+    out.set_f64(i, f);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<Tensor> inputs_for(const graph::Graph& g, const InputOptions& o, const GivenInputs& given) {
-  if (!given.tensors.empty()) return given.tensors;
+  if (!given.tensors.empty()) {
+    std::vector<Tensor> out = given.tensors;
+    for (size_t i = 0; i < out.size() && i < g.inputs().size(); ++i) {
+      const graph::Value& v = g.value(g.inputs()[i]);
+      if (v.dtype == DType::BFloat16 && out[i].dtype() == DType::Float32) out[i] = bfloat16_input(v, out[i]);
+    }
+    return out;
+  }
   runtime::RandomSpec rs = o.spec();
   std::vector<Tensor> out;
   for (size_t i = 0; i < g.inputs().size(); ++i) {

@@ -102,6 +102,29 @@ TEST(Cli, InputOfTheWrongShapeOrDtype) {
   EXPECT_NE(r.out.find("input 'x' is int64[2,3], but the model expects float32[2,3]"), std::string::npos) << r.out;
 }
 
+// numpy has no bfloat16: bfloat16 outputs are written as float32 files holding them exactly,
+// and float32 files holding exact bfloat16 values are read back for bfloat16 inputs.
+TEST(Cli, BFloat16InputsFromFloat32Files) {
+  fs::path d = temp_dir("bf16_inputs");
+  onnx::ModelProto m = frontend::parse_model_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (bfloat16[2,3] x) => (bfloat16[2,3] y) { y = Add(x, x) })");
+  fs::path model = d / "bf16.onnx";
+  std::ofstream(model, std::ios::binary) << m.SerializeAsString();
+  frontend::write_npy(d / "x.npy", test::floats({2, 3}, {1.5f, -2.f, 0.375f, 256.f, -0.0078125f, 3.f}));
+  Result r = braze(fmt::format("run {} --inputs {} --outputs {} --backend reference", model.string(),
+                               (d / "x.npy").string(), (d / "out").string()));
+  ASSERT_EQ(r.code, 0) << r.out;
+  Tensor y = frontend::read_tensor_file(d / "out" / "y.npy").tensor;
+  test::expect_floats(y, {2, 3}, {3.f, -4.f, 0.75f, 512.f, -0.015625f, 6.f});
+  frontend::write_npy(d / "inexact.npy", test::floats({2, 3}, {1.f, 2.f, 3.f, 4.f, 1.1f, 6.f}));
+  r = braze(fmt::format("run {} --inputs {} --backend reference", model.string(), (d / "inexact.npy").string()));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("input 'x' is float32 and the model expects bfloat16, but element 4 (1.1) is not a bfloat16 value"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(Cli, BadModelFilesExitTwoWithAMessage) {
   fs::path d = temp_dir("bad_models");
   std::ofstream(d / "empty.onnx").close();

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "codegen/codegen.h"
 #include "runtime/gpu/nvrtc.h"
 #include "tests/gemm_tc_cases.h"
@@ -113,29 +115,27 @@ TEST(GemmWgmmaCodegen, OnlyOnSm90a) {
   EXPECT_TRUE(wg_candidates(gf, tf32).empty()) << "float32 stays on mma.sync at tf32";
 }
 
+// The untuned default schedule of y = MatMul(a, b), float16 [m, k] x [k, n], on an H200.
+codegen::Tunables default_of(int m, int n, int k) {
+  const std::string text = fmt::format(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[{0},{2}] a, float16[{2},{1}] b) => (float16[{0},{1}] y) {{ y = MatMul(a, b) }})",
+                                       m, n, k);
+  test::GemmGroup gg = test::gemm_group_of(text);
+  codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a());
+  if (!gc.kernel) ADD_FAILURE() << gc.fallback_reason;
+  return gc.kernel ? gc.kernel->tunables : codegen::Tunables{};
+}
+
 TEST(GemmWgmmaCodegen, DefaultTileFollowsTheOutputSize) {
-  const char* big = R"(<ir_version: 8, opset_import: ["" : 20]>
-    g (float16[4096,768] a, float16[768,3072] b) => (float16[4096,3072] y) { y = MatMul(a, b) })";
-  test::GemmGroup gb = test::gemm_group_of(big);
-  codegen::GroupCode gc = codegen::generate(gb.g, gb.group, h200a());
-  ASSERT_TRUE(gc.kernel.has_value());
-  EXPECT_TRUE(is_wg(gc.kernel->tunables));
-  EXPECT_EQ(gc.kernel->tunables.at("bn"), 256);
-  EXPECT_EQ(gc.kernel->tunables.count("pp"), 1u) << "12 k-tiles a tile, 384 tiles: ping-pong";
-  const char* deep = R"(<ir_version: 8, opset_import: ["" : 20]>
-    g (float16[8192,4096] a, float16[4096,8192] b) => (float16[8192,8192] y) { y = MatMul(a, b) })";
-  test::GemmGroup gd = test::gemm_group_of(deep);
-  gc = codegen::generate(gd.g, gd.group, h200a());
-  ASSERT_TRUE(gc.kernel.has_value());
-  EXPECT_EQ(gc.kernel->tunables.at("bm"), 128);
-  EXPECT_EQ(gc.kernel->tunables.at("bn"), 256);
-  EXPECT_EQ(gc.kernel->tunables.count("pp"), 0u) << "64 k-tiles a tile: cooperative";
-  const char* narrow = R"(<ir_version: 8, opset_import: ["" : 20]>
-    g (float16[4096,3072] a, float16[3072,768] b) => (float16[4096,768] y) { y = MatMul(a, b) })";
-  test::GemmGroup gn = test::gemm_group_of(narrow);
-  gc = codegen::generate(gn.g, gn.group, h200a());
-  ASSERT_TRUE(gc.kernel.has_value());
-  EXPECT_EQ(gc.kernel->tunables.at("bn"), 192) << "96 tiles of 128 x 256 on 132 SMs, 128 of 128 x 192";
+  const codegen::Tunables big = default_of(4096, 3072, 768);
+  EXPECT_TRUE(is_wg(big));
+  EXPECT_EQ(big.at("bn"), 256);
+  EXPECT_EQ(big.count("pp"), 1u) << "12 k-tiles a tile, 384 tiles: ping-pong";
+  const codegen::Tunables deep = default_of(8192, 8192, 4096);
+  EXPECT_EQ(deep.at("bm"), 128);
+  EXPECT_EQ(deep.at("bn"), 256);
+  EXPECT_EQ(deep.count("pp"), 0u) << "64 k-tiles a tile: cooperative";
+  EXPECT_EQ(default_of(4096, 768, 3072).at("bn"), 192) << "96 tiles of 128 x 256 on 132 SMs, 128 of 128 x 192";
   const char* small = R"(<ir_version: 8, opset_import: ["" : 20]>
     g (float16[128,768] a, float16[768,768] b) => (float16[128,768] y) { y = MatMul(a, b) })";
   test::GemmGroup gs = test::gemm_group_of(small);

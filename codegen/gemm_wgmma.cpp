@@ -22,7 +22,9 @@
 // in registers, the two adjacent columns a lane holds stored as a pair when they are adjacent
 // in the output. Blocks walk the tile grid as the other schedules do (emit_gemm_tile_origin);
 // batches are blockIdx.z, an operand's batch either the output's or a single matrix shared
-// by all.
+// by all. Two block shapes: cooperative (one tile a block, its consumer warpgroups 64 rows
+// each, as drawn) and ping-pong ("pp": persistent, see WgTile), whose consumer warpgroups
+// take whole tiles in turns and walk the tiles, batches included, across blockIdx.x.
 #include <algorithm>
 
 #include <fmt/format.h>

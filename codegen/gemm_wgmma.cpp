@@ -140,12 +140,18 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   std::vector<WgTile> tiles = {{128, 256, 4},      {128, 192, 5},       {128, 128, 6},
                                {64, 256, 4},       {128, 64, 8},        {64, 128, 8},
                                {64, 256, 5, true}, {64, 128, 8, true},  {128, 128, 6, true}};
-  auto lead = [&](size_t i) { std::rotate(tiles.begin(), tiles.begin() + i, tiles.begin() + i + 1); };
-  if (2 * big_tiles < sms) lead(4);                        // 128 x 64
-  else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms) lead(6);  // ping-pong 64 x 256
+  // Moves the bm x bn tile (ping-pong or not) to the front.
+  auto lead = [&](int bm, int bn, bool pp) {
+    auto it = std::find_if(tiles.begin(), tiles.end(), [&](const WgTile& t) {
+      return t.bm == bm && t.bn == bn && t.pp == pp;
+    });
+    std::rotate(tiles.begin(), it, it + 1);
+  };
+  if (2 * big_tiles < sms) lead(128, 64, false);
+  else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms) lead(64, 256, true);
   // 128 x 192 where 128 x 256 leaves SMs idle in its last wave (4096 x 768 x 3072: 96 tiles
   // of 128 x 256 on 132 SMs, 128 of 128 x 192).
-  else if (10 * cost(128, 192) < 9 * cost(128, 256)) lead(1);
+  else if (10 * cost(128, 192) < 9 * cost(128, 256)) lead(128, 192, false);
   std::vector<Tunables> c;
   for (const WgTile& t : tiles)
     if (t.shared_bytes() <= kMaxSharedBytes) c.push_back(tunables_of(t));

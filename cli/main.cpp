@@ -4,6 +4,7 @@
 #include <new>
 
 #include "cli/commands.h"
+#include "cli/printable.h"
 #include "runtime/gpu/cuda_driver.h"
 
 int main(int argc, char** argv) {
@@ -33,19 +34,19 @@ int main(int argc, char** argv) {
   try {
     return run();
   } catch (const braze::UserError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << braze::cli::printable(e.what()) << "\n";
     return 2;
   } catch (const braze::gpu::DeviceError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << braze::cli::printable(e.what()) << "\n";
     return 2;
   } catch (const braze::InternalError& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << braze::cli::printable(e.what()) << "\n";
     return 3;
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of host memory\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << "\n";
+    std::cerr << "internal error: " << braze::cli::printable(e.what()) << "\n";
     return 3;
   }
 }

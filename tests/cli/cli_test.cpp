@@ -125,6 +125,19 @@ TEST(Cli, BFloat16InputsFromFloat32Files) {
       << r.out;
 }
 
+TEST(Cli, CorruptInputHeaderIsEscapedInTheMessage) {
+  fs::path d = temp_dir("corrupt_npy");
+  fs::path model = write_model(d);
+  std::string header = "{'descr': '<f4\xf9', 'fortran_order': False, 'shape': (2, 3), }";
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  std::ofstream(d / "x.npy", std::ios::binary)
+      << std::string("\x93NUMPY\x01\x00", 8) << static_cast<char>((header.size() + 1) & 0xff)
+      << static_cast<char>((header.size() + 1) >> 8) << header << '\n' << std::string(24, '\0');
+  Result r = braze(fmt::format("run {} --inputs {}", model.string(), (d / "x.npy").string()));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(".npy dtype '<f4\\xf9' is not supported"), std::string::npos) << r.out;
+}
+
 TEST(Cli, BadModelFilesExitTwoWithAMessage) {
   fs::path d = temp_dir("bad_models");
   std::ofstream(d / "empty.onnx").close();

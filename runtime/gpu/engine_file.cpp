@@ -4,9 +4,11 @@
 
 #include <cstring>
 #include <fstream>
+#include <new>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <xxhash.h>
 
 #include "frontend/tensor_io.h"
 #include "graph/registry.h"
@@ -18,8 +20,12 @@ using nlohmann::json;
 
 namespace {
 
+// Layout: magic, format version (u32), header length (u64), XXH3-64 of everything after it
+// (u64), the JSON header, the blobs. Version 2 added the checksum: a flipped bit in a weight
+// would otherwise load without complaint and compute something else.
 constexpr char kMagic[8] = {'B', 'R', 'A', 'Z', 'E', 'E', 'N', 'G'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
+constexpr size_t kPreamble = 28;
 
 class Blobs {
  public:
@@ -148,9 +154,17 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
     if (!out) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
     uint32_t version = kVersion;
     uint64_t len = header.size();
+    XXH3_state_t* st = XXH3_createState();
+    if (!st) throw std::bad_alloc();
+    XXH3_64bits_reset(st);
+    XXH3_64bits_update(st, header.data(), header.size());
+    XXH3_64bits_update(st, blobs.data().data(), blobs.data().size());
+    uint64_t sum = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
     out.write(kMagic, 8);
     out.write(reinterpret_cast<const char*>(&version), 4);
     out.write(reinterpret_cast<const char*>(&len), 8);
+    out.write(reinterpret_cast<const char*>(&sum), 8);
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
     out.write(blobs.data().data(), static_cast<std::streamsize>(blobs.data().size()));
     if (!out) throw UserError(fmt::format("{}: write failed", path.string()));
@@ -169,20 +183,24 @@ bool is_engine_file(const fs::path& path) {
 LoadedEngine load_engine(const fs::path& path) {
   std::string bytes = frontend::read_file(path);
   std::string what = path.string();
-  if (bytes.size() < 20 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+  if (bytes.size() < 12 || std::memcmp(bytes.data(), kMagic, 8) != 0)
     throw UserError(what + ": not a braze engine file");
   uint32_t version;
-  uint64_t len;
   std::memcpy(&version, bytes.data() + 8, 4);
-  std::memcpy(&len, bytes.data() + 12, 8);
   if (version != kVersion)
     throw UserError(fmt::format("{}: engine format version {} (this braze reads {}); compile it again", what, version, kVersion));
-  if (len > bytes.size() - 20) throw UserError(what + ": damaged braze engine file (truncated header)");
-  std::string blob = bytes.substr(20 + len);
+  if (bytes.size() < kPreamble) throw UserError(what + ": damaged braze engine file (truncated)");
+  uint64_t len, sum;
+  std::memcpy(&len, bytes.data() + 12, 8);
+  std::memcpy(&sum, bytes.data() + 20, 8);
+  if (len > bytes.size() - kPreamble) throw UserError(what + ": damaged braze engine file (truncated header)");
+  if (XXH3_64bits(bytes.data() + kPreamble, bytes.size() - kPreamble) != sum)
+    throw UserError(what + ": damaged braze engine file (checksum mismatch); compile it again");
+  std::string blob = bytes.substr(kPreamble + len);
   Reader rd{blob, what};
   LoadedEngine out;
   try {
-    json h = json::parse(bytes.substr(20, len));
+    json h = json::parse(bytes.substr(kPreamble, len));
     out.info.braze_version = h.at("braze_version");
     out.info.model_hash = h.at("model_hash");
     out.info.model_name = h.at("model_name");

@@ -108,6 +108,11 @@ TEST(EngineFile, RoundTripKeepsGraphKernelsAndWeights) {
   }
   std::ofstream(dir / "cut.braze", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   EXPECT_THROW(gpu::load_engine(dir / "cut.braze"), UserError);
+  // One flipped bit in the last weight's bytes: the checksum catches it.
+  std::string flipped = bytes;
+  flipped[flipped.size() - 3] ^= 0x10;
+  std::ofstream(dir / "flipped.braze", std::ios::binary) << flipped;
+  test::expect_user_error([&] { gpu::load_engine(dir / "flipped.braze"); }, {"flipped.braze", "checksum mismatch"});
   std::ofstream(dir / "junk.braze", std::ios::binary) << "BRAZEENG";
   EXPECT_THROW(gpu::load_engine(dir / "junk.braze"), UserError);
 }

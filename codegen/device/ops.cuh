@@ -4,11 +4,12 @@
 BRAZE_DEV float braze_softplus(float x) { return x > 20.f ? x : log1pf(expf(x)); }
 BRAZE_DEV double braze_softplus(double x) { return x > 30.0 ? x : log1p(exp(x)); }
 // x / y for a constant y whose reciprocal z = RN(1 / y) is a normal float: the product
-// corrected once by a fused multiply-add (the residual x - q y is exact): the IEEE quotient
-// wherever that is a normal float (no difference in 2e8 random x over eleven divisors), at
-// most one unit in the last place off where it is subnormal or overflows; straight-line code. The division operator
-// compiles to a check and a call to a slow path for every element, which keeps the compiler
-// from interleaving a GEMM epilogue's elements. Zero, infinite and NaN x take the product.
+// corrected once by a fused multiply-add (the residual x - q y is exact). It is the IEEE
+// quotient wherever that is a normal float (no difference in 2e8 random x over eleven
+// divisors), at most one unit in the last place off where it is subnormal or overflows, and
+// straight-line code: the division operator compiles to a check and a call to a slow path
+// for every element, which keeps the compiler from interleaving a GEMM epilogue's elements.
+// Zero, infinite and NaN x take the product.
 BRAZE_DEV float braze_div_by(float x, float y, float z) {
   const float q = x * z;
   const float r = fmaf(-q, y, x);

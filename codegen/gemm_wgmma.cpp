@@ -240,20 +240,21 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u, bar = full + 8 * s;",
                      t.stage_bytes(), t.a_bytes()));
   e.line(fmt::format("braze_mbar_arrive_expect(bar, {}u);", t.stage_bytes()));
-  if (a_mn) {
-    for (int q = 0; q < t.bm / kBox; ++q)
-      e.line(fmt::format("braze_tma_load_3d(sa + {}u, braze_tmap_a, i0 + {}, kt * {}, {}, bar);",
-                         q * kBox * 128, q * kBox, kBk, ba));
-  } else {
-    e.line(fmt::format("braze_tma_load_3d(sa, braze_tmap_a, kt * {}, i0, {}, bar);", kBk, ba));
-  }
-  if (b_mn) {
-    for (int q = 0; q < t.bn / kBox; ++q)
-      e.line(fmt::format("braze_tma_load_3d(sb + {}u, braze_tmap_b, j0 + {}, kt * {}, {}, bar);",
-                         q * kBox * 128, q * kBox, kBk, bb));
-  } else {
-    e.line(fmt::format("braze_tma_load_3d(sb, braze_tmap_b, kt * {}, j0, {}, bar);", kBk, bb));
-  }
+  // An operand's k-tile into shared memory at `dst`: one box of rows x 64 k (k-contiguous),
+  // or 64 x 64 boxes side by side along m or n (mn-contiguous) from `origin` (i0 or j0).
+  auto emit_load = [&](const char* dst, const char* map, bool mn, int rows, const char* origin,
+                       const std::string& batch) {
+    if (!mn) {
+      e.line(fmt::format("braze_tma_load_3d({}, {}, kt * {}, {}, {}, bar);", dst, map, kBk, origin,
+                         batch));
+      return;
+    }
+    for (int q = 0; q < rows / kBox; ++q)
+      e.line(fmt::format("braze_tma_load_3d({} + {}u, {}, {} + {}, kt * {}, {}, bar);", dst,
+                         q * kBox * 128, map, origin, q * kBox, kBk, batch));
+  };
+  emit_load("sa", "braze_tmap_a", a_mn, t.bm, "i0", ba);
+  emit_load("sb", "braze_tmap_b", b_mn, t.bn, "j0", bb);
   e.close();  // kt
   if (t.pp) e.close();  // tl
   e.close();  // thread 0

@@ -100,11 +100,7 @@ inline void print_candidate_throughput(const std::string& text, const gpu::Engin
                                        int iters) {
   graph::Graph g = graph_from_text(text);
   graph::passes::run_pipeline(g);
-  std::vector<Tensor> in;
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const graph::Value& v = g.value(g.inputs()[i]);
-    in.push_back(runtime::random_tensor(v.dtype, v.shape, 7 + i, {}));
-  }
+  const std::vector<Tensor> in = random_inputs(g, 7);
   const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
   ASSERT_EQ(base.size(), 1u);
   std::vector<codegen::Tunables> cands = codegen::candidates(g, base[0].group, o.target);

@@ -17,6 +17,15 @@ Tensor random(DType dt, const Shape& shape, uint64_t seed) {
   return runtime::random_tensor(dt, shape, seed, runtime::RandomSpec{});
 }
 
+std::vector<Tensor> random_inputs(const graph::Graph& g, uint64_t seed) {
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const graph::Value& v = g.value(g.inputs()[i]);
+    in.push_back(random(v.dtype, v.shape, seed + i));
+  }
+  return in;
+}
+
 Tensor floats(const Shape& shape, std::vector<float> v) { return Tensor::from_floats(v, shape); }
 Tensor int64s(const Shape& shape, std::vector<int64_t> v) { return Tensor::from_int64s(v, shape); }
 

@@ -23,6 +23,8 @@ graph::Graph graph_from_text(const std::string& text);
 
 // Uniform in [-1, 1) for floats, [0, 10) for integers; never all zeros.
 Tensor random(DType dt, const Shape& shape, uint64_t seed = 1);
+// One such tensor for each of g's inputs, input i drawn with seed `seed` + i.
+std::vector<Tensor> random_inputs(const graph::Graph& g, uint64_t seed);
 Tensor floats(const Shape& shape, std::vector<float> v);
 Tensor int64s(const Shape& shape, std::vector<int64_t> v);
 

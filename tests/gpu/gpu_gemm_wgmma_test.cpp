@@ -72,11 +72,7 @@ TEST_P(GpuGemmWgmma, EveryCandidateAgreesWithMmaSyncAndFloat64) {
   if (!o.target.sm90a) GTEST_SKIP() << "wgmma needs sm_90a, the GPU is " << o.arch.name();
   graph::Graph g = test::graph_from_text(c.text);
   graph::passes::run_pipeline(g);
-  std::vector<Tensor> in;
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const graph::Value& v = g.value(g.inputs()[i]);
-    in.push_back(runtime::random_tensor(v.dtype, v.shape, 900 + i, {}));
-  }
+  const std::vector<Tensor> in = test::random_inputs(g, 900);
   const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
   const size_t gemm = test::gemm_step(base);
   ASSERT_LT(gemm, base.size());

@@ -75,6 +75,7 @@ void braze_emu_warp_exchange(const void* mine, F&& f) {
   w->bar.arrive_and_wait();
 }
 
+inline float __fdividef(float a, float b) { return a / b; }
 inline float __int_as_float(int i) {
   float f;
   std::memcpy(&f, &i, 4);

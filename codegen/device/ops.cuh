@@ -15,6 +15,12 @@ BRAZE_DEV float braze_div_by(float x, float y, float z) {
   const float r = fmaf(-q, y, x);
   return (r != 0.f && isfinite(r)) ? fmaf(r, z, q) : q;
 }
+// 1 / (1 + e^-x) with the division as __fdividef (within 2 ulp): an IEEE division is a check
+// and a slow-path call an element, which keeps a GEMM epilogue's elements from
+// interleaving. 1 + e^-x is at least 1; past 2^126 (x < -87.3) the quotient is 0 where the
+// exact one is below 2^-126, and e^-x = inf gives 0 too.
+BRAZE_DEV float braze_sigmoid(float x) { return __fdividef(1.f, 1.f + expf(-x)); }
+BRAZE_DEV double braze_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 BRAZE_DEV float braze_gelu_erf(float x) { return 0.5f * x * (1.f + erff(x * 0.707106781186547524f)); }
 BRAZE_DEV double braze_gelu_erf(double x) { return 0.5 * x * (1.0 + erf(x * 0.707106781186547524)); }
 BRAZE_DEV float braze_gelu_tanh(float x) {

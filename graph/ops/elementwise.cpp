@@ -158,7 +158,7 @@ void add_unary_ops(std::vector<OpDef>& r) {
   r.push_back(with_cuda(unary_float("Reciprocal", [](double x) { return 1.0 / x; }),
                          [](const CudaExprCtx& c) { return "(" + lit(c.type, 1) + " / " + c.args[0] + ")"; }));
   r.push_back(with_cuda(unary_float("Sigmoid", sigmoid), [](const CudaExprCtx& c) {
-    return fmt::format("({1} / ({1} + {0}(-{2})))", cuda_math(c.type, "exp"), lit(c.type, 1), c.args[0]);
+    return fmt::format("braze_sigmoid({})", c.args[0]);
   }));
   r.push_back(with_math(unary_float("Tanh", [](double x) { return std::tanh(x); }), "tanh"));
   r.push_back(with_math(unary_float("Erf", [](double x) { return std::erf(x); }, 9), "erf"));

@@ -201,7 +201,7 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
 }
 
 void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm, int bn,
-                           const std::string& tile, const std::string& row_offset) {
+                           const std::string& tile) {
   constexpr int kRasterRows = 8;
   e.line(fmt::format("const int tile = {};", tile));
   e.line(fmt::format("const int raster = tile / {}, first_row = raster * {};",
@@ -209,9 +209,9 @@ void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm,
   e.line(fmt::format("const int raster_rows = {0} - first_row < {1} ? {0} - first_row : {1};",
                      tiles_m, kRasterRows));
   e.line(fmt::format("const int in_raster = tile % {};", kRasterRows * tiles_n));
-  e.line(fmt::format("const int i0 = (first_row + in_raster % raster_rows) * {}{}, "
+  e.line(fmt::format("const int i0 = (first_row + in_raster % raster_rows) * {}, "
                      "j0 = (in_raster / raster_rows) * {};",
-                     bm, row_offset.empty() ? "" : " + " + row_offset, bn));
+                     bm, bn));
 }
 
 std::string gemm_too_large(const GemmDims& d, int bm, int bn, int bk, int split) {

@@ -45,14 +45,9 @@ constexpr int64_t kMaxSharedBytes = 227 * 1024;
 // take alternate bm x bn tiles (each whole, bm / 64 wgmma's a k16 step), so that one's
 // epilogue overlaps the other's wgmma's, and the producer loads the next tile's k-tiles while
 // a tile finishes.
-// mc ("multicast"): blocks run in clusters of two on vertically adjacent tiles (rows i0 and
-// i0 + bm, the same columns); each loads its own A tile and half of the B tile they share,
-// and the TMA writes that half into both blocks' shared memory, so a pair reads B from L2
-// once. A stage is free again once both blocks' consumers have released it.
 struct WgTile {
   int bm, bn, stages;
   bool pp = false;
-  bool mc = false;
   int consumers() const { return pp ? 2 : bm / 64; }
   int row_blocks() const { return pp ? bm / 64 : 1; }  // 64-row blocks a consumer computes
   int threads() const { return 128 * (1 + consumers()); }
@@ -66,7 +61,6 @@ struct WgTile {
 Tunables tunables_of(const WgTile& t) {
   Tunables u{{"tc", 1}, {"wg", 1}, {"bm", t.bm}, {"bn", t.bn}, {"stages", t.stages}};
   if (t.pp) u["pp"] = 1;
-  if (t.mc) u["mc"] = 1;
   return u;
 }
 
@@ -145,12 +139,11 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // x 1024: 145 against 160): one warpgroup's epilogue runs under the other's wgmma's.
   std::vector<WgTile> tiles = {{128, 256, 4},      {128, 192, 5},       {128, 128, 6},
                                {64, 256, 4},       {128, 64, 8},        {64, 128, 8},
-                               {64, 256, 5, true}, {64, 128, 8, true},  {128, 128, 6, true},
-                               {128, 256, 4, false, true},              {64, 256, 5, true, true}};
-  // Moves the bm x bn tile (ping-pong or not, never multicast) to the front.
+                               {64, 256, 5, true}, {64, 128, 8, true},  {128, 128, 6, true}};
+  // Moves the bm x bn tile (ping-pong or not) to the front.
   auto lead = [&](int bm, int bn, bool pp) {
     auto it = std::find_if(tiles.begin(), tiles.end(), [&](const WgTile& t) {
-      return t.bm == bm && t.bn == bn && t.pp == pp && !t.mc;
+      return t.bm == bm && t.bn == bn && t.pp == pp;
     });
     std::rotate(tiles.begin(), it, it + 1);
   };
@@ -171,9 +164,9 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
                                         std::string* why_not) {
   std::string why = gemm_wgmma_unsupported(g, group, d, target);
   const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
-                 tune.count("pp") && tune.at("pp") != 0, tune.count("mc") && tune.at("mc") != 0};
+                 tune.count("pp") && tune.at("pp") != 0};
   if (why.empty() && ((t.bm != 64 && t.bm != 128) || t.bn % 64 != 0 || t.bn < 64 || t.bn > 256 ||
-                      t.stages < 2 || t.row_blocks() * t.bn > 256 || (t.mc && !d.tb && t.bn < 128) ||
+                      t.stages < 2 || t.row_blocks() * t.bn > 256 ||
                       t.shared_bytes() > kMaxSharedBytes))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
   if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, kBk);
@@ -189,20 +182,9 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   const graph::Value& b = g.value(n.inputs[1]);
   const int64_t ktiles = (d.k + kBk - 1) / kBk;
   const bool a_mn = d.ta, b_mn = !d.tb;  // m- / n-contiguous operands: 64 x 64 boxes
-  // Warps releasing a stage: its consumers' (pp: one warpgroup's), in both blocks with mc.
-  const int consumer_warps = (t.pp ? 4 : 4 * t.consumers()) * (t.mc ? 2 : 1);
-  // mc: the tile grid walked in units of two tiles a column, one a block of the pair.
-  const int64_t pairs_m = (tiles_m + 1) / 2;
-  const int64_t units = t.mc ? pairs_m * tiles_n * d.batches : tiles;
-  const int64_t unit_grid_m = t.mc ? pairs_m : tiles_m, unit_bm = t.mc ? 2 * t.bm : t.bm;
-  const int pair = t.mc ? 2 : 1;
+  const int consumer_warps = t.pp ? 4 : 4 * t.consumers();  // warps consuming a stage
   // Blocks: one a tile, batches along z; pp: one an SM (at most), walking the tiles.
-  const int64_t grid_x = t.pp ? pair * std::min<int64_t>(units, target.num_sms / pair)
-                              : pair * unit_grid_m * tiles_n;
-  // This block's place in the walk, and the walk's stride.
-  const std::string unit0 = t.mc ? "(int)(blockIdx.x >> 1)" : "(int)blockIdx.x";
-  const std::string unit_stride = t.mc ? "(int)(gridDim.x >> 1)" : "(int)gridDim.x";
-  const std::string row_offset = t.mc ? fmt::format("(int)crank * {}", t.bm) : "";
+  const int64_t grid_x = t.pp ? std::min<int64_t>(tiles, target.num_sms) : tiles_m * tiles_n;
 
   Emitter e = gemm_emitter(g, group, d);
   e.input_param(n.inputs[0]);
@@ -210,12 +192,12 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // The origin (i0, j0) and batch b of tile `tl` of the walk (pp), or of this block's.
   auto emit_tile = [&](const std::string& tl) {
     if (!t.pp) {
-      emit_gemm_tile_origin(e, unit_grid_m, tiles_n, unit_bm, t.bn, unit0, row_offset);
+      emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn);
       e.line("const long long b = blockIdx.z;");
     } else {
-      emit_gemm_tile_origin(e, unit_grid_m, tiles_n, unit_bm, t.bn,
-                            fmt::format("(int)({} % {})", tl, unit_grid_m * tiles_n), row_offset);
-      e.line(fmt::format("const long long b = {} / {};", tl, unit_grid_m * tiles_n));
+      emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn,
+                            fmt::format("(int)({} % {})", tl, tiles_m * tiles_n));
+      e.line(fmt::format("const long long b = {} / {};", tl, tiles_m * tiles_n));
     }
     e.line("(void)b;");
   };
@@ -224,7 +206,6 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
                      t.stages * t.stage_bytes(), 8 * t.stages));
   if (t.pp) e.line(fmt::format("const braze_saddr turn = empty + {}u;", 8 * t.stages));
   e.line("const int wg = (int)threadIdx.x / 128, lane = (int)threadIdx.x % 32;");
-  if (t.mc) e.line("const unsigned crank = braze_cluster_rank();");
   if (!t.pp) emit_tile("");
   e.open("if (threadIdx.x == 0) {");
   e.open(fmt::format("for (int s = 0; s < {}; ++s) {{", t.stages));
@@ -237,8 +218,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   }
   e.line("braze_mbar_init_fence();");
   e.close();
-  // mc: the other block's copies and arrivals reach these barriers only once they exist.
-  e.line(t.mc ? "braze_cluster_sync();" : "__syncthreads();");
+  e.line("__syncthreads();");
 
   // The producer. gk counts the k-tiles it has loaded: stage gk % STAGES, its
   // (gk / STAGES)-th use.
@@ -248,7 +228,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.open("if (threadIdx.x == 0) {");
   if (t.pp) {
     e.line("int gk = 0;");
-    e.open(fmt::format("for (int tl = {}; tl < {}; tl += {}) {{", unit0, units, unit_stride));
+    e.open(fmt::format("for (int tl = blockIdx.x; tl < {}; tl += gridDim.x) {{", tiles));
     emit_tile("tl");
     e.open(fmt::format("for (int kt = 0; kt < {}; ++kt, ++gk) {{", ktiles));
   } else {
@@ -256,46 +236,28 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     e.line("const int gk = kt;");
   }
   e.line(fmt::format("const int s = gk % {};", t.stages));
-  e.line(fmt::format("{}(empty + 8 * s, ((gk / {}) & 1) ^ 1);",
-                     t.mc ? "braze_mbar_wait_cluster" : "braze_mbar_wait", t.stages));
+  e.line(fmt::format("braze_mbar_wait(empty + 8 * s, ((gk / {}) & 1) ^ 1);", t.stages));
   e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u, bar = full + 8 * s;",
                      t.stage_bytes(), t.a_bytes()));
   e.line(fmt::format("braze_mbar_arrive_expect(bar, {}u);", t.stage_bytes()));
   // An operand's k-tile into shared memory at `dst`: one box of rows x 64 k (k-contiguous),
   // or 64 x 64 boxes side by side along m or n (mn-contiguous) from `origin` (i0 or j0).
-  // Multicast (mc, B only): each block of the pair loads half of the tile into both blocks,
-  // rank 0 the first half of the boxes (mn) or rows (k-contiguous), rank 1 the rest.
   auto emit_load = [&](const char* dst, const char* map, bool mn, int rows, const char* origin,
-                       const std::string& batch, bool multicast) {
-    const char* fn = multicast ? "braze_tma_load_3d_multicast" : "braze_tma_load_3d";
-    const char* mask = multicast ? ", 3" : "";
-    if (!mn && multicast) {
-      e.line(fmt::format("{}({} + crank * {}u, {}, kt * {}, {} + (int)crank * {}, {}, bar{});", fn,
-                         dst, rows / 2 * 128, map, kBk, origin, rows / 2, batch, mask));
-    } else if (!mn) {
-      e.line(fmt::format("{}({}, {}, kt * {}, {}, {}, bar{});", fn, dst, map, kBk, origin, batch,
-                         mask));
-    } else {
-      const int nb = rows / kBox, half = (nb + 1) / 2;
-      for (int r = 0; r < (multicast ? 2 : 1); ++r) {
-        if (multicast) e.open(fmt::format("if (crank == {}u) {{", r));
-        for (int q = multicast && r ? half : 0; q < (multicast && !r ? half : nb); ++q)
-          e.line(fmt::format("{}({} + {}u, {}, {} + {}, kt * {}, {}, bar{});", fn, dst,
-                             q * kBox * 128, map, origin, q * kBox, kBk, batch, mask));
-        if (multicast) e.close();
-      }
+                       const std::string& batch) {
+    if (!mn) {
+      e.line(fmt::format("braze_tma_load_3d({}, {}, kt * {}, {}, {}, bar);", dst, map, kBk, origin,
+                         batch));
+      return;
     }
+    for (int q = 0; q < rows / kBox; ++q)
+      e.line(fmt::format("braze_tma_load_3d({} + {}u, {}, {} + {}, kt * {}, {}, bar);", dst,
+                         q * kBox * 128, map, origin, q * kBox, kBk, batch));
   };
-  emit_load("sa", "braze_tmap_a", a_mn, t.bm, "i0", ba, false);
-  emit_load("sb", "braze_tmap_b", b_mn, t.bn, "j0", bb, t.mc);
+  emit_load("sa", "braze_tmap_a", a_mn, t.bm, "i0", ba);
+  emit_load("sb", "braze_tmap_b", b_mn, t.bn, "j0", bb);
   e.close();  // kt
   if (t.pp) e.close();  // tl
   e.close();  // thread 0
-  // mc: no block leaves while the other may still arrive on its barriers.
-  if (t.mc) {
-    e.line("__syncwarp();");
-    e.line("braze_cluster_sync();");
-  }
   e.line("return;");
   e.close();  // producer
 
@@ -308,8 +270,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   if (t.pp) {
     e.line(fmt::format("int gk0 = cons * {}, it = 0;", ktiles));
     e.open(fmt::format(
-        "for (int tl = {0} + cons * {1}; tl < {2}; tl += 2 * {1}, gk0 += {3}, ++it) {{", unit0,
-        unit_stride, units, 2 * ktiles));
+        "for (int tl = blockIdx.x + cons * gridDim.x; tl < {}; tl += 2 * gridDim.x, gk0 += {}, ++it) {{",
+        tiles, 2 * ktiles));
     emit_tile("tl");
     // Mainloops take turns, warpgroup 0 first: a warpgroup starts waiting for its tile's
     // k-tiles only once the other has seen all of its previous tile's land, so that no wait
@@ -365,22 +327,15 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // race that left an 8 x 8 block of each warp's tile short of its last k-tile.
   e.line(fmt::format("if (kt + 1 < {}) braze_wgmma_wait<1>(); else braze_wgmma_wait<0>();", ktiles));
   fence_accum();
-  // Releases stage `stage` (an int expression): each consumer warp's lane 0 arrives, on both
-  // blocks' barriers with mc.
-  auto release = [&](const std::string& cond, const std::string& stage) {
-    if (t.mc)
-      e.line(fmt::format("if ({}) {{ braze_mbar_arrive_cluster(empty + 8 * ({}), 0u); "
-                         "braze_mbar_arrive_cluster(empty + 8 * ({}), 1u); }}",
-                         cond, stage, stage));
-    else
-      e.line(fmt::format("if ({}) braze_mbar_arrive(empty + 8 * ({}));", cond, stage));
-  };
-  release("kt > 0 && lane == 0", fmt::format("(gk - 1) % {}", t.stages));
+  e.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));",
+                     t.stages));
   e.close();
   e.line("braze_wgmma_wait<0>();");
   fence_accum();
   // pp: the tile's last stage is released here (the producer goes on to the next tiles).
-  if (t.pp) release("lane == 0", fmt::format("(gk0 + {}) % {}", ktiles - 1, t.stages));
+  if (t.pp)
+    e.line(fmt::format("if (lane == 0) braze_mbar_arrive(empty + 8 * ((gk0 + {}) % {}));",
+                       ktiles - 1, t.stages));
 
   // The epilogue: accum[mi][4 ni + 2 r + q] is C's element (64 mi + 16 cwarp + lane / 4 +
   // 8 r, 8 ni + 2 (lane % 4) + q) of the warpgroup's rows x BN, cwarp its warp (the m16n8 C
@@ -415,7 +370,6 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     if (edges) e.close();
   }
   if (t.pp) e.close();  // tl
-  if (t.mc) e.line("braze_cluster_sync();");
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
@@ -443,18 +397,16 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   kern.tensor_maps.push_back(a_mn ? map_of(n.inputs[0], d.m, d.k, batch_count(a.shape), kBk)
                                   : map_of(n.inputs[0], d.k, d.m, batch_count(a.shape), t.bm));
   kern.tensor_maps.push_back(b_mn ? map_of(n.inputs[1], d.nn, d.k, batch_count(b.shape), kBk)
-                                  : map_of(n.inputs[1], d.k, d.nn, batch_count(b.shape),
-                                           t.mc ? t.bn / 2 : t.bn));
+                                  : map_of(n.inputs[1], d.k, d.nn, batch_count(b.shape), t.bn));
 
   std::string code = wgmma_step_function(t.bn, a.dtype == DType::Float16 ? "f16" : "bf16", a_mn,
                                          b_mn);
   code += fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({0}, 1){4} KERNEL_NAME({1}, "
+      "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
       "const __grid_constant__ braze_tmap braze_tmap_a, "
       "const __grid_constant__ braze_tmap braze_tmap_b) {{\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {2});\n{3}}}\n",
-      t.threads(), e.signature(), kern.shared_bytes, e.body(),
-      t.mc ? " __cluster_dims__(2, 1, 1)" : "");
+      t.threads(), e.signature(), kern.shared_bytes, e.body());
   finish_kernel(g, kern, code, kMmaHelpers | kWgmmaHelpers);
   return kern;
 }

@@ -52,37 +52,6 @@ BRAZE_DEV void braze_mbar_wait(braze_saddr bar, unsigned parity) {
   } while (!done);
 }
 
-// ---- thread-block clusters (pairs of blocks sharing operand tiles) ----
-
-BRAZE_DEV unsigned braze_cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// One arrival on the barrier at the same shared-memory offset in cluster block `rank` (this
-// block's own included), releasing this thread's prior accesses at cluster scope.
-BRAZE_DEV void braze_mbar_arrive_cluster(braze_saddr bar, unsigned rank) {
-  asm volatile(
-      "{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n"
-      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-      "r"(rank)
-      : "memory");
-}
-// braze_mbar_wait for a barrier that blocks of the cluster arrive on (acquire at cluster
-// scope).
-BRAZE_DEV void braze_mbar_wait_cluster(braze_saddr bar, unsigned parity) {
-  unsigned done, tries = 0;
-  do {
-    if (++tries == (1u << 28)) __trap();
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-
 // ---- TMA ----
 
 // The box of `map` at coordinates (c0 innermost, c1, c2) into shared memory at dst (1024-byte
@@ -94,18 +63,6 @@ BRAZE_DEV void braze_tma_load_3d(braze_saddr dst, const braze_tmap& map, int c0,
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
       "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
-      : "memory");
-}
-
-// braze_tma_load_3d into every block of the cluster named in `mask` (bit r: rank r), at the
-// same shared-memory offsets, each completing the transaction bytes of its own `bar`.
-BRAZE_DEV void braze_tma_load_3d_multicast(braze_saddr dst, const braze_tmap& map, int c0, int c1,
-                                           int c2, braze_saddr bar, unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar),
-      "h"(mask)
       : "memory");
 }
 

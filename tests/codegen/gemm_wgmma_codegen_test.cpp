@@ -52,7 +52,6 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
   }
   ASSERT_GE(cands.size(), 6u);
   EXPECT_TRUE(std::any_of(cands.begin(), cands.end(), [](const codegen::Tunables& t) { return t.count("pp") > 0; }));
-  EXPECT_TRUE(std::any_of(cands.begin(), cands.end(), [](const codegen::Tunables& t) { return t.count("mc") > 0; }));
   const std::string type = std::string(dtype) == "float16" ? "f16" : "bf16";
   for (const codegen::Tunables& t : cands) {
     codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), &t);
@@ -62,20 +61,14 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
     const int bm = t.at("bm"), bn = t.at("bn");
     const bool pp = t.count("pp") && t.at("pp") == 1;  // persistent, alternate tiles
     EXPECT_EQ(k.block[0], pp ? 384u : 128u * (1 + bm / 64));
-    if (pp) {
-      EXPECT_LE(k.grid[0], 132u);
-    }
+    if (pp) EXPECT_LE(k.grid[0], 132u);
     EXPECT_LE(k.shared_bytes, 227u * 1024);
     // Boxes: 64 contiguous elements, then the tile's rows (k-contiguous) or 64 k-rows.
     const codegen::TensorMap &ma = k.tensor_maps[0], &mb = k.tensor_maps[1];
     EXPECT_EQ(ma.box[0], 64u);
     EXPECT_EQ(ma.box[1], c.a_kcontig ? static_cast<unsigned>(bm) : 64u);
     EXPECT_EQ(mb.box[0], 64u);
-    const bool mc = t.count("mc") && t.at("mc") == 1;  // block pairs sharing B's tile
-    EXPECT_EQ(mb.box[1], c.b_kcontig ? static_cast<unsigned>(mc ? bn / 2 : bn) : 64u);
-    if (mc) {
-      EXPECT_EQ(k.grid[0] % 2, 0u);
-    }
+    EXPECT_EQ(mb.box[1], c.b_kcontig ? static_cast<unsigned>(bn) : 64u);
     EXPECT_EQ(ma.strides[0] % 16, 0u);
     EXPECT_EQ(mb.strides[0] % 16, 0u);
     EXPECT_LT(ma.param, k.params.size());
@@ -92,22 +85,9 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
                               (c.b_kcontig ? "0" : "1") + ";";
     EXPECT_NE(ptx.find(flags), std::string::npos) << k.name << " lacks " << flags;
     EXPECT_NE(ptx.find("cp.async.bulk.tensor.3d.shared::cluster.global"), std::string::npos);
-    if (mc) {
-      EXPECT_NE(ptx.find(".multicast::cluster"), std::string::npos) << k.name;
-      EXPECT_NE(ptx.find(".reqnctapercluster 2, 1, 1"), std::string::npos) << k.name;
-      // Stages are released on both blocks' barriers (the cooperative kernel releases none
-      // on a single k-tile, the ping-pong one its tiles' last).
-      if (pp) {
-        EXPECT_NE(ptx.find("mbarrier.arrive.release.cluster.shared::cluster"), std::string::npos);
-      }
-    } else {
-      EXPECT_EQ(ptx.find(".multicast::cluster"), std::string::npos) << k.name;
-    }
     EXPECT_NE(ptx.find("mbarrier.try_wait.parity"), std::string::npos);
     EXPECT_NE(ptx.find("wgmma.wait_group.sync.aligned"), std::string::npos);
-    if (bm == 128 || pp) {
-      EXPECT_NE(ptx.find("setmaxnreg.inc.sync.aligned.u32 232"), std::string::npos);
-    }
+    if (bm == 128 || pp) EXPECT_NE(ptx.find("setmaxnreg.inc.sync.aligned.u32 232"), std::string::npos);
     EXPECT_EQ(ptx.find("ld.local"), std::string::npos) << k.name;
     EXPECT_EQ(ptx.find("st.local"), std::string::npos) << k.name;
   }

@@ -25,9 +25,6 @@
 // by all. Two block shapes: cooperative (one tile a block, its consumer warpgroups 64 rows
 // each, as drawn) and ping-pong ("pp": persistent, see WgTile), whose consumer warpgroups
 // take whole tiles in turns and walk the tiles, batches included, across blockIdx.x.
-// Cooperative 256-row tiles have two consumers of 128 rows and no producer warpgroup (see
-// WgTile::ip): they take in 56 KB a k-tile for 6.3 MFLOP, against 48 KB for 4.2 at 128 x 256,
-// where an SM's intake from L2 (about 8.5 TB/s over the chip on the H200) is the limit.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -51,17 +48,9 @@ constexpr int64_t kMaxSharedBytes = 227 * 1024;
 struct WgTile {
   int bm, bn, stages;
   bool pp = false;
-  // Cooperative tiles of 256 rows: two consumers of 128 rows (a better ratio of wgmma work
-  // to the bytes an SM takes in from L2 than 128-row tiles).
-  int consumers() const { return pp || bm > 128 ? 2 : bm / 64; }
-  int row_blocks() const { return pp ? bm / 64 : bm / 64 / consumers(); }  // a consumer's 64-row blocks
-  // ip ("inline producer"): more than 128 accumulators a thread (256 x 192: 192). ptxas
-  // allocates registers for the block's warps (setmaxnreg does not raise that: with three
-  // or more warps to an SM sub-partition a thread gets at most 168, and 192 accumulators
-  // spilled), so the block is the two consumer warpgroups alone, 255 registers a thread,
-  // and the first consumer's thread 0 issues the loads between its wgmma's.
-  bool ip() const { return row_blocks() * bn > 256; }
-  int threads() const { return 128 * (consumers() + (ip() ? 0 : 1)); }
+  int consumers() const { return pp ? 2 : bm / 64; }
+  int row_blocks() const { return pp ? bm / 64 : 1; }  // 64-row blocks a consumer computes
+  int threads() const { return 128 * (1 + consumers()); }
   int64_t a_bytes() const { return int64_t{bm} * kBk * 2; }
   int64_t stage_bytes() const { return int64_t{bm + bn} * kBk * 2; }
   // The stages, two barriers a stage (pp: and two turn barriers), and slack to align the
@@ -150,8 +139,7 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // x 1024: 145 against 160): one warpgroup's epilogue runs under the other's wgmma's.
   std::vector<WgTile> tiles = {{128, 256, 4},      {128, 192, 5},       {128, 128, 6},
                                {64, 256, 4},       {128, 64, 8},        {64, 128, 8},
-                               {64, 256, 5, true}, {64, 128, 8, true},  {128, 128, 6, true},
-                               {256, 192, 4}};
+                               {64, 256, 5, true}, {64, 128, 8, true},  {128, 128, 6, true}};
   // Moves the bm x bn tile (ping-pong or not) to the front.
   auto lead = [&](int bm, int bn, bool pp) {
     auto it = std::find_if(tiles.begin(), tiles.end(), [&](const WgTile& t) {
@@ -177,9 +165,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   std::string why = gemm_wgmma_unsupported(g, group, d, target);
   const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
                  tune.count("pp") && tune.at("pp") != 0};
-  // At most 192 accumulators a thread (row_blocks x bn / 2).
-  if (why.empty() && ((t.bm != 64 && t.bm != 128 && (t.bm != 256 || t.pp)) || t.bn % 64 != 0 ||
-                      t.bn < 64 || t.bn > 256 || t.stages < 2 || t.row_blocks() * t.bn > 384 ||
+  if (why.empty() && ((t.bm != 64 && t.bm != 128) || t.bn % 64 != 0 || t.bn < 64 || t.bn > 256 ||
+                      t.stages < 2 || t.row_blocks() * t.bn > 256 ||
                       t.shared_bytes() > kMaxSharedBytes))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
   if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, kBk);
@@ -234,64 +221,52 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.line("__syncthreads();");
 
   // The producer. gk counts the k-tiles it has loaded: stage gk % STAGES, its
-  // (gk / STAGES)-th use. Loads k-tile kt (the walk's gk-th) once its stage is free.
+  // (gk / STAGES)-th use.
   const std::string ba = batch_coord(a.shape, d), bb = batch_coord(b.shape, d);
-  auto emit_produce = [&] {
-    e.line(fmt::format("const int s = gk % {};", t.stages));
-    e.line(fmt::format("braze_mbar_wait(empty + 8 * s, ((gk / {}) & 1) ^ 1);", t.stages));
-    e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u, bar = full + 8 * s;",
-                       t.stage_bytes(), t.a_bytes()));
-    e.line(fmt::format("braze_mbar_arrive_expect(bar, {}u);", t.stage_bytes()));
-    // An operand's k-tile into shared memory at `dst`: one box of rows x 64 k (k-contiguous),
-    // or 64 x 64 boxes side by side along m or n (mn-contiguous) from `origin` (i0 or j0).
-    auto emit_load = [&](const char* dst, const char* map, bool mn, int rows, const char* origin,
-                         const std::string& batch) {
-      if (!mn) {
-        e.line(fmt::format("braze_tma_load_3d({}, {}, kt * {}, {}, {}, bar);", dst, map, kBk,
-                           origin, batch));
-        return;
-      }
-      for (int q = 0; q < rows / kBox; ++q)
-        e.line(fmt::format("braze_tma_load_3d({} + {}u, {}, {} + {}, kt * {}, {}, bar);", dst,
-                           q * kBox * 128, map, origin, q * kBox, kBk, batch));
-    };
-    emit_load("sa", "braze_tmap_a", a_mn, t.bm, "i0", ba);
-    emit_load("sb", "braze_tmap_b", b_mn, t.bn, "j0", bb);
-  };
-  if (t.ip()) {  // the first STAGES k-tiles, before the mainloop
-    e.open("if (threadIdx.x == 0) {");
-    e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", std::min<int64_t>(t.stages, ktiles)));
-    e.line("const int gk = kt;");
-    emit_produce();
-    e.close();
-    e.close();
+  e.open("if (wg == 0) {");
+  if (t.consumers() > 1) e.line("braze_setmaxnreg_dec<40>();");
+  e.open("if (threadIdx.x == 0) {");
+  if (t.pp) {
+    e.line("int gk = 0;");
+    e.open(fmt::format("for (int tl = blockIdx.x; tl < {}; tl += gridDim.x) {{", tiles));
+    emit_tile("tl");
+    e.open(fmt::format("for (int kt = 0; kt < {}; ++kt, ++gk) {{", ktiles));
   } else {
-    e.open("if (wg == 0) {");
-    if (t.consumers() > 1) e.line("braze_setmaxnreg_dec<40>();");
-    e.open("if (threadIdx.x == 0) {");
-    if (t.pp) {
-      e.line("int gk = 0;");
-      e.open(fmt::format("for (int tl = blockIdx.x; tl < {}; tl += gridDim.x) {{", tiles));
-      emit_tile("tl");
-      e.open(fmt::format("for (int kt = 0; kt < {}; ++kt, ++gk) {{", ktiles));
-    } else {
-      e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles));
-      e.line("const int gk = kt;");
-    }
-    emit_produce();
-    e.close();  // kt
-    if (t.pp) e.close();  // tl
-    e.close();  // thread 0
-    e.line("return;");
-    e.close();  // producer
+    e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles));
+    e.line("const int gk = kt;");
   }
+  e.line(fmt::format("const int s = gk % {};", t.stages));
+  e.line(fmt::format("braze_mbar_wait(empty + 8 * s, ((gk / {}) & 1) ^ 1);", t.stages));
+  e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u, bar = full + 8 * s;",
+                     t.stage_bytes(), t.a_bytes()));
+  e.line(fmt::format("braze_mbar_arrive_expect(bar, {}u);", t.stage_bytes()));
+  // An operand's k-tile into shared memory at `dst`: one box of rows x 64 k (k-contiguous),
+  // or 64 x 64 boxes side by side along m or n (mn-contiguous) from `origin` (i0 or j0).
+  auto emit_load = [&](const char* dst, const char* map, bool mn, int rows, const char* origin,
+                       const std::string& batch) {
+    if (!mn) {
+      e.line(fmt::format("braze_tma_load_3d({}, {}, kt * {}, {}, {}, bar);", dst, map, kBk, origin,
+                         batch));
+      return;
+    }
+    for (int q = 0; q < rows / kBox; ++q)
+      e.line(fmt::format("braze_tma_load_3d({} + {}u, {}, {} + {}, kt * {}, {}, bar);", dst,
+                         q * kBox * 128, map, origin, q * kBox, kBk, batch));
+  };
+  emit_load("sa", "braze_tmap_a", a_mn, t.bm, "i0", ba);
+  emit_load("sb", "braze_tmap_b", b_mn, t.bn, "j0", bb);
+  e.close();  // kt
+  if (t.pp) e.close();  // tl
+  e.close();  // thread 0
+  e.line("return;");
+  e.close();  // producer
 
   // The consumers. Cooperative: warpgroup 1 + cons computes rows 64 cons .. 64 cons + 63 of
   // the block's tile. pp: warpgroup 1 + cons computes tiles cons, cons + 2, … of the block's
   // walk, whose k-tiles are the producer's (position in the walk) * KTILES onwards.
-  if (t.consumers() > 1 && !t.ip()) e.line("braze_setmaxnreg_inc<232>();");
+  if (t.consumers() > 1) e.line("braze_setmaxnreg_inc<232>();");
   const int regs = t.bn / 2;
-  e.line(t.ip() ? "const int cons = wg;" : "const int cons = wg - 1;");
+  e.line("const int cons = wg - 1;");
   if (t.pp) {
     e.line(fmt::format("int gk0 = cons * {}, it = 0;", ktiles));
     e.open(fmt::format(
@@ -308,7 +283,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   }
   // accum[mi] holds rows 64 mi .. 64 mi + 63 of the warpgroup's rows, which begin at row0.
   const int mw = t.row_blocks();
-  const std::string row0 = t.pp ? "0" : fmt::format("cons * {}", 64 * mw);
+  const std::string row0 = t.pp ? "0" : "cons * 64";
   e.line(fmt::format("float accum[{}][{}];", mw, regs));
   e.line("#pragma unroll");
   e.line(fmt::format("for (int r = 0; r < {}; ++r) {{", regs));
@@ -354,17 +329,6 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   fence_accum();
   e.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));",
                      t.stages));
-  // ip: the stage k-tile kt - 1 held gets k-tile kt - 1 + STAGES, once every consumer warp
-  // has released it.
-  if (t.ip()) {
-    e.open(fmt::format("if (threadIdx.x == 0 && kt > 0 && kt - 1 + {0} < {1}) {{", t.stages, ktiles));
-    e.line(fmt::format("const int next = kt - 1 + {};", t.stages));
-    e.open("{");
-    e.line("const int kt = next, gk = next;");
-    emit_produce();
-    e.close();
-    e.close();
-  }
   e.close();
   e.line("braze_wgmma_wait<0>();");
   fence_accum();

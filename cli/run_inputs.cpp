@@ -24,8 +24,10 @@ runtime::RandomSpec InputOptions::spec() const {
   rs.seed = seed;
   if (!int_range.empty()) {
     if (int_range.size() != 2) throw UserError("--int-range takes LO,HI");
-    rs.int_lo = int_range[0];
-    rs.int_hi = int_range[1] + 1;  // inclusive on the command line
+    if (int_range[1] < int_range[0])
+      throw UserError(fmt::format("--int-range {},{} is empty (LO above HI)", int_range[0], int_range[1]));
+    rs.int_min = int_range[0];
+    rs.int_max = int_range[1];
   }
   return rs;
 }
@@ -82,7 +84,11 @@ std::vector<Tensor> inputs_for(const graph::Graph& g, const InputOptions& o, con
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const graph::Value& v = g.value(g.inputs()[i]);
     if (!v.has_shape) throw UserError(fmt::format("input '{}' has no static shape; give it with --shapes", v.name));
-    out.push_back(runtime::random_tensor(v.dtype, v.shape, o.seed * 1000003 + i, rs));
+    try {
+      out.push_back(runtime::random_tensor(v.dtype, v.shape, o.seed * 1000003 + i, rs));
+    } catch (const UserError& e) {
+      throw UserError(fmt::format("input '{}': --int-range: {}", v.name, e.what()));
+    }
     std::cerr << fmt::format("note: input '{}' is random {} (seed {})\n", v.name, graph::value_type_str(v), o.seed);
   }
   return out;

@@ -3,7 +3,10 @@
 #include <braze/error.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <random>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -12,6 +15,30 @@
 namespace braze::runtime {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The values an integer dtype holds, as int64 (uint64: those up to INT64_MAX).
+std::pair<int64_t, int64_t> int_limits(DType dt) {
+  auto of = [](auto t) {
+    using T = decltype(t);
+    return std::pair<int64_t, int64_t>{
+        static_cast<int64_t>(std::numeric_limits<T>::min()),
+        static_cast<int64_t>(std::min<uint64_t>(std::numeric_limits<T>::max(), INT64_MAX))};
+  };
+  switch (dt) {
+    case DType::Int8: return of(int8_t{});
+    case DType::Int16: return of(int16_t{});
+    case DType::Int32: return of(int32_t{});
+    case DType::UInt8: return of(uint8_t{});
+    case DType::UInt16: return of(uint16_t{});
+    case DType::UInt32: return of(uint32_t{});
+    case DType::UInt64: return of(uint64_t{});
+    default: return of(int64_t{});
+  }
+}
+
+}  // namespace
 
 Tensor random_tensor(DType dt, const Shape& shape, uint64_t seed, const RandomSpec& spec) {
   Tensor t(dt, shape);
@@ -22,9 +49,13 @@ Tensor random_tensor(DType dt, const Shape& shape, uint64_t seed, const RandomSp
   } else if (dt == DType::Bool) {
     for (int64_t i = 0; i < t.numel(); ++i) t.set_i64(i, static_cast<int64_t>(rng() & 1));
   } else {
-    if (spec.int_hi <= spec.int_lo)
-      throw UserError(fmt::format("--int-range {},{} is empty", spec.int_lo, spec.int_hi));
-    std::uniform_int_distribution<int64_t> u(spec.int_lo, spec.int_hi - 1);
+    if (spec.int_max < spec.int_min)
+      throw UserError(fmt::format("integer range {},{} is empty", spec.int_min, spec.int_max));
+    const auto [lo, hi] = int_limits(dt);
+    if (spec.int_min < lo || spec.int_max > hi)
+      throw UserError(fmt::format("integer range {},{} does not fit {} (from {} to {})", spec.int_min,
+                                  spec.int_max, dtype_name(dt), lo, hi));
+    std::uniform_int_distribution<int64_t> u(spec.int_min, spec.int_max);
     for (int64_t i = 0; i < t.numel(); ++i) t.set_i64(i, u(rng));
   }
   return t;

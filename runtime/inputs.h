@@ -16,13 +16,14 @@ namespace braze::runtime {
 
 struct RandomSpec {
   uint64_t seed = 0;
-  int64_t int_lo = 0;   // integers drawn from [int_lo, int_hi)
-  int64_t int_hi = 10;
+  int64_t int_min = 0;  // integers drawn from [int_min, int_max], both included
+  int64_t int_max = 9;
   double float_lo = -1.0;  // floats from [float_lo, float_hi)
   double float_hi = 1.0;
 };
 
-// Fresh random values, never all zeros (bool: fair coin).
+// Fresh random values, never all zeros (bool: fair coin). UserError when an integer dtype
+// cannot hold [int_min, int_max] or the range is empty.
 Tensor random_tensor(DType dt, const Shape& shape, uint64_t seed, const RandomSpec& spec);
 
 // Expands `paths` (files, or folders holding input_N.pb or *.npy files) to tensor files in

@@ -102,6 +102,36 @@ TEST(Cli, InputOfTheWrongShapeOrDtype) {
   EXPECT_NE(r.out.find("input 'x' is int64[2,3], but the model expects float32[2,3]"), std::string::npos) << r.out;
 }
 
+// --int-range is inclusive at both ends, and must fit the dtype of every integer input it
+// fills (it used to wrap into int8 inputs, and to reject a HI of INT64_MAX by overflowing).
+TEST(Cli, IntRangeFitsTheInputs) {
+  fs::path d = temp_dir("int_range");
+  auto model = [&](const char* dtype) {
+    onnx::ModelProto m = frontend::parse_model_text(fmt::format(R"(
+      <ir_version: 8, opset_import: ["" : 17]>
+      g ({}[2,3] x) => (float[2,3] y) {{ y = Cast<to = 1>(x) }})", dtype));
+    fs::path p = d / fmt::format("{}.onnx", dtype);
+    std::ofstream(p, std::ios::binary) << m.SerializeAsString();
+    return p.string();
+  };
+  const std::string i8 = model("int8"), i64 = model("int64");
+  Result r = braze(fmt::format("run {} --int-range 0,300", i8));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("input 'x': --int-range: integer range 0,300 does not fit int8 (from -128 to 127)"),
+            std::string::npos) << r.out;
+  r = braze(fmt::format("run {} --int-range 5,1", i8));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--int-range 5,1 is empty"), std::string::npos) << r.out;
+  r = braze(fmt::format("run {} --int-range -128,127 --outputs {}", i8, (d / "out8").string()));
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = braze(fmt::format("run {} --int-range 7,7 --outputs {}", i8, (d / "out7").string()));
+  EXPECT_EQ(r.code, 0) << r.out;
+  Tensor y = frontend::read_tensor_file(d / "out7" / "y.npy").tensor;
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(y.get_f64(i), 7.0);
+  r = braze(fmt::format("run {} --int-range -9223372036854775808,9223372036854775807", i64));
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
 // numpy has no bfloat16: bfloat16 outputs are written as float32 files holding them exactly,
 // and float32 files holding exact bfloat16 values are read back for bfloat16 inputs.
 TEST(Cli, BFloat16InputsFromFloat32Files) {

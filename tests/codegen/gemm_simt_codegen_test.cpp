@@ -91,7 +91,9 @@ TEST(GemmSimtCodegen, EveryCandidateCompilesToVectorFragmentsInRegisters) {
                                                          : log.substr(log.find("Used ")).c_str());
       ASSERT_GT(lds, 0u) << type << " " << k.name;
       EXPECT_GE(static_cast<double>(fma) / lds, 0.99 * per_read) << type << " " << k.name;
-      if (f32 && t.at("tm") == 8 && t.at("tn") == 8) EXPECT_GE(fma, 8 * lds);
+      if (f32 && t.at("tm") == 8 && t.at("tn") == 8) {
+        EXPECT_GE(fma, 8 * lds);
+      }
       // A and B of this graph are plain inputs with sizes that take 16-byte loads.
       EXPECT_NE(ptx.find(f32 ? "ld.global.nc.v4.f32" : "ld.global.nc.v2.f64"), std::string::npos)
           << type << " " << k.name;

@@ -24,7 +24,7 @@ TEST_P(EmulatedOps, MatchesReference) {
   graph::Graph g = test::graph_from_text(c.text);
   graph::passes::run_pipeline(g);
   runtime::RandomSpec spec;
-  spec.int_hi = c.int_hi;
+  spec.int_max = c.int_hi - 1;
   std::vector<Tensor> in;
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const graph::Value& v = g.value(g.inputs()[i]);

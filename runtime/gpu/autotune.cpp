@@ -3,6 +3,7 @@
 #include <braze/error.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -39,9 +40,11 @@ TuningCache::TuningCache(fs::path path) : path_(std::move(path)) {
 
 fs::path TuningCache::default_path() { return default_cache_dir() / "tuning.json"; }
 
-std::optional<codegen::Tunables> TuningCache::find(const std::string& key) const {
+std::optional<codegen::Tunables> TuningCache::find(const std::string& key,
+                                                   const std::vector<codegen::Tunables>& space) const {
   auto it = entries_.find(key);
-  if (it == entries_.end()) return std::nullopt;
+  if (it == entries_.end() || std::find(space.begin(), space.end(), it->second.first) == space.end())
+    return std::nullopt;
   return it->second.first;
 }
 
@@ -139,17 +142,20 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
     if (cands.size() < 2) continue;
     ++r.kernels;
     std::string key = s.kernel->name + suffix;
-    if (std::optional<codegen::Tunables> hit = cache.find(key)) {
+    if (std::optional<codegen::Tunables> hit = cache.find(key, cands)) {
       codegen::GroupCode gc = codegen::generate(g, s.group, opts.target, &*hit);
       if (gc.kernel) s.kernel = std::move(gc.kernel);
       ++r.cached;
       continue;
     }
-    // Generate and compile every candidate.
+    // Generate and compile every candidate; each trial's candidate is what the cache keeps
+    // (its kernel's record may normalise it), so that a hit is found in the search space.
     std::vector<Step> trial;
+    std::vector<codegen::Tunables> trial_cands;
     for (const codegen::Tunables& t : cands) {
       codegen::GroupCode gc = codegen::generate(g, s.group, opts.target, &t);
       if (!gc.kernel) continue;
+      trial_cands.push_back(t);
       Step c;
       c.group = s.group;
       c.kernel = std::move(gc.kernel);
@@ -266,7 +272,7 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
                                   std::isfinite(first) ? fmt::format("{:.2f} us", first)
                                                        : std::string("failed or disagreed")));
     r.lines.insert(r.lines.end(), each.begin(), each.end());
-    cache.put(key, trial[best_i].kernel->tunables, best, trial.size());
+    cache.put(key, trial_cands[best_i], best, trial.size());
     s.kernel = std::move(trial[best_i].kernel);
     s.cubin.clear();
   }

@@ -24,7 +24,10 @@ class TuningCache {
  public:
   explicit TuningCache(std::filesystem::path path);
   static std::filesystem::path default_path();  // <cache dir>/tuning.json
-  std::optional<codegen::Tunables> find(const std::string& key) const;
+  // The tunables stored for `key`, if they are one of `space` (the kernel's candidates now):
+  // an entry written by another version of braze, or edited by hand, is not used.
+  std::optional<codegen::Tunables> find(const std::string& key,
+                                        const std::vector<codegen::Tunables>& space) const;
   void put(const std::string& key, const codegen::Tunables& t, double median_us, size_t candidates);
   void save() const;  // temporary file, then rename
   const std::filesystem::path& path() const { return path_; }

@@ -3,7 +3,9 @@
 #include <braze/error.h>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -21,6 +23,24 @@ Arch Arch::parse(const std::string& s) {
   a.major = std::stoi(t.substr(0, t.size() - 1));
   a.minor = t.back() - '0';
   if (a.major < 7) throw UnsupportedError(fmt::format("--arch {}: braze targets sm_70 and newer", s));
+  // What this NVRTC compiles for (sm_72 or sm_91 would fail in every kernel), and the
+  // architecture-specific "a" features from sm_90 on.
+  int count = 0;
+  std::vector<int> known;
+  if (nvrtcGetNumSupportedArchs(&count) == NVRTC_SUCCESS && count > 0) {
+    known.resize(static_cast<size_t>(count));
+    if (nvrtcGetSupportedArchs(known.data()) != NVRTC_SUCCESS) known.clear();
+  }
+  const int number = a.major * 10 + a.minor;
+  if (!known.empty() && std::find(known.begin(), known.end(), number) == known.end()) {
+    std::string list;
+    for (int k : known)
+      if (k >= 70) list += fmt::format("{}sm_{}", list.empty() ? "" : ", ", k);
+    throw UserError(fmt::format("--arch {}: NVRTC {} does not compile for it (it does for {})", s,
+                                nvrtc_version(), list));
+  }
+  if (a.accelerated && a.major < 9)
+    throw UserError(fmt::format("--arch {}: architecture-specific features (the 'a' suffix) begin at sm_90a", s));
   return a;
 }
 

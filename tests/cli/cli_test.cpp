@@ -186,6 +186,24 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(braze("run x.onnx --backend nowhere").code, 2);
 }
 
+// Architectures NVRTC does not compile for are refused up front with what it does compile
+// for (sm_72, sm_91 and sm_999 used to fail inside the first kernel's compilation, an
+// internal error with the kernel's source), as is the "a" suffix before sm_90a.
+TEST(Cli, ArchitecturesNvrtcCannotCompileFor) {
+  fs::path d = temp_dir("arch");
+  const std::string model = write_model(d).string(), out = (d / "m.braze").string();
+  for (const char* arch : {"sm_72", "sm_91", "sm_999"}) {
+    Result r = braze(fmt::format("compile {} -o {} --arch {}", model, out, arch));
+    EXPECT_EQ(r.code, 2) << arch << ": " << r.out;
+    EXPECT_NE(r.out.find(fmt::format("--arch {}: NVRTC", arch)), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("sm_90"), std::string::npos) << r.out;
+  }
+  Result r = braze(fmt::format("compile {} -o {} --arch sm_80a", model, out));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("begin at sm_90a"), std::string::npos) << r.out;
+  for (const char* arch : {"sm_80", "sm_90a"}) EXPECT_EQ(braze(fmt::format("compile {} -o {} --arch {}", model, out, arch)).code, 0) << arch;
+}
+
 // --precision fp16: the emulated kernels run the model in float16 and diff reports the
 // error against the float32 reference, with the relative L2 error.
 TEST(Cli, DiffAtReducedPrecision) {

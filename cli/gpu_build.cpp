@@ -1,5 +1,6 @@
 #include "cli/gpu_build.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -56,8 +57,9 @@ void print_build_summary(const gpu::Engine& e, const gpu::BuildReport* r) {
   std::cout << fmt::format("memory: arena {} for {} of intermediates and inputs/outputs ({:.0f}% reused), weights {}\n",
                            human_bytes(static_cast<double>(e.arena_bytes())),
                            human_bytes(static_cast<double>(e.intermediate_bytes())),
-                           e.intermediate_bytes() ? 100.0 * (1.0 - static_cast<double>(e.arena_bytes()) /
-                                                                       static_cast<double>(e.intermediate_bytes()))
+                           // the arena can exceed the sum by alignment padding: 0%, not -0%
+                           e.intermediate_bytes() ? std::max(0.0, 100.0 * (1.0 - static_cast<double>(e.arena_bytes()) /
+                                                                                    static_cast<double>(e.intermediate_bytes())))
                                                   : 0.0,
                            human_bytes(static_cast<double>(e.weights_bytes())));
   if (r)

@@ -187,7 +187,15 @@ void Engine::place_values() {
   for (size_t v = 0; v < g.num_values(); ++v) {
     const graph::Value& val = g.value(static_cast<ValueId>(v));
     if (first[v] < 0 || !val.has_shape) continue;
-    size_t bytes = static_cast<size_t>(checked_numel(val.shape)) * dtype_size(val.dtype);
+    // No GPU holds a tensor of 1 TiB; beyond that the byte counts below could overflow
+    // (3e9 x 3e9 float32 wrapped to 16 million TiB), and a wrapped count would make the
+    // kernels write past their buffers.
+    constexpr uint64_t kMaxDeviceTensorBytes = uint64_t{1} << 40;
+    const int64_t numel = checked_numel(val.shape, fmt::format("value '{}'", val.name));
+    if (static_cast<uint64_t>(numel) > kMaxDeviceTensorBytes / dtype_size(val.dtype))
+      throw UserError(fmt::format("value '{}' ({}{}) is larger than a GPU holds (1 TiB)", val.name,
+                                  dtype_name(val.dtype), shape_str(val.shape)));
+    size_t bytes = static_cast<size_t>(numel) * dtype_size(val.dtype);
     if (val.constant) {
       if (!used_by_kernel[v]) continue;  // only CPU fallbacks read it: stays on the host
       slots_[v] = {Slot::Weights, weights_bytes_, bytes};

@@ -186,6 +186,23 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(braze("run x.onnx --backend nowhere").code, 2);
 }
 
+// A value no GPU could hold is refused when the engine is planned: its byte count would
+// overflow (3e9 x 3e9 float32 wrapped to 16 million TiB, and a wrap to a small size would
+// let the kernel write past its buffer).
+TEST(Cli, ValuesLargerThanAnyGpuAreRefused) {
+  fs::path d = temp_dir("huge");
+  onnx::ModelProto m = frontend::parse_model_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1] x) => (float[3000000000,3000000000] y)
+    <int64[2] s = {3000000000, 3000000000}> { y = Expand(x, s) })");
+  fs::path p = d / "huge.onnx";
+  std::ofstream(p, std::ios::binary) << m.SerializeAsString();
+  Result r = braze(fmt::format("compile {} -o {} --arch sm_90", p.string(), (d / "huge.braze").string()));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("value 'y' (float32[3000000000,3000000000]) is larger than a GPU holds"), std::string::npos)
+      << r.out;
+}
+
 // Architectures NVRTC does not compile for are refused up front with what it does compile
 // for (sm_72, sm_91 and sm_999 used to fail inside the first kernel's compilation, an
 // internal error with the kernel's source), as is the "a" suffix before sm_90a.

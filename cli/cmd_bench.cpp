@@ -39,7 +39,9 @@ int run_bench(const BenchCmdOptions& o) {
   std::shared_ptr<gpu::Engine> engine;
   gpu::BuildReport report;
   if (gpu::is_engine_file(o.model.model)) {
-    engine = gpu::load_engine(o.model.model).engine;
+    gpu::LoadedEngine le = gpu::load_engine(o.model.model);
+    refuse_build_options_for_engine(o.model, o.build, le.info.precision);
+    engine = le.engine;
   } else {
     GivenInputs given;
     if (!o.in.inputs.empty()) given = read_given_inputs(o.in, model_input_names(o.model.model));

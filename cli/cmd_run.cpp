@@ -81,6 +81,7 @@ struct Ran {
 
 Ran run_engine_file(const RunOptions& o) {
   gpu::LoadedEngine le = gpu::load_engine(o.model.model);
+  refuse_build_options_for_engine(o.model, o.build, le.info.precision);
   std::cout << fmt::format("engine {}: model {} (hash {}), {} kernels for {} at --precision {}\n", o.model.model,
                            le.info.model_name, le.info.model_hash, le.engine->steps().size(), le.info.arch,
                            le.info.precision);

@@ -8,6 +8,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace braze::cli {
 
@@ -40,6 +44,23 @@ void add_precision_option(CLI::App& cmd, std::string& precision) {
 }
 
 bool tf32_gemms(const std::string& precision) { return precision == "tf32"; }
+
+void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& b,
+                                     const std::string& engine_precision) {
+  std::vector<std::string> given;
+  if (!m.shapes.empty()) given.push_back("--shapes");
+  if (!b.arch.empty()) given.push_back("--arch");
+  if (b.no_fuse) given.push_back("--no-fuse");
+  if (b.tune) given.push_back("--tune");
+  if (!b.tuning_cache.empty()) given.push_back("--tuning-cache");
+  if (b.precision != "fp32" && b.precision != engine_precision) given.push_back("--precision " + b.precision);
+  if (given.empty()) return;
+  throw UserError(fmt::format(
+      "{} is an engine (compiled at --precision {}): {} take{} effect when a model is compiled; "
+      "compile the ONNX model again with {} (braze compile), or give the model itself",
+      m.model, engine_precision, fmt::join(given, ", "), given.size() == 1 ? "s" : "",
+      given.size() == 1 ? "it" : "them"));
+}
 
 graph::Graph at_precision(const graph::Graph& g, const std::string& precision) {
   DType to = graph::passes::precision_dtype(precision);

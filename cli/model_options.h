@@ -35,6 +35,12 @@ struct BuildOptions {
   void add_to(CLI::App& cmd);
 };
 
+// UserError when options that only shape how a model is compiled (--shapes, --arch,
+// --no-fuse, --tune, --tuning-cache, a --precision other than the engine's) are given for
+// `m.model`, an engine compiled at `engine_precision`: they used to be ignored silently.
+void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& b,
+                                     const std::string& engine_precision);
+
 // The graph the GPU runs at `precision`: `g` itself for fp32 and tf32, else a converted
 // copy (float32 interface kept, computed in float16 / bfloat16) through the pass pipeline.
 graph::Graph at_precision(const graph::Graph& g, const std::string& precision);

@@ -203,6 +203,22 @@ TEST(Cli, ValuesLargerThanAnyGpuAreRefused) {
       << r.out;
 }
 
+// Options that shape how a model is compiled are refused for an engine (they were ignored:
+// `run m.braze --shapes x:4x3` ran the engine's [2,3]).
+TEST(Cli, CompileOptionsAreRefusedForEngines) {
+  fs::path d = temp_dir("engine_options");
+  const std::string engine = (d / "m.braze").string();
+  ASSERT_EQ(braze(fmt::format("compile {} -o {} --arch sm_90", write_model(d).string(), engine)).code, 0);
+  for (const char* opt : {"--shapes x:4x3", "--precision fp16", "--no-fuse", "--tune", "--arch sm_80"}) {
+    for (const char* cmd : {"run", "bench"}) {
+      Result r = braze(fmt::format("{} {} {}", cmd, engine, opt));
+      EXPECT_EQ(r.code, 2) << cmd << " " << opt << ": " << r.out;
+      EXPECT_NE(r.out.find("is an engine (compiled at --precision fp32)"), std::string::npos) << r.out;
+    }
+  }
+  EXPECT_EQ(braze(fmt::format("run {} --precision fp32", engine)).code, 0);
+}
+
 // Architectures NVRTC does not compile for are refused up front with what it does compile
 // for (sm_72, sm_91 and sm_999 used to fail inside the first kernel's compilation, an
 // internal error with the kernel's source), as is the "a" suffix before sm_90a.

@@ -90,6 +90,15 @@ Ran run_engine_file(const RunOptions& o) {
   std::vector<Tensor> inputs = inputs_for(g, o.in, given);
   Ran r;
   for (const auto& out : g.outputs()) r.output_names.push_back(out.name);
+  if (!o.backend.empty() && o.backend != "gpu" && o.backend != "reference")
+    throw UserError(fmt::format("--backend {}: an engine runs its own kernels on the GPU, or its graph on the "
+                                "reference; give the model for {}",
+                                o.backend, o.backend));
+  if (o.backend == "reference") {
+    r.outputs = runtime::run_reference(g, inputs);
+    r.where = "the CPU reference";
+    return r;
+  }
   if (!gpu::gpu_available()) {
     std::cerr << "note: no GPU (" << gpu::gpu_unavailable_reason() << "): running the engine's graph on the CPU reference\n";
     r.outputs = runtime::run_reference(g, inputs);

@@ -217,6 +217,15 @@ TEST(Cli, CompileOptionsAreRefusedForEngines) {
     }
   }
   EXPECT_EQ(braze(fmt::format("run {} --precision fp32", engine)).code, 0);
+  // Its graph runs on the reference when asked; the emulator and unfused kernels need the model.
+  Result r = braze(fmt::format("run {} --backend reference", engine));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("on the CPU reference"), std::string::npos) << r.out;
+  for (const char* backend : {"emulator", "gpu-unfused"}) {
+    r = braze(fmt::format("run {} --backend {}", engine, backend));
+    EXPECT_EQ(r.code, 2) << backend << ": " << r.out;
+    EXPECT_NE(r.out.find("give the model for"), std::string::npos) << r.out;
+  }
 }
 
 // Architectures NVRTC does not compile for are refused up front with what it does compile

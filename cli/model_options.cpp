@@ -1,6 +1,7 @@
 #include "cli/model_options.h"
 
 #include "graph/passes/precision.h"
+#include "runtime/gpu/engine_file.h"
 
 #include <braze/error.h>
 
@@ -87,6 +88,10 @@ LoadedModel load_model(const ModelOptions& opts, const std::map<std::string, Sha
   io.shapes = default_shapes;
   for (auto& [k, v] : frontend::parse_shape_spec(opts.shapes)) io.shapes[k] = v;
   LoadedModel m;
+  // bench and run take engines before they get here; the other commands take models only.
+  if (gpu::is_engine_file(opts.model))
+    throw UserError(fmt::format("{} is a braze engine file; this command takes the ONNX model it was compiled from",
+                                opts.model));
   m.imported = frontend::import_model_file(opts.model, io);
   for (const std::string& n : m.imported.notes) std::cerr << "note: " << n << "\n";
   m.imported_ops = graph::passes::op_counts(m.imported.graph);

@@ -226,6 +226,12 @@ TEST(Cli, CompileOptionsAreRefusedForEngines) {
     EXPECT_EQ(r.code, 2) << backend << ": " << r.out;
     EXPECT_NE(r.out.find("give the model for"), std::string::npos) << r.out;
   }
+  // The commands that take only models say what the file is.
+  for (const std::string& cmd : {std::string("inspect"), std::string("diff"), "compile -o " + (d / "again.braze").string()}) {
+    r = braze(fmt::format("{} {}", cmd, engine));
+    EXPECT_EQ(r.code, 2) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("is a braze engine file; this command takes the ONNX model"), std::string::npos) << r.out;
+  }
 }
 
 // Architectures NVRTC does not compile for are refused up front with what it does compile

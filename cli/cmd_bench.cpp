@@ -141,8 +141,8 @@ void add_bench(CLI::App& app, Runner& run) {
   o->model.add_to(*cmd, "ONNX model or .braze engine file");
   o->build.add_to(*cmd);
   o->in.add_to(*cmd);
-  cmd->add_option("--warmup", o->warmup, "untimed runs first (default 20)");
-  cmd->add_option("--iters", o->iters, "timed runs (default 200)");
+  cmd->add_option("--warmup", o->warmup, "untimed runs first (default 20)")->check(CLI::Range(0, 10000000));
+  cmd->add_option("--iters", o->iters, "timed runs (default 200)")->check(CLI::Range(1, 10000000));
   cmd->add_flag("--no-cuda-graph", o->no_graph, "launch kernel by kernel instead of one CUDA graph");
   cmd->add_flag("--warm-l2", o->warm_l2, "do not flush the L2 cache before each timed run (it is flushed by default)");
   cmd->add_option("--profile", o->profile, "write a Chrome-trace JSON of one run");

@@ -57,6 +57,8 @@ int run_conformance(const ConformanceOptions& o) {
                      {"detail", r.detail}, {"fallbacks", r.fallbacks}, {"seconds", r.seconds}});
   }
   std::cout << fmt::format("{} passed, {} failed, {} skipped\n", pass, fail, skip);
+  if (pass + fail + skip == 0 && !o.filter.empty())
+    throw UserError(fmt::format("--filter '{}' matches none of the cases", o.filter));
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     if (!out) throw UserError(fmt::format("--json {}: cannot open for writing", o.json));

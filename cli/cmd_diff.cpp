@@ -5,6 +5,8 @@
 #include <braze/error.h>
 
 #include <iostream>
+#include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 
@@ -174,8 +176,19 @@ void add_diff(CLI::App& app, Runner& run) {
   o->in.add_to(*cmd);
   cmd->add_option("--a", o->a, "first configuration")->check(CLI::IsMember(backend_names()));
   cmd->add_option("--b", o->b, "second configuration (the expected side)")->check(CLI::IsMember(backend_names()));
-  cmd->add_option("--atol", o->atol, "absolute tolerance (default by dtype: float32 1e-5)");
-  cmd->add_option("--rtol", o->rtol, "relative tolerance (default by dtype: float32 1e-3)");
+  // Finite and not negative: NaN or a negative value used to fall back to the default
+  // silently, and inf made every output agree.
+  const CLI::Validator tolerance(
+      [](std::string& s) {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        return end != s.c_str() && *end == '\0' && std::isfinite(v) && v >= 0
+                   ? std::string()
+                   : fmt::format("'{}' is not a tolerance (a finite number, 0 or more)", s);
+      },
+      "TOLERANCE");
+  cmd->add_option("--atol", o->atol, "absolute tolerance (default by dtype: float32 1e-5)")->check(tolerance);
+  cmd->add_option("--rtol", o->rtol, "relative tolerance (default by dtype: float32 1e-3)")->check(tolerance);
   add_precision_option(*cmd, o->precision);
   cmd->add_flag("--per-kernel", o->per_kernel,
                 "compare every value a fused kernel writes with the reference executor's and name the first kernel "

@@ -110,8 +110,9 @@ int run_doctor(const DoctorOptions& o) {
 void add_doctor(CLI::App& app, Runner& run) {
   auto o = std::make_shared<DoctorOptions>();
   CLI::App* cmd = app.add_subcommand("doctor", "check the driver, GPU, NVRTC and kernel cache; measure copy bandwidth");
-  cmd->add_option("--megabytes", o->megabytes, "size of the copied buffer in MiB (default 1024)");
-  cmd->add_option("--iters", o->iters, "timed copies (default 20)");
+  cmd->add_option("--megabytes", o->megabytes, "size of the copied buffer in MiB (default 1024)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  cmd->add_option("--iters", o->iters, "timed copies (default 20)")->check(CLI::Range(1, 1000000));
   cmd->callback([o, &run] { run = [o] { return run_doctor(*o); }; });
 }
 

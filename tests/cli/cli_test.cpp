@@ -184,6 +184,18 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(braze("").code, 2);
   EXPECT_EQ(braze("run").code, 2);
   EXPECT_EQ(braze("run x.onnx --backend nowhere").code, 2);
+  // Counts and tolerances out of range (iters 0 left nothing to take a median of; a NaN or
+  // negative tolerance fell back to the default, inf passed everything).
+  fs::path d = temp_dir("usage");
+  const std::string model = write_model(d).string();
+  for (const char* args : {"bench {} --iters 0", "bench {} --warmup -1", "diff {} --rtol nan", "diff {} --atol -1",
+                           "diff {} --atol inf", "doctor --megabytes 0{}", "doctor --iters 0{}"}) {
+    Result r = braze(fmt::format(fmt::runtime(args), std::string(args).find("doctor") == 0 ? "" : model));
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+  }
+  Result r = braze(fmt::format("diff {} --rtol nan", model));
+  EXPECT_NE(r.out.find("'nan' is not a tolerance"), std::string::npos) << r.out;
+  EXPECT_EQ(braze(fmt::format("diff {} --atol 0 --rtol 0", model)).code, 0);
 }
 
 // A value no GPU could hold is refused when the engine is planned: its byte count would
@@ -350,6 +362,12 @@ TEST(Cli, ConformanceOnOneCase) {
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("FAIL relu_case"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("worst at [1,2]"), std::string::npos) << r.out;
+  // A filter that matches no case is an error, not "0 passed".
+  r = braze("conformance " + d.string() + " --filter relu_cas");
+  EXPECT_EQ(r.code, 1) << r.out;
+  r = braze("conformance " + d.string() + " --filter nothing_like_it");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--filter 'nothing_like_it' matches none of the cases"), std::string::npos) << r.out;
 }
 
 }  // namespace

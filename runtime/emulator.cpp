@@ -114,6 +114,13 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
   for (size_t i = 0; i < g.num_values(); ++i)
     if (g.value(static_cast<ValueId>(i)).constant) vals[i] = *g.value(static_cast<ValueId>(i)).constant;
   for (size_t i = 0; i < inputs.size(); ++i) vals[g.inputs()[i]] = inputs[i];
+  // Zero-size values exist before any kernel runs: a kernel with nothing to write (a softmax
+  // over rows of length 0) may not take them as parameters, and they are still values of
+  // their shapes, outputs or inputs of later kernels, as on the GPU.
+  for (size_t i = 0; i < g.num_values(); ++i) {
+    const graph::Value& v = g.value(static_cast<ValueId>(i));
+    if (!vals[i].defined() && v.has_shape && checked_numel(v.shape) == 0) vals[i] = Tensor(v.dtype, v.shape);
+  }
 
   // Compile every kernel first, on all cores (g++ takes about a second a kernel).
   std::vector<LaunchFn> fns(steps.size(), nullptr);

@@ -1,5 +1,5 @@
 // The CPU emulator running the generated kernels of sliding-window ops (Conv, ConvTranspose,
-// the pools), Resize and Einsum, each compared element by element with the reference
+// the pools), Resize and Einsum, and zero-size values, each compared element by element with the reference
 // executor on fresh random inputs. Every node must run as a kernel, not as a CPU fallback.
 #include <gtest/gtest.h>
 
@@ -34,6 +34,17 @@ void expect_emulated_like_reference(const std::string& text, uint64_t seed = 7) 
     ASSERT_EQ(got[i].shape(), want[i].shape()) << "output " << i;
     EXPECT_TRUE(test::tensors_close(got[i], want[i])) << "output " << i;
   }
+}
+
+// Zero-size values keep their shapes: a softmax and a layer norm over rows of length 0 write
+// nothing (their kernels take no output), yet their outputs are [3,0] and [4,0], and an
+// empty value feeds a later kernel (they came back as rank-0 tensors).
+TEST(Emulator, ZeroSizeValuesKeepTheirShapes) {
+  expect_emulated_like_reference(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[3,0] x, float[3,2] y, float[4,0] n, float[0] w) => (float[3,0] s, float[3,2] z, float[4,0] l) {
+      s = Softmax <axis = -1> (x)  c = Concat <axis = 1> (s, y)  z = Relu(c)
+      l = LayerNormalization <axis = -1> (n, w, w) })");
 }
 
 TEST(Emulator, ConvWithGroupDilationPaddingStridesAndBias) {

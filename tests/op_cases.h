@@ -38,6 +38,14 @@ inline const std::vector<OpCase>& op_cases() {
           m7 = Constant <value = float {-7}> ()  c = Div(x, m7)
           tiny = Constant <value = float {1e-37}> ()  d = Div(x, tiny)
           huge = Constant <value = float {3e38}> ()  e = Div(x, huge) })", 10, 1e-6, 1e-30},
+      // A float32 value rounded to float16 / bfloat16 by Cast and widened again inside one
+      // fused kernel: exactly the 16-bit value (the rounding used to be skipped, as the
+      // 16-bit types compute in float), also from float64.
+      {"cast_round_trips", R"(<ir_version: 8, opset_import: ["" : 17]>
+        g (float[9,33] x, double[9,33] w) => (float[9,33] h, float[9,33] b, float[9,33] d) {
+          xh = Cast <to = 10> (x)  h = Cast <to = 1> (xh)
+          s = Mul(x, x)  sb = Cast <to = 16> (s)  b = Cast <to = 1> (sb)
+          wh = Cast <to = 10> (w)  d = Cast <to = 1> (wh) })", 10, 0, 0},
       {"cast_clip_where", R"(<ir_version: 8, opset_import: ["" : 17]>
         g (float[4,6] x) => (int32[4,6] y, float[4,6] z) {
           lo = Constant <value = float {-0.25}> ()  hi = Constant <value = float {0.5}> ()

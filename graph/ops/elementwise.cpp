@@ -125,6 +125,11 @@ std::string cuda_cast(const std::string& a, DType from, DType to) {
   std::string ct = cuda_compute_type(to);
   if (to == DType::Bool) return "(" + a + " != 0)";
   if (is_integer(to) && dtype_size(to) < 8) return fmt::format("(({})({}){})", ct, cuda_storage_type(to), a);
+  // float16 and bfloat16 are computed in float: a cast to them rounds to the 16-bit type
+  // (through float, as the reference does), or a fused Cast(float -> float16) -> Cast(->
+  // float) would give back its input unrounded.
+  if ((to == DType::Float16 || to == DType::BFloat16) && from != to)
+    return fmt::format("braze_val(braze_pack(braze_tag<{}>{{}}, (float)({})))", cuda_storage_type(to), a);
   return fmt::format("(({}){})", ct, a);
 }
 

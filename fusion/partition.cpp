@@ -354,6 +354,13 @@ class Partitioner {
               continue;
             }
             if (!free_pointwise(c) || !is_light(cn) || cn.outputs.size() != 1) continue;
+            // Only element-wise consumers: the kernel computes each output element from its
+            // row's statistics, and a layout op (a Transpose of the kept dims, even one that
+            // keeps the shape) would ask for elements of other rows.
+            if (!is_elementwise(cn)) {
+              refuse(m, c, "a layout op after the reduction would move elements between rows");
+              continue;
+            }
             if (!fits(*rs, cn.outputs[0])) {
               refuse(m, c, fmt::format("%{} is not per element or per row of the reduction", g_.value(cn.outputs[0]).name));
               continue;

@@ -38,6 +38,12 @@ inline const std::vector<OpCase>& op_cases() {
           m7 = Constant <value = float {-7}> ()  c = Div(x, m7)
           tiny = Constant <value = float {1e-37}> ()  d = Div(x, tiny)
           huge = Constant <value = float {3e38}> ()  e = Div(x, huge) })", 10, 1e-6, 1e-30},
+      // A Transpose after a softmax that swaps two kept dims of equal size keeps the shape
+      // but moves elements between rows: it must not join the reduction's kernel (it did,
+      // and read its elements with the wrong rows' statistics).
+      {"softmax_then_shape_keeping_transpose", R"(<ir_version: 8, opset_import: ["" : 17]>
+        g (float[37,3,3,5] x) => (float[37,3,3,5] y, float[37,3,3,5] s) {
+          s = LogSoftmax <axis = 0> (x)  y = Transpose <perm = [0, 2, 1, 3]> (s) })"},
       // A float32 value rounded to float16 / bfloat16 by Cast and widened again inside one
       // fused kernel: exactly the 16-bit value (the rounding used to be skipped, as the
       // 16-bit types compute in float), also from float64.

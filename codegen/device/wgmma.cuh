@@ -52,6 +52,24 @@ BRAZE_DEV void braze_mbar_wait(braze_saddr bar, unsigned parity) {
   } while (!done);
 }
 
+// ---- the staged epilogue (gemm_wgmma.cpp, WgTile::se) ----
+
+// Named barrier `id` over `n` threads (a warpgroup: 128).
+BRAZE_DEV void braze_bar_sync(unsigned id, unsigned n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+BRAZE_DEV void braze_st_shared_v2(braze_saddr a, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a), "f"(x), "f"(y) : "memory");
+}
+BRAZE_DEV float4 braze_ld_shared_v4(braze_saddr a) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(a)
+               : "memory");
+  return v;
+}
+
 // ---- TMA ----
 
 // The box of `map` at coordinates (c0 innermost, c1, c2) into shared memory at dst (1024-byte

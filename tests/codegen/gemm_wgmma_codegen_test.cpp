@@ -52,6 +52,7 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
   }
   ASSERT_GE(cands.size(), 6u);
   EXPECT_TRUE(std::any_of(cands.begin(), cands.end(), [](const codegen::Tunables& t) { return t.count("pp") > 0; }));
+  EXPECT_TRUE(std::any_of(cands.begin(), cands.end(), [](const codegen::Tunables& t) { return t.count("se") > 0; }));
   const std::string type = std::string(dtype) == "float16" ? "f16" : "bf16";
   for (const codegen::Tunables& t : cands) {
     codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), &t);
@@ -87,6 +88,13 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
                               (c.b_kcontig ? "0" : "1") + ";";
     EXPECT_NE(ptx.find(flags), std::string::npos) << k.name << " lacks " << flags;
     EXPECT_NE(ptx.find("cp.async.bulk.tensor.3d.shared::cluster.global"), std::string::npos);
+    // se: the accumulators pass through shared memory between warpgroup barriers.
+    const bool se = t.count("se") && t.at("se") == 1;
+    EXPECT_EQ(ptx.find("ld.shared.v4.f32") != std::string::npos, se) << k.name;
+    if (se) {
+      EXPECT_NE(ptx.find("st.shared.v2.f32"), std::string::npos) << k.name;
+      EXPECT_NE(ptx.find("bar.sync"), std::string::npos) << k.name;
+    }
     EXPECT_NE(ptx.find("mbarrier.try_wait.parity"), std::string::npos);
     EXPECT_NE(ptx.find("wgmma.wait_group.sync.aligned"), std::string::npos);
     if (bm == 128 || pp) {

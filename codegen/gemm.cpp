@@ -194,7 +194,7 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
   std::string packed;
   for (int q = 0; q < width; ++q)
     packed += fmt::format("{}braze_pack(braze_tag<{}>(), res[{}])", q ? ", " : "", st, q);
-  e.line(fmt::format("braze_vstore<{}>({}, {}, braze_vec<{}, {}>{{{{{}}}}});", width,
+  e.line(fmt::format("braze_vstore_typed<{}>({}, {}, braze_vec<{}, {}>{{{{{}}}}});", width,
                      e.output_param(epi.out), graph::cuda_linearize(epi.out_coords, ov.shape), st,
                      width, packed));
   e.close();

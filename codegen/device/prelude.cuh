@@ -95,6 +95,23 @@ BRAZE_DEV void braze_vstore(T* p, long long i, const braze_vec<T, N>& v) {
 #endif
   *reinterpret_cast<braze_vec<T, N>*>(p + i) = v;
 }
+// GEMM epilogues: the same 8- and 16-byte stores as C++ stores of uint2 / uint4 (the
+// alignment is the type's), which the compiler sees through: a load the epilogue repeats
+// for each row (a bias) is then shared between the rows, where each asm store above made it
+// load again. The straight-line epilogues keep them whole (st.global.v2 / v4 in PTX).
+template <int N, class T>
+BRAZE_DEV void braze_vstore_typed(T* p, long long i, const braze_vec<T, N>& v) {
+#ifndef BRAZE_CPU_EMULATION
+  if constexpr (sizeof(v) == 16) {
+    *reinterpret_cast<uint4*>(p + i) = *reinterpret_cast<const uint4*>(&v);
+    return;
+  } else if constexpr (sizeof(v) == 8) {
+    *reinterpret_cast<uint2*>(p + i) = *reinterpret_cast<const uint2*>(&v);
+    return;
+  }
+#endif
+  *reinterpret_cast<braze_vec<T, N>*>(p + i) = v;
+}
 // Storage value -> compute type, and back (round to nearest even for the half types).
 BRAZE_DEV float braze_val(float x) { return x; }
 BRAZE_DEV float braze_val(__half x) { return __half2float(x); }

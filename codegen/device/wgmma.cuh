@@ -61,14 +61,6 @@ BRAZE_DEV void braze_bar_sync(unsigned id, unsigned n) {
 BRAZE_DEV void braze_st_shared_v2(braze_saddr a, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a), "f"(x), "f"(y) : "memory");
 }
-BRAZE_DEV float4 braze_ld_shared_v4(braze_saddr a) {
-  float4 v;
-  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(a)
-               : "memory");
-  return v;
-}
 
 // ---- TMA ----
 

@@ -130,7 +130,7 @@ TEST(GemmSimtCodegen, OperandReaders) {
   EXPECT_NE(s.find("braze_simt_gmem<float, float, "), std::string::npos);
   EXPECT_NE(s.find("true, 4> la"), std::string::npos);
   EXPECT_NE(s.find("false, 4> lb"), std::string::npos);
-  EXPECT_NE(s.find("braze_vstore<4>"), std::string::npos) << "4 | 68: vector stores";
+  EXPECT_NE(s.find("braze_vstore_typed<4>"), std::string::npos) << "4 | 68: vector stores";
   // transA / transB: A [36, 132] stored m-contiguous, B [72, 36] k-contiguous.
   s = source_of("aligned_transa_transb");
   EXPECT_NE(s.find("false, 4> la"), std::string::npos);

@@ -41,36 +41,39 @@ namespace {
 constexpr int kBk = 64;                    // k-tile: one 128-byte swizzled row of 16-bit elements
 constexpr int kBox = 64;                   // m- or n-contiguous operands load 64 x 64 boxes
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
-// se: a staged row holds 32 se accumulators and 8 floats of padding, so that the fragments'
-// 8-byte writes (rows lane / 4, columns 2 (lane % 4)) hit distinct banks in each half-warp
-// (a row is 8 banks on from the one above).
-constexpr int kStageCols = 32, kStagePad = 8;
+// se: a staged block is 64 rows of 32 se floats, row r's columns XOR-ed with 8 (r % 4), so
+// that the fragments' 8-byte writes (rows lane / 4, columns 2 (lane % 4)) hit distinct banks
+// in each half-warp, and a quarter-warp's 16-byte reads of 32 adjacent floats still do.
+constexpr int kStageCols = 32;
 
 // pp ("ping-pong", persistent): one block an SM walks the tiles; its two consumer warpgroups
 // take alternate bm x bn tiles (each whole, bm / 64 wgmma's a k16 step), so that one's
 // epilogue overlaps the other's wgmma's, and the producer loads the next tile's k-tiles while
 // a tile finishes.
-// se ("staged epilogue", se = 1 or 2): each consumer warpgroup passes its accumulators
+// se ("staged epilogue", se = 1, 2 or 4): each consumer warpgroup passes its accumulators
 // through shared memory, 64 rows x 32 se columns at a time, and applies the epilogue to 4
-// adjacent columns a thread, 16 se elements a thread a block: whole-sector stores (a warp
-// writes 32 x 8 bytes of 16-bit output along rows, where writing straight from the
-// fragments writes 8 rows x 16 bytes, half of each sector).
+// adjacent columns a thread: whole-sector stores (a warp writes 32 x 8 bytes of 16-bit
+// output along rows, where writing straight from the fragments writes 8 rows x 16 bytes,
+// half of each sector). Unrolled (sr = 0) or rolled (sr = 1: loops over the blocks and over
+// 16 elements a thread at a time, so that the epilogue's code is one block's 16 elements:
+// unrolled, a GELU epilogue of 64 x 256 is ~5000 instructions, which the SM's instruction
+// caches do not hold, and its warps stall on instruction fetch).
 struct WgTile {
   int bm, bn, stages;
   bool pp = false;
   int se = 0;  // 0: no staging, else the staged block is 32 se columns wide
+  bool sr = false;
   int consumers() const { return pp ? 2 : bm / 64; }
   int row_blocks() const { return pp ? bm / 64 : 1; }  // 64-row blocks a consumer computes
   int threads() const { return 128 * (1 + consumers()); }
   int64_t a_bytes() const { return int64_t{bm} * kBk * 2; }
   int64_t stage_bytes() const { return int64_t{bm + bn} * kBk * 2; }
   // After the stages: two barriers a stage (pp: and two turn barriers); se: each consumer's
-  // staging buffer (stage_row_floats() a row, 16-byte aligned); and slack to align the
+  // staging buffer (16-byte aligned); and slack to align the
   // stages to 1024 bytes.
   int64_t staging_offset() const { return (stages * stage_bytes() + 16 * stages + (pp ? 16 : 0) + 15) / 16 * 16; }
   int stage_cols() const { return kStageCols * se; }
-  int stage_row_floats() const { return stage_cols() + kStagePad; }
-  int64_t staging_bytes() const { return int64_t{64} * stage_row_floats() * 4; }  // 64 rows
+  int64_t staging_bytes() const { return int64_t{64} * stage_cols() * 4; }  // 64 rows
   int64_t shared_bytes() const {
     return se ? staging_offset() + consumers() * staging_bytes() + 1024
               : stages * stage_bytes() + 16 * stages + (pp ? 16 : 0) + 1024;
@@ -81,6 +84,7 @@ Tunables tunables_of(const WgTile& t) {
   Tunables u{{"tc", 1}, {"wg", 1}, {"bm", t.bm}, {"bn", t.bn}, {"stages", t.stages}};
   if (t.pp) u["pp"] = 1;
   if (t.se) u["se"] = t.se;
+  if (t.sr) u["sr"] = 1;
   return u;
 }
 
@@ -161,7 +165,9 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
                                {64, 256, 4},       {128, 64, 8},        {64, 128, 8},
                                {64, 256, 5, true}, {64, 128, 8, true},  {128, 128, 6, true},
                                {64, 256, 5, true, 1},   {64, 256, 4, true, 2},
-                               {128, 256, 4, false, 1}, {128, 192, 5, false, 1}};
+                               {128, 256, 4, false, 1}, {128, 192, 5, false, 1},
+                               {64, 256, 4, true, 4, true}, {64, 256, 4, true, 2, true},
+                               {128, 256, 4, false, 2, true}};
   // Moves the bm x bn tile (ping-pong or not) to the front.
   auto lead = [&](int bm, int bn, bool pp) {
     auto it = std::find_if(tiles.begin(), tiles.end(), [&](const WgTile& t) {
@@ -186,9 +192,10 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
                                         std::string* why_not) {
   std::string why = gemm_wgmma_unsupported(g, group, d, target);
   const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
-                 tune.count("pp") && tune.at("pp") != 0, tune.count("se") ? tune.at("se") : 0};
+                 tune.count("pp") && tune.at("pp") != 0, tune.count("se") ? tune.at("se") : 0,
+                 tune.count("sr") && tune.at("sr") != 0};
   if (why.empty() && ((t.bm != 64 && t.bm != 128) || t.bn % 64 != 0 || t.bn < 64 || t.bn > 256 ||
-                      t.stages < 2 || t.row_blocks() * t.bn > 256 || t.se < 0 || t.se > 2 ||
+                      t.stages < 2 || t.row_blocks() * t.bn > 256 || (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) ||
                       (t.se && t.bn % t.stage_cols() != 0) ||
                       t.shared_bytes() > kMaxSharedBytes))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
@@ -371,52 +378,83 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   if (edges)
     e.line(fmt::format("const bool interior = i0 + {} <= {}LL && j0 + {} <= {}LL;", t.bm, d.m,
                        t.bn, d.nn));
-  const int cols = t.stage_cols(), rowf = t.stage_row_floats();
+  const int cols = t.stage_cols(), blocks = t.bn / std::max(cols, 1);
   if (t.se) {
     e.line(fmt::format("const braze_saddr ebuf = smem + {}u + cons * {}u;", t.staging_offset(),
                        t.staging_bytes()));
     // The staged blocks are read by plain loads (not asm), which the compiler can see.
     e.line("const float* const se_buf = reinterpret_cast<const float*>(braze_smem + (ebuf - "
            "braze_smem_addr(braze_smem)));");
-    e.line("const int se_t = (int)threadIdx.x % 128;");
+    // A thread's fragment rows, and the rows it reads, are one residue mod 4: one swizzle each.
+    e.line("const int se_t = (int)threadIdx.x % 128, se_wx = ((lane / 4) % 4) * 8;");
+    e.line(fmt::format("const int se_c = (se_t % {0}) * 4, se_rx = se_c ^ (((se_t / {0}) % 4) * 8);",
+                       cols / 4));
   }
+  // se: block (mi, c)'s fragments into the staging buffer.
+  auto emit_staging_writes = [&](const std::string& mi, const std::string& c) {
+    e.line("#pragma unroll");
+    e.open(fmt::format("for (int nn = 0; nn < {}; ++nn) {{", cols / 8));
+    e.line("#pragma unroll");
+    e.open("for (int r = 0; r < 2; ++r) {");
+    e.line(fmt::format(
+        "braze_st_shared_v2(ebuf + ((cwarp * 16 + lane / 4 + 8 * r) * {} + ((8 * nn + 2 * (lane % 4)) ^ se_wx)) * 4u, "
+        "accum[{}][4 * ({} * {} + nn) + 2 * r], accum[{}][4 * ({} * {} + nn) + 2 * r + 1]);",
+        cols, mi, cols / 8, c, mi, cols / 8, c));
+    e.close();  // r
+    e.close();  // nn
+  };
   for (bool in_range : {true, false}) {
     if (!in_range && !edges) break;
     if (edges) e.open(in_range ? "if (interior) {" : "if (!interior) {");
-    e.line("#pragma unroll");
-    e.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw));
-    if (t.se) {
+    if (t.se && !t.sr) {
       // Per 64 x (32 se) block of the warpgroup's rows x BN: fragments into the staging
       // buffer, then 4 adjacent columns a thread out of it (warpgroup barriers 1 + cons around
-      // both). Unrolled, so that a thread's 16 se elements of a block are independent work
-      // (a rolled loop of 4 left each thread one load and erf chain at a time: 59.6 us against
-      // 52.0 for the fragment epilogue on 4096 x 3072 x 768 + GELU; plain, 39.1 against 46.7).
+      // both), unrolled (a loop of 4 elements at a time, rolled, left each thread one load and
+      // erf chain at a time: 59.6 us against 52.0 for the fragment epilogue on 4096 x 3072 x
+      // 768 + GELU; plain, 39.1 against 46.7).
       e.line("#pragma unroll");
-      e.open(fmt::format("for (int c = 0; c < {}; ++c) {{", t.bn / cols));
+      e.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw));
+      e.line("#pragma unroll");
+      e.open(fmt::format("for (int c = 0; c < {}; ++c) {{", blocks));
       e.line("braze_bar_sync(1 + cons, 128);  // the previous block's reads are done");
-      e.line("#pragma unroll");
-      e.open(fmt::format("for (int nn = 0; nn < {}; ++nn) {{", cols / 8));
-      e.line("#pragma unroll");
-      e.open("for (int r = 0; r < 2; ++r) {");
-      e.line(fmt::format(
-          "braze_st_shared_v2(ebuf + ((cwarp * 16 + lane / 4 + 8 * r) * {} + 8 * nn + 2 * (lane % 4)) * 4u, "
-          "accum[mi][4 * ({} * c + nn) + 2 * r], accum[mi][4 * ({} * c + nn) + 2 * r + 1]);",
-          rowf, cols / 8, cols / 8));
-      e.close();  // r
-      e.close();  // nn
+      emit_staging_writes("mi", "c");
       e.line("braze_bar_sync(1 + cons, 128);");
       e.line("#pragma unroll");
-      e.open(fmt::format("for (int se_it = 0; se_it < {}; ++se_it) {{", 64 * cols / 4 / 128));
-      // Thread se_t's rows are se_t / (cols / 4) + (128 / (cols / 4)) se_it, its column is one
-      // for all (written so, the compiler sees it).
-      e.line(fmt::format("const int se_r = se_it * {1} + se_t / {0}, se_c = (se_t % {0}) * 4;",
-                         cols / 4, 128 / (cols / 4)));
-      e.line(fmt::format("const float4 se_f4 = *reinterpret_cast<const float4*>(se_buf + se_r * {} + se_c);",
-                         rowf));
+      e.open(fmt::format("for (int se_it = 0; se_it < {}; ++se_it) {{", cols / 8));
+    } else if (t.se) {
+      // Rolled: a loop over the blocks (each writing its own accumulators, chosen by a switch)
+      // and over 16 elements a thread (4 rows of 4) of a block.
+      e.line("#pragma unroll 1");
+      e.open(fmt::format("for (int blk = 0; blk < {}; ++blk) {{", mw * blocks));
+      e.line("braze_bar_sync(1 + cons, 128);  // the previous block's reads are done");
+      e.open("switch (blk) {");
+      for (int k = 0; k < mw * blocks; ++k) {
+        e.open(fmt::format("case {}: {{", k));
+        emit_staging_writes(std::to_string(k / blocks), std::to_string(k % blocks));
+        e.line("break;");
+        e.close();
+      }
+      e.close();  // switch
+      e.line("braze_bar_sync(1 + cons, 128);");
+      e.line(fmt::format("const int mi = blk / {0}, c = blk % {0};", blocks));
+      e.line("#pragma unroll 1");
+      e.open(fmt::format("for (int se_o = 0; se_o < {}; ++se_o) {{", cols / 32));
+      e.line("#pragma unroll");
+      e.open("for (int se_u = 0; se_u < 4; ++se_u) {");
+      e.line("const int se_it = se_o * 4 + se_u;");
+    }
+    if (t.se) {
+      // Thread se_t's rows are se_t / (cols / 4) + (512 / cols) se_it, its columns the same
+      // four in each (written so, the compiler sees it).
+      e.line(fmt::format("const int se_r = se_it * {} + se_t / {};", 512 / cols, cols / 4));
+      e.line(fmt::format("const float4 se_f4 = *reinterpret_cast<const float4*>(se_buf + se_r * {} + se_rx);",
+                         cols));
       e.line("const float se_v[4] = {se_f4.x, se_f4.y, se_f4.z, se_f4.w};");
       e.line(fmt::format("const long long i = i0 + {} + mi * 64 + se_r;", row0));
       e.line(fmt::format("const long long jp = j0 + c * {} + se_c;", cols));
     } else {
+      e.line("#pragma unroll");
+      e.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw));
       e.line("#pragma unroll");
       e.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", t.bn / 8));
       e.line("#pragma unroll");
@@ -431,9 +469,9 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
       *why_not = u.why;
       return std::nullopt;
     }
-    e.close();  // r / se_it
-    e.close();  // ni / c
-    e.close();  // mi
+    e.close();  // r / se_it / se_u
+    e.close();  // ni / c / se_o
+    e.close();  // mi / blk
     if (edges) e.close();
   }
   if (t.pp) e.close();  // tl

@@ -38,6 +38,14 @@ inline const std::vector<OpCase>& op_cases() {
           m7 = Constant <value = float {-7}> ()  c = Div(x, m7)
           tiny = Constant <value = float {1e-37}> ()  d = Div(x, tiny)
           huge = Constant <value = float {3e38}> ()  e = Div(x, huge) })", 10, 1e-6, 1e-30},
+      // float16 quotients by constants are products by the reciprocal (elementwise.cpp):
+      // within a float16 rounding of the reference's.
+      {"half_div_by_constants", R"(<ir_version: 8, opset_import: ["" : 17]>
+        g (float16[9,33] x) => (float16[9,33] a, float16[9,33] c, float16[9,33] e) {
+          s2f = Constant <value = float {1.4140625}> ()  s2 = Cast <to = 10> (s2f)  a = Div(x, s2)
+          m7f = Constant <value = float {-7}> ()  m7 = Cast <to = 10> (m7f)  c = Div(x, m7)
+          bigf = Constant <value = float {60000}> ()  big = Cast <to = 10> (bigf)  e = Div(x, big) })",
+       10, 1e-3, 1e-7},
       // A Transpose after a softmax that swaps two kept dims of equal size keeps the shape
       // but moves elements between rows: it must not join the reduction's kernel (it did,
       // and read its elements with the wrong rows' statistics).

@@ -429,9 +429,14 @@ struct MeanFn {
 
 // A float division whose divisor is a literal (a constant folded into the kernel) as a
 // multiplication: exact by the reciprocal of a power of two, otherwise braze_div_by's
-// corrected product (ops.cuh). Empty when the divisor is no plain literal or its reciprocal
-// is not a normal float (zero, infinities, NaN and huge divisors keep the division).
-std::optional<std::string> float_div_by_constant(const std::string& x, const std::string& lit) {
+// corrected product (ops.cuh) — or, where the quotient is a float16 / bfloat16 value
+// (`half_out`: computed in float, stored in 16 bits), the product by the rounded reciprocal
+// alone: within 1.5 float ulps of the quotient (2^-12 of a float16 ulp; the correction is
+// 6 instructions of a ~30-instruction GELU epilogue element). Empty when the divisor is no
+// plain literal or its reciprocal is not a normal float (zero, infinities, NaN and huge
+// divisors keep the division).
+std::optional<std::string> float_div_by_constant(const std::string& x, const std::string& lit,
+                                                 bool half_out) {
   if (lit.size() < 2 || lit.back() != 'f' ||
       lit.find_first_not_of("0123456789.e+-f") != std::string::npos)
     return std::nullopt;
@@ -441,7 +446,8 @@ std::optional<std::string> float_div_by_constant(const std::string& x, const std
   const float z = 1.f / y;
   if (!std::isnormal(z)) return std::nullopt;
   int e = 0;
-  if (std::fabs(std::frexp(y, &e)) == 0.5f) return fmt::format("({} * {})", x, cuda_literal("float", z));
+  if (std::fabs(std::frexp(y, &e)) == 0.5f || half_out)
+    return fmt::format("({} * {})", x, cuda_literal("float", z));
   return fmt::format("braze_div_by({}, {}, {})", x, lit, cuda_literal("float", z));
 }
 
@@ -477,7 +483,8 @@ void add_binary_ops(std::vector<OpDef>& r) {
   }, {}, 1));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     if (c.type == "float") {
-      if (auto by = float_div_by_constant(c.args[0], c.args[1])) return *by;
+      const bool half_out = c.out_dtype == DType::Float16 || c.out_dtype == DType::BFloat16;
+      if (auto by = float_div_by_constant(c.args[0], c.args[1], half_out)) return *by;
     }
     if (c.type == "float" || c.type == "double") return fmt::format("({} / {})", c.args[0], c.args[1]);
     return fmt::format("braze_idiv({}, {})", c.args[0], c.args[1]);

@@ -62,7 +62,7 @@ struct WgTile {
   int bm, bn, stages;
   bool pp = false;
   int se = 0;  // 0: no staging, else the staged block is 32 se columns wide
-  bool sr = false;
+  int sr = 0;  // se: 0 unrolled, 1 rolled, 2 blocks unrolled and 32 elements a step rolled
   int pc = 2;  // pp: the consumer warpgroups taking turns (2 or 3)
   int consumers() const { return pp ? pc : bm / 64; }
   // Registers a consumer thread takes (setmaxnreg), the producer keeping 40: what the
@@ -90,7 +90,7 @@ Tunables tunables_of(const WgTile& t) {
   if (t.pp) u["pp"] = 1;
   if (t.pp && t.pc != 2) u["pc"] = t.pc;
   if (t.se) u["se"] = t.se;
-  if (t.sr) u["sr"] = 1;
+  if (t.sr) u["sr"] = t.sr;
   return u;
 }
 
@@ -172,12 +172,12 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
                                {64, 256, 5, true}, {64, 128, 8, true},  {128, 128, 6, true},
                                {64, 256, 5, true, 1},   {64, 256, 4, true, 2},
                                {128, 256, 4, false, 1}, {128, 192, 5, false, 1},
-                               {64, 256, 4, true, 4, true}, {64, 256, 4, true, 2, true},
-                               {128, 256, 4, false, 2, true}, {64, 64, 8},
-                               {64, 192, 5, true, 2, true, 3}, {64, 192, 5, true, 1, false, 3},
-                               {64, 192, 5, true, 0, false, 3}};
+                               {64, 256, 4, true, 4, 1}, {64, 256, 4, true, 2, 1},
+                               {128, 256, 4, false, 2, 1}, {64, 64, 8},
+                               {64, 192, 5, true, 2, 1, 3}, {64, 192, 5, true, 1, 0, 3},
+                               {64, 192, 5, true, 0, 0, 3}, {64, 256, 4, true, 4, 2}};
   // Moves the bm x bn tile (ping-pong or not, its epilogue staged or not) to the front.
-  auto lead = [&](int bm, int bn, bool pp, int se = 0, bool sr = false) {
+  auto lead = [&](int bm, int bn, bool pp, int se = 0, int sr = 0) {
     auto it = std::find_if(tiles.begin(), tiles.end(), [&](const WgTile& t) {
       return t.bm == bm && t.bn == bn && t.pp == pp && t.se == se && t.sr == sr;
     });
@@ -188,7 +188,7 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // 4096 x 768 x 3072 + GELU 34.5 (128 x 192, se 1) against 35.4; 8192^3 + GELU 1531
   // (128 x 256, se 1) against 1535. The rolled pp se 4 is within 4% of the best plain.
   if (2 * big_tiles < sms) lead(128, 64, false);
-  else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms) lead(64, 256, true, 4, true);
+  else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms) lead(64, 256, true, 4, 1);
   // 128 x 192 where 128 x 256 leaves SMs idle in its last wave (4096 x 768 x 3072: 96 tiles
   // of 128 x 256 on 132 SMs, 128 of 128 x 192).
   else if (10 * cost(128, 192) < 9 * cost(128, 256)) lead(128, 192, false, 1);
@@ -206,9 +206,9 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   std::string why = gemm_wgmma_unsupported(g, group, d, target);
   const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
                  tune.count("pp") && tune.at("pp") != 0, tune.count("se") ? tune.at("se") : 0,
-                 tune.count("sr") && tune.at("sr") != 0, tune.count("pc") ? tune.at("pc") : 2};
+                 tune.count("sr") ? tune.at("sr") : 0, tune.count("pc") ? tune.at("pc") : 2};
   if (why.empty() && ((t.bm != 64 && t.bm != 128) || t.bn % 64 != 0 || t.bn < 64 || t.bn > 256 ||
-                      t.stages < 2 || t.row_blocks() * t.bn > 256 || (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) || t.pc < 2 || t.pc > 3 ||
+                      t.stages < 2 || t.row_blocks() * t.bn > 256 || (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) || t.sr < 0 || t.sr > 2 || (t.sr == 2 && t.stage_cols() % 64 != 0) || t.pc < 2 || t.pc > 3 ||
                       t.row_blocks() * t.bn / 2 + 48 > t.consumer_regs() ||
                       (t.se && t.bn % t.stage_cols() != 0) ||
                       t.shared_bytes() > kMaxSharedBytes))
@@ -419,7 +419,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   for (bool in_range : {true, false}) {
     if (!in_range && !edges) break;
     if (edges) e.open(in_range ? "if (interior) {" : "if (!interior) {");
-    if (t.se && !t.sr) {
+    if (t.se && t.sr != 1) {
       // Per 64 x (32 se) block of the warpgroup's rows x BN: fragments into the staging
       // buffer, then 4 adjacent columns a thread out of it (warpgroup barriers 1 + cons around
       // both), unrolled (a loop of 4 elements at a time, rolled, left each thread one load and
@@ -432,8 +432,19 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
       e.line("braze_bar_sync(1 + cons, 128);  // the previous block's reads are done");
       emit_staging_writes("mi", "c");
       e.line("braze_bar_sync(1 + cons, 128);");
-      e.line("#pragma unroll");
-      e.open(fmt::format("for (int se_it = 0; se_it < {}; ++se_it) {{", cols / 8));
+      if (t.sr == 0) {
+        e.line("#pragma unroll");
+        e.open(fmt::format("for (int se_it = 0; se_it < {}; ++se_it) {{", cols / 8));
+      } else {
+        // sr = 2: the blocks unrolled (each block's accumulators are dead once staged, which
+        // leaves the later blocks' epilogues registers for 32 elements at a time), the
+        // elements rolled.
+        e.line("#pragma unroll 1");
+        e.open(fmt::format("for (int se_o = 0; se_o < {}; ++se_o) {{", cols / 64));
+        e.line("#pragma unroll");
+        e.open("for (int se_u = 0; se_u < 8; ++se_u) {");
+        e.line("const int se_it = se_o * 8 + se_u;");
+      }
     } else if (t.se) {
       // Rolled: a loop over the blocks (each writing its own accumulators, chosen by a switch)
       // and over 16 elements a thread (4 rows of 4) of a block.
@@ -484,7 +495,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     }
     e.close();  // r / se_it / se_u
     e.close();  // ni / c / se_o
-    e.close();  // mi / blk
+    e.close();  // mi / blk / c
+    if (t.se && t.sr == 2) e.close();  // mi
     if (edges) e.close();
   }
   if (t.pp) e.close();  // tl

@@ -62,13 +62,8 @@ struct WgTile {
   int bm, bn, stages;
   bool pp = false;
   int se = 0;  // 0: no staging, else the staged block is 32 se columns wide
-  int sr = 0;  // se: 0 unrolled, 1 rolled, 2 blocks unrolled and 32 elements a step rolled
-  int pc = 2;  // pp: the consumer warpgroups taking turns (2 or 3)
-  int consumers() const { return pp ? pc : bm / 64; }
-  // Registers a consumer thread takes (setmaxnreg), the producer keeping 40: what the
-  // register file (64 K) leaves, in steps of 8, at most 232.
-  int consumer_regs() const { return std::min(232, (65536 - 128 * 40) / (128 * consumers()) / 8 * 8); }
-  int turn_bytes() const { return pp ? 8 * pc : 0; }
+  bool sr = false;
+  int consumers() const { return pp ? 2 : bm / 64; }
   int row_blocks() const { return pp ? bm / 64 : 1; }  // 64-row blocks a consumer computes
   int threads() const { return 128 * (1 + consumers()); }
   int64_t a_bytes() const { return int64_t{bm} * kBk * 2; }
@@ -76,21 +71,20 @@ struct WgTile {
   // After the stages: two barriers a stage (pp: and two turn barriers); se: each consumer's
   // staging buffer (16-byte aligned); and slack to align the
   // stages to 1024 bytes.
-  int64_t staging_offset() const { return (stages * stage_bytes() + 16 * stages + turn_bytes() + 15) / 16 * 16; }
+  int64_t staging_offset() const { return (stages * stage_bytes() + 16 * stages + (pp ? 16 : 0) + 15) / 16 * 16; }
   int stage_cols() const { return kStageCols * se; }
   int64_t staging_bytes() const { return int64_t{64} * stage_cols() * 4; }  // 64 rows
   int64_t shared_bytes() const {
     return se ? staging_offset() + consumers() * staging_bytes() + 1024
-              : stages * stage_bytes() + 16 * stages + turn_bytes() + 1024;
+              : stages * stage_bytes() + 16 * stages + (pp ? 16 : 0) + 1024;
   }
 };
 
 Tunables tunables_of(const WgTile& t) {
   Tunables u{{"tc", 1}, {"wg", 1}, {"bm", t.bm}, {"bn", t.bn}, {"stages", t.stages}};
   if (t.pp) u["pp"] = 1;
-  if (t.pp && t.pc != 2) u["pc"] = t.pc;
   if (t.se) u["se"] = t.se;
-  if (t.sr) u["sr"] = t.sr;
+  if (t.sr) u["sr"] = 1;
   return u;
 }
 
@@ -172,12 +166,10 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
                                {64, 256, 5, true}, {64, 128, 8, true},  {128, 128, 6, true},
                                {64, 256, 5, true, 1},   {64, 256, 4, true, 2},
                                {128, 256, 4, false, 1}, {128, 192, 5, false, 1},
-                               {64, 256, 4, true, 4, 1}, {64, 256, 4, true, 2, 1},
-                               {128, 256, 4, false, 2, 1}, {64, 64, 8},
-                               {64, 192, 5, true, 2, 1, 3}, {64, 192, 5, true, 1, 0, 3},
-                               {64, 192, 5, true, 0, 0, 3}, {64, 256, 4, true, 4, 2}};
+                               {64, 256, 4, true, 4, true}, {64, 256, 4, true, 2, true},
+                               {128, 256, 4, false, 2, true}, {64, 64, 8}};
   // Moves the bm x bn tile (ping-pong or not, its epilogue staged or not) to the front.
-  auto lead = [&](int bm, int bn, bool pp, int se = 0, int sr = 0) {
+  auto lead = [&](int bm, int bn, bool pp, int se = 0, bool sr = false) {
     auto it = std::find_if(tiles.begin(), tiles.end(), [&](const WgTile& t) {
       return t.bm == bm && t.bn == bn && t.pp == pp && t.se == se && t.sr == sr;
     });
@@ -188,7 +180,7 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // 4096 x 768 x 3072 + GELU 34.5 (128 x 192, se 1) against 35.4; 8192^3 + GELU 1531
   // (128 x 256, se 1) against 1535. The rolled pp se 4 is within 4% of the best plain.
   if (2 * big_tiles < sms) lead(128, 64, false);
-  else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms) lead(64, 256, true, 4, 1);
+  else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms) lead(64, 256, true, 4, true);
   // 128 x 192 where 128 x 256 leaves SMs idle in its last wave (4096 x 768 x 3072: 96 tiles
   // of 128 x 256 on 132 SMs, 128 of 128 x 192).
   else if (10 * cost(128, 192) < 9 * cost(128, 256)) lead(128, 192, false, 1);
@@ -206,10 +198,9 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   std::string why = gemm_wgmma_unsupported(g, group, d, target);
   const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
                  tune.count("pp") && tune.at("pp") != 0, tune.count("se") ? tune.at("se") : 0,
-                 tune.count("sr") ? tune.at("sr") : 0, tune.count("pc") ? tune.at("pc") : 2};
+                 tune.count("sr") && tune.at("sr") != 0};
   if (why.empty() && ((t.bm != 64 && t.bm != 128) || t.bn % 64 != 0 || t.bn < 64 || t.bn > 256 ||
-                      t.stages < 2 || t.row_blocks() * t.bn > 256 || (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) || t.sr < 0 || t.sr > 2 || (t.sr == 2 && t.stage_cols() % 64 != 0) || t.pc < 2 || t.pc > 3 ||
-                      t.row_blocks() * t.bn / 2 + 48 > t.consumer_regs() ||
+                      t.stages < 2 || t.row_blocks() * t.bn > 256 || (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) ||
                       (t.se && t.bn % t.stage_cols() != 0) ||
                       t.shared_bytes() > kMaxSharedBytes))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
@@ -257,7 +248,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.line(fmt::format("braze_mbar_init(empty + 8 * s, {});", consumer_warps));
   e.close();
   if (t.pp) {
-    e.line(fmt::format("for (int c = 0; c < {}; ++c) braze_mbar_init(turn + 8 * c, 1);", t.pc));
+    e.line("braze_mbar_init(turn, 1);");
+    e.line("braze_mbar_init(turn + 8, 1);");
   }
   e.line("braze_mbar_init_fence();");
   e.close();
@@ -307,20 +299,20 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // The consumers. Cooperative: warpgroup 1 + cons computes rows 64 cons .. 64 cons + 63 of
   // the block's tile. pp: warpgroup 1 + cons computes tiles cons, cons + 2, … of the block's
   // walk, whose k-tiles are the producer's (position in the walk) * KTILES onwards.
-  if (t.consumers() > 1) e.line(fmt::format("braze_setmaxnreg_inc<{}>();", t.consumer_regs()));
+  if (t.consumers() > 1) e.line("braze_setmaxnreg_inc<232>();");
   const int regs = t.bn / 2;
   e.line("const int cons = wg - 1;");
   if (t.pp) {
     e.line(fmt::format("int gk0 = cons * {}, it = 0;", ktiles));
     e.open(fmt::format(
-        "for (int tl = blockIdx.x + cons * gridDim.x; tl < {}; tl += {} * gridDim.x, gk0 += {}, ++it) {{",
-        tiles, t.pc, t.pc * ktiles));
+        "for (int tl = blockIdx.x + cons * gridDim.x; tl < {}; tl += 2 * gridDim.x, gk0 += {}, ++it) {{",
+        tiles, 2 * ktiles));
     emit_tile("tl");
     // Mainloops take turns, warpgroup 0 first: a warpgroup starts waiting for its tile's
-    // k-tiles only once the one before it in the walk (warpgroup cons - 1, or the last one's
-    // previous tile) has seen all of its tile's land, so that no wait on a stage runs more
-    // than one phase ahead of the barrier (parity waits cannot tell phase p from p + 2).
-    e.line("if (cons > 0 || it > 0) braze_mbar_wait(turn + 8 * cons, (cons > 0 ? it : it - 1) & 1);");
+    // k-tiles only once the other has seen all of its previous tile's land, so that no wait
+    // on a stage runs more than one phase ahead of the barrier (parity waits cannot tell
+    // phase p from p + 2).
+    e.line("if (cons == 1 || it > 0) braze_mbar_wait(turn + 8 * cons, (cons == 1 ? it : it - 1) & 1);");
   } else {
     e.line("const int gk0 = 0;");
   }
@@ -350,8 +342,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.line(fmt::format("braze_mbar_wait(full + 8 * s, (gk / {}) & 1);", t.stages));
   // pp: all of this tile's k-tiles have landed: the other warpgroup's turn begins.
   if (t.pp)
-    e.line(fmt::format("if (kt == {} && threadIdx.x % 128 == 0) braze_mbar_arrive(turn + 8 * ((cons + 1) % {}));",
-                       ktiles - 1, t.pc));
+    e.line(fmt::format("if (kt == {} && threadIdx.x % 128 == 0) braze_mbar_arrive(turn + 8 * (1 - cons));",
+                       ktiles - 1));
   e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u;", t.stage_bytes(),
                      t.a_bytes()));
   fence_accum();
@@ -419,7 +411,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   for (bool in_range : {true, false}) {
     if (!in_range && !edges) break;
     if (edges) e.open(in_range ? "if (interior) {" : "if (!interior) {");
-    if (t.se && t.sr != 1) {
+    if (t.se && !t.sr) {
       // Per 64 x (32 se) block of the warpgroup's rows x BN: fragments into the staging
       // buffer, then 4 adjacent columns a thread out of it (warpgroup barriers 1 + cons around
       // both), unrolled (a loop of 4 elements at a time, rolled, left each thread one load and
@@ -432,19 +424,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
       e.line("braze_bar_sync(1 + cons, 128);  // the previous block's reads are done");
       emit_staging_writes("mi", "c");
       e.line("braze_bar_sync(1 + cons, 128);");
-      if (t.sr == 0) {
-        e.line("#pragma unroll");
-        e.open(fmt::format("for (int se_it = 0; se_it < {}; ++se_it) {{", cols / 8));
-      } else {
-        // sr = 2: the blocks unrolled (each block's accumulators are dead once staged, which
-        // leaves the later blocks' epilogues registers for 32 elements at a time), the
-        // elements rolled.
-        e.line("#pragma unroll 1");
-        e.open(fmt::format("for (int se_o = 0; se_o < {}; ++se_o) {{", cols / 64));
-        e.line("#pragma unroll");
-        e.open("for (int se_u = 0; se_u < 8; ++se_u) {");
-        e.line("const int se_it = se_o * 8 + se_u;");
-      }
+      e.line("#pragma unroll");
+      e.open(fmt::format("for (int se_it = 0; se_it < {}; ++se_it) {{", cols / 8));
     } else if (t.se) {
       // Rolled: a loop over the blocks (each writing its own accumulators, chosen by a switch)
       // and over 16 elements a thread (4 rows of 4) of a block.
@@ -495,8 +476,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     }
     e.close();  // r / se_it / se_u
     e.close();  // ni / c / se_o
-    e.close();  // mi / blk / c
-    if (t.se && t.sr == 2) e.close();  // mi
+    e.close();  // mi / blk
     if (edges) e.close();
   }
   if (t.pp) e.close();  // tl

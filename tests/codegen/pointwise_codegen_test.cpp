@@ -52,6 +52,27 @@ TEST(PointwiseCodegen, SameGraphSameSource) {
   for (size_t i = 0; i < k1.size(); ++i) EXPECT_EQ(k1[i].source, k2[i].source);
 }
 
+// Division by a constant: float quotients keep braze_div_by's correction (the exact
+// quotient); float16 ones, rounded to 16 bits anyway, are the product by the reciprocal.
+TEST(PointwiseCodegen, DivisionByAConstant) {
+  auto source_of = [](const char* type) {
+    const std::string text = std::string(R"(<ir_version: 8, opset_import: ["" : 17]>
+      g ()") + type + R"([4,9] x) => ()" + type + R"([4,9] y) {
+        cf = Constant <value = float {1.4140625}> ()  c = Cast <to = )" +
+        (std::string(type) == "float" ? "1" : "10") + R"(> (cf)  y = Div(x, c) })";
+    auto ks = kernels_of(text);
+    EXPECT_EQ(ks.size(), 1u);
+    for (const codegen::Kernel& k : ks) expect_compiles(k);
+    if (ks.empty()) return std::string();
+    const size_t body = ks[0].source.find("// ---- generated ----");  // after the helpers
+    return body == std::string::npos ? std::string() : ks[0].source.substr(body);
+  };
+  const std::string f = source_of("float"), h = source_of("float16");
+  EXPECT_NE(f.find("braze_div_by("), std::string::npos) << f;
+  EXPECT_EQ(h.find("braze_div_by("), std::string::npos) << h;
+  EXPECT_NE(h.find("* 0.707182348f)"), std::string::npos) << h;
+}
+
 TEST(PointwiseCodegen, EveryElementwiseOpCompiles) {
   auto ks = kernels_of(R"(
     <ir_version: 8, opset_import: ["" : 18]>

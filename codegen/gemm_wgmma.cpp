@@ -69,8 +69,7 @@ struct WgTile {
   int64_t a_bytes() const { return int64_t{bm} * kBk * 2; }
   int64_t stage_bytes() const { return int64_t{bm + bn} * kBk * 2; }
   // After the stages: two barriers a stage (pp: and two turn barriers); se: each consumer's
-  // staging buffer (16-byte aligned); and slack to align the
-  // stages to 1024 bytes.
+  // staging buffer (16-byte aligned); and slack to align the stages to 1024 bytes.
   int64_t staging_offset() const { return (stages * stage_bytes() + 16 * stages + (pp ? 16 : 0) + 15) / 16 * 16; }
   int stage_cols() const { return kStageCols * se; }
   int64_t staging_bytes() const { return int64_t{64} * stage_cols() * 4; }  // 64 rows
@@ -200,7 +199,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
                  tune.count("pp") && tune.at("pp") != 0, tune.count("se") ? tune.at("se") : 0,
                  tune.count("sr") && tune.at("sr") != 0};
   if (why.empty() && ((t.bm != 64 && t.bm != 128) || t.bn % 64 != 0 || t.bn < 64 || t.bn > 256 ||
-                      t.stages < 2 || t.row_blocks() * t.bn > 256 || (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) ||
+                      t.stages < 2 || t.row_blocks() * t.bn > 256 ||
+                      (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) ||
                       (t.se && t.bn % t.stage_cols() != 0) ||
                       t.shared_bytes() > kMaxSharedBytes))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);

@@ -16,30 +16,6 @@ namespace braze::runtime {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// The values an integer dtype holds, as int64 (uint64: those up to INT64_MAX).
-std::pair<int64_t, int64_t> int_limits(DType dt) {
-  auto of = [](auto t) {
-    using T = decltype(t);
-    return std::pair<int64_t, int64_t>{
-        static_cast<int64_t>(std::numeric_limits<T>::min()),
-        static_cast<int64_t>(std::min<uint64_t>(std::numeric_limits<T>::max(), INT64_MAX))};
-  };
-  switch (dt) {
-    case DType::Int8: return of(int8_t{});
-    case DType::Int16: return of(int16_t{});
-    case DType::Int32: return of(int32_t{});
-    case DType::UInt8: return of(uint8_t{});
-    case DType::UInt16: return of(uint16_t{});
-    case DType::UInt32: return of(uint32_t{});
-    case DType::UInt64: return of(uint64_t{});
-    default: return of(int64_t{});
-  }
-}
-
-}  // namespace
-
 Tensor random_tensor(DType dt, const Shape& shape, uint64_t seed, const RandomSpec& spec) {
   Tensor t(dt, shape);
   std::mt19937_64 rng(seed);
@@ -51,7 +27,9 @@ Tensor random_tensor(DType dt, const Shape& shape, uint64_t seed, const RandomSp
   } else {
     if (spec.int_max < spec.int_min)
       throw UserError(fmt::format("integer range {},{} is empty", spec.int_min, spec.int_max));
-    const auto [lo, hi] = int_limits(dt);
+    // int64 bounds (uint64: the values up to INT64_MAX, what RandomSpec can name).
+    const int64_t lo = int_dtype_min(dt);
+    const int64_t hi = static_cast<int64_t>(std::min<uint64_t>(int_dtype_max(dt), INT64_MAX));
     if (spec.int_min < lo || spec.int_max > hi)
       throw UserError(fmt::format("integer range {},{} does not fit {} (from {} to {})", spec.int_min,
                                   spec.int_max, dtype_name(dt), lo, hi));

@@ -95,29 +95,9 @@ CudaExprFn folding(std::function<std::string(const CudaExprCtx&, const std::stri
 }
 
 // Smallest and largest values of an integer dtype (exact in double up to 2^53; the 64-bit
-// extremes print exactly through cuda_literal's integer path).
-double dtype_min(DType dt) {
-  switch (dt) {
-    case DType::Int8: return -128;
-    case DType::Int16: return -32768;
-    case DType::Int32: return -2147483648.0;
-    case DType::Int64: return -9223372036854775808.0;
-    default: return 0;
-  }
-}
-double dtype_max(DType dt) {
-  switch (dt) {
-    case DType::Int8: return 127;
-    case DType::Int16: return 32767;
-    case DType::Int32: return 2147483647.0;
-    case DType::Int64: return 9223372036854775807.0;
-    case DType::UInt8: return 255;
-    case DType::UInt16: return 65535;
-    case DType::UInt32: return 4294967295.0;
-    case DType::UInt64: return 18446744073709551615.0;
-    default: return 1;
-  }
-}
+// extremes print exactly through cuda_literal's integer path); 0 and 1 for the others.
+double dtype_min(DType dt) { return static_cast<double>(int_dtype_min(dt)); }
+double dtype_max(DType dt) { return is_integer(dt) ? static_cast<double>(int_dtype_max(dt)) : 1.0; }
 
 // Converts an operand to dtype `to` as Cast does: through the storage type for narrow
 // integers (so out-of-range floats saturate as on the CPU), `!= 0` for bool.

@@ -43,15 +43,18 @@ fs::path temp_dir(const std::string& name) {
   return p;
 }
 
+// The model in ONNX text syntax `text`, written to `path`.
+fs::path write_text_model(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << frontend::parse_model_text(text).SerializeAsString();
+  return path;
+}
+
 // y = Relu(x + w), x float[2,3].
 fs::path write_model(const fs::path& dir) {
-  onnx::ModelProto m = frontend::parse_model_text(R"(
+  return write_text_model(dir / "model.onnx", R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[2,3] x) => (float[2,3] y)
     <float[3] w = {1, -2, 0.5}> { t = Add(x, w)  y = Relu(t) })");
-  fs::path p = dir / "model.onnx";
-  std::ofstream(p, std::ios::binary) << m.SerializeAsString();
-  return p;
 }
 
 TEST(Cli, Version) {
@@ -107,12 +110,9 @@ TEST(Cli, InputOfTheWrongShapeOrDtype) {
 TEST(Cli, IntRangeFitsTheInputs) {
   fs::path d = temp_dir("int_range");
   auto model = [&](const char* dtype) {
-    onnx::ModelProto m = frontend::parse_model_text(fmt::format(R"(
+    return write_text_model(d / fmt::format("{}.onnx", dtype), fmt::format(R"(
       <ir_version: 8, opset_import: ["" : 17]>
-      g ({}[2,3] x) => (float[2,3] y) {{ y = Cast<to = 1>(x) }})", dtype));
-    fs::path p = d / fmt::format("{}.onnx", dtype);
-    std::ofstream(p, std::ios::binary) << m.SerializeAsString();
-    return p.string();
+      g ({}[2,3] x) => (float[2,3] y) {{ y = Cast<to = 1>(x) }})", dtype)).string();
   };
   const std::string i8 = model("int8"), i64 = model("int64");
   Result r = braze(fmt::format("run {} --int-range 0,300", i8));
@@ -136,11 +136,9 @@ TEST(Cli, IntRangeFitsTheInputs) {
 // and float32 files holding exact bfloat16 values are read back for bfloat16 inputs.
 TEST(Cli, BFloat16InputsFromFloat32Files) {
   fs::path d = temp_dir("bf16_inputs");
-  onnx::ModelProto m = frontend::parse_model_text(R"(
+  const fs::path model = write_text_model(d / "bf16.onnx", R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (bfloat16[2,3] x) => (bfloat16[2,3] y) { y = Add(x, x) })");
-  fs::path model = d / "bf16.onnx";
-  std::ofstream(model, std::ios::binary) << m.SerializeAsString();
   frontend::write_npy(d / "x.npy", test::floats({2, 3}, {1.5f, -2.f, 0.375f, 256.f, -0.0078125f, 3.f}));
   Result r = braze(fmt::format("run {} --inputs {} --outputs {} --backend reference", model.string(),
                                (d / "x.npy").string(), (d / "out").string()));
@@ -203,12 +201,10 @@ TEST(Cli, UsageErrorsExitTwo) {
 // let the kernel write past its buffer).
 TEST(Cli, ValuesLargerThanAnyGpuAreRefused) {
   fs::path d = temp_dir("huge");
-  onnx::ModelProto m = frontend::parse_model_text(R"(
+  const fs::path p = write_text_model(d / "huge.onnx", R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[1] x) => (float[3000000000,3000000000] y)
     <int64[2] s = {3000000000, 3000000000}> { y = Expand(x, s) })");
-  fs::path p = d / "huge.onnx";
-  std::ofstream(p, std::ios::binary) << m.SerializeAsString();
   Result r = braze(fmt::format("compile {} -o {} --arch sm_90", p.string(), (d / "huge.braze").string()));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("value 'y' (float32[3000000000,3000000000]) is larger than a GPU holds"), std::string::npos)
@@ -282,13 +278,10 @@ TEST(Cli, DiffAtReducedPrecision) {
 
 // y = Gelu(a b + c) with a float[77,64], b float[64,200].
 fs::path write_matmul_model(const fs::path& dir) {
-  onnx::ModelProto m = frontend::parse_model_text(R"(
+  return write_text_model(dir / "matmul.onnx", R"(
     <ir_version: 8, opset_import: ["" : 20]>
     g (float[77,64] a, float[64,200] b, float[200] c) => (float[77,200] y) {
       p = MatMul(a, b)  s = Add(p, c)  y = Gelu(s) })");
-  fs::path p = dir / "matmul.onnx";
-  std::ofstream(p, std::ios::binary) << m.SerializeAsString();
-  return p;
 }
 
 // The "rel l2 err" column of diff's row for output `name`.

@@ -46,6 +46,17 @@ inline const std::vector<OpCase>& op_cases() {
           m7f = Constant <value = float {-7}> ()  m7 = Cast <to = 10> (m7f)  c = Div(x, m7)
           bigf = Constant <value = float {60000}> ()  big = Cast <to = 10> (bigf)  e = Div(x, big) })",
        10, 1e-3, 1e-7},
+      // GELU written out (recognised as one Gelu by graph/passes/gelu_fusion) and Gelu, into
+      // float16 over [-7, 7) and bfloat16 over [-1, 1): braze_gelu_erf_f16 / _bf16. Fused, 7 x stays a float
+      // where the reference rounds it to 16 bits first, hence rtol above the type's ulp.
+      {"gelu_half", R"(<ir_version: 8, opset_import: ["" : 20]>
+        g (float16[9,65] x, bfloat16[9,65] b) => (float16[9,65] y, float16[9,65] w, bfloat16[9,65] z) {
+          sf = Constant <value = float {7}> ()  s = Cast <to = 10> (sf)  xs = Mul(x, s)  y = Gelu(xs)
+          s2f = Constant <value = float {1.4142135}> ()  s2 = Cast <to = 10> (s2f)
+          onef = Constant <value = float {1}> ()  one = Cast <to = 10> (onef)
+          hf = Constant <value = float {0.5}> ()  h = Cast <to = 10> (hf)
+          d = Div(xs, s2)  e = Erf(d)  a = Add(e, one)  m = Mul(xs, a)  w = Mul(m, h)
+          z = Gelu(b) })", 10, 2e-2, 1e-6},
       // A Transpose after a softmax that swaps two kept dims of equal size keeps the shape
       // but moves elements between rows: it must not join the reduction's kernel (it did,
       // and read its elements with the wrong rows' statistics).

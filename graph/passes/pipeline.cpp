@@ -7,6 +7,7 @@
 #include "graph/passes/constant_fold.h"
 #include "graph/passes/cse.h"
 #include "graph/passes/dce.h"
+#include "graph/passes/gelu_fusion.h"
 #include "graph/passes/identity_elim.h"
 #include "graph/passes/pass.h"
 #include "graph/registry.h"
@@ -17,6 +18,7 @@ namespace {
 constexpr Pass kPasses[] = {
     {"fold_constants", fold_constants},
     {"eliminate_identities", eliminate_identities},
+    {"fuse_gelu", fuse_gelu},
     {"eliminate_common_subexpressions", eliminate_common_subexpressions},
     {"eliminate_dead_code", eliminate_dead_code},
 };

@@ -73,6 +73,22 @@ TEST(PointwiseCodegen, DivisionByAConstant) {
   EXPECT_NE(h.find("* 0.707182348f)"), std::string::npos) << h;
 }
 
+// Gelu's erf form: braze_gelu_erf_f16 / _bf16 where the result is float16 / bfloat16, erff's
+// braze_gelu_erf where it is float.
+TEST(PointwiseCodegen, GeluIntoHalfTypesTakesTheShortForm) {
+  for (const char* type : {"float", "float16", "bfloat16"}) {
+    auto ks = kernels_of(std::string(R"(<ir_version: 8, opset_import: ["" : 20]>
+      g ()") + type + "[4,9] x) => (" + type + "[4,9] y) { y = Gelu(x) }");
+    ASSERT_EQ(ks.size(), 1u);
+    expect_compiles(ks[0]);
+    const std::string body = ks[0].source.substr(ks[0].source.find("// ---- generated ----"));
+    const std::string t = type;
+    EXPECT_EQ(body.find("braze_gelu_erf_f16(") != std::string::npos, t == "float16") << body;
+    EXPECT_EQ(body.find("braze_gelu_erf_bf16(") != std::string::npos, t == "bfloat16") << body;
+    EXPECT_EQ(body.find("braze_gelu_erf(") != std::string::npos, t == "float") << body;
+  }
+}
+
 TEST(PointwiseCodegen, EveryElementwiseOpCompiles) {
   auto ks = kernels_of(R"(
     <ir_version: 8, opset_import: ["" : 18]>

@@ -10,6 +10,7 @@
 #include "fusion/plan.h"
 #include "runtime/emulator.h"
 #include "runtime/reference_executor.h"
+#include "tests/gelu_sweep.h"
 #include "tests/test_util.h"
 
 namespace braze {
@@ -167,6 +168,23 @@ TEST(Emulator, Einsum) {
   expect_emulated_like_reference(R"(
     <ir_version: 8, opset_import: ["" : 12]>
     g (int64[3,4] a, int64[4,2,3] b) => (int64[2,3] y) { y = Einsum <equation = "ij,jki->ki"> (a, b) })");
+}
+
+// Gelu into float16 / bfloat16 (braze_gelu_erf_f16 / _bf16) over every value of the type in
+// [-12, 12]: within one unit in the last place of the exact value (tests/gelu_sweep.h).
+TEST(Emulator, GeluIntoHalfTypesIsWithinAnUlp) {
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Tensor in = test::gelu_sweep_input(dt);
+    graph::Graph g = test::graph_from_text(test::gelu_sweep_model(dt, in.numel()));
+    std::vector<std::string> fallbacks;
+    runtime::EmulatorOptions opts;
+    opts.fallbacks = &fallbacks;
+    std::vector<Tensor> got = runtime::run_emulated(g, fusion::plan_unfused(g), {in}, opts);
+    EXPECT_TRUE(fallbacks.empty());
+    ASSERT_EQ(got.size(), 1u);
+    test::expect_gelu_sweep(in, got[0]);
+  }
 }
 
 }  // namespace

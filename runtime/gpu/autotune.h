@@ -1,7 +1,9 @@
 // The autotuner. A kernel's tunables (vector width, threads, unroll; threads per row, rows
 // per block, register caching …) form its schedule's search space. On the GPU every
 // candidate is compiled, run once and checked against the first candidate's output, then
-// timed: warm-up, CUDA events, the L2 flushed before each run, the median of repeats; a
+// timed in rounds that run every candidate once each (so that all of them share the GPU's
+// clock and power states): warm-up rounds, CUDA events, the L2 flushed before each run, the
+// median of repeats; a
 // candidate that fails to compile or launch, or disagrees, scores as infinite. The winner
 // is stored in a persistent tuning cache — JSON, keyed by the kernel's signature (its
 // default source's name: ops, shapes, dtypes and the device helpers hashed in), the device name, the NVRTC

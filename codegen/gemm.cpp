@@ -201,14 +201,13 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
 }
 
 void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm, int bn,
-                           const std::string& tile) {
-  constexpr int kRasterRows = 8;
+                           const std::string& tile, int raster_rows) {
   e.line(fmt::format("const int tile = {};", tile));
   e.line(fmt::format("const int raster = tile / {}, first_row = raster * {};",
-                     kRasterRows * tiles_n, kRasterRows));
+                     raster_rows * tiles_n, raster_rows));
   e.line(fmt::format("const int raster_rows = {0} - first_row < {1} ? {0} - first_row : {1};",
-                     tiles_m, kRasterRows));
-  e.line(fmt::format("const int in_raster = tile % {};", kRasterRows * tiles_n));
+                     tiles_m, raster_rows));
+  e.line(fmt::format("const int in_raster = tile % {};", raster_rows * tiles_n));
   e.line(fmt::format("const int i0 = (first_row + in_raster % raster_rows) * {}, "
                      "j0 = (in_raster / raster_rows) * {};",
                      bm, bn));

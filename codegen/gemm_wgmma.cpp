@@ -65,8 +65,7 @@ struct WgTile {
   bool pp = false;
   int se = 0;  // 0: no staging, else the staged block is 32 se columns wide
   int sr = 0;  // se: 0 unrolled, 1 rolled, 2 blocks unrolled and 32 elements a step rolled
-  bool ps = false;  // cooperative and persistent: one block an SM walks the tiles
-  bool persistent() const { return pp || ps; }
+  int rr = 8;   // raster: the walk takes rr rows of tiles at a time (emit_gemm_tile_origin)
   int consumers() const { return pp ? 2 : bm / 64; }
   int turn_bytes() const { return pp ? 16 : 0; }
   int row_blocks() const { return pp ? bm / 64 : 1; }  // 64-row blocks a consumer computes
@@ -91,7 +90,7 @@ Tunables tunables_of(const WgTile& t) {
   if (t.pp) u["pp"] = 1;
   if (t.se) u["se"] = t.se;
   if (t.sr) u["sr"] = t.sr;
-  if (t.ps) u["ps"] = 1;
+  if (t.rr != 8) u["rr"] = t.rr;
   return u;
 }
 
@@ -176,7 +175,7 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
                                {64, 256, 4, true, 4, 1}, {64, 256, 4, true, 2, 1},
                                {128, 256, 4, false, 2, 1}, {64, 64, 8},
                                {64, 256, 4, true, 4, 2},   {64, 256, 4, true, 2, 2},
-                               {128, 256, 4, false, 1, 0, true}, {128, 192, 5, false, 1, 0, true}};
+                               {128, 256, 4, false, 1, 0, 16}};
   // Moves the bm x bn tile (ping-pong or not, its epilogue staged or not) to the front.
   auto lead = [&](int bm, int bn, bool pp, int se = 0, int sr = 0) {
     auto it = std::find_if(tiles.begin(), tiles.end(), [&](const WgTile& t) {
@@ -210,12 +209,12 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   std::string why = gemm_wgmma_unsupported(g, group, d, target);
   const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
                  tune.count("pp") && tune.at("pp") != 0, tune.count("se") ? tune.at("se") : 0,
-                 tune.count("sr") ? tune.at("sr") : 0, tune.count("ps") && tune.at("ps") != 0};
+                 tune.count("sr") ? tune.at("sr") : 0, tune.count("rr") ? tune.at("rr") : 8};
   if (why.empty() && ((t.bm != 64 && t.bm != 128) || t.bn % 64 != 0 || t.bn < 64 || t.bn > 256 ||
                       t.stages < 2 || t.row_blocks() * t.bn > 256 ||
                       (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) ||
                       t.sr < 0 || t.sr > 2 || (t.sr == 2 && t.stage_cols() % 64 != 0) ||
-                      (t.ps && t.pp) ||
+                      t.rr < 1 || t.rr > 64 ||
                       (t.se && t.bn % t.stage_cols() != 0) ||
                       t.shared_bytes() > kMaxSharedBytes))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
@@ -233,20 +232,20 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   const int64_t ktiles = (d.k + kBk - 1) / kBk;
   const bool a_mn = d.ta, b_mn = !d.tb;  // m- / n-contiguous operands: 64 x 64 boxes
   const int consumer_warps = t.pp ? 4 : 4 * t.consumers();  // warps consuming a stage
-  // Blocks: one a tile, batches along z; pp, ps: one an SM (at most), walking the tiles.
-  const int64_t grid_x = t.persistent() ? std::min<int64_t>(tiles, target.num_sms) : tiles_m * tiles_n;
+  // Blocks: one a tile, batches along z; pp: one an SM (at most), walking the tiles.
+  const int64_t grid_x = t.pp ? std::min<int64_t>(tiles, target.num_sms) : tiles_m * tiles_n;
 
   Emitter e = gemm_emitter(g, group, d);
   e.input_param(n.inputs[0]);
   e.input_param(n.inputs[1]);
-  // The origin (i0, j0) and batch b of tile `tl` of the walk (pp, ps), or of this block's.
+  // The origin (i0, j0) and batch b of tile `tl` of the walk (pp), or of this block's.
   auto emit_tile = [&](const std::string& tl) {
-    if (!t.persistent()) {
-      emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn);
+    if (!t.pp) {
+      emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn, "(int)blockIdx.x", t.rr);
       e.line("const long long b = blockIdx.z;");
     } else {
       emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn,
-                            fmt::format("(int)({} % {})", tl, tiles_m * tiles_n));
+                            fmt::format("(int)({} % {})", tl, tiles_m * tiles_n), t.rr);
       e.line(fmt::format("const long long b = {} / {};", tl, tiles_m * tiles_n));
     }
     e.line("(void)b;");
@@ -256,7 +255,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
                      t.stages * t.stage_bytes(), 8 * t.stages));
   if (t.pp) e.line(fmt::format("const braze_saddr turn = empty + {}u;", 8 * t.stages));
   e.line("const int wg = (int)threadIdx.x / 128, lane = (int)threadIdx.x % 32;");
-  if (!t.persistent()) emit_tile("");
+  if (!t.pp) emit_tile("");
   e.open("if (threadIdx.x == 0) {");
   e.open(fmt::format("for (int s = 0; s < {}; ++s) {{", t.stages));
   e.line("braze_mbar_init(full + 8 * s, 1);");
@@ -276,7 +275,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.open("if (wg == 0) {");
   if (t.consumers() > 1) e.line("braze_setmaxnreg_dec<40>();");
   e.open("if (threadIdx.x == 0) {");
-  if (t.persistent()) {
+  if (t.pp) {
     e.line("int gk = 0;");
     e.open(fmt::format("for (int tl = blockIdx.x; tl < {}; tl += gridDim.x) {{", tiles));
     emit_tile("tl");
@@ -306,16 +305,14 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   emit_load("sa", "braze_tmap_a", a_mn, t.bm, "i0", ba);
   emit_load("sb", "braze_tmap_b", b_mn, t.bn, "j0", bb);
   e.close();  // kt
-  if (t.persistent()) e.close();  // tl
+  if (t.pp) e.close();  // tl
   e.close();  // thread 0
   e.line("return;");
   e.close();  // producer
 
   // The consumers. Cooperative: warpgroup 1 + cons computes rows 64 cons .. 64 cons + 63 of
-  // the block's tile (ps: of each tile of the block's walk, whose k-tiles are the producer's
-  // (position in the walk) * KTILES onwards: while the consumers run a tile's epilogue, the
-  // producer fills the stages with the next one's first k-tiles). pp: warpgroup 1 + cons
-  // computes tiles cons, cons + 2, … of the block's walk.
+  // the block's tile. pp: warpgroup 1 + cons computes tiles cons, cons + 2, … of the block's
+  // walk, whose k-tiles are the producer's (position in the walk) * KTILES onwards.
   if (t.consumers() > 1) e.line("braze_setmaxnreg_inc<232>();");
   const int regs = t.bn / 2;
   e.line("const int cons = wg - 1;");
@@ -330,11 +327,6 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     // on a stage runs more than one phase ahead of the barrier (parity waits cannot tell
     // phase p from p + 2).
     e.line("if (cons == 1 || it > 0) braze_mbar_wait(turn + 8 * cons, (cons == 1 ? it : it - 1) & 1);");
-  } else if (t.ps) {
-    e.line("int it = 0;");
-    e.open(fmt::format("for (int tl = blockIdx.x; tl < {}; tl += gridDim.x, ++it) {{", tiles));
-    emit_tile("tl");
-    e.line(fmt::format("const int gk0 = it * {};", ktiles));
   } else {
     e.line("const int gk0 = 0;");
   }
@@ -389,8 +381,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.close();
   e.line("braze_wgmma_wait<0>();");
   fence_accum();
-  // pp, ps: the tile's last stage is released here (the producer goes on to the next tiles).
-  if (t.persistent())
+  // pp: the tile's last stage is released here (the producer goes on to the next tiles).
+  if (t.pp)
     e.line(fmt::format("if (lane == 0) braze_mbar_arrive(empty + 8 * ((gk0 + {}) % {}));",
                        ktiles - 1, t.stages));
 
@@ -513,11 +505,11 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     if (t.se && t.sr == 2) e.close();  // mi
     if (edges) e.close();
   }
-  if (t.persistent()) e.close();  // tl
+  if (t.pp) e.close();  // tl
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
-  kern.grid = {static_cast<unsigned>(grid_x), 1, static_cast<unsigned>(t.persistent() ? 1 : d.batches)};
+  kern.grid = {static_cast<unsigned>(grid_x), 1, static_cast<unsigned>(t.pp ? 1 : d.batches)};
   kern.shared_bytes = static_cast<unsigned>(t.shared_bytes());
   auto param_of = [&](graph::ValueId v) {
     for (size_t i = 0; i < kern.params.size(); ++i)

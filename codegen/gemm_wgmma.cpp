@@ -177,9 +177,9 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
                                {64, 256, 4, true, 4, 2},   {64, 256, 4, true, 2, 2},
                                {128, 256, 4, false, 1, 0, 16}};
   // Moves the bm x bn tile (ping-pong or not, its epilogue staged or not) to the front.
-  auto lead = [&](int bm, int bn, bool pp, int se = 0, int sr = 0) {
+  auto lead = [&](int bm, int bn, bool pp, int se = 0, int sr = 0, int rr = 8) {
     auto it = std::find_if(tiles.begin(), tiles.end(), [&](const WgTile& t) {
-      return t.bm == bm && t.bn == bn && t.pp == pp && t.se == se && t.sr == sr;
+      return t.bm == bm && t.bn == bn && t.pp == pp && t.se == se && t.sr == sr && t.rr == rr;
     });
     std::rotate(tiles.begin(), it, it + 1);
   };
@@ -195,7 +195,11 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // 128 x 192 where 128 x 256 leaves SMs idle in its last wave (4096 x 768 x 3072: 96 tiles
   // of 128 x 256 on 132 SMs, 128 of 128 x 192).
   else if (10 * cost(128, 192) < 9 * cost(128, 256)) lead(128, 192, false, 1);
-  else lead(128, 256, false, 1);
+  // 16 rows of tiles a raster group where there are as many: 132 blocks of 128 x 256 as 16 x
+  // 8 tiles rather than 8 x 16 span 65 MB of A and B rather than 82 (8192^3 + GELU, end
+  // to end over 400 runs, three runs each alternating: 1724.6 / 1725.4 / 1723.8 us against
+  // 1727.1 / 1727.1 / 1727.2).
+  else lead(128, 256, false, 1, 0, (d.m + 127) / 128 >= 16 ? 16 : 8);
   std::vector<Tunables> c;
   for (const WgTile& t : tiles)
     if (t.shared_bytes() <= kMaxSharedBytes) c.push_back(tunables_of(t));

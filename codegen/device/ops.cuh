@@ -41,39 +41,31 @@ BRAZE_DEV float braze_ex2_ftz(float x) {
 // - s², s = u √log2e, where P fits log2(erfcx(u)) - 1 on [0, s_max]. Unlike 1 + erf(x / √2),
 // which cancels for negative x (float16 rounds 97 K of 2 M points on [-12, 12] off the exact
 // GELU, the f16 form 1.4 K), Φ keeps its relative accuracy. NaN is NaN, +inf inf, -inf NaN
-// (-inf times 0), as braze_gelu_erf.
-BRAZE_DEV float braze_gelu_from_tail(float x, float h) { return x * (x >= 0.f ? 1.f - h : h); }
+// (-inf times 0), as braze_gelu_erf. c: P's coefficients, highest degree first.
+template <int N>
+BRAZE_DEV float braze_gelu_erf_poly(float x, float s_max, const float (&c)[N]) {
+  const float s = fabsf(x) * 0.8493218f;  // √log2e / √2
+  const float t = fminf(s, s_max);
+  float p = c[0];
+#pragma unroll
+  for (int i = 1; i < N; ++i) p = fmaf(p, t, c[i]);
+  const float h = braze_ex2_ftz(fmaf(-s, s, p));
+  return x * (x >= 0.f ? 1.f - h : h);
+}
 // float16: P of degree 7 on u in [0, 4], within 5.6e-6: Φ within 4e-6 relative (1/250 of a
 // float16 ulp) for x > -5.6; below, where GELU(x) rounds to 0 or one float16 subnormal, the
 // clamp leaves Φ too large by at most the factor u / 4.
 BRAZE_DEV float braze_gelu_erf_f16(float x) {
-  const float s = fabsf(x) * 0.8493218f;
-  const float t = fminf(s, 4.8044896f);
-  float p = -5.699346e-06f;
-  p = fmaf(p, t, 1.6330271e-04f);
-  p = fmaf(p, t, -2.1010824e-03f);
-  p = fmaf(p, t, 1.633855e-02f);
-  p = fmaf(p, t, -8.805948e-02f);
-  p = fmaf(p, t, 3.644234e-01f);
-  p = fmaf(p, t, -1.3554922f);
-  p = fmaf(p, t, -9.9999535e-01f);
-  return braze_gelu_from_tail(x, braze_ex2_ftz(fmaf(-s, s, p)));
+  const float c[] = {-5.699346e-06f, 1.6330271e-04f, -2.1010824e-03f, 1.633855e-02f,
+                     -8.805948e-02f, 3.644234e-01f,  -1.3554922f,     -9.9999535e-01f};
+  return braze_gelu_erf_poly(x, 4.8044896f, c);
 }
 // bfloat16 (float's range): P of degree 8 on u in [0, 9.3], past which Φ(-|x|) is below
 // 2^-126 and flushes to 0: Φ within 1.5e-4 relative (1/25 of a bfloat16 ulp).
 BRAZE_DEV float braze_gelu_erf_bf16(float x) {
-  const float s = fabsf(x) * 0.8493218f;
-  const float t = fminf(s, 11.170439f);
-  float p = 1.01569555e-07f;
-  p = fmaf(p, t, -5.4823104e-06f);
-  p = fmaf(p, t, 1.275452e-04f);
-  p = fmaf(p, t, -1.6897933e-03f);
-  p = fmaf(p, t, 1.4288136e-02f);
-  p = fmaf(p, t, -8.2999736e-02f);
-  p = fmaf(p, t, 3.5854864e-01f);
-  p = fmaf(p, t, -1.3529385f);
-  p = fmaf(p, t, -1.0001798f);
-  return braze_gelu_from_tail(x, braze_ex2_ftz(fmaf(-s, s, p)));
+  const float c[] = {1.01569555e-07f, -5.4823104e-06f, 1.275452e-04f, -1.6897933e-03f, 1.4288136e-02f,
+                     -8.2999736e-02f, 3.5854864e-01f,  -1.3529385f,   -1.0001798f};
+  return braze_gelu_erf_poly(x, 11.170439f, c);
 }
 BRAZE_DEV float braze_gelu_tanh(float x) {
   return 0.5f * x * (1.f + tanhf(0.797884560802865355f * (x + 0.044715f * x * x * x)));

@@ -32,11 +32,11 @@ void BuildOptions::add_to(CLI::App& cmd) {
   cmd.add_flag("--tune", tune, "time each kernel's candidate schedules on the GPU and keep the fastest "
                                "(remembered in the tuning cache; without a GPU, heuristics choose)");
   cmd.add_option("--tuning-cache", tuning_cache, "tuning cache file (default: <cache dir>/tuning.json)");
-  add_precision_option(cmd, precision);
+  add_precision_option(cmd, precision)->each([this](const std::string&) { precision_given = true; });
 }
 
-void add_precision_option(CLI::App& cmd, std::string& precision) {
-  cmd.add_option("--precision", precision,
+CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {
+  return cmd.add_option("--precision", precision,
                  "fp32 (default): float32 exact, GEMMs on the SIMT kernel; tf32: float32 MatMul/Gemm on tensor cores "
                  "with operands rounded to tf32 (10-bit mantissa), fp32 accumulation, everything else exact; fp16 or "
                  "bf16: compute a float32 model in half precision (weights and activations converted, inputs and "
@@ -54,7 +54,7 @@ void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& 
   if (b.no_fuse) given.push_back("--no-fuse");
   if (b.tune) given.push_back("--tune");
   if (!b.tuning_cache.empty()) given.push_back("--tuning-cache");
-  if (b.precision != "fp32" && b.precision != engine_precision) given.push_back("--precision " + b.precision);
+  if (b.precision_given && b.precision != engine_precision) given.push_back("--precision " + b.precision);
   if (given.empty()) return;
   throw UserError(fmt::format(
       "{} is an engine (compiled at --precision {}): {} take{} effect when a model is compiled; "

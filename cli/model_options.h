@@ -32,11 +32,12 @@ struct BuildOptions {
   // fp32, tf32 (tensor-core float32 GEMMs: codegen::Target::tf32), fp16 or bf16
   // (graph::passes::convert_precision)
   std::string precision = "fp32";
+  bool precision_given = false;  // --precision on the command line (fp32 included)
   void add_to(CLI::App& cmd);
 };
 
 // UserError when options that only shape how a model is compiled (--shapes, --arch,
-// --no-fuse, --tune, --tuning-cache, a --precision other than the engine's) are given for
+// --no-fuse, --tune, --tuning-cache, a --precision other than the engine's, fp32 too) are given for
 // `m.model`, an engine compiled at `engine_precision`: they used to be ignored silently.
 void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& b,
                                      const std::string& engine_precision);
@@ -46,7 +47,7 @@ void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& 
 graph::Graph at_precision(const graph::Graph& g, const std::string& precision);
 // Whether `precision` asks codegen for tf32 tensor-core GEMMs (codegen::Target::tf32).
 bool tf32_gemms(const std::string& precision);
-void add_precision_option(CLI::App& cmd, std::string& precision);
+CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision);
 
 struct LoadedModel {
   frontend::ImportResult imported;

@@ -225,6 +225,15 @@ TEST(Cli, CompileOptionsAreRefusedForEngines) {
     }
   }
   EXPECT_EQ(braze(fmt::format("run {} --precision fp32", engine)).code, 0);
+  // An explicit --precision fp32 for an engine built at fp16 is refused too (it looked like the
+  // default and was ignored); the engine's own precision, or none, runs.
+  const std::string half = (d / "h.braze").string();
+  ASSERT_EQ(braze(fmt::format("compile {} -o {} --precision fp16", write_model(d).string(), half)).code, 0);
+  Result f = braze(fmt::format("run {} --precision fp32", half));
+  EXPECT_EQ(f.code, 2) << f.out;
+  EXPECT_NE(f.out.find("is an engine (compiled at --precision fp16)"), std::string::npos) << f.out;
+  EXPECT_EQ(braze(fmt::format("run {} --precision fp16", half)).code, 0);
+  EXPECT_EQ(braze("run " + half).code, 0);
   // Its graph runs on the reference when asked; the emulator and unfused kernels need the model.
   Result r = braze(fmt::format("run {} --backend reference", engine));
   EXPECT_EQ(r.code, 0) << r.out;

@@ -283,7 +283,14 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
         continue;
       }
       const graph::Value& in = g_.value(n.inputs[i]);
-      ctx.args.push_back(value_at(n.inputs[i], broadcast_coords(coords, val.shape, in.shape)));
+      std::string arg = value_at(n.inputs[i], broadcast_coords(coords, val.shape, in.shape));
+      // A 16-bit value computed in this kernel is a float: such ops see it rounded to its type
+      // (OpDef::rounds_half_inputs); one loaded from memory already is.
+      if (n.op->rounds_half_inputs && (in.dtype == DType::Float16 || in.dtype == DType::BFloat16) &&
+          in.producer != graph::kNoNode && in_group_(in.producer))
+        arg = let("float", fmt::format("braze_val(braze_pack(braze_tag<{}>{{}}, {}))",
+                                       graph::cuda_storage_type(in.dtype), arg));
+      ctx.args.push_back(arg);
       ctx.arg_dtypes.push_back(in.dtype);
     }
     ctx.type = graph::cuda_compute_type(ctx.arg_dtypes.at(0));

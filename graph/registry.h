@@ -56,6 +56,12 @@ struct OpDef {
   std::vector<int> shape_inputs;  // inputs whose values fix output shapes or attributes
   DTypeSet types = kAllTypes;     // accepted dtypes of the first input
   bool reads_shapes_only = false;  // reference reads its inputs' shapes, never their data
+  // The result jumps where an input crosses a point (Floor, comparisons, Cast to integers …):
+  // fused kernels, which keep float16 / bfloat16 intermediates in float, round such an op's
+  // 16-bit inputs to their type first — the values the reference computes it on — or a
+  // difference far below the type's precision (x - y = 0.99998 in float, 1.0 in float16)
+  // becomes a whole unit after it.
+  bool rounds_half_inputs = false;
   UpgradeFn upgrade;
   InferFn infer;
   RefFn reference;

@@ -57,6 +57,18 @@ inline const std::vector<OpCase>& op_cases() {
           hf = Constant <value = float {0.5}> ()  h = Cast <to = 10> (hf)
           d = Div(xs, s2)  e = Erf(d)  a = Add(e, one)  m = Mul(xs, a)  w = Mul(m, h)
           z = Gelu(b) })", 10, 2e-2, 1e-6},
+      // Ops whose result jumps (Floor, Less, Cast) on a float16 value computed in the kernel see
+      // it rounded to float16, as the reference does: (1 + 2^-10)(1 - 2^-10) is 1 - 2^-20 in
+      // float and 1 in float16 (its floor was 0 fused, 1 in the reference). x * 0 keeps the
+      // product from folding.
+      {"half_rounding_before_jumps", R"(<ir_version: 8, opset_import: ["" : 17]>
+        g (float16[9,33] x) => (float16[9,33] f, bool[9,33] l, float[9,33] w) {
+          zf = Constant <value = float {0}> ()  z = Cast <to = 10> (zf)
+          af = Constant <value = float {1.0009765625}> ()  a = Cast <to = 10> (af)
+          bf = Constant <value = float {0.9990234375}> ()  b = Cast <to = 10> (bf)
+          onef = Constant <value = float {1}> ()  one = Cast <to = 10> (onef)
+          x0 = Mul(x, z)  xa = Add(x0, a)  p = Mul(xa, b)
+          f = Floor(p)  l = Less(p, one)  w = Cast <to = 1> (p) })", 10, 0, 0},
       // A Transpose after a softmax that swaps two kept dims of equal size keeps the shape
       // but moves elements between rows: it must not join the reduction's kernel (it did,
       // and read its elements with the wrong rows' statistics).

@@ -159,8 +159,11 @@ void add_unary_ops(std::vector<OpDef>& r) {
   r.push_back(with_math(unary_float("Acosh", [](double x) { return std::acosh(x); }, 9), "acosh"));
   r.push_back(with_math(unary_float("Atanh", [](double x) { return std::atanh(x); }, 9), "atanh"));
   r.push_back(with_math(unary_float("Floor", [](double x) { return std::floor(x); }), "floor"));
+  r.back().rounds_half_inputs = true;
   r.push_back(with_math(unary_float("Ceil", [](double x) { return std::ceil(x); }), "ceil"));
+  r.back().rounds_half_inputs = true;
   r.push_back(with_math(unary_float("Round", [](double x) { return std::nearbyint(x); }, 11), "rint"));  // half to even
+  r.back().rounds_half_inputs = true;
   r.push_back(with_cuda(unary_float("Softplus", softplus), cuda_fmt("braze_softplus({a})")));
   r.push_back(with_cuda(unary_float("Softsign", [](double x) { return x / (1.0 + std::fabs(x)); }),
                          [](const CudaExprCtx& c) { return fmt::format("({0} / ({1} + {2}))", c.args[0], lit(c.type, 1), fn1(c.type, "fabs", c.args[0])); }));
@@ -284,6 +287,7 @@ void add_unary_ops(std::vector<OpDef>& r) {
     };
   }, {}, 9));
   r.back().cuda_expr = cuda_fmt("({a} > ({t})0 ? ({t})1 : ({a} < ({t})0 ? ({t})-1 : {a}))");
+  r.back().rounds_half_inputs = true;
   r.push_back(unary("Not", DTypeSet{DType::Bool}, [](const Node&) {
     return [](auto x) -> decltype(x) { return x ? 0 : 1; };
   }));
@@ -303,6 +307,7 @@ void add_unary_ops(std::vector<OpDef>& r) {
     return [neg, pos](double x) { return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg)) ? 1.0 : 0.0; };
   }, {attr_i("detect_negative", 1), attr_i("detect_positive", 1)}, 10);
   isinf.infer = isnan.infer;
+  isinf.rounds_half_inputs = true;  // a float past 65504 is a float16 infinity
   isinf.cuda_expr = [](const CudaExprCtx& c) {
     bool neg = c.node.attr_int("detect_negative") != 0, pos = c.node.attr_int("detect_positive") != 0;
     return fmt::format("(isinf({0}) && (({0} > 0 && {1}) || ({0} < 0 && {2})))", c.args[0], pos, neg);
@@ -378,6 +383,7 @@ OpDef comparison(std::string name, DTypeSet types, Cmp cmp, int since = 1) {
   d.min_inputs = d.max_inputs = 2;
   d.types = types;
   d.infer = [](InferCtx& ctx) { infer_broadcast(ctx, DType::Bool); };
+  d.rounds_half_inputs = true;
   d.reference = [cmp](RefCtx& ctx) {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
@@ -521,6 +527,7 @@ void add_binary_ops(std::vector<OpDef>& r) {
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     return fmt::format("braze_mod({}, {}, {})", c.args[0], c.args[1], c.node.attr_int("fmod") != 0);
   };
+  r.back().rounds_half_inputs = true;
   r.push_back(binary("BitShift", kUnsignedTypes, [](const Node& n) {
     std::string dir = n.attr_string("direction");
     if (dir != "LEFT" && dir != "RIGHT")
@@ -703,6 +710,7 @@ OpDef cast_op() {
   };
   d.reference = [](RefCtx& ctx) { convert_into(ctx.input(0), ctx.output(0)); };
   d.cuda_expr = [](const CudaExprCtx& c) { return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype); };
+  d.rounds_half_inputs = true;
   return d;
 }
 
@@ -719,6 +727,7 @@ OpDef castlike_op() {
   };
   d.reference = [](RefCtx& ctx) { convert_into(ctx.input(0), ctx.output(0)); };
   d.cuda_expr = [](const CudaExprCtx& c) { return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype); };
+  d.rounds_half_inputs = true;
   return d;
 }
 

@@ -228,9 +228,9 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
     // Timing in rounds: each round runs every candidate once (L2 flushed before each run),
     // starting one candidate later than the round before; the first 3 rounds warm up, the
     // median of the other 15 is a candidate's time. Taking turns, the candidates share the
-    // GPU's clock and power states alike: timed one after another, a long kernel's first
-    // candidates ran on a cool GPU at boost clocks and the later ones at the power limit
-    // (8192^3: the first 1516 us, the same kernel's median over 400 runs 1746).
+    // GPU's clock and power states alike; timed one after another, a long kernel's first
+    // candidates ran on a cooler GPU than the later ones (8192^3 + GELU: a first run of 1516
+    // us, the same kernel's median over 400 back-to-back runs, at the power cap, 1746).
     CUevent e0 = nullptr, e1 = nullptr;
     BRAZE_CU(cuEventCreate, &e0, CU_EVENT_DEFAULT);
     BRAZE_CU(cuEventCreate, &e1, CU_EVENT_DEFAULT);

@@ -98,7 +98,7 @@ int run_bench(const BenchCmdOptions& o) {
         if (g.node(id).op->kind == graph::FusionKind::OutEWiseFusable) operand = g.value(g.node(id).inputs[0]).dtype;
       if (tc && operand == DType::Float32)
         rate = peak.tf32_tensor;
-      else if (tc || out == DType::Float16 || out == DType::BFloat16)
+      else if (tc || is_half(out))
         rate = peak.fp16_tensor;
     }
     double floor_s = std::max(static_cast<double>(k.bytes) / (copy.gbs * 1e9), k.flops / (rate * 1e12));

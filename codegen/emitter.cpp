@@ -286,8 +286,8 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
       std::string arg = value_at(n.inputs[i], broadcast_coords(coords, val.shape, in.shape));
       // A 16-bit value computed in this kernel is a float: such ops see it rounded to its type
       // (OpDef::rounds_half_inputs); one loaded from memory already is.
-      if (n.op->rounds_half_inputs && (in.dtype == DType::Float16 || in.dtype == DType::BFloat16) &&
-          in.producer != graph::kNoNode && in_group_(in.producer))
+      if (n.op->rounds_half_inputs && is_half(in.dtype) && in.producer != graph::kNoNode &&
+          in_group_(in.producer))
         arg = let("float", fmt::format("braze_val(braze_pack(braze_tag<{}>{{}}, {}))",
                                        graph::cuda_storage_type(in.dtype), arg));
       ctx.args.push_back(arg);

@@ -108,7 +108,7 @@ std::string cuda_cast(const std::string& a, DType from, DType to) {
   // float16 and bfloat16 are computed in float: a cast to them rounds to the 16-bit type
   // (through float, as the reference does), or a fused Cast(float -> float16) -> Cast(->
   // float) would give back its input unrounded.
-  if ((to == DType::Float16 || to == DType::BFloat16) && from != to)
+  if (is_half(to) && from != to)
     return fmt::format("braze_val(braze_pack(braze_tag<{}>{{}}, (float)({})))", cuda_storage_type(to), a);
   return fmt::format("(({}){})", ct, a);
 }
@@ -476,8 +476,7 @@ void add_binary_ops(std::vector<OpDef>& r) {
   }, {}, 1));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     if (c.type == "float") {
-      const bool half_out = c.out_dtype == DType::Float16 || c.out_dtype == DType::BFloat16;
-      if (auto by = float_div_by_constant(c.args[0], c.args[1], half_out)) return *by;
+      if (auto by = float_div_by_constant(c.args[0], c.args[1], is_half(c.out_dtype))) return *by;
     }
     if (c.type == "float" || c.type == "double") return fmt::format("({} / {})", c.args[0], c.args[1]);
     return fmt::format("braze_idiv({}, {})", c.args[0], c.args[1]);

@@ -20,7 +20,7 @@ DType precision_dtype(const std::string& name) {
 
 int convert_precision(Graph& g, DType to) {
   if (to == DType::Float32) return 0;
-  BRAZE_CHECK(to == DType::Float16 || to == DType::BFloat16, "convert_precision: target must be a half type");
+  BRAZE_CHECK(is_half(to), "convert_precision: target must be a half type");
   const OpDef* cast = find_op("", "Cast");
   BRAZE_CHECK(cast != nullptr, "Cast is not registered");
   const int64_t onnx_to = dtype_to_onnx(to), onnx_f32 = dtype_to_onnx(DType::Float32);

@@ -32,6 +32,8 @@ bool is_float(DType dt);                         // float16, bfloat16, float32, 
 bool is_signed_int(DType dt);                    // int8 .. int64
 bool is_unsigned_int(DType dt);                  // uint8 .. uint64 (not bool)
 inline bool is_integer(DType dt) { return is_signed_int(dt) || is_unsigned_int(dt); }
+// float16 or bfloat16: computed in float, stored in 16 bits.
+inline bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
 // The smallest and largest values an integer dtype holds (0 and 0 for the others).
 int64_t int_dtype_min(DType dt);
 uint64_t int_dtype_max(DType dt);

@@ -38,12 +38,14 @@ struct BenchCmdOptions {
 int run_bench(const BenchCmdOptions& o) {
   std::shared_ptr<gpu::Engine> engine;
   gpu::BuildReport report;
+  GivenInputs given;
   if (gpu::is_engine_file(o.model.model)) {
     gpu::LoadedEngine le = gpu::load_engine(o.model.model);
     refuse_build_options_for_engine(o.model, o.build, le.info.precision);
     engine = le.engine;
+    // The engine holds the graph: its inputs name the files (it is no ONNX model to import).
+    if (!o.in.inputs.empty()) given = read_given_inputs(o.in, input_names(engine->graph()));
   } else {
-    GivenInputs given;
     if (!o.in.inputs.empty()) given = read_given_inputs(o.in, model_input_names(o.model.model));
     LoadedModel m = load_model(o.model, given.shapes);
     BuiltEngine b = build_engine(m.imported.graph, o.build, o.model);
@@ -60,8 +62,6 @@ int run_bench(const BenchCmdOptions& o) {
   }
   if (report.tuned || report.tuned_cached) print_build_summary(*engine, &report);
   print_fallbacks(*engine);
-  GivenInputs given;
-  if (!o.in.inputs.empty()) given = read_given_inputs(o.in, model_input_names(o.model.model));
   std::vector<Tensor> inputs = inputs_for(g, o.in, given);
   gpu::Session session(engine);
   gpu::BenchOptions bo;

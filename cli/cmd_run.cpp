@@ -67,12 +67,6 @@ std::string file_safe(const std::string& name) {
   return s.empty() ? "output" : s;
 }
 
-std::vector<std::string> input_names(const graph::Graph& g) {
-  std::vector<std::string> names;
-  for (graph::ValueId v : g.inputs()) names.push_back(g.value(v).name);
-  return names;
-}
-
 struct Ran {
   std::vector<Tensor> outputs;
   std::vector<std::string> output_names;

@@ -47,6 +47,12 @@ std::vector<std::string> model_input_names(const std::string& model) {
   return names;
 }
 
+std::vector<std::string> input_names(const graph::Graph& g) {
+  std::vector<std::string> names;
+  for (graph::ValueId v : g.inputs()) names.push_back(g.value(v).name);
+  return names;
+}
+
 namespace {
 
 // numpy has no bfloat16, so braze writes bfloat16 outputs as float32 holding them exactly

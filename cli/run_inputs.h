@@ -31,6 +31,8 @@ GivenInputs read_given_inputs(const InputOptions& o, const std::vector<std::stri
 
 // Input names of an ONNX model, from a quick import.
 std::vector<std::string> model_input_names(const std::string& model);
+// Input names of a graph (an engine's).
+std::vector<std::string> input_names(const graph::Graph& g);
 
 // The given tensors, or random ones for g's inputs (with a note each on stderr).
 std::vector<Tensor> inputs_for(const graph::Graph& g, const InputOptions& o, const GivenInputs& given);

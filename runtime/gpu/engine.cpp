@@ -169,6 +169,8 @@ void Engine::place_values() {
     if (first[v] < 0 || step < first[v]) first[v] = step;
     last[v] = std::max(last[v], step);
   };
+  // Graph inputs and outputs hold their slots for the whole run: a Session (or a CUDA graph
+  // replay) runs again on the inputs uploaded once, and reads the outputs after the last step.
   for (ValueId v : g.inputs()) touch(v, 0);
   for (int s = 0; s < n_steps; ++s) {
     for (graph::NodeId id : steps_[s].group.nodes) {
@@ -181,7 +183,11 @@ void Engine::place_values() {
     if (steps_[s].kernel)
       for (const codegen::Param& p : steps_[s].kernel->params) used_by_kernel[p.value] = true;
   }
-  for (const auto& o : g.outputs()) touch(o.value, n_steps);
+  for (ValueId v : g.inputs()) touch(v, n_steps);
+  for (const auto& o : g.outputs()) {
+    touch(o.value, 0);
+    touch(o.value, n_steps);
+  }
 
   std::vector<LiveRange> ranges;
   for (size_t v = 0; v < g.num_values(); ++v) {

@@ -251,6 +251,22 @@ TEST(Cli, CompileOptionsAreRefusedForEngines) {
   }
 }
 
+// bench ENGINE --inputs matches the files to the engine's own inputs (it tried to import the
+// engine as an ONNX model: "does not parse as a ModelProto"). Without a GPU it then says
+// there is nothing to time (exit 1); too many files is an error naming the engine's inputs.
+TEST(Cli, BenchAnEngineOnGivenInputs) {
+  fs::path d = temp_dir("bench_engine_inputs");
+  const std::string engine = (d / "m.braze").string();
+  ASSERT_EQ(braze(fmt::format("compile {} -o {} --arch sm_90", write_model(d).string(), engine)).code, 0);
+  frontend::write_npy(d / "x.npy", test::floats({2, 3}, {0.5f, 1.f, -1.f, -2.f, 3.f, 0.25f}));
+  Result r = braze(fmt::format("bench {} --inputs {} --iters 3 --warmup 1", engine, (d / "x.npy").string()));
+  EXPECT_EQ(r.out.find("ModelProto"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.code == 0 || (r.code == 1 && r.out.find("no GPU") != std::string::npos)) << r.out;
+  r = braze(fmt::format("bench {} --inputs {} {}", engine, (d / "x.npy").string(), (d / "x.npy").string()));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("takes 1 input (x), 2 given"), std::string::npos) << r.out;
+}
+
 // Architectures NVRTC does not compile for are refused up front with what it does compile
 // for (sm_72, sm_91 and sm_999 used to fail inside the first kernel's compilation, an
 // internal error with the kernel's source), as is the "a" suffix before sm_90a.

@@ -46,6 +46,29 @@ TEST_P(GpuFusion, FusedKernelsMatchReference) {
   }
 }
 
+// Inputs uploaded once, the plan replayed as a CUDA graph three times: each replay reads the
+// same inputs, though the input's last reader is the first kernel (its bytes were reused by
+// later kernels' values, so every run after the first read garbage).
+TEST(GpuRepeatedRuns, ReplaysReadTheInputsUploadedOnce) {
+  if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
+  graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[256,64] x, float[64,32] w) => (float[256,32] y) {
+      a = Relu(x)  b = Exp(a)  c = MatMul(b, w)  d = Sigmoid(c)  y = Neg(d) })");
+  graph::passes::run_pipeline(g);
+  auto engine = gpu::Engine::build(g, fusion::plan_unfused(g), gpu::default_engine_options());
+  gpu::Session session(engine);
+  std::vector<Tensor> in = test::random_inputs(g, 31);
+  std::vector<Tensor> want = runtime::run_reference(g, in);
+  session.upload(in);
+  for (int run = 0; run < 3; ++run) {
+    session.enqueue(true);
+    session.check_flags();
+    EXPECT_TRUE(test::tensors_close(session.fetch(g.outputs()[0].value), want[0])) << "replay " << run;
+  }
+  for (int run = 0; run < 2; ++run)
+    EXPECT_TRUE(test::tensors_close(session.run(in)[0], want[0])) << "run " << run;
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, GpuFusion, ::testing::ValuesIn(test::fusion_cases()),
                          [](const auto& info) { return std::string(info.param.name); });
 

@@ -16,6 +16,7 @@
 #include "graph/attribute.h"
 #include "graph/cuda_hooks.h"
 #include "graph/ir.h"
+#include "graph/layout.h"
 
 namespace braze::graph {
 
@@ -38,6 +39,9 @@ class RefCtx;
 using UpgradeFn = std::function<void(Graph& g, NodeId n)>;
 using InferFn = std::function<void(InferCtx& ctx)>;
 using RefFn = std::function<void(RefCtx& ctx)>;
+// Layout ops: the node's output as a strided view of input 0, given input 0's layout
+// (graph/layout.h); nullopt where this node's output is no strided view of its input.
+using LayoutFn = std::function<std::optional<Layout>(const Graph& g, const Node& n, const Layout& in)>;
 
 struct OpDef {
   std::string name;
@@ -69,6 +73,7 @@ struct OpDef {
   CudaIndexFn cuda_index;  // injective ops: their output as loads of their inputs
   CudaRowFn cuda_row;      // reductions and normalisations: a row program
   CudaForwardFn cuda_forward;  // layout ops: where an input element lands in the output
+  LayoutFn layout;             // layout ops: the output as a view of input 0's memory
 
   const AttrSpec* find_attr(std::string_view attr) const;
   bool is_shape_input(int i) const;

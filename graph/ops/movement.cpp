@@ -156,6 +156,11 @@ std::optional<std::vector<int64_t>> const_list(const CudaIndexCtx& ctx, size_t i
   return ctx.in_value(i)->to_int64s();
 }
 
+// The layout of an op whose output holds input 0's elements in the same order.
+std::optional<Layout> same_order_layout(const Graph& g, const Node& n, const Layout& in) {
+  return reshape_layout(in, g.value(n.outputs[0]).shape);
+}
+
 // ---- Reshape, Flatten, Squeeze, Unsqueeze ----------------------------------------------
 Shape reshape_target(const InferCtx& ctx, const Shape& in, const std::vector<int64_t>& spec) {
   const Node& n = ctx.node();
@@ -211,6 +216,7 @@ OpDef reshape_op() {
   d.reference = copy_all;
   d.cuda_index = same_order_index;
   d.cuda_forward = same_order_forward;
+  d.layout = same_order_layout;
   return d;
 }
 
@@ -233,6 +239,7 @@ OpDef flatten_op() {
   d.reference = copy_all;
   d.cuda_index = same_order_index;
   d.cuda_forward = same_order_forward;
+  d.layout = same_order_layout;
   return d;
 }
 
@@ -267,6 +274,7 @@ OpDef squeeze_op() {
   d.reference = copy_all;
   d.cuda_index = same_order_index;
   d.cuda_forward = same_order_forward;
+  d.layout = same_order_layout;
   return d;
 }
 
@@ -293,6 +301,7 @@ OpDef unsqueeze_op() {
   d.reference = copy_all;
   d.cuda_index = same_order_index;
   d.cuda_forward = same_order_forward;
+  d.layout = same_order_layout;
   return d;
 }
 
@@ -343,6 +352,9 @@ OpDef transpose_op() {
     for (int64_t d = 0; d < rank; ++d) in[static_cast<size_t>(perm[static_cast<size_t>(d)])] = ctx.coord(static_cast<size_t>(d));
     return ctx.load(0, in);
   };
+  d.layout = [](const Graph&, const Node& n, const Layout& in) -> std::optional<Layout> {
+    return transpose_layout(in, transpose_perm(n, static_cast<int64_t>(in.dims.size())));
+  };
   d.cuda_forward = [](const Node& n, const std::vector<std::string>& in, const Shape& in_shape, const Shape&) {
     std::vector<int64_t> perm = transpose_perm(n, static_cast<int64_t>(in_shape.size()));
     std::vector<std::string> out(in.size());
@@ -376,6 +388,9 @@ OpDef expand_op() {
     std::vector<std::string> c(in.size());
     for (size_t d = 0; d < in.size(); ++d) c[d] = in[d] == 1 ? "0LL" : ctx.coord(off + d);
     return ctx.load(0, c);
+  };
+  d.layout = [](const Graph& g, const Node& n, const Layout& in) {
+    return expand_layout(in, g.value(n.outputs[0]).shape);
   };
   return d;
 }
@@ -699,6 +714,23 @@ OpDef slice_op() {
       if (ranges[d].start != 0 || ranges[d].step != 1)
         c[d] = fmt::format("({}LL + {} * {}LL)", ranges[d].start, c[d], ranges[d].step);
     return ctx.load(0, c);
+  };
+  d.layout = [](const Graph& g, const Node& n, const Layout& in) -> std::optional<Layout> {
+    auto list = [&](size_t i) -> std::optional<std::vector<int64_t>> {
+      if (!n.has_input(i)) return std::nullopt;
+      const Value& v = g.value(n.inputs[i]);
+      if (!v.constant) return std::nullopt;
+      return v.constant->to_int64s();
+    };
+    std::optional<std::vector<int64_t>> starts = list(1), ends = list(2);
+    if (!starts || !ends || (n.has_input(3) && !list(3)) || (n.has_input(4) && !list(4)))
+      return std::nullopt;
+    std::optional<Layout> out = in;
+    const std::vector<AxisRange> ranges = slice_ranges(n, in.shape(), *starts, *ends, list(3), list(4));
+    for (size_t d = 0; d < ranges.size() && out; ++d)
+      if (ranges[d].start != 0 || ranges[d].step != 1 || ranges[d].size != in.shape()[d])
+        out = slice_layout(*out, d, ranges[d].start, ranges[d].size, ranges[d].step);
+    return out;
   };
   return d;
 }

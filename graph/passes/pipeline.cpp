@@ -9,6 +9,8 @@
 #include "graph/passes/dce.h"
 #include "graph/passes/gelu_fusion.h"
 #include "graph/passes/identity_elim.h"
+#include "graph/passes/matmul_scale.h"
+#include "graph/passes/split_to_slices.h"
 #include "graph/passes/pass.h"
 #include "graph/registry.h"
 
@@ -18,7 +20,9 @@ namespace {
 constexpr Pass kPasses[] = {
     {"fold_constants", fold_constants},
     {"eliminate_identities", eliminate_identities},
+    {"split_to_slices", split_to_slices},
     {"fuse_gelu", fuse_gelu},
+    {"hoist_matmul_scales", hoist_matmul_scales},
     {"eliminate_common_subexpressions", eliminate_common_subexpressions},
     {"eliminate_dead_code", eliminate_dead_code},
 };

@@ -2,9 +2,14 @@
 //   1. fold_constants        — evaluates constant subgraphs, shapes first (so later passes
 //                              see static shapes and constant shape arguments);
 //   2. eliminate_identities  — drops Identity and inference Dropout;
-//   3. eliminate_common_subexpressions — merges equal constants and equal nodes;
-//   4. eliminate_dead_code   — removes what the others left unused, and compacts.
-// Folding first exposes identities and duplicates; DCE last cleans up after all three.
+//   3. split_to_slices       — each used output of a Split becomes a Slice (a layout op a
+//                              consumer reads as a view);
+//   4. fuse_gelu             — GELU written out (erf or tanh form) becomes one Gelu;
+//   5. hoist_matmul_scales   — scalar factors of a product's operands move after it;
+//   6. eliminate_common_subexpressions — merges equal constants and equal nodes;
+//   7. eliminate_dead_code   — removes what the others left unused, and compacts.
+// Folding first exposes identities, sizes and duplicates; the rewrites (3-5) need constant
+// operands; DCE last cleans up after all of them.
 #pragma once
 
 #include <iosfwd>

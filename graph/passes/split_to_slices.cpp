@@ -1,0 +1,54 @@
+#include "graph/passes/split_to_slices.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "graph/op_context.h"
+#include "graph/registry.h"
+
+namespace braze::graph::passes {
+
+int split_to_slices(Graph& g) {
+  int changed = 0;
+  const OpDef& slice = op("Slice");
+  for (NodeId id : g.topo_order()) {
+    const Node& n = g.node(id);
+    if (n.op->name != "Split" || !n.op->domain.empty()) continue;
+    const Value& x = g.value(n.inputs[0]);
+    if (!x.has_shape) continue;
+    const int64_t rank = static_cast<int64_t>(x.shape.size());
+    int64_t axis = n.attr_int("axis");
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) continue;
+    bool known = true;
+    for (ValueId o : n.outputs)
+      if (o != kNoValue && !g.value(o).has_shape) known = false;
+    if (!known) continue;
+    // Each output's extent along the axis is its shape's (inference worked out the sizes).
+    const std::string base = n.name;
+    const ValueId in = n.inputs[0];
+    const std::vector<ValueId> outs = n.outputs;
+    std::vector<int64_t> extents;
+    for (ValueId o : outs) extents.push_back(o == kNoValue ? -1 : g.value(o).shape[axis]);
+    if (std::find(extents.begin(), extents.end(), -1) != extents.end()) continue;  // unnamed outputs
+    int64_t at = 0;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const Value ov = g.value(outs[i]);
+      auto constant = [&](const char* what, int64_t v) {
+        return g.add_constant(g.unique_name(fmt::format("{}_{}{}", base, what, i)), Tensor::from_int64s({v}, {1}));
+      };
+      ValueId s = constant("start", at), e = constant("end", at + extents[i]), a = constant("axis", axis);
+      ValueId y = g.add_value(g.unique_name(ov.name + "_slice"), ov.dtype, ov.shape);
+      NodeId sid = g.add_node(&slice, fmt::format("{}_slice{}", base, i), {in, s, e, a}, {y}, {}, 13);
+      infer_node(g, sid);
+      g.replace_all_uses(outs[i], y);
+      at += extents[i];
+    }
+    g.kill_node(id);
+    ++changed;
+  }
+  return changed;
+}
+
+}  // namespace braze::graph::passes

@@ -1,0 +1,14 @@
+// Split as Slices: each used output of a Split whose sizes are known becomes its own Slice
+// of the input. A Split is one node with several outputs, so a kernel that took it would
+// write all of them; a Slice is a layout op any consumer can read as a view of the input
+// (GPT-2's fused QKV projection split into Q, K and V, each read by its attention product in
+// place). Runs after constant folding (the sizes are constants by then).
+#pragma once
+
+#include "graph/ir.h"
+
+namespace braze::graph::passes {
+
+int split_to_slices(Graph& g);
+
+}  // namespace braze::graph::passes

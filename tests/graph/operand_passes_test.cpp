@@ -1,0 +1,102 @@
+// The passes that leave a product's operands as layouts: split_to_slices and
+// hoist_matmul_scales. Each test checks the rewritten structure and that the graph computes
+// the same outputs before and after on random inputs.
+#include <gtest/gtest.h>
+
+#include "graph/passes/matmul_scale.h"
+#include "graph/passes/pipeline.h"
+#include "graph/passes/split_to_slices.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+void expect_same_outputs(const graph::Graph& before, const graph::Graph& after, uint64_t seed = 5) {
+  std::vector<Tensor> in = test::random_inputs(before, seed);
+  std::vector<Tensor> a = test::run(before, in), b = test::run(after, in);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(test::tensors_close(b[i], a[i])) << "output " << i;
+}
+
+// GPT-2's attention block as the dynamo exporter writes it: the QKV projection split in
+// three, Q and K each scaled by a scalar before Q Kᵀ.
+const char* kGpt2Attention = R"(<ir_version: 8, opset_import: ["" : 18]>
+  g (float[6,24] x) => (float[2,6,4] y) {
+    sp = Constant <value = int64[3] {8, 8, 8}> ()
+    q, k, v = Split <axis = 1> (x, sp)
+    sh = Constant <value = int64[3] {6, 2, 4}> ()
+    qr = Reshape(q, sh)  kr = Reshape(k, sh)  vr = Reshape(v, sh)
+    qt = Transpose <perm = [1, 0, 2]> (qr)  kt = Transpose <perm = [1, 2, 0]> (kr)
+    vt = Transpose <perm = [1, 0, 2]> (vr)
+    c = Constant <value = float {0.5}> ()
+    qs = Mul(qt, c)  ks = Mul(c, kt)
+    s = MatMul(qs, ks)  p = Softmax <axis = -1> (s)  y = MatMul(p, vt) })";
+
+TEST(OperandPasses, SplitBecomesOneSlicePerOutputAndScalesMoveAfterTheProduct) {
+  graph::Graph before = test::graph_from_text(kGpt2Attention);
+  graph::Graph after = before;
+  graph::passes::run_pipeline(after);
+  std::map<std::string, int> ops = graph::passes::op_counts(after);
+  EXPECT_EQ(ops["Split"], 0);
+  EXPECT_EQ(ops["Slice"], 3);
+  // One Mul, after the product, by 0.5 * 0.5; the product reads the layouts directly.
+  EXPECT_EQ(ops["Mul"], 1);
+  for (size_t i = 0; i < after.num_nodes(); ++i) {
+    const graph::Node& n = after.node(static_cast<graph::NodeId>(i));
+    if (n.dead || n.op_type() != "Mul") continue;
+    const graph::Node& mm = after.node(after.value(n.inputs[0]).producer);
+    EXPECT_EQ(mm.op_type(), "MatMul");
+    EXPECT_EQ(after.value(n.inputs[1]).constant->get_f64(0), 0.25);
+    for (graph::ValueId in : mm.inputs) EXPECT_EQ(after.node(after.value(in).producer).op_type(), "Transpose");
+  }
+  expect_same_outputs(before, after);
+}
+
+TEST(OperandPasses, GemmTakesTheScalesIntoAlphaAndDivDivides) {
+  graph::Graph before = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[4,6] a, float[5,6] b, float[5] c) => (float[4,5] y) {
+      two = Constant <value = float {2}> ()  four = Constant <value = float {4}> ()
+      as = Div(a, four)  bs = Mul(b, two)
+      y = Gemm <alpha = 3.0, transB = 1> (as, bs, c) })");
+  graph::Graph after = before;
+  graph::passes::run_pipeline(after);
+  std::map<std::string, int> ops = graph::passes::op_counts(after);
+  EXPECT_EQ(ops["Mul"] + ops["Div"], 0);
+  for (size_t i = 0; i < after.num_nodes(); ++i) {
+    const graph::Node& n = after.node(static_cast<graph::NodeId>(i));
+    if (!n.dead && n.op_type() == "Gemm") EXPECT_DOUBLE_EQ(n.attr_float("alpha"), 1.5);
+  }
+  expect_same_outputs(before, after);
+}
+
+// as has another use; bs is scaled by a vector, not a scalar.
+TEST(OperandPasses, ScalesThatAreNotScalarsOrHaveOtherUsesStay) {
+  graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[4,6] a, float[6,5] b) => (float[4,5] y, float[4,6] z) {
+      v = Constant <value = float[5] {1, 2, 3, 4, 5}> ()  c = Constant <value = float {2}> ()
+      as = Mul(a, c)  bs = Mul(b, v)  y = MatMul(as, bs)  z = Relu(as) })");
+  graph::passes::run_pipeline(g);
+  EXPECT_EQ(graph::passes::hoist_matmul_scales(g), 0);
+  // A scalar times a vector that the product broadcasts is not a scale of the operand.
+  graph::Graph h = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[4,1] a, float[1,5] b) => (float[4,5] y) {
+      c = Constant <value = float {2}> ()  bs = Mul(b, c)  y = MatMul(a, bs) })");
+  graph::Graph h2 = h;
+  graph::passes::run_pipeline(h2);
+  expect_same_outputs(h, h2);
+}
+
+TEST(OperandPasses, SplitOfAGraphOutputKeepsItsName) {
+  graph::Graph before = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[3,6] x) => (float[3,2] a, float[3,4] b) {
+      sp = Constant <value = int64[2] {2, 4}> ()  a, b = Split <axis = -1> (x, sp) })");
+  graph::Graph after = before;
+  graph::passes::run_pipeline(after);
+  EXPECT_EQ(graph::passes::op_counts(after)["Slice"], 2);
+  EXPECT_EQ(after.outputs()[0].name, "a");
+  EXPECT_EQ(after.outputs()[1].name, "b");
+  expect_same_outputs(before, after);
+}
+
+}  // namespace
+}  // namespace braze

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/model_options.h"
-#include "fusion/partition.h"
+#include "codegen/capabilities.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
 #include "runtime/emulator.h"
@@ -24,7 +24,7 @@ runtime::BackendFn gpu_backend(bool fuse, const std::string& precision) {
     opts.fuse = fuse;
     opts.target.tf32 = tf32_gemms(precision);
     graph::Graph g = at_precision(model, precision);
-    auto engine = gpu::Engine::build(g, fusion::make_plan(g, fuse), opts);
+    auto engine = gpu::Engine::build(g, codegen::plan_for(g, fuse, opts.target), opts);
     gpu::Session session(engine);
     gpu::RunOptions ro;
     ro.poison = true;
@@ -51,7 +51,7 @@ runtime::BackendFn make_backend(const std::string& name, const std::string& prec
       eo.fallbacks = &r.fallbacks;
       eo.tf32 = tf32_gemms(precision);
       graph::Graph g = at_precision(model, precision);
-      r.outputs = runtime::run_emulated(g, fusion::make_plan(g, fuse), in, eo);
+      r.outputs = runtime::run_emulated(g, codegen::plan_for(g, fuse, runtime::emulator_target(eo)), in, eo);
       return r;
     };
   }

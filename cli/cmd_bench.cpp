@@ -16,6 +16,7 @@
 #include "cli/gpu_build.h"
 #include "cli/model_options.h"
 #include "cli/run_inputs.h"
+#include "codegen/capabilities.h"
 #include "graph/registry.h"
 #include "runtime/gpu/bench.h"
 #include "runtime/gpu/cuda_driver.h"
@@ -109,10 +110,14 @@ int run_bench(const BenchCmdOptions& o) {
                              tflops, pct);
     std::vector<std::string> nodes;
     for (graph::NodeId id : s.group.nodes) nodes.push_back(g.node(id).name);
-    kernels.push_back({{"step", k.step}, {"name", s.kernel->name}, {"kind", fusion::group_kind_name(s.group.kind)},
-                       {"nodes", nodes}, {"median_us", k.us.median}, {"min_us", k.us.min}, {"bytes", k.bytes},
-                       {"flops", k.flops}, {"gbs", gbs}, {"tflops", tflops}, {"roofline_pct", pct},
-                       {"tunables", s.kernel->tunables}});
+    nlohmann::json kj = {{"step", k.step}, {"name", s.kernel->name}, {"kind", fusion::group_kind_name(s.group.kind)},
+                         {"schedule", codegen::schedule_name(*s.kernel)}, {"nodes", nodes}, {"median_us", k.us.median},
+                         {"min_us", k.us.min}, {"bytes", k.bytes}, {"flops", k.flops}, {"gbs", gbs},
+                         {"tflops", tflops}, {"roofline_pct", pct}, {"tunables", s.kernel->tunables}};
+    if (std::optional<codegen::GemmShape> gs = codegen::gemm_shape(g, s.group))
+      kj["gemm"] = {{"batch", gs->batch}, {"m", gs->m}, {"n", gs->n}, {"k", gs->k},
+                    {"dtype", dtype_name(gs->dtype)}, {"schedule", codegen::schedule_name(*s.kernel)}};
+    kernels.push_back(kj);
   }
   std::cout << fmt::format("  sum of kernel medians {:.2f} us over {} kernels\n", total_us, r.kernels.size());
   if (!o.profile.empty()) {

@@ -3,6 +3,8 @@
 #include <braze/error.h>
 #include <xxhash.h>
 
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <memory>
 
@@ -24,9 +26,18 @@ struct CompileOptions {
   std::string output;
 };
 
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 int run_compile(const CompileOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
   LoadedModel m = load_model(o.model);
+  const double load_s = seconds_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
   BuiltEngine b = build_engine(m.imported.graph, o.build, o.model);
+  const double build_s = seconds_since(t1);
+  const auto t2 = std::chrono::steady_clock::now();
   print_fallbacks(*b.engine);
   std::string bytes = frontend::read_file(o.model.model);
   gpu::EngineFileInfo info;
@@ -37,7 +48,17 @@ int run_compile(const CompileOptions& o) {
   info.arch = b.engine->arch().name();
   info.precision = o.build.precision;
   gpu::save_engine(o.output, *b.engine, info);
+  const double write_s = seconds_since(t2);
   print_build_summary(*b.engine, &b.report);
+  const gpu::BuildReport& r = b.report;
+  // What the build spends outside NVRTC: precision conversion and planning are the rest of
+  // the build after codegen, NVRTC and tuning.
+  std::cout << fmt::format(
+      "time: {:.2f} s: import and passes {:.2f} s, precision and plan {:.2f} s, codegen {:.2f} s, "
+      "NVRTC and kernel cache {:.2f} s{}, engine file {:.2f} s\n",
+      seconds_since(t0), load_s, std::max(0.0, build_s - r.codegen_seconds - r.compile_seconds - r.tune_seconds),
+      r.codegen_seconds, r.compile_seconds, r.tune_seconds > 0 ? fmt::format(", tuning {:.2f} s", r.tune_seconds) : "",
+      write_s);
   std::cout << fmt::format("wrote {} (model hash {})\n", o.output, info.model_hash);
   return 0;
 }

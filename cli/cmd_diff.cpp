@@ -17,7 +17,7 @@
 #include "cli/model_options.h"
 #include "cli/run_inputs.h"
 #include "runtime/compare.h"
-#include "fusion/partition.h"
+#include "codegen/capabilities.h"
 #include "runtime/emulator.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
@@ -66,7 +66,11 @@ bool agrees(const DiffOptions& o, const runtime::Comparison& c, DType dt) {
 // and compares each value a kernel writes with the reference executor's; names the first
 // kernel whose outputs diverge beyond tolerance, with the ONNX nodes inside it.
 int per_kernel_diff(const DiffOptions& o, const graph::Graph& g, const std::vector<Tensor>& inputs) {
-  fusion::Plan plan = fusion::plan_fused(g);
+  gpu::EngineOptions opts = gpu::default_engine_options();
+  opts.target.tf32 = tf32_gemms(o.precision);
+  runtime::EmulatorOptions eo_plan;
+  eo_plan.tf32 = opts.target.tf32;
+  fusion::Plan plan = codegen::plan_for(g, true, gpu::gpu_available() ? opts.target : runtime::emulator_target(eo_plan));
   std::vector<Tensor> ref_values;
   runtime::run_reference(g, inputs, &ref_values);
   std::vector<gpu::Step> steps;
@@ -75,8 +79,6 @@ int per_kernel_diff(const DiffOptions& o, const graph::Graph& g, const std::vect
   std::shared_ptr<gpu::Engine> engine;
   std::unique_ptr<gpu::Session> session;
   if (gpu::gpu_available()) {
-    gpu::EngineOptions opts = gpu::default_engine_options();
-    opts.target.tf32 = tf32_gemms(o.precision);
     engine = gpu::Engine::build(g, plan, opts);
     session = std::make_unique<gpu::Session>(engine);
     gpu::RunOptions ro;

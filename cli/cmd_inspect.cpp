@@ -14,8 +14,9 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/plan_view.h"
+#include "codegen/capabilities.h"
 #include "codegen/codegen.h"
-#include "fusion/partition.h"
+#include "graph/passes/precision.h"
 #include "graph/registry.h"
 #include "runtime/gpu/engine.h"
 
@@ -28,6 +29,7 @@ struct InspectOptions {
   bool json = false;
   bool no_fuse = false;
   std::string dot, html;
+  std::string arch, precision = "fp32";  // the plan `compile` builds with them
 };
 
 nlohmann::json value_json(const graph::Value& v) {
@@ -39,9 +41,13 @@ nlohmann::json value_json(const graph::Value& v) {
 
 int run_inspect(const InspectOptions& o) {
   LoadedModel m = load_model(o.model);
+  if (graph::passes::precision_dtype(o.precision) != DType::Float32)
+    m.imported.graph = at_precision(m.imported.graph, o.precision);
   const graph::Graph& g = m.imported.graph;
-  fusion::Plan plan = fusion::make_plan(g, !o.no_fuse);
-  PlanView view = make_plan_view(g, plan, gpu::generate_steps(g, plan, gpu::default_engine_options().target));
+  gpu::EngineOptions eo = gpu::default_engine_options(o.arch);
+  eo.target.tf32 = tf32_gemms(o.precision);
+  fusion::Plan plan = codegen::plan_for(g, !o.no_fuse, eo.target);
+  PlanView view = make_plan_view(g, plan, gpu::generate_steps(g, plan, eo.target));
   if (!o.dot.empty()) {
     std::ofstream f(o.dot);
     if (!f) throw UserError(fmt::format("--dot {}: cannot open for writing", o.dot));
@@ -124,6 +130,8 @@ void add_inspect(CLI::App& app, Runner& run) {
   cmd->add_flag("--no-fuse", o->no_fuse, "show the plan with one node per kernel");
   cmd->add_option("--dot", o->dot, "write the graph with each kernel as a coloured cluster (Graphviz DOT)");
   cmd->add_option("--html", o->html, "write the same as a standalone HTML page");
+  cmd->add_option("--arch", o->arch, "plan for this GPU architecture, as compile does (default: the device's, else sm_90)");
+  add_precision_option(*cmd, o->precision);
   cmd->callback([o, &run] { run = [o] { return run_inspect(*o); }; });
 }
 

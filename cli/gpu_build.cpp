@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "fusion/partition.h"
+#include "codegen/capabilities.h"
 #include "graph/passes/precision.h"
 #include "runtime/gpu/cuda_driver.h"
 
@@ -33,9 +33,9 @@ BuiltEngine build_engine(const graph::Graph& g, const BuildOptions& build, const
   BuiltEngine out;
   if (graph::passes::precision_dtype(build.precision) != DType::Float32) {
     graph::Graph low = at_precision(g, build.precision);
-    out.engine = gpu::Engine::build(low, fusion::make_plan(low, opts.fuse), opts, &out.report);
+    out.engine = gpu::Engine::build(low, codegen::plan_for(low, opts.fuse, opts.target), opts, &out.report);
   } else {
-    out.engine = gpu::Engine::build(g, fusion::make_plan(g, opts.fuse), opts, &out.report);
+    out.engine = gpu::Engine::build(g, codegen::plan_for(g, opts.fuse, opts.target), opts, &out.report);
   }
   for (const gpu::Step& s : out.engine->steps()) {
     if (!s.kernel) continue;
@@ -63,8 +63,8 @@ void print_build_summary(const gpu::Engine& e, const gpu::BuildReport* r) {
                                                   : 0.0,
                            human_bytes(static_cast<double>(e.weights_bytes())));
   if (r)
-    std::cout << fmt::format("compile: {} compiled, {} from the kernel cache, {:.2f} s\n", r->compiled, r->cache_hits,
-                             r->compile_seconds);
+    std::cout << fmt::format("compile: {} distinct kernel{} ({} compiled, {} from the kernel cache), {:.2f} s\n",
+                             r->distinct, r->distinct == 1 ? "" : "s", r->compiled, r->cache_hits, r->compile_seconds);
   if (r && (r->tuned || r->tuned_cached)) {
     std::cout << fmt::format("tuning: {} kernels timed, {} from the tuning cache\n", r->tuned, r->tuned_cached);
     for (const std::string& l : r->tuning) std::cout << "  " << l << "\n";

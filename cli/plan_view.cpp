@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/gpu_build.h"
+#include "codegen/capabilities.h"
 #include "graph/registry.h"
 
 namespace braze::cli {
@@ -62,6 +63,7 @@ PlanView make_plan_view(const graph::Graph& g, const fusion::Plan& plan, const s
     PlanView::Kernel k;
     k.kind = s.kernel ? std::string(fusion::group_kind_name(s.group.kind)) : "fallback";
     k.name = s.kernel ? s.kernel->name : "(CPU reference)";
+    k.schedule = s.kernel ? codegen::schedule_name(*s.kernel) : "cpu";
     k.fallback = s.fallback_reason;
     k.split = s.split_note;
     k.nodes = s.group.nodes;
@@ -93,7 +95,8 @@ void print_plan_text(std::ostream& os, const graph::Graph& g, const PlanView& v)
     const auto& k = v.kernels[i];
     std::vector<std::string> names;
     for (NodeId id : k.nodes) names.push_back(fmt::format("'{}' ({})", g.node(id).name, g.node(id).op_type()));
-    os << fmt::format("  #{:<3} {:<10} {}\n        nodes: {}\n", i, k.kind, k.name, fmt::join(names, ", "));
+    const std::string kind = k.kind == "gemm" ? fmt::format("gemm {}", k.schedule) : k.kind;
+    os << fmt::format("  #{:<3} {:<10} {}\n        nodes: {}\n", i, kind, k.name, fmt::join(names, ", "));
     if (!k.fallback.empty()) os << "        runs on the CPU reference: " << k.fallback << "\n";
     if (!k.split.empty()) os << "        " << k.split << "\n";
   }
@@ -116,9 +119,12 @@ void print_plan_text(std::ostream& os, const graph::Graph& g, const PlanView& v)
 nlohmann::json plan_json(const graph::Graph& g, const PlanView& v) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& k : v.kernels) {
-    nlohmann::json nodes = nlohmann::json::array();
-    for (NodeId id : k.nodes) nodes.push_back(g.node(id).name);
-    nlohmann::json kj = {{"name", k.name}, {"kind", k.kind}, {"nodes", nodes}};
+    nlohmann::json nodes = nlohmann::json::array(), ops = nlohmann::json::array();
+    for (NodeId id : k.nodes) {
+      nodes.push_back(g.node(id).name);
+      ops.push_back(g.node(id).op_type());
+    }
+    nlohmann::json kj = {{"name", k.name}, {"kind", k.kind}, {"schedule", k.schedule}, {"nodes", nodes}, {"ops", ops}};
     if (!k.fallback.empty()) kj["fallback_reason"] = k.fallback;
     if (!k.split.empty()) kj["split"] = k.split;
     kernels.push_back(kj);

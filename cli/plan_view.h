@@ -19,6 +19,7 @@ struct PlanView {
   struct Kernel {
     std::string name;
     std::string kind;  // pointwise, reduction, gemm, opaque, fallback
+    std::string schedule;  // a GEMM's wgmma, mma or simt; else the kind (codegen::schedule_name)
     std::vector<graph::NodeId> nodes;
     std::string fallback;  // why it runs on the CPU reference
     std::string split;     // why codegen split a fused group

@@ -69,7 +69,91 @@ std::optional<GemmDims> gemm_dims(const graph::Graph& g, const fusion::Group& gr
       o = std::max(o, (*s)[i]);
     }
   d.batches = checked_numel(d.out_batch);
+  std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
+  auto in_group = [&](graph::NodeId id) { return members.count(id) != 0; };
+  for (int i = 0; i < 2; ++i) d.view[i] = gemm_operand_view(g, in_group, d, i, &d.no_view[i]);
   return d;
+}
+
+namespace {
+
+// The store map of a product of `prod` shape whose epilogue layout ops compose to `m`, a
+// view of the product's (contiguous) elements over the output's shape; nullopt unless every
+// product element lands on its own output element.
+std::optional<StoreMap> store_map(const graph::Layout& m, const GemmDims& d) {
+  // The output's factors in row-major order, each with its stride in the output buffer and in
+  // the product's flat index.
+  struct F {
+    int64_t size, prod_stride, out_stride;
+  };
+  std::vector<F> fs;
+  for (const auto& dim : m.dims)
+    for (const graph::StridedDim& f : dim)
+      if (f.size > 1) fs.push_back({f.size, f.stride, 0});
+  int64_t run = 1;
+  for (size_t k = fs.size(); k-- > 0;) {
+    fs[k].out_stride = run;
+    run *= fs[k].size;
+  }
+  const int64_t nn = d.b_vec ? 1 : d.nn, mm = d.a_vec ? 1 : d.m;
+  if (m.offset != 0 || run != d.batches * mm * nn) return std::nullopt;
+  // Split factors at the boundaries of j (nn) and i (m · nn) in the product's flat index.
+  for (int64_t bound : {nn, mm * nn}) {
+    std::vector<F> out;
+    for (const F& f : fs) {
+      if (f.prod_stride < bound && f.prod_stride * f.size > bound) {
+        if (bound % f.prod_stride != 0 || f.size % (bound / f.prod_stride) != 0) return std::nullopt;
+        const int64_t low = bound / f.prod_stride;
+        out.push_back({f.size / low, bound, f.out_stride * low});
+        out.push_back({low, f.prod_stride, f.out_stride});
+      } else {
+        out.push_back(f);
+      }
+    }
+    fs = out;
+  }
+  StoreMap s;
+  int64_t covered = 1;
+  for (const F& f : fs) {
+    StoreTerm t;
+    t.size = f.size;
+    t.out_stride = f.out_stride;
+    covered *= f.size;
+    if (f.prod_stride < nn) {
+      t.var = 'j';
+      t.div = f.prod_stride;
+    } else if (f.prod_stride < mm * nn) {
+      if (f.prod_stride % nn != 0) return std::nullopt;
+      t.var = 'i';
+      t.div = f.prod_stride / nn;
+    } else {
+      if (f.prod_stride % (mm * nn) != 0) return std::nullopt;
+      t.var = 'b';
+      t.div = f.prod_stride / (mm * nn);
+    }
+    s.terms.push_back(t);
+  }
+  s.fits_32_bits = covered < (int64_t{1} << 31);
+  return s;
+}
+
+}  // namespace
+
+std::string gemm_store_offset(const GemmEpilogue& epi, const graph::Graph& g) {
+  if (!epi.store) return graph::cuda_linearize(epi.out_coords, g.value(epi.out).shape);
+  const bool u = epi.store->fits_32_bits;
+  std::string off;
+  for (const StoreTerm& t : epi.store->terms) {
+    std::string x = u ? fmt::format("(unsigned)({})", t.var) : std::string(1, t.var);
+    if (t.div != 1) x = fmt::format("({} / {}{})", x, t.div, u ? "u" : "LL");
+    // The outermost digit of its variable needs no modulo when the variable stays in range;
+    // keeping it is cheap and safe.
+    x = fmt::format("({} % {}{})", x, t.size, u ? "u" : "LL");
+    if (t.out_stride != 1) x = fmt::format("{} * {}{}", x, t.out_stride, u ? "u" : "LL");
+    off += (off.empty() ? "" : " + ") + x;
+  }
+  if (off.empty()) return "0LL";
+  return u ? fmt::format("(long long)({})", off) : off;
 }
 
 std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::Group& group,
@@ -81,6 +165,8 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
   if (!d.a_vec) epi.out_coords.push_back("i");
   if (!d.b_vec) epi.out_coords.push_back("j");
   auto users = g.users();
+  const Shape prod_shape = g.value(epi.out).shape;
+  std::optional<graph::Layout> view = graph::Layout::contiguous(prod_shape);
   for (size_t guard = 0; guard < group.nodes.size(); ++guard) {
     if (std::find(group.outputs.begin(), group.outputs.end(), epi.out) != group.outputs.end())
       break;
@@ -92,15 +178,18 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
       return std::nullopt;
     }
     const graph::Node& cn = g.node(c);
-    if (cn.op->cuda_forward && cn.inputs[0] == epi.out)
+    if (cn.op->cuda_forward && cn.inputs[0] == epi.out) {
       epi.out_coords = cn.op->cuda_forward(cn, epi.out_coords, g.value(epi.out).shape,
                                            g.value(cn.outputs[0]).shape);
+      if (view) view = cn.op->layout ? cn.op->layout(g, cn, *view) : std::nullopt;
+    }
     epi.out = cn.outputs[0];
   }
   if (group.outputs.size() != 1 || group.outputs[0] != epi.out) {
     *why_not = "the GEMM group's epilogue has more than one output";
     return std::nullopt;
   }
+  if (view && !d.a_vec && !d.b_vec) epi.store = store_map(*view, d);
   return epi;
 }
 
@@ -139,8 +228,7 @@ void emit_gemm_store(Emitter& e, const graph::Graph& g, const GemmDims& d, const
   std::string result = emit_gemm_value(e, g, d, epi, sum);
   const graph::Value& ov = g.value(epi.out);
   e.line(fmt::format("braze_store({}, {}, ({}){});", e.output_param(epi.out),
-                     graph::cuda_linearize(epi.out_coords, ov.shape),
-                     graph::cuda_compute_type(ov.dtype), result));
+                     gemm_store_offset(epi, g), graph::cuda_compute_type(ov.dtype), result));
 }
 
 std::string gemm_batch_offset(const Shape& out_batch, const Shape& shape) {
@@ -158,6 +246,20 @@ std::string gemm_batch_offset(const Shape& out_batch, const Shape& shape) {
 
 bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
                           int width) {
+  if (epi.store) {
+    // Adjacent in the output: j's innermost digit has output stride 1 and whole vectors of
+    // it; every other term moves by whole, aligned vectors.
+    bool inner = false;
+    for (const StoreTerm& t : epi.store->terms) {
+      if (t.var == 'j' && t.div == 1) {
+        if (t.out_stride != 1 || t.size % width != 0) return false;
+        inner = true;
+      } else if (t.out_stride % width != 0) {
+        return false;
+      }
+    }
+    return inner && d.nn % width == 0;
+  }
   const graph::Value& ov = g.value(epi.out);
   return epi.out_coords.back() == "j" && ov.shape.back() == d.nn && d.nn % width == 0;
 }
@@ -195,8 +297,7 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
   for (int q = 0; q < width; ++q)
     packed += fmt::format("{}braze_pack(braze_tag<{}>(), res[{}])", q ? ", " : "", st, q);
   e.line(fmt::format("braze_vstore_typed<{}>({}, {}, braze_vec<{}, {}>{{{{{}}}}});", width,
-                     e.output_param(epi.out), graph::cuda_linearize(epi.out_coords, ov.shape), st,
-                     width, packed));
+                     e.output_param(epi.out), gemm_store_offset(epi, g), st, width, packed));
   e.close();
 }
 

@@ -4,6 +4,7 @@
 // gemm_tc.cpp the tensor-core one.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,8 +13,26 @@
 #include "codegen/kernel.h"
 #include "fusion/plan.h"
 #include "graph/ir.h"
+#include "graph/layout.h"
 
 namespace braze::codegen {
+
+// An operand of the product read in place, as a strided view of the kernel input `root`
+// (graph/layout.h): matrix element (r, c) of output batch b — A's (i, p), B's (p, j) — sits
+// at root[offset + Σ_f digit_f(b) · stride_f + r · stride_r + c · stride_c], the digits of b
+// in the mixed radix of `batch` (whose sizes multiply to the output's batch count; stride 0
+// broadcasts). One of the two matrix dims has stride 1: k when `kcontig`, else m (A) or n
+// (B); `ld` is the other one's stride. A plain input [batch…, rows, cols] is the trivial view;
+// a Reshape, Transpose, Expand, Slice … chain in the group in front of the product is read
+// through, so that no copy is made.
+struct OperandView {
+  graph::ValueId root = graph::kNoValue;
+  int64_t offset = 0;
+  bool kcontig = true;
+  int64_t ld = 0;
+  std::vector<graph::StridedDim> batch;
+  std::vector<graph::NodeId> chain;  // the layout ops read through, nearest the product first
+};
 
 // The product's node and sizes: C[b] (m x nn) = op(A[b]) (m x k) * op(B[b]) (k x nn).
 struct GemmDims {
@@ -22,9 +41,21 @@ struct GemmDims {
   double alpha = 1, beta = 1;
   int64_t m = 0, k = 0, nn = 0, batches = 1;
   Shape out_batch;
+  // The operands as views (A, B), or why one is none: computed in the group by other than
+  // layout ops, a vector, or no view with a contiguous matrix dim.
+  std::optional<OperandView> view[2];
+  std::string no_view[2];
 };
 std::optional<GemmDims> gemm_dims(const graph::Graph& g, const fusion::Group& group,
                                   std::string* why_not);
+
+// Operand i (0: A, 1: B) of d's product as a view (see OperandView), or nullopt and why not.
+// `in_group(n)`: node n is computed in the kernel.
+std::optional<OperandView> gemm_operand_view(const graph::Graph& g,
+                                             const std::function<bool(graph::NodeId)>& in_group,
+                                             const GemmDims& d, int i, std::string* why_not);
+// The element offset of batch "b" (a long long in scope) of a view, as an expression.
+std::string operand_view_offset(const OperandView& v);
 
 // Coordinates of an operand with batch dims `in_batch` (aligned right to the output's
 // batch shape `out_batch`) for output batch index "b", followed by `tail`.
@@ -37,10 +68,26 @@ std::string gemm_batch_offset(const Shape& out_batch, const Shape& shape);
 
 // The group's output at the end of the epilogue chain from the product, and the
 // coordinates (over "b", "i", "j") where product element (b, i, j) lands in it.
+// Where product element (b, i, j) lands in the output buffer, when the epilogue's layout ops
+// (Reshape, Transpose …) only permute it: offset = Σ digit(x) · out_stride over the terms,
+// digit(x) = (x / div) % size for x one of b, i, j. A GEMM writing [B·S, H·D] as [B, H, S, D]
+// has i = (b', s) and j = (h, d) split into two terms each.
+struct StoreTerm {
+  char var;  // 'b', 'i' or 'j'
+  int64_t div = 1, size = 1, out_stride = 1;
+};
+struct StoreMap {
+  std::vector<StoreTerm> terms;
+  bool fits_32_bits = false;  // every index and offset below 2^31
+};
+
 struct GemmEpilogue {
   graph::ValueId out = graph::kNoValue;
   std::vector<std::string> out_coords;
+  std::optional<StoreMap> store;  // nullopt: the output coordinates' own linearisation
 };
+// The output offset of element (b, i, j) (all in scope) as an expression.
+std::string gemm_store_offset(const GemmEpilogue& epi, const graph::Graph& g);
 std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::Group& group,
                                           const GemmDims& d, std::string* why_not);
 
@@ -86,6 +133,14 @@ std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims
 std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Group& group,
                                        const GemmDims& d, const GemmEpilogue& epi,
                                        const Tunables& tune, std::string* why_not);
+
+// Whether the product's operand types run on tensor cores on `target` (float16, bfloat16;
+// float32 at tf32; sm_80+).
+bool gemm_tensor_core_types(const graph::Graph& g, const GemmDims& d, const Target& target);
+// Why operand i's view cannot feed the tensor-core schedules' 16-byte copies (mma.sync) or
+// the TMA (wgmma), or empty.
+std::string gemm_tc_operand_problem(const graph::Graph& g, const GemmDims& d, int i);
+std::string gemm_wgmma_operand_problem(const GemmDims& d, int i);
 
 // The tensor-core schedule (gemm_tc.cpp): float16 / bfloat16 products, and float32 ones
 // when target.tf32. Empty when it applies to the group on `target`, else why not.

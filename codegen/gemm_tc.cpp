@@ -19,11 +19,13 @@
 // stored [N, K], Gemm transB = 1) load fragments with ldmatrix, 16-bit and tf32 alike, A
 // stored [K, M] (transA) and B stored [K, N] (MatMul) with ldmatrix.trans for 16-bit
 // elements and ld.shared a float at a time for tf32 (mma.cuh shows both layouts right and
-// conflict-free). Operands are read straight from the kernel's input pointers, so the
-// schedule applies only when they are not computed in the group (a Transpose or Cast fused
-// in front of them stays with the SIMT schedule), their contiguous dim and k are multiples
-// of 16 bytes (8 half elements, 4 floats: 16-byte copies), and neither is a vector. Batch
-// dims broadcast as in the SIMT schedule (blockIdx.z, then a loop).
+// conflict-free). Operands are read in place through their views (gemm.h, OperandView): a
+// kernel input, or layout ops in the group in front of the product (Reshape, Transpose,
+// Expand, Slice …) read through as strides, so the schedule applies when both operands are
+// views with a contiguous matrix dim, k, that dim, the row stride, the offset and the batch
+// strides are multiples of 16 bytes (8 half elements, 4 floats: 16-byte copies), and neither
+// is a vector. Batches are blockIdx.z, then a loop; each operand's batch offset comes from
+// its view (stride 0 broadcasts).
 // Blocks walk the tile grid in groups of block-rows, down a group's columns first
 // (emit_gemm_tile_origin), so blocks running together share A rows and B columns in L2.
 // The epilogue runs on the accumulators in registers, element by element as in the SIMT
@@ -71,7 +73,8 @@ struct TcTile {
 
 TcTile tile_of(const Tunables& t, int elem, const GemmDims& d) {
   return {t.at("bm"), t.at("bn"), t.at("bk"), t.at("wm"), t.at("wn"), t.at("stages"),
-          t.count("split") ? t.at("split") : 1, elem, !d.ta, d.tb};
+          t.count("split") ? t.at("split") : 1, elem, d.view[0] ? d.view[0]->kcontig : !d.ta,
+          d.view[1] ? d.view[1]->kcontig : d.tb};
 }
 
 Tunables tunables_of(const TcTile& t) {
@@ -100,6 +103,30 @@ std::string tile_problem(const TcTile& t) {
 
 }  // namespace
 
+bool gemm_tensor_core_types(const graph::Graph& g, const GemmDims& d, const Target& target) {
+  const DType a = g.value(d.node->inputs[0]).dtype, b = g.value(d.node->inputs[1]).dtype;
+  return target.sm >= 80 && a == b &&
+         (a == DType::Float16 || a == DType::BFloat16 || (a == DType::Float32 && target.tf32));
+}
+
+std::string gemm_tc_operand_problem(const graph::Graph& g, const GemmDims& d, int i) {
+  if (!d.view[i]) return d.no_view[i];
+  // 16-byte copies: k, the operand's contiguous dim, its row stride, offset and batch strides
+  // in whole 16 bytes.
+  const int64_t per_copy = 16 / static_cast<int64_t>(dtype_size(g.value(d.node->inputs[0]).dtype));
+  const OperandView& v = *d.view[i];
+  const int64_t contig = v.kcontig ? d.k : i == 0 ? d.m : d.nn;
+  bool aligned = d.k % per_copy == 0 && contig % per_copy == 0 && v.ld % per_copy == 0 &&
+                 v.offset % per_copy == 0;
+  for (const graph::StridedDim& f : v.batch) aligned = aligned && f.stride % per_copy == 0;
+  if (!aligned)
+    return fmt::format(
+        "k and operand {}'s contiguous dim, row stride, offset and batch strides must be "
+        "multiples of {} elements for 16-byte copies",
+        i == 0 ? "A" : "B", per_copy);
+  return "";
+}
+
 std::string gemm_tc_unsupported(const graph::Graph& g, const fusion::Group& group,
                                 const GemmDims& d, const Target& target) {
   if (target.sm < 80) return "tensor-core GEMM needs sm_80 or newer";
@@ -108,21 +135,14 @@ std::string gemm_tc_unsupported(const graph::Graph& g, const fusion::Group& grou
   const graph::Value& b = g.value(n.inputs[1]);
   if (a.dtype == DType::Float32 && b.dtype == DType::Float32 && !target.tf32)
     return "float32 products run on tensor cores only at --precision tf32";
-  if (a.dtype != b.dtype ||
-      (a.dtype != DType::Float16 && a.dtype != DType::BFloat16 && a.dtype != DType::Float32))
+  if (!gemm_tensor_core_types(g, d, target))
     return "tensor-core GEMM takes float16, bfloat16 or (tf32) float32 operands of one type";
   if (d.a_vec || d.b_vec) return "a matrix-vector product";
-  for (const graph::Value* v : {&a, &b})
-    if (v->producer != graph::kNoNode &&
-        std::find(group.nodes.begin(), group.nodes.end(), v->producer) != group.nodes.end())
-      return fmt::format("operand %{} is computed in the kernel", v->name);
   if (d.m == 0 || d.nn == 0 || d.k == 0 || d.batches == 0) return "an empty product";
-  const int64_t a_contig = d.ta ? d.m : d.k, b_contig = d.tb ? d.k : d.nn;
-  const int64_t per_copy = 16 / static_cast<int64_t>(dtype_size(a.dtype));
-  if (d.k % per_copy != 0 || a_contig % per_copy != 0 || b_contig % per_copy != 0)
-    return fmt::format(
-        "k and the operands' contiguous dims must be multiples of {} for 16-byte copies",
-        per_copy);
+  for (int i = 0; i < 2; ++i) {
+    std::string why = gemm_tc_operand_problem(g, d, i);
+    if (!why.empty()) return why;
+  }
   return "";
 }
 
@@ -191,7 +211,6 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
   std::string why = gemm_tc_unsupported(g, group, d, target);
   const graph::Node& n = *d.node;
   const graph::Value& a = g.value(n.inputs[0]);
-  const graph::Value& b = g.value(n.inputs[1]);
   const TcTile t = tile_of(tune, static_cast<int>(dtype_size(a.dtype)), d);
   if (why.empty()) why = tile_problem(t);
   const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
@@ -203,9 +222,9 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
   const int warp_m = t.bm / t.wm, warp_n = t.bn / t.wn;
 
   Emitter e = gemm_emitter(g, group, d);
-  const std::string pa = e.input_param(n.inputs[0]), pb = e.input_param(n.inputs[1]);
-  const std::string a_off = gemm_batch_offset(d.out_batch, a.shape),
-                    b_off = gemm_batch_offset(d.out_batch, b.shape);
+  const OperandView &va = *d.view[0], &vb = *d.view[1];
+  const std::string pa = e.input_param(va.root), pb = e.input_param(vb.root);
+  const std::string a_off = operand_view_offset(va), b_off = operand_view_offset(vb);
   const bool split = t.split > 1;
   if (split && (target.sm < 90 || target.emulated)) {
     *why_not = "split-K needs thread-block clusters (sm_90)";
@@ -225,7 +244,7 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
   e.line(
       fmt::format("tile_gemm::run(accum, {} + {}, {}LL, {} + {}, {}LL, {}LL, {}LL, {}LL, i0, "
                   "j0, smem{});",
-                  pa, a_off, d.ta ? d.m : d.k, pb, b_off, d.tb ? d.k : d.nn, d.m, d.nn, d.k, krange));
+                  pa, a_off, va.ld, pb, b_off, vb.ld, d.m, d.nn, d.k, krange));
   if (split)
     e.line(fmt::format("if (!braze_tc_split_reduce<{}>(accum, reinterpret_cast<float*>(braze_smem))) continue;",
                        t.split));
@@ -262,7 +281,7 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {11});\n"
       "  const braze_saddr smem = braze_smem_addr(braze_smem);\n{12}}}\n",
       t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), t.bm, t.bn, t.bk, t.wm, t.wn,
-      t.stages, d.ta ? "false" : "true", d.tb ? "true" : "false", kern.shared_bytes, e.body(),
+      t.stages, va.kcontig ? "true" : "false", vb.kcontig ? "true" : "false", kern.shared_bytes, e.body(),
       split ? fmt::format(" __cluster_dims__({}, 1, 1)", t.split) : "");
   finish_kernel(g, kern, code, kMmaHelpers);
   return kern;

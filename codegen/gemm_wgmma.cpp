@@ -94,20 +94,34 @@ Tunables tunables_of(const WgTile& t) {
   return u;
 }
 
-// The number of matrices an operand of `shape` holds (its dims before the last two).
-int64_t batch_count(const Shape& shape) {
-  int64_t n = 1;
-  for (size_t i = 0; i + 2 < shape.size(); ++i) n *= shape[i];
-  return n;
+// The batch factors of a view that the TMA walks (those of non-zero stride; a broadcast
+// factor reads the same box for every digit), outermost first, with the divisor that gives
+// each one's digit of the output batch b.
+struct TmaBatchDim {
+  graph::StridedDim dim;
+  int64_t inner;   // the product of the sizes of the factors after it
+  bool outermost;  // b / inner is the digit itself
+};
+std::vector<TmaBatchDim> tma_batch_dims(const OperandView& v) {
+  std::vector<TmaBatchDim> out;
+  int64_t inner = 1;
+  for (size_t k = v.batch.size(); k-- > 0;) {
+    if (v.batch[k].stride != 0) out.insert(out.begin(), {v.batch[k], inner, k == 0});
+    inner *= v.batch[k].size;
+  }
+  return out;
 }
 
-// The batch coordinate of an operand of `shape` for output batch "b": its own batch when it
-// has the output's, 0 when it is one matrix for all; empty when it broadcasts otherwise.
-std::string batch_coord(const Shape& shape, const GemmDims& d) {
-  const int64_t n = batch_count(shape);
-  if (n == 1) return "0";
-  if (n == d.batches) return "(int)b";
-  return "";
+// The TMA coordinates of output batch "b" along a view's batch dims (at least one: a
+// single matrix is one batch of one).
+std::vector<std::string> tma_batch_coords(const OperandView& v) {
+  std::vector<std::string> c;
+  for (const TmaBatchDim& t : tma_batch_dims(v)) {
+    std::string digit = t.inner == 1 ? "(int)b" : fmt::format("(int)(b / {})", t.inner);
+    c.push_back(t.outermost ? digit : fmt::format("{} % {}", digit, t.dim.size));
+  }
+  if (c.empty()) c.push_back("0");
+  return c;
 }
 
 // The asm of one m64nNk16 wgmma with fp32 accumulators d[N / 2], A and B from shared memory
@@ -133,17 +147,28 @@ std::string wgmma_step_function(int n, const char* type, bool trans_a, bool tran
 
 }  // namespace
 
+std::string gemm_wgmma_operand_problem(const GemmDims& d, int i) {
+  if (!d.view[i]) return d.no_view[i];
+  std::vector<TmaBatchDim> dims = tma_batch_dims(*d.view[i]);
+  if (dims.size() > 3) return "wgmma schedule: an operand's view has more than 3 batch strides (TMA: 5 dims)";
+  for (const TmaBatchDim& t : dims)
+    if (t.dim.stride < 0 || t.dim.size > (1LL << 31)) return "wgmma schedule: a batch stride TMA cannot walk";
+  if (d.view[i]->ld <= 0 || d.view[i]->ld >= (1LL << 36)) return "wgmma schedule: a row stride TMA cannot take";
+  return "";
+}
+
 std::string gemm_wgmma_unsupported(const graph::Graph& g, const fusion::Group& group,
                                    const GemmDims& d, const Target& target) {
   if (!target.sm90a || target.emulated) return "wgmma needs sm_90a";
   std::string why = gemm_tc_unsupported(g, group, d, target);
   if (!why.empty()) return why;
   const graph::Value& a = g.value(d.node->inputs[0]);
-  const graph::Value& b = g.value(d.node->inputs[1]);
   if (a.dtype != DType::Float16 && a.dtype != DType::BFloat16)
     return "wgmma schedule: float16 and bfloat16 operands";
-  if (batch_coord(a.shape, d).empty() || batch_coord(b.shape, d).empty())
-    return "wgmma schedule: an operand's batch dims broadcast partly";
+  for (int i = 0; i < 2; ++i) {
+    why = gemm_wgmma_operand_problem(d, i);
+    if (!why.empty()) return why;
+  }
   if (d.batches > 65535) return "wgmma schedule: more than 65535 batches";
   if (d.m > (1LL << 31) - 256 || d.nn > (1LL << 31) - 256 || d.k > (1LL << 31) - kBk)
     return "wgmma schedule: a dim beyond 32-bit TMA coordinates";
@@ -232,16 +257,16 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   }
   const graph::Node& n = *d.node;
   const graph::Value& a = g.value(n.inputs[0]);
-  const graph::Value& b = g.value(n.inputs[1]);
   const int64_t ktiles = (d.k + kBk - 1) / kBk;
-  const bool a_mn = d.ta, b_mn = !d.tb;  // m- / n-contiguous operands: 64 x 64 boxes
+  // m- / n-contiguous operands: 64 x 64 boxes.
+  const bool a_mn = !d.view[0]->kcontig, b_mn = !d.view[1]->kcontig;
   const int consumer_warps = t.pp ? 4 : 4 * t.consumers();  // warps consuming a stage
   // Blocks: one a tile, batches along z; pp: one an SM (at most), walking the tiles.
   const int64_t grid_x = t.pp ? std::min<int64_t>(tiles, target.num_sms) : tiles_m * tiles_n;
 
   Emitter e = gemm_emitter(g, group, d);
-  e.input_param(n.inputs[0]);
-  e.input_param(n.inputs[1]);
+  e.input_param(d.view[0]->root);
+  e.input_param(d.view[1]->root);
   // The origin (i0, j0) and batch b of tile `tl` of the walk (pp), or of this block's.
   auto emit_tile = [&](const std::string& tl) {
     if (!t.pp) {
@@ -275,7 +300,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
 
   // The producer. gk counts the k-tiles it has loaded: stage gk % STAGES, its
   // (gk / STAGES)-th use.
-  const std::string ba = batch_coord(a.shape, d), bb = batch_coord(b.shape, d);
+  const OperandView &va = *d.view[0], &vb = *d.view[1];
+  const std::vector<std::string> ba = tma_batch_coords(va), bb = tma_batch_coords(vb);
   e.open("if (wg == 0) {");
   if (t.consumers() > 1) e.line("braze_setmaxnreg_dec<40>();");
   e.open("if (threadIdx.x == 0) {");
@@ -296,15 +322,16 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // An operand's k-tile into shared memory at `dst`: one box of rows x 64 k (k-contiguous),
   // or 64 x 64 boxes side by side along m or n (mn-contiguous) from `origin` (i0 or j0).
   auto emit_load = [&](const char* dst, const char* map, bool mn, int rows, const char* origin,
-                       const std::string& batch) {
+                       const std::vector<std::string>& batch) {
+    const std::string fn = fmt::format("braze_tma_load_{}d", 2 + batch.size());
+    const std::string bc = fmt::format("{}", fmt::join(batch, ", "));
     if (!mn) {
-      e.line(fmt::format("braze_tma_load_3d({}, {}, kt * {}, {}, {}, bar);", dst, map, kBk, origin,
-                         batch));
+      e.line(fmt::format("{}({}, {}, kt * {}, {}, {}, bar);", fn, dst, map, kBk, origin, bc));
       return;
     }
     for (int q = 0; q < rows / kBox; ++q)
-      e.line(fmt::format("braze_tma_load_3d({} + {}u, {}, {} + {}, kt * {}, {}, bar);", dst,
-                         q * kBox * 128, map, origin, q * kBox, kBk, batch));
+      e.line(fmt::format("{}({} + {}u, {}, {} + {}, kt * {}, {}, bar);", fn, dst, q * kBox * 128, map,
+                         origin, q * kBox, kBk, bc));
   };
   emit_load("sa", "braze_tmap_a", a_mn, t.bm, "i0", ba);
   emit_load("sb", "braze_tmap_b", b_mn, t.bn, "j0", bb);
@@ -521,23 +548,30 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     return kern.params.size();
   };
   const uint64_t es = dtype_size(a.dtype);
-  // A stored [batches, M, K] (or [batches, K, M] with transA), B [batches, K, N] (or
-  // [batches, N, K] with transB): the contiguous dim first.
-  auto map_of = [&](graph::ValueId v, int64_t contig, int64_t rows, int64_t batches,
-                    unsigned box_rows) {
+  // A view's map: its contiguous matrix dim first, then the other, then the batch factors
+  // TMA walks (one of size 1 when there are none); the base is the view's first element.
+  auto map_of = [&](const OperandView& v, int64_t contig, int64_t rows, unsigned box_rows) {
     TensorMap m;
-    m.param = param_of(v);
+    m.param = param_of(v.root);
+    m.offset_bytes = static_cast<uint64_t>(v.offset) * es;
     m.dtype = a.dtype;
-    m.dims = {static_cast<uint64_t>(contig), static_cast<uint64_t>(rows),
-              static_cast<uint64_t>(batches)};
-    m.strides = {static_cast<uint64_t>(contig) * es, static_cast<uint64_t>(contig * rows) * es};
-    m.box = {static_cast<uint32_t>(kBox), box_rows, 1};
+    m.dims = {static_cast<uint64_t>(contig), static_cast<uint64_t>(rows)};
+    m.strides = {static_cast<uint64_t>(v.ld) * es};
+    m.box = {static_cast<uint32_t>(kBox), box_rows};
+    for (const TmaBatchDim& t : tma_batch_dims(v)) {
+      m.dims.push_back(static_cast<uint64_t>(t.dim.size));
+      m.strides.push_back(static_cast<uint64_t>(t.dim.stride) * es);
+      m.box.push_back(1);
+    }
+    if (m.dims.size() == 2) {
+      m.dims.push_back(1);
+      m.strides.push_back(static_cast<uint64_t>(v.ld * rows) * es);
+      m.box.push_back(1);
+    }
     return m;
   };
-  kern.tensor_maps.push_back(a_mn ? map_of(n.inputs[0], d.m, d.k, batch_count(a.shape), kBk)
-                                  : map_of(n.inputs[0], d.k, d.m, batch_count(a.shape), t.bm));
-  kern.tensor_maps.push_back(b_mn ? map_of(n.inputs[1], d.nn, d.k, batch_count(b.shape), kBk)
-                                  : map_of(n.inputs[1], d.k, d.nn, batch_count(b.shape), t.bn));
+  kern.tensor_maps.push_back(a_mn ? map_of(va, d.m, d.k, kBk) : map_of(va, d.k, d.m, t.bm));
+  kern.tensor_maps.push_back(b_mn ? map_of(vb, d.nn, d.k, kBk) : map_of(vb, d.k, d.nn, t.bn));
 
   std::string code = wgmma_step_function(t.bn, a.dtype == DType::Float16 ? "f16" : "bf16", a_mn,
                                          b_mn);

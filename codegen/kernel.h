@@ -39,15 +39,16 @@ struct Param {
 
 // A TMA descriptor (CUtensorMap) the runtime encodes for a kernel from the address of one of
 // its parameters and passes, after the pointers and the error flag, as a __grid_constant__
-// `braze_tmap` (codegen/device/wgmma.cuh). A tiled map of a 16-bit tensor, three dims
+// `braze_tmap` (codegen/device/wgmma.cuh). A tiled map of a 16-bit tensor, 3 to 5 dims
 // innermost first, boxes written to shared memory with the 128-byte swizzle, elements outside
 // the tensor read as zeros.
 struct TensorMap {
-  size_t param = 0;                   // index into Kernel::params: the tensor's base address
-  DType dtype = DType::Float16;       // Float16 or BFloat16
-  std::array<uint64_t, 3> dims{};     // elements
-  std::array<uint64_t, 2> strides{};  // bytes between consecutive indices of dims 1 and 2
-  std::array<uint32_t, 3> box{};      // elements a copy moves along each dim
+  size_t param = 0;                // index into Kernel::params: the buffer's base address
+  uint64_t offset_bytes = 0;       // from that address to the tensor's first element
+  DType dtype = DType::Float16;    // Float16 or BFloat16
+  std::vector<uint64_t> dims;      // elements, innermost first
+  std::vector<uint64_t> strides;   // bytes between consecutive indices of dims 1, 2, …
+  std::vector<uint32_t> box;       // elements a copy moves along each dim
 };
 
 struct Kernel {

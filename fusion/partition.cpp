@@ -3,10 +3,13 @@
 // Analysis first, rewrite second: this file only decides which nodes share a kernel. It
 // grows groups around anchors, in three phases, each merge checked for legality:
 //
-//  1. GEMM groups. A MatMul/Gemm absorbs cheap operand producers (Transpose, Reshape, Cast
-//     — "transpose as layout") and an epilogue: the chain of single-consumer element-wise
-//     ops (bias, activation, residual, scale, cast) and layout ops (Reshape, Transpose) after
-//     it, so the output is written once, in the layout its consumer wants.
+//  1. GEMM groups. A MatMul/Gemm absorbs cheap operand producers — layout ops (Transpose,
+//     Reshape, Expand, Slice …, read as strided views) and Casts — as far as the schedule
+//     that will run it takes them (Capabilities: a tensor-core GEMM reads layout chains in
+//     place and refuses computed operands, which stay in their producers' kernels), and an
+//     epilogue: the chain of single-consumer element-wise ops (bias, activation, residual,
+//     scale, cast) and layout ops (Reshape, Transpose) after it, so the output is written
+//     once, in the layout its consumer wants.
 //
 //        A ──Transpose──┐
 //                       MatMul ─ Add(bias) ─ Reshape ─ Transpose ─▶ [B,H,S,D]
@@ -82,7 +85,8 @@ struct RowSpace {
 
 class Partitioner {
  public:
-  Partitioner(const graph::Graph& g, const PartitionOptions& o) : g_(g), opts_(o), users_(g.users()) {
+  Partitioner(const graph::Graph& g, const PartitionOptions& o, const Capabilities* caps)
+      : g_(g), opts_(o), caps_(caps), users_(g.users()) {
     order_ = g.topo_order();
     group_of_.assign(g.num_nodes(), -1);
     for (NodeId id : order_) {
@@ -191,18 +195,28 @@ class Partitioner {
   void grow_gemm(NodeId mm) {
     int ga = group_of_[mm];
     groups_[ga].anchored = true;
-    // Operand prologue: layout ops and casts with no other consumer.
+    // Operand prologue: layout ops and casts with no other consumer, as long as the schedule
+    // that will run the product reads the operand through them at full speed (caps_: a
+    // tensor-core schedule reads layout chains as strided views, and a Cast not at all).
     for (size_t i = 0; i < 2 && i < g_.node(mm).inputs.size(); ++i) {
       ValueId v = g_.node(mm).inputs[i];
-      for (int depth = 0; depth < 4 && v != kNoValue; ++depth) {
+      for (size_t depth = 0; depth < opts_.max_gemm_prologue && v != kNoValue; ++depth) {
         NodeId p = g_.value(v).producer;
         if (p == kNoNode || !free_pointwise(p)) break;
         const Node& pn = g_.node(p);
-        bool cast = pn.op_type() == "Cast";
-        if (!is_layout(pn) && !cast) break;
+        if (!pn.op->layout && pn.op_type() != "Cast") break;
         if (users_[v].size() != 1 || is_output(v)) {
           refuse(p, mm, fmt::format("%{} has other consumers, so it is written out anyway", g_.value(v).name));
           break;
+        }
+        if (caps_) {
+          std::vector<NodeId> nodes(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
+          nodes.push_back(p);
+          std::string why = caps_->gemm_operand(g_, nodes, mm, static_cast<int>(i));
+          if (!why.empty()) {
+            refuse(p, mm, why);
+            break;
+          }
         }
         if (!merge(ga, group_of_[p], p, mm, opts_.max_gemm_epilogue)) break;
         v = pn.inputs[0];
@@ -440,6 +454,7 @@ class Partitioner {
 
   const graph::Graph& g_;
   PartitionOptions opts_;
+  const Capabilities* caps_;
   std::vector<std::vector<NodeId>> users_;
   std::vector<NodeId> order_;
   std::vector<int> group_of_;
@@ -449,8 +464,8 @@ class Partitioner {
 
 }  // namespace
 
-Plan plan_fused(const graph::Graph& g, const PartitionOptions& opts) {
-  Plan p = Partitioner(g, opts).run();
+Plan plan_fused(const graph::Graph& g, const PartitionOptions& opts, const Capabilities* caps) {
+  Plan p = Partitioner(g, opts, caps).run();
 #ifndef NDEBUG
   check_plan(g, p);
 #endif

@@ -2,6 +2,7 @@
 // algorithm and its pictures). Analysis only — it returns a Plan; codegen builds kernels.
 #pragma once
 
+#include "fusion/capabilities.h"
 #include "fusion/plan.h"
 #include "graph/ir.h"
 
@@ -12,12 +13,18 @@ struct PartitionOptions {
   size_t max_reduction_nodes = 48;
   size_t max_reductions = 6;         // passes over a row one reduction kernel makes
   size_t max_gemm_epilogue = 16;
+  size_t max_gemm_prologue = 8;    // layout ops read through in front of an operand
 };
 
-Plan plan_fused(const graph::Graph& g, const PartitionOptions& opts = {});
+// `caps`: what the schedules take (codegen::ScheduleCapabilities for the build's target);
+// without them any layout chain or Cast in front of a product is fused.
+Plan plan_fused(const graph::Graph& g, const PartitionOptions& opts = {},
+                const Capabilities* caps = nullptr);
 
 // plan_fused, or plan_unfused (one node per group) for --no-fuse.
-inline Plan make_plan(const graph::Graph& g, bool fuse) { return fuse ? plan_fused(g) : plan_unfused(g); }
+inline Plan make_plan(const graph::Graph& g, bool fuse, const Capabilities* caps = nullptr) {
+  return fuse ? plan_fused(g, {}, caps) : plan_unfused(g);
+}
 
 // Throws InternalError if the groups of `plan` form a cycle or miss or repeat a node.
 void check_plan(const graph::Graph& g, const Plan& plan);

@@ -29,14 +29,14 @@ namespace fs = std::filesystem;
 using graph::kNoValue;
 using graph::ValueId;
 
-namespace {
-
 codegen::Target emulator_target(const EmulatorOptions& opts) {
   codegen::Target t;
   t.emulated = true;
   t.tf32 = opts.tf32;
   return t;
 }
+
+namespace {
 
 using LaunchFn = void (*)(void**, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned);
 

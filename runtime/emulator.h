@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "codegen/kernel.h"
 #include "fusion/plan.h"
 #include "graph/ir.h"
 
@@ -27,6 +28,9 @@ struct EmulatorOptions {
   // codegen::Target::tf32).
   bool tf32 = false;
 };
+
+// The target the emulator generates kernels for (sm_90 without clusters, tf32 as asked).
+codegen::Target emulator_target(const EmulatorOptions& opts);
 
 std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan, const std::vector<Tensor>& inputs,
                                  const EmulatorOptions& opts = {});

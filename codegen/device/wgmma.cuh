@@ -76,6 +76,25 @@ BRAZE_DEV void braze_tma_load_3d(braze_saddr dst, const braze_tmap& map, int c0,
       : "memory");
 }
 
+BRAZE_DEV void braze_tma_load_4d(braze_saddr dst, const braze_tmap& map, int c0, int c1, int c2,
+                                 int c3, braze_saddr bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
+
+BRAZE_DEV void braze_tma_load_5d(braze_saddr dst, const braze_tmap& map, int c0, int c1, int c2,
+                                 int c3, int c4, braze_saddr bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
+      "r"(bar)
+      : "memory");
+}
+
 // ---- wgmma ----
 
 // The operand descriptor of a tile at `addr` in the 128-byte-swizzled layout the TMA writes

@@ -720,6 +720,15 @@ OpDef castlike_op() {
   d.kind = FusionKind::ElemWise;
   d.min_inputs = d.max_inputs = 2;
   d.attrs = {attr_i("saturate", 1)};
+  // Input 1 gives only its type: the node becomes Cast to it, so no pass or kernel reads
+  // input 1 (of any shape) as an operand, and CastLike of a constant folds.
+  d.upgrade = [](Graph& g, NodeId id) {
+    Node& n = g.node(id);
+    if (!n.has_input(1)) return;
+    n.attrs["to"] = dtype_to_onnx(g.value(n.inputs[1]).dtype);
+    n.inputs.resize(1);
+    n.op = &op("Cast");
+  };
   d.infer = [](InferCtx& ctx) {
     ctx.set_dtype(0, ctx.dtype(1));
     ctx.set_shape(0, ctx.shape(0));

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -32,6 +35,20 @@ EngineOptions default_engine_options(const std::string& arch) {
   return o;
 }
 
+namespace {
+
+// A kernel's source without the comment naming the ONNX nodes it covers: what NVRTC's
+// output depends on, so that the same kernel of another layer compiles (and caches) alike.
+std::string compile_text(const std::string& source) {
+  const std::string marker = "// ---- generated ----\n";
+  const size_t m = source.find(marker);
+  if (m == std::string::npos) return source;
+  const size_t end = source.find('\n', m + marker.size());
+  return end == std::string::npos ? source : source.substr(0, m + marker.size()) + source.substr(end + 1);
+}
+
+}  // namespace
+
 void Engine::compile_steps(std::vector<Step>& steps, const Arch& arch, const EngineOptions& opts,
                            BuildReport* report) {
   auto t0 = std::chrono::steady_clock::now();
@@ -39,9 +56,19 @@ void Engine::compile_steps(std::vector<Step>& steps, const Arch& arch, const Eng
   std::string version = nvrtc_version();
   std::string options;
   for (const std::string& o : nvrtc_options(arch)) options += o + " ";
+  // Identical kernels (a model's repeated layers) are compiled once: one step per distinct
+  // source compiles, the others take its CUBIN.
   std::vector<size_t> todo;
-  for (size_t i = 0; i < steps.size(); ++i)
-    if (steps[i].kernel) todo.push_back(i);
+  std::vector<std::string> text(steps.size());
+  std::map<std::string_view, size_t> first_of;
+  std::vector<std::pair<size_t, size_t>> copies;  // (step, the step it shares a source with)
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!steps[i].kernel) continue;
+    text[i] = compile_text(steps[i].kernel->source);
+    auto [it, fresh] = first_of.emplace(text[i], i);
+    if (fresh) todo.push_back(i);
+    else copies.push_back({i, it->second});
+  }
   std::atomic<size_t> next{0}, compiled{0}, hits{0};
   std::exception_ptr failure;
   std::mutex failure_mutex;
@@ -49,7 +76,7 @@ void Engine::compile_steps(std::vector<Step>& steps, const Arch& arch, const Eng
     for (size_t k; (k = next++) < todo.size();) {
       Step& s = steps[todo[k]];
       try {
-        uint64_t key = KernelCache::key(s.kernel->source, arch.name(), version, options);
+        uint64_t key = KernelCache::key(text[todo[k]], arch.name(), version, options);
         if (!opts.want_ptx) {
           if (auto hit = cache.load(key)) {
             s.cubin = std::move(*hit);
@@ -75,7 +102,12 @@ void Engine::compile_steps(std::vector<Step>& steps, const Arch& arch, const Eng
   worker();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
+  for (const auto& [to, from] : copies) {
+    steps[to].cubin = steps[from].cubin;
+    steps[to].ptx = steps[from].ptx;
+  }
   if (report) {
+    report->distinct += todo.size();
     report->compiled += compiled;
     report->cache_hits += hits;
     report->compile_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -124,7 +156,9 @@ void configure_function(CUfunction fn, const codegen::Kernel& k) {
 
 std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan, const EngineOptions& opts,
                                       BuildReport* report) {
+  auto t0 = std::chrono::steady_clock::now();
   std::vector<Step> steps = generate_steps(graph, std::move(plan), opts.target);
+  if (report) report->codegen_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (opts.candidate >= 0)
     for (Step& s : steps) {
       std::vector<codegen::Tunables> c = codegen::candidates(graph, s.group, opts.target);
@@ -136,8 +170,10 @@ std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan, con
   if (opts.tune) {
     TuningCache cache(opts.tuning_cache.empty() ? TuningCache::default_path() : opts.tuning_cache);
     TuneReport tr;
+    auto t1 = std::chrono::steady_clock::now();
     autotune(graph, steps, opts, cache, &tr);
     if (report) {
+      report->tune_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
       report->tuned = tr.timed;
       report->tuned_cached = tr.cached;
       report->tuning = tr.lines;

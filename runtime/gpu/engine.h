@@ -68,9 +68,12 @@ struct BuildReport {
   std::vector<std::string> tuning;  // per searched kernel: the winner, then each candidate (indented)
   size_t kernels = 0;
   size_t fallbacks = 0;
-  size_t compiled = 0;    // kernels NVRTC compiled
-  size_t cache_hits = 0;  // kernels taken from the cache
-  double compile_seconds = 0;
+  size_t distinct = 0;    // distinct kernel sources (identical kernels compile once)
+  size_t compiled = 0;    // distinct kernels NVRTC compiled
+  size_t cache_hits = 0;  // distinct kernels taken from the cache
+  double compile_seconds = 0;  // NVRTC and the kernel cache
+  double codegen_seconds = 0;  // generating the kernels' source
+  double tune_seconds = 0;     // --tune on the GPU
 };
 
 // Where a value lives during a run.

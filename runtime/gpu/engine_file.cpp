@@ -24,7 +24,7 @@ namespace {
 // (u64), the JSON header, the blobs. Version 2 added the checksum: a flipped bit in a weight
 // would otherwise load without complaint and compute something else.
 constexpr char kMagic[8] = {'B', 'R', 'A', 'Z', 'E', 'E', 'N', 'G'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 constexpr size_t kPreamble = 28;
 
 class Blobs {
@@ -129,8 +129,8 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
       for (const codegen::Param& p : k.params) params.push_back({{"value", p.value}, {"output", p.is_output}});
       json maps = json::array();
       for (const codegen::TensorMap& m : k.tensor_maps)
-        maps.push_back({{"param", m.param}, {"dtype", dtype_name(m.dtype)}, {"dims", m.dims},
-                        {"strides", m.strides}, {"box", m.box}});
+        maps.push_back({{"param", m.param}, {"offset", m.offset_bytes}, {"dtype", dtype_name(m.dtype)},
+                        {"dims", m.dims}, {"strides", m.strides}, {"box", m.box}});
       sj["kernel"] = {{"name", k.name},
                       {"source", k.source},
                       {"params", params},
@@ -271,9 +271,13 @@ LoadedEngine load_engine(const fs::path& path) {
             auto mdt = dtype_from_name(mj.at("dtype").get<std::string>());
             if (!mdt) rd.bad("unknown tensor map dtype");
             m.dtype = *mdt;
-            m.dims = mj.at("dims");
-            m.strides = mj.at("strides");
-            m.box = mj.at("box");
+            m.offset_bytes = mj.at("offset");
+            m.dims = mj.at("dims").get<std::vector<uint64_t>>();
+            m.strides = mj.at("strides").get<std::vector<uint64_t>>();
+            m.box = mj.at("box").get<std::vector<uint32_t>>();
+            if (m.dims.size() < 3 || m.dims.size() > 5 || m.strides.size() + 1 != m.dims.size() ||
+                m.box.size() != m.dims.size())
+              rd.bad("tensor map of the wrong rank");
             k.tensor_maps.push_back(m);
           }
         s.cubin = std::string(rd.bytes(kj.at("cubin")));

@@ -10,20 +10,24 @@ namespace braze::gpu {
 CUtensorMap encode_tensor_map(const codegen::TensorMap& m, CUdeviceptr base) {
   if (m.dtype != DType::Float16 && m.dtype != DType::BFloat16)
     throw InternalError(fmt::format("tensor map of {} elements", dtype_name(m.dtype)));
-  if (base % 16 != 0 || m.strides[0] % 16 != 0 || m.strides[1] % 16 != 0)
-    throw DeviceError(fmt::format(
-        "TMA needs 16-byte aligned tensors and strides (address {:#x}, strides {} and {} bytes)",
-        base, m.strides[0], m.strides[1]));
+  const size_t rank = m.dims.size();
+  if (rank < 3 || rank > 5 || m.strides.size() != rank - 1 || m.box.size() != rank)
+    throw InternalError(fmt::format("tensor map of rank {} ({} strides, {} box dims)", rank,
+                                    m.strides.size(), m.box.size()));
+  const CUdeviceptr at = base + m.offset_bytes;
+  bool aligned = at % 16 == 0;
+  for (uint64_t s : m.strides) aligned = aligned && s % 16 == 0;
+  if (!aligned)
+    throw DeviceError(fmt::format("TMA needs 16-byte aligned tensors and strides (address {:#x}, strides {} bytes)",
+                                  at, fmt::join(m.strides, ", ")));
   CUtensorMap map;
-  const cuuint64_t dims[3] = {m.dims[0], m.dims[1], m.dims[2]};
-  const cuuint64_t strides[2] = {m.strides[0], m.strides[1]};
-  const cuuint32_t box[3] = {m.box[0], m.box[1], m.box[2]};
-  const cuuint32_t element_strides[3] = {1, 1, 1};
+  std::vector<cuuint64_t> dims(m.dims.begin(), m.dims.end()), strides(m.strides.begin(), m.strides.end());
+  std::vector<cuuint32_t> box(m.box.begin(), m.box.end()), element_strides(rank, 1);
   BRAZE_CU(cuTensorMapEncodeTiled, &map,
            m.dtype == DType::Float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                      : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-           3, reinterpret_cast<void*>(base), dims, strides, box, element_strides,
-           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+           static_cast<cuuint32_t>(rank), reinterpret_cast<void*>(at), dims.data(), strides.data(),
+           box.data(), element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return map;
 }

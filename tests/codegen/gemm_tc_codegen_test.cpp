@@ -170,10 +170,6 @@ TEST(GemmTcCodegen, SimtKeepsTheRest) {
         g (float16[64,64] a, float16[64] v) => (float16[64] y) { y = MatMul(a, v) })",
        kH200},
       {R"(<ir_version: 8, opset_import: ["" : 18]>
-        g (float16[2,64,32] q, float16[2,48,32] k) => (float16[2,64,48] y) {
-          kt = Transpose <perm = [0, 2, 1]> (k)  y = MatMul(q, kt) })",
-       kH200},
-      {R"(<ir_version: 8, opset_import: ["" : 18]>
         g (float16[64,64] a, float16[64,64] b) => (float16[64,64] y) { y = MatMul(a, b) })",
        codegen::Target{75, 40}},
   };
@@ -186,6 +182,25 @@ TEST(GemmTcCodegen, SimtKeepsTheRest) {
     EXPECT_FALSE(is_tc(gc.kernel->tunables)) << text;
     EXPECT_EQ(gc.kernel->source.find("braze_tc_gemm"), std::string::npos);
     EXPECT_EQ(gc.kernel->source.find("mma.sync"), std::string::npos) << "helpers not included";
+  }
+}
+
+// A Transpose in front of an operand is read in place as a view (the operand k-contiguous,
+// like Gemm's transB), in float16 and in float32 at tf32: every candidate is a tensor-core one
+// but the SIMT tail, and the kernel takes k itself, not the transposed copy.
+TEST(GemmTcCodegen, TransposeInFrontIsReadInPlace) {
+  for (const char* type : {"float16", "float"}) {
+    const std::string text = fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+        g ({0}[2,64,32] q, {0}[2,48,32] k) => ({0}[2,64,48] y) {{
+          kt = Transpose <perm = [0, 2, 1]> (k)  y = MatMul(q, kt) }})", type);
+    GemmGroup gg = gemm_group_of(text);
+    EXPECT_EQ(gg.group.nodes.size(), 2u) << "the Transpose is in the GEMM group";
+    const codegen::Target t = std::string(type) == "float" ? kH200Tf32 : kH200;
+    codegen::GroupCode gc = codegen::generate(gg.g, gg.group, t);
+    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+    EXPECT_TRUE(is_tc(gc.kernel->tunables)) << text;
+    ASSERT_EQ(gc.kernel->params.size(), 3u);
+    EXPECT_EQ(gg.g.value(gc.kernel->params[1].value).name, "k");
   }
 }
 
@@ -284,7 +299,7 @@ TEST(GemmTf32Codegen, DefaultTileFollowsTheProblemSize) {
 }
 
 // At tf32, what 16-byte copies of floats cannot take (k or a contiguous dim not a multiple
-// of 4), vectors, and operands computed in the kernel stay exact on the SIMT schedule; a
+// of 4) and vectors stay exact on the SIMT schedule; a
 // forced tensor-core tile says why it cannot apply.
 TEST(GemmTf32Codegen, SimtKeepsTheRest) {
   for (const char* text : {
@@ -293,10 +308,7 @@ TEST(GemmTf32Codegen, SimtKeepsTheRest) {
            R"(<ir_version: 8, opset_import: ["" : 18]>
         g (float[64,64] a, float[64,62] b) => (float[64,62] y) { y = MatMul(a, b) })",
            R"(<ir_version: 8, opset_import: ["" : 18]>
-        g (float[64,64] a, float[64] v) => (float[64] y) { y = MatMul(a, v) })",
-           R"(<ir_version: 8, opset_import: ["" : 18]>
-        g (float[2,64,32] q, float[2,48,32] k) => (float[2,64,48] y) {
-          kt = Transpose <perm = [0, 2, 1]> (k)  y = MatMul(q, kt) })"}) {
+        g (float[64,64] a, float[64] v) => (float[64] y) { y = MatMul(a, v) })"}) {
     GemmGroup gg = gemm_group_of(text);
     for (const codegen::Tunables& t : codegen::candidates(gg.g, gg.group, kH200Tf32))
       EXPECT_FALSE(is_tc(t)) << text;

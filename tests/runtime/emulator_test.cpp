@@ -48,6 +48,15 @@ TEST(Emulator, ZeroSizeValuesKeepTheirShapes) {
       l = LayerNormalization <axis = -1> (n, w, w) })");
 }
 
+// CastLike of a scalar to the type of a larger tensor (the exporters' way to write a scale in
+// the model's type): code generation read the second input at the scalar's coordinates and
+// crashed. It becomes a Cast (folded when its input is constant).
+TEST(Emulator, CastLikeToTheTypeOfALargerTensor) {
+  expect_emulated_like_reference(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float16[3,4] x, float[1] s) => (float16[3,4] z) { sh = CastLike(s, x)  z = Mul(x, sh) })");
+}
+
 TEST(Emulator, ConvWithGroupDilationPaddingStridesAndBias) {
   expect_emulated_like_reference(R"(
     <ir_version: 8, opset_import: ["" : 17]>

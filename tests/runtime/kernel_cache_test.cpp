@@ -79,6 +79,21 @@ TEST(KernelCache, DisabledCacheNeverHits) {
   EXPECT_EQ(r.compiled, 2u);
 }
 
+// Repeated layers give identical kernels: each distinct source is compiled once and every
+// step running it gets the CUBIN (three Sigmoid steps of one shape, one compile).
+TEST(KernelCache, IdenticalKernelsCompileOnce) {
+  graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[4,6] a) => (float[4,6] y) { b = Sigmoid(a)  c = Sigmoid(b)  d = Sigmoid(c)  y = Relu(d) })");
+  gpu::EngineOptions o = gpu::default_engine_options("sm_90");
+  o.use_cache = false;
+  gpu::BuildReport r;
+  auto e = gpu::Engine::build(g, fusion::plan_unfused(g), o, &r);
+  ASSERT_EQ(e->steps().size(), 4u);
+  EXPECT_EQ(r.distinct, 2u);
+  EXPECT_EQ(r.compiled, 2u);
+  for (const gpu::Step& s : e->steps()) EXPECT_FALSE(s.cubin.empty()) << s.kernel->name;
+}
+
 TEST(EngineFile, RoundTripKeepsGraphKernelsAndWeights) {
   fs::path dir = fresh_dir("engine");
   fs::create_directories(dir);
@@ -142,10 +157,11 @@ TEST(EngineFile, RoundTripKeepsTensorMaps) {
     EXPECT_EQ(back.tensor_maps[i].dims, k.tensor_maps[i].dims);
     EXPECT_EQ(back.tensor_maps[i].strides, k.tensor_maps[i].strides);
     EXPECT_EQ(back.tensor_maps[i].box, k.tensor_maps[i].box);
+    EXPECT_EQ(back.tensor_maps[i].offset_bytes, k.tensor_maps[i].offset_bytes);
   }
   // A = [2048, 128]: 128 contiguous, 2048 rows; B = [128, 2048] read n-contiguous.
-  EXPECT_EQ(k.tensor_maps[0].dims, (std::array<uint64_t, 3>{128, 2048, 1}));
-  EXPECT_EQ(k.tensor_maps[1].dims, (std::array<uint64_t, 3>{2048, 128, 1}));
+  EXPECT_EQ(k.tensor_maps[0].dims, (std::vector<uint64_t>{128, 2048, 1}));
+  EXPECT_EQ(k.tensor_maps[1].dims, (std::vector<uint64_t>{2048, 128, 1}));
   EXPECT_EQ(k.tensor_maps[1].strides[0], 4096u);
 }
 

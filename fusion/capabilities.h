@@ -1,0 +1,24 @@
+// What the schedules that will run a group can take at full speed, asked by the partitioner
+// before it fuses a producer into a kernel. Codegen implements it (codegen/capabilities.h)
+// for a target; fusion sees only this interface, so the dependency stays one-way and the
+// decision follows what the schedules report, not op names.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace braze::fusion {
+
+class Capabilities {
+ public:
+  virtual ~Capabilities() = default;
+  // Empty when the product `mm`, in a group of `nodes` (mm and the producers in front of its
+  // operands), reads operand `operand` (0: A, 1: B) at full speed; else why not, for
+  // `braze inspect`.
+  virtual std::string gemm_operand(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
+                                   graph::NodeId mm, int operand) const = 0;
+};
+
+}  // namespace braze::fusion

@@ -1,0 +1,59 @@
+// Products whose operands are layouts (tests/gemm_view_cases.h) on the GPU: on sm_90a each
+// GEMM runs on the wgmma schedule, its operands read by TMA through the views' strides (4-
+// and 5-dimensional maps for split heads and grouped-query K / V); every candidate of the
+// search space is built and run with the arena poisoned and compared element by element with
+// the reference executor. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "codegen/capabilities.h"
+#include "codegen/codegen.h"
+#include "graph/passes/pipeline.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/engine.h"
+#include "runtime/reference_executor.h"
+#include "tests/gemm_test_util.h"
+#include "tests/gemm_view_cases.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+class GpuGemmViews : public ::testing::TestWithParam<std::tuple<test::GemmViewCase, const char*>> {};
+
+TEST_P(GpuGemmViews, EveryCandidateReadsTheLayoutsInPlace) {
+  if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
+  const auto& [c, dtype] = GetParam();
+  graph::Graph g = test::graph_from_text(test::gemm_view_text(c, dtype));
+  graph::passes::run_pipeline(g);
+  const gpu::EngineOptions o = gpu::default_engine_options();
+  const fusion::Plan plan = codegen::plan_for(g, true, o.target);
+  const std::vector<gpu::Step> base = gpu::generate_steps(g, plan, o.target);
+  EXPECT_EQ(base.size(), c.gemm_kernels + c.other_kernels);
+  const std::vector<Tensor> in = test::random_inputs(g, 43);
+  const Tensor want = runtime::run_reference(g, in).at(0);
+  for (size_t gi = 0; gi < base.size(); ++gi) {
+    if (base[gi].group.kind != fusion::GroupKind::Gemm) continue;
+    ASSERT_TRUE(base[gi].kernel) << base[gi].fallback_reason;
+    EXPECT_EQ(codegen::schedule_name(*base[gi].kernel), o.target.sm90a ? "wgmma" : "mma");
+    for (const codegen::Tunables& t : codegen::candidates(g, base[gi].group, o.target)) {
+      std::string why, tun;
+      for (const auto& [k, v] : t) tun += fmt::format("{}={} ", k, v);
+      auto engine = test::engine_with(g, base, gi, t, o, &why);
+      if (!engine) continue;  // a candidate this product's shape refuses
+      const Tensor got = test::run_poisoned(engine, in);
+      EXPECT_TRUE(test::tensors_close(got, want)) << c.name << " " << dtype << " kernel " << gi << ": " << tun;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GpuGemmViews,
+                         ::testing::Combine(::testing::ValuesIn(test::gemm_view_cases()),
+                                            ::testing::Values("float16", "bfloat16")),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param);
+                         });
+
+}  // namespace
+}  // namespace braze

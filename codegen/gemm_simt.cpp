@@ -7,10 +7,10 @@
 // loop how to read each operand, rasterises the blocks (emit_gemm_tile_origin) and writes the
 // epilogue (gemm.h), 4 adjacent columns at a time.
 //
-// An operand the kernel takes as an input (not computed in the group, not a vector) is read
-// straight from its pointer, VEC elements (16 bytes, at most 4) a load when its contiguous
-// dim allows, along that dim. Any other operand — a Transpose, Reshape or Cast the
-// partitioner put in front of the product ("transpose as layout"), a 1-D operand — is read
+// An operand read in place — a kernel input, or a view of one through the layout ops in front
+// of the product (gemm.h, OperandView) — is read straight from its pointer, VEC elements (16
+// bytes, at most 4) a load when its strides allow, along its contiguous dim. Any other
+// operand — a Cast the partitioner put in front of the product, a 1-D operand — is read
 // through the emitter, one element at a time, by a lambda the main loop calls; those loads
 // walk the operand along the dim that is contiguous when it is a plain input. Batch dims
 // broadcast over blockIdx.z, then a loop.
@@ -83,26 +83,31 @@ int vector_width(DType dtype) {
 // element (row, p) at `coords` (over b, rows_var, p). `kfast`: the operand is stored with k
 // contiguous.
 void emit_operand_reader(Emitter& e, const graph::Graph& g, const fusion::Group& group,
-                         const GemmDims& d, graph::ValueId v, bool is_vec,
+                         const GemmDims& d, int operand, graph::ValueId v, bool is_vec,
                          const std::vector<std::string>& coords, const std::string& name,
                          const std::string& rows_var, const std::string& row0, int64_t rows,
                          int tile_rows, bool kfast, const SimtTile& t, const std::string& acc) {
   const graph::Value& val = g.value(v);
-  const bool computed =
-      val.producer != graph::kNoNode &&
-      std::find(group.nodes.begin(), group.nodes.end(), val.producer) != group.nodes.end();
   const bool scalar_constant = val.constant && val.constant->numel() == 1;
-  if (!computed && !is_vec && !scalar_constant) {
-    const int64_t ld = kfast ? d.k : rows;  // the contiguous dim
-    const int w = vector_width(val.dtype);
-    const int vec = ld % w == 0 && (kfast ? t.bk : tile_rows) % w == 0 ? w : 1;
-    e.line(fmt::format("braze_simt_gmem<{}, {}, {}, {}, {}, {}, {}> {}({} + {}, {}LL, {}, {}LL, "
+  // An operand read in place (a kernel input, or a view of one through layout ops): straight
+  // from its pointer, along its contiguous dim, 16 bytes a load where the strides allow.
+  if (d.view[operand] && !is_vec && !scalar_constant) {
+    const OperandView& ov = *d.view[operand];
+    const graph::Value& root = g.value(ov.root);
+    const bool fast = ov.kcontig;
+    const int w = vector_width(root.dtype);
+    bool aligned = ov.ld % w == 0 && ov.offset % w == 0 && (fast ? d.k : rows) % w == 0 &&
+                   (fast ? t.bk : tile_rows) % w == 0;
+    for (const graph::StridedDim& f : ov.batch) aligned = aligned && f.stride % w == 0;
+    e.line(fmt::format("braze_simt_gmem<{}, {}, {}, {}, {}, {}, {}> {}({} + ({}), {}LL, {}, {}LL, "
                        "{}LL);",
-                       graph::cuda_storage_type(val.dtype), acc, tile_rows, t.bk, t.threads(),
-                       kfast ? "true" : "false", vec, name, e.input_param(v),
-                       gemm_batch_offset(d.out_batch, val.shape), ld, row0, rows, d.k));
+                       graph::cuda_storage_type(root.dtype), acc, tile_rows, t.bk, t.threads(),
+                       fast ? "true" : "false", aligned ? w : 1, name, e.input_param(ov.root),
+                       operand_view_offset(ov), ov.ld, row0, rows, d.k));
     return;
   }
+  (void)kfast;
+  (void)group;
   const std::string fn = name + "_at";
   e.open(fmt::format("auto {} = [&](long long {}, long long p) -> {} {{", fn, rows_var, acc));
   e.push_scope();
@@ -196,9 +201,9 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
   }
   try {
     // A is stored with k contiguous unless transposed (transA); B only when transposed.
-    emit_operand_reader(e, g, group, d, n.inputs[0], d.a_vec, a_coords, "la", "i", "i0", d.m,
+    emit_operand_reader(e, g, group, d, 0, n.inputs[0], d.a_vec, a_coords, "la", "i", "i0", d.m,
                         t.bm, !d.ta, t, acc);
-    emit_operand_reader(e, g, group, d, n.inputs[1], d.b_vec, b_coords, "lb", "jj", "j0", d.nn,
+    emit_operand_reader(e, g, group, d, 1, n.inputs[1], d.b_vec, b_coords, "lb", "jj", "j0", d.nn,
                         t.bn, d.tb, t, acc);
     e.line(fmt::format("{} sum[{}][{}];", acc, t.tm, t.tn));
     e.line(fmt::format("tile_gemm::run<{}>(sum, la, lb, {}, smem);", t.pf ? "true" : "false",

@@ -68,6 +68,14 @@ inline const std::vector<GemmViewCase>& gemm_view_cases() {
     g (@[3,4,32,16] x, @[16,24] w) => (@[4,3,32,24] y) {
       xt = Transpose <perm = [1, 0, 2, 3]> (x)  y = MatMul(xt, w) })",
        1, 0},
+      // BERT's Q projection: a batched activation against one weight (one product of all
+      // rows, flatten_matmul_rows), bias, and the output written as [B, H, S, D] (the store
+      // map: whole 16-element runs of D, vector stores).
+      {"BatchedLinearWritesHeads", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[2,24,64] x, @[64,64] w, @[64] b) => (@[2,4,24,16] y) {
+      m = MatMul(x, w)  a = Add(m, b)  sh = Constant <value = int64[4] {2, 24, 4, 16}> ()
+      r = Reshape(a, sh)  y = Transpose <perm = [0, 2, 1, 3]> (r) })",
+       1, 0},
       // A transposed in place (its m dim contiguous) and a slice of B's rows.
       {"TransposedASlicedB", R"(<ir_version: 8, opset_import: ["" : 18]>
     g (@[2,48,40] x, @[80,56] w) => (@[2,40,56] y) {

@@ -9,6 +9,7 @@
 #include "graph/passes/dce.h"
 #include "graph/passes/gelu_fusion.h"
 #include "graph/passes/identity_elim.h"
+#include "graph/passes/matmul_rows.h"
 #include "graph/passes/matmul_scale.h"
 #include "graph/passes/split_to_slices.h"
 #include "graph/passes/pass.h"
@@ -23,6 +24,7 @@ constexpr Pass kPasses[] = {
     {"split_to_slices", split_to_slices},
     {"fuse_gelu", fuse_gelu},
     {"hoist_matmul_scales", hoist_matmul_scales},
+    {"flatten_matmul_rows", flatten_matmul_rows},
     {"eliminate_common_subexpressions", eliminate_common_subexpressions},
     {"eliminate_dead_code", eliminate_dead_code},
 };

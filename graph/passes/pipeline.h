@@ -6,9 +6,10 @@
 //                              consumer reads as a view);
 //   4. fuse_gelu             — GELU written out (erf or tanh form) becomes one Gelu;
 //   5. hoist_matmul_scales   — scalar factors of a product's operands move after it;
-//   6. eliminate_common_subexpressions — merges equal constants and equal nodes;
-//   7. eliminate_dead_code   — removes what the others left unused, and compacts.
-// Folding first exposes identities, sizes and duplicates; the rewrites (3-5) need constant
+//   6. flatten_matmul_rows   — a batched MatMul against one matrix is one product of all rows;
+//   7. eliminate_common_subexpressions — merges equal constants and equal nodes;
+//   8. eliminate_dead_code   — removes what the others left unused, and compacts.
+// Folding first exposes identities, sizes and duplicates; the rewrites (3-6) need constant
 // operands; DCE last cleans up after all of them.
 #pragma once
 

@@ -141,6 +141,7 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
                       {"shared", k.shared_bytes},
                       {"empty", k.empty_launch},
                       {"tensor_maps", maps},
+                      {"tunables", k.tunables},
                       {"cubin", blobs.add(s.cubin.data(), s.cubin.size())}};
     }
     steps.push_back(sj);
@@ -263,6 +264,7 @@ LoadedEngine load_engine(const fs::path& path) {
         k.block = kj.at("block");
         k.shared_bytes = kj.at("shared");
         k.empty_launch = kj.at("empty");
+        k.tunables = kj.at("tunables").get<codegen::Tunables>();
         if (kj.contains("tensor_maps"))
           for (const json& mj : kj.at("tensor_maps")) {
             codegen::TensorMap m;

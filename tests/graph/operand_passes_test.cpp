@@ -86,6 +86,28 @@ TEST(OperandPasses, ScalesThatAreNotScalarsOrHaveOtherUsesStay) {
   expect_same_outputs(h, h2);
 }
 
+// A batched activation against one matrix: one product of all rows, between two Reshapes;
+// an A that is a layout op's output stays batched (its view might not merge batch and rows).
+TEST(OperandPasses, BatchedRowsAgainstOneMatrixBecomeOneProduct) {
+  graph::Graph before = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[3,5,8] x, float[8,6] w, float[5,3,8] z) => (float[3,5,6] y, float[3,5,6] u) {
+      y = MatMul(x, w)  zt = Transpose <perm = [1, 0, 2]> (z)  u = MatMul(zt, w) })");
+  graph::Graph after = before;
+  graph::passes::run_pipeline(after);
+  int flat = 0, batched = 0;
+  for (size_t i = 0; i < after.num_nodes(); ++i) {
+    const graph::Node& n = after.node(static_cast<graph::NodeId>(i));
+    if (n.dead || n.op_type() != "MatMul") continue;
+    const Shape& s = after.value(n.inputs[0]).shape;
+    if (s == Shape{15, 8}) ++flat;
+    if (s.size() == 3) ++batched;
+  }
+  EXPECT_EQ(flat, 1);
+  EXPECT_EQ(batched, 1);
+  EXPECT_EQ(after.value(after.outputs()[0].value).shape, (Shape{3, 5, 6}));
+  expect_same_outputs(before, after);
+}
+
 TEST(OperandPasses, SplitOfAGraphOutputKeepsItsName) {
   graph::Graph before = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
     g (float[3,6] x) => (float[3,2] a, float[3,4] b) {

@@ -1,5 +1,6 @@
 #include "graph/passes/cse.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -67,15 +68,29 @@ int merge_constants(Graph& g) {
   return merged;
 }
 
+// A layout op whose every use is a matrix product's operand: each product reads it in place
+// as a view, so two equal ones are not merged — merged, the view would have two consumers and
+// be written out by a kernel of its own (Q, K and V projections of one activation each
+// flattened to rows by flatten_matmul_rows).
+bool view_of_products(const Graph& g, const std::vector<std::vector<NodeId>>& users, const Node& n) {
+  if (!n.op->layout || n.outputs.size() != 1 || n.outputs[0] == kNoValue) return false;
+  const std::vector<NodeId>& us = users[n.outputs[0]];
+  return !us.empty() && std::all_of(us.begin(), us.end(), [&](NodeId u) {
+    return g.node(u).op->kind == FusionKind::OutEWiseFusable;
+  });
+}
+
 }  // namespace
 
 int eliminate_common_subexpressions(Graph& g) {
   int changed = merge_constants(g);
+  const std::vector<std::vector<NodeId>> users = g.users();
   // Candidates share op and first input; bucket by those to avoid a quadratic scan.
   std::map<std::pair<const OpDef*, ValueId>, std::vector<NodeId>> buckets;
   for (NodeId id : g.topo_order()) {
     Node& n = g.node(id);
     if (n.op->name == "Dropout") continue;  // may be random in training mode
+    if (view_of_products(g, users, n)) continue;
     ValueId key_in = n.inputs.empty() ? kNoValue : n.inputs[0];
     auto& bucket = buckets[{n.op, key_in}];
     NodeId match = kNoNode;

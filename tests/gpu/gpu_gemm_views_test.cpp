@@ -67,9 +67,11 @@ TEST(GpuGemmViewsAtModelSize, Gpt2Attention) {
   graph::passes::run_pipeline(g);
   const gpu::EngineOptions o = gpu::default_engine_options();
   auto engine = gpu::Engine::build(g, codegen::plan_for(g, true, o.target), o);
-  for (const gpu::Step& s : engine->steps())
-    if (s.group.kind == fusion::GroupKind::Gemm)
+  for (const gpu::Step& s : engine->steps()) {
+    if (s.group.kind == fusion::GroupKind::Gemm) {
       EXPECT_EQ(codegen::schedule_name(*s.kernel), o.target.sm90a ? "wgmma" : "mma");
+    }
+  }
   const std::vector<Tensor> in = test::random_inputs(g, 47);
   const Tensor want = runtime::run_reference(g, in).at(0);
   for (int run = 0; run < 2; ++run) EXPECT_TRUE(test::tensors_close(test::run_poisoned(engine, in), want)) << run;

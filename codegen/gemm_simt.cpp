@@ -80,10 +80,10 @@ int vector_width(DType dtype) {
 
 // Emits the declaration of `name`, the main loop's reader of operand `v` (A when `rows_var`
 // is "i", B when "jj"): `rows` x k, the block's rows from `row0`, `tile_rows` of them a tile;
-// element (row, p) at `coords` (over b, rows_var, p). `kfast`: the operand is stored with k
-// contiguous.
-void emit_operand_reader(Emitter& e, const graph::Graph& g, const fusion::Group& group,
-                         const GemmDims& d, int operand, graph::ValueId v, bool is_vec,
+// element (row, p) at `coords` (over b, rows_var, p). `operand`: 0 for A, 1 for B (its view in
+// d). `kfast`: an operand read through the emitter walks k fastest.
+void emit_operand_reader(Emitter& e, const graph::Graph& g, const GemmDims& d, int operand,
+                         graph::ValueId v, bool is_vec,
                          const std::vector<std::string>& coords, const std::string& name,
                          const std::string& rows_var, const std::string& row0, int64_t rows,
                          int tile_rows, bool kfast, const SimtTile& t, const std::string& acc) {
@@ -106,8 +106,6 @@ void emit_operand_reader(Emitter& e, const graph::Graph& g, const fusion::Group&
                        operand_view_offset(ov), ov.ld, row0, rows, d.k));
     return;
   }
-  (void)kfast;
-  (void)group;
   const std::string fn = name + "_at";
   e.open(fmt::format("auto {} = [&](long long {}, long long p) -> {} {{", fn, rows_var, acc));
   e.push_scope();
@@ -201,9 +199,9 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
   }
   try {
     // A is stored with k contiguous unless transposed (transA); B only when transposed.
-    emit_operand_reader(e, g, group, d, 0, n.inputs[0], d.a_vec, a_coords, "la", "i", "i0", d.m,
+    emit_operand_reader(e, g, d, 0, n.inputs[0], d.a_vec, a_coords, "la", "i", "i0", d.m,
                         t.bm, !d.ta, t, acc);
-    emit_operand_reader(e, g, group, d, 1, n.inputs[1], d.b_vec, b_coords, "lb", "jj", "j0", d.nn,
+    emit_operand_reader(e, g, d, 1, n.inputs[1], d.b_vec, b_coords, "lb", "jj", "j0", d.nn,
                         t.bn, d.tb, t, acc);
     e.line(fmt::format("{} sum[{}][{}];", acc, t.tm, t.tn));
     e.line(fmt::format("tile_gemm::run<{}>(sum, la, lb, {}, smem);", t.pf ? "true" : "false",

@@ -37,6 +37,7 @@ struct RunOptions {
   std::string backend;  // empty: gpu when present, else reference
   std::string outputs;
   std::string check;
+  bool sync_each_kernel = false;
 };
 
 std::string summarize(const Tensor& t) {
@@ -114,6 +115,7 @@ Ran run_engine_file(const RunOptions& o) {
   gpu::Session session(engine);
   gpu::RunOptions ro;
   ro.poison = true;
+  ro.sync_each_kernel = o.sync_each_kernel;
   r.outputs = session.run(inputs, ro);
   r.where = "the GPU (" + gpu::device_info().name + ")";
   return r;
@@ -142,6 +144,7 @@ Ran run_model(const RunOptions& o) {
     gpu::Session session(built.engine);
     gpu::RunOptions ro;
     ro.poison = true;
+    ro.sync_each_kernel = o.sync_each_kernel;
     r.outputs = session.run(inputs, ro);
     r.where = "the GPU (" + gpu::device_info().name + ")";
     return r;
@@ -196,6 +199,8 @@ void add_run(CLI::App& app, Runner& run) {
       ->check(CLI::IsMember(backend_names()));
   cmd->add_option("--outputs", o->outputs, "write each output as <name>.npy into this folder");
   cmd->add_option("--check", o->check, "folder of expected outputs (output_N.pb or <name>.npy) to compare with");
+  cmd->add_flag("--sync-each-kernel", o->sync_each_kernel,
+                "GPU: wait for each kernel before the next and name the one that fails (slower)");
   cmd->callback([o, &run] { run = [o] { return run_run(*o); }; });
 }
 

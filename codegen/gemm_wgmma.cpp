@@ -291,8 +291,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.line(fmt::format("braze_mbar_init(empty + 8 * s, {});", consumer_warps));
   e.close();
   if (t.pp) {
-    e.line("braze_mbar_init(turn, 1);");
-    e.line("braze_mbar_init(turn + 8, 1);");
+    e.line("braze_mbar_init(turn, 128);");
+    e.line("braze_mbar_init(turn + 8, 128);");
   }
   e.line("braze_mbar_init_fence();");
   e.close();
@@ -356,7 +356,10 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     // Mainloops take turns, warpgroup 0 first: a warpgroup starts waiting for its tile's
     // k-tiles only once the other has seen all of its previous tile's land, so that no wait
     // on a stage runs more than one phase ahead of the barrier (parity waits cannot tell
-    // phase p from p + 2).
+    // phase p from p + 2). Every thread of the warpgroup arrives on the other's turn barrier:
+    // were it one thread, a warp still storing its previous tile could find the barrier two
+    // phases on when it came to wait, and wait for ever (GPT-2's Q Kᵀ, one k-tile a tile and a
+    // mask load in the epilogue, deadlocked so on the H200).
     e.line("if (cons == 1 || it > 0) braze_mbar_wait(turn + 8 * cons, (cons == 1 ? it : it - 1) & 1);");
   } else {
     e.line("const int gk0 = 0;");
@@ -385,9 +388,10 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.line("const int gk = gk0 + kt;");
   e.line(fmt::format("const int s = gk % {};", t.stages));
   e.line(fmt::format("braze_mbar_wait(full + 8 * s, (gk / {}) & 1);", t.stages));
-  // pp: all of this tile's k-tiles have landed: the other warpgroup's turn begins.
+  // pp: all of this tile's k-tiles have landed: the other warpgroup's turn begins once all
+  // 128 threads have seen them.
   if (t.pp)
-    e.line(fmt::format("if (kt == {} && threadIdx.x % 128 == 0) braze_mbar_arrive(turn + 8 * (1 - cons));",
+    e.line(fmt::format("if (kt == {}) braze_mbar_arrive(turn + 8 * (1 - cons));",
                        ktiles - 1));
   e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u;", t.stage_bytes(),
                      t.a_bytes()));

@@ -131,6 +131,9 @@ struct RunOptions {
   // Copy every value a step writes to the host right after the step, before the arena
   // reuses its bytes (for diff --per-kernel); fetch() then returns them. Slow.
   bool capture = false;
+  // Wait for each kernel before launching the next, and name the one that failed (a fault,
+  // a trap, the pipeline watchdog): a fault otherwise surfaces at the run's end, unnamed.
+  bool sync_each_kernel = false;
 };
 
 class Session {
@@ -164,6 +167,7 @@ class Session {
 
  private:
   void run_fallback(const Step& step);
+  void wait_for_step(size_t step);  // RunOptions::sync_each_kernel
   std::shared_ptr<const Engine> engine_;
   DeviceBuffer arena_;
   DeviceBuffer flags_;  // one int per kernel step with run-time checks

@@ -162,6 +162,17 @@ void Session::check_flags() {
   }
 }
 
+void Session::wait_for_step(size_t i) {
+  try {
+    BRAZE_CU(cuStreamSynchronize, stream_);
+  } catch (const DeviceError& e) {
+    const Step& s = engine_->steps()[i];
+    std::string first = s.group.nodes.empty() ? "" : engine_->graph().node(s.group.nodes.front()).name;
+    throw DeviceError(fmt::format("step {} of {} (kernel {}, first node '{}') failed: {}", i + 1,
+                                  engine_->steps().size(), s.kernel->name, first, e.what()));
+  }
+}
+
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOptions& opts) {
   const graph::Graph& g = engine_->graph();
   runtime::check_inputs(g, inputs);
@@ -175,6 +186,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOpt
     const Step& s = steps[i];
     if (s.kernel) enqueue_step(i);
     else run_fallback(s);
+    if (opts.sync_each_kernel && s.kernel) wait_for_step(i);
     if (opts.capture)
       for (ValueId v : s.group.outputs) host_values_[v] = fetch(v);
   }

@@ -16,6 +16,8 @@ class ScheduleCapabilities : public fusion::Capabilities {
   explicit ScheduleCapabilities(const Target& target) : target_(target) {}
   std::string gemm_operand(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
                            graph::NodeId mm, int operand) const override;
+  bool gemm_reads_view(const graph::Graph& g, const std::vector<graph::NodeId>& nodes, graph::NodeId mm,
+                       int operand) const override;
 
  private:
   Target target_;

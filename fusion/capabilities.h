@@ -19,6 +19,12 @@ class Capabilities {
   // `braze inspect`.
   virtual std::string gemm_operand(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
                                    graph::NodeId mm, int operand) const = 0;
+  // True when that product runs on a tensor-core schedule and reads operand `operand` through
+  // the layout ops among `nodes` as a strided view, as fast as a contiguous operand: a GEMM
+  // in front of such a chain then writes its rows and leaves the layout to this view (its own
+  // epilogue would store the consumer's layout with strided stores).
+  virtual bool gemm_reads_view(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
+                               graph::NodeId mm, int operand) const = 0;
 };
 
 }  // namespace braze::fusion

@@ -192,6 +192,39 @@ class Partitioner {
   bool is_output(ValueId v) const { return g_.is_graph_output(v); }
 
   // ---- phase 1: GEMM -------------------------------------------------------------------
+  // True when layout op `c` begins a chain of single-consumer layout ops that ends in an
+  // operand of another product, which reads the whole chain in place as a strided view on a
+  // tensor-core schedule (the same test its prologue makes): a GEMM before `c` then writes
+  // rows at full speed instead of storing the consumer's layout from its fragments (BERT's
+  // K projection writing Kᵀ, [B,S,H,D] -> [B,H,D,S], took 3x the time of the same product
+  // writing rows).
+  bool viewed_by_next_product(NodeId c) const {
+    if (!caps_) return false;
+    std::vector<NodeId> chain;
+    for (NodeId n = c; chain.size() < opts_.max_gemm_prologue;) {
+      const Node& nn = g_.node(n);
+      if (!free_pointwise(n) || !nn.op->layout || nn.outputs.size() != 1) return false;
+      chain.push_back(n);
+      ValueId v = nn.outputs[0];
+      if (users_[v].size() != 1 || is_output(v)) return false;
+      NodeId u = users_[v][0];
+      const Node& un = g_.node(u);
+      if (!is_gemm(un)) {
+        n = u;
+        continue;
+      }
+      if (groups_[group_of_[u]].nodes.size() != 1) return false;  // grown already
+      for (int i = 0; i < 2 && i < static_cast<int>(un.inputs.size()); ++i) {
+        if (un.inputs[i] != v) continue;
+        std::vector<NodeId> nodes = chain;
+        nodes.push_back(u);
+        return caps_->gemm_reads_view(g_, nodes, u, i);
+      }
+      return false;  // Gemm's C, say: an epilogue input
+    }
+    return false;
+  }
+
   void grow_gemm(NodeId mm) {
     int ga = group_of_[mm];
     groups_[ga].anchored = true;
@@ -259,6 +292,10 @@ class Partitioner {
             after.insert(c);
             ok = is_layout(cn) && cn.inputs[0] == v && escapes(region, after) <= 1 &&
                  std::none_of(region.begin(), region.end(), [&](ValueId r) { return r != v && escapes({r}, after); });
+            if (ok && viewed_by_next_product(c)) {
+              refuse(mm, c, "the product after it reads the layout in place, so this GEMM writes rows");
+              ok = false;
+            }
           }
           if (ok && (pick == kNoNode || c < pick)) pick = c;
         }

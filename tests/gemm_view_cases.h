@@ -76,6 +76,20 @@ inline const std::vector<GemmViewCase>& gemm_view_cases() {
       m = MatMul(x, w)  a = Add(m, b)  sh = Constant <value = int64[4] {2, 24, 4, 16}> ()
       r = Reshape(a, sh)  y = Transpose <perm = [0, 2, 1, 3]> (r) })",
        1, 0},
+      // BERT: Q, K and V projections (+ bias) split into heads, K as Kᵀ; the projections
+      // write rows, and the attention products read Q, Kᵀ and V through the layout chains. No
+      // softmax, and the scores scaled small: the output's scale must stay near 0.1, or the
+      // reference's extra roundings (each op's result in fp16) exceed the element-wise
+      // tolerance on the elements near zero, though the fused result is the closer to float64.
+      {"BertProjectionsThenAttention", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[2,24,64] x, @[64,64] wq, @[64,64] wk, @[64,64] wv, @[64] bq, @[64] bk, @[64] bv) => (@[2,24,64] y) {
+      sh = Constant <value = int64[4] {2, 24, 2, 32}> ()  osh = Constant <value = int64[3] {2, 24, 64}> ()
+      mq = MatMul(x, wq)  aq = Add(mq, bq)  rq = Reshape(aq, sh)  q = Transpose <perm = [0, 2, 1, 3]> (rq)
+      mk = MatMul(x, wk)  ak = Add(mk, bk)  rk = Reshape(ak, sh)  kt = Transpose <perm = [0, 2, 3, 1]> (rk)
+      mv = MatMul(x, wv)  av = Add(mv, bv)  rv = Reshape(av, sh)  v = Transpose <perm = [0, 2, 1, 3]> (rv)
+      cf = Constant <value = float {0.0002}> ()  c = CastLike(cf, x)  s = MatMul(q, kt)  ss = Mul(s, c)
+      o = MatMul(ss, v)  ot = Transpose <perm = [0, 2, 1, 3]> (o)  y = Reshape(ot, osh) })",
+       5, 0},
       // A transposed in place (its m dim contiguous) and a slice of B's rows.
       {"TransposedASlicedB", R"(<ir_version: 8, opset_import: ["" : 18]>
     g (@[2,48,40] x, @[80,56] w) => (@[2,40,56] y) {

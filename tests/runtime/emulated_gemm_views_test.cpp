@@ -4,6 +4,8 @@
 // the outputs match the reference executor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "codegen/capabilities.h"
 #include "codegen/codegen.h"
 #include "graph/passes/pipeline.h"
@@ -48,6 +50,41 @@ TEST_P(EmulatedGemmViews, TensorCoresReadTheLayoutsInPlace) {
     const Tensor got = test::emulate_with(g, plan, in, cand, what);
     ASSERT_TRUE(got.defined());
     EXPECT_TRUE(test::tensors_close(got, want)) << what;
+  }
+}
+
+// A layout chain between two products goes to the consumer's view: the projections' kernels
+// end at the bias and write rows (the mma.sync and wgmma schedules both read the chains).
+TEST(GemmViewPlans, ProjectionsWriteRowsTheAttentionReadsViews) {
+  const auto& cases = test::gemm_view_cases();
+  auto it = std::find_if(cases.begin(), cases.end(),
+                         [](const test::GemmViewCase& c) { return std::string(c.name) == "BertProjectionsThenAttention"; });
+  ASSERT_NE(it, cases.end());
+  graph::Graph g = test::graph_from_text(test::gemm_view_text(*it, "float16"));
+  graph::passes::run_pipeline(g);
+  codegen::Target sm90a;
+  sm90a.sm90a = true;
+  for (const codegen::Target& t : {runtime::emulator_target({}), sm90a}) {
+    const fusion::Plan plan = codegen::plan_for(g, true, t);
+    size_t projections = 0, attention = 0;
+    for (const fusion::Group& grp : plan.groups) {
+      if (grp.kind != fusion::GroupKind::Gemm) continue;
+      std::vector<std::string> ops;
+      for (graph::NodeId id : grp.nodes) ops.push_back(g.node(id).op_type());
+      const bool projection = std::any_of(grp.nodes.begin(), grp.nodes.end(), [&](graph::NodeId id) {
+        return g.node(id).op_type() == "MatMul" && g.value(g.node(id).inputs[1]).name[0] == 'w';
+      });
+      if (projection) {
+        ++projections;
+        EXPECT_EQ(std::count(ops.begin(), ops.end(), "Transpose"), 0) << "sm90a " << t.sm90a;
+        EXPECT_EQ(std::count(ops.begin(), ops.end(), "Add"), 1) << "sm90a " << t.sm90a;
+      } else {
+        ++attention;
+        EXPECT_GE(std::count(ops.begin(), ops.end(), "Transpose"), 2) << "sm90a " << t.sm90a;
+      }
+    }
+    EXPECT_EQ(projections, 3u);
+    EXPECT_EQ(attention, 2u);
   }
 }
 

@@ -24,20 +24,47 @@ std::optional<GemmDims> tensor_core_dims(const graph::Graph& g, const std::vecto
 
 }  // namespace
 
+namespace {
+
+// What keeps operand i of d's product off each tensor-core schedule: mma.sync's 16-byte
+// copies, then (on sm_90a) wgmma's TMA; empty where none.
+struct OperandProblems {
+  std::string mma, wgmma;
+  bool none() const { return mma.empty() && wgmma.empty(); }
+};
+OperandProblems operand_problems(const graph::Graph& g, const GemmDims& d, int i, const Target& target) {
+  OperandProblems p;
+  p.mma = gemm_tc_operand_problem(g, d, i);
+  if (p.mma.empty() && target.sm90a && !target.emulated) p.wgmma = gemm_wgmma_operand_problem(d, i);
+  return p;
+}
+
+}  // namespace
+
 std::string ScheduleCapabilities::gemm_operand(const graph::Graph& g,
                                                const std::vector<graph::NodeId>& nodes,
                                                graph::NodeId mm, int operand) const {
   std::optional<GemmDims> d = tensor_core_dims(g, nodes, mm, target_);
   if (!d) return "";  // the SIMT schedule reads any operand chain
-  std::string why = gemm_tc_operand_problem(g, *d, operand);
-  if (why.empty() && target_.sm90a && !target_.emulated) why = gemm_wgmma_operand_problem(*d, operand);
-  if (!why.empty()) return "the tensor-core GEMM would not read it in place: " + why;
-  return "";
+  const OperandProblems chain = operand_problems(g, *d, operand, target_);
+  if (chain.none()) return "";
+  // Refused only where the operand written out by a kernel of its own would do better: a
+  // product that its sizes keep off tensor cores anyway (k not a multiple of 8: ViT's 197
+  // tokens) reads the chain on the SIMT schedule, and a copy would only add a kernel.
+  std::optional<GemmDims> alone = tensor_core_dims(g, {mm}, mm, target_);
+  if (!alone) return "";
+  const OperandProblems written = operand_problems(g, *alone, operand, target_);
+  const std::string& why = !chain.mma.empty() ? (written.mma.empty() ? chain.mma : "")
+                                              : (written.none() ? chain.wgmma : "");
+  return why.empty() ? "" : "the tensor-core GEMM would not read it in place: " + why;
 }
 
 bool ScheduleCapabilities::gemm_reads_view(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
                                            graph::NodeId mm, int operand) const {
-  return tensor_core_dims(g, nodes, mm, target_) && gemm_operand(g, nodes, mm, operand).empty();
+  std::optional<GemmDims> d = tensor_core_dims(g, nodes, mm, target_);
+  // The view on a tensor-core schedule, and the other operand as it stands none's obstacle.
+  return d && operand_problems(g, *d, operand, target_).none() &&
+         gemm_tc_operand_problem(g, *d, 1 - operand).empty();
 }
 
 std::optional<GemmShape> gemm_shape(const graph::Graph& g, const fusion::Group& group) {

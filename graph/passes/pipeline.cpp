@@ -11,6 +11,7 @@
 #include "graph/passes/identity_elim.h"
 #include "graph/passes/matmul_rows.h"
 #include "graph/passes/matmul_scale.h"
+#include "graph/passes/sibling_matmuls.h"
 #include "graph/passes/split_to_slices.h"
 #include "graph/passes/pass.h"
 #include "graph/registry.h"
@@ -24,6 +25,7 @@ constexpr Pass kPasses[] = {
     {"split_to_slices", split_to_slices},
     {"fuse_gelu", fuse_gelu},
     {"hoist_matmul_scales", hoist_matmul_scales},
+    {"merge_sibling_matmuls", merge_sibling_matmuls},
     {"flatten_matmul_rows", flatten_matmul_rows},
     {"eliminate_common_subexpressions", eliminate_common_subexpressions},
     {"eliminate_dead_code", eliminate_dead_code},

@@ -1,7 +1,9 @@
-// The passes that leave a product's operands as layouts: split_to_slices and
-// hoist_matmul_scales. Each test checks the rewritten structure and that the graph computes
+// The passes that leave a product's operands as layouts: split_to_slices,
+// hoist_matmul_scales, flatten_matmul_rows and merge_sibling_matmuls. Each test checks the rewritten structure and that the graph computes
 // the same outputs before and after on random inputs.
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include "graph/passes/matmul_scale.h"
 #include "graph/passes/pipeline.h"
@@ -64,7 +66,9 @@ TEST(OperandPasses, GemmTakesTheScalesIntoAlphaAndDivDivides) {
   EXPECT_EQ(ops["Mul"] + ops["Div"], 0);
   for (size_t i = 0; i < after.num_nodes(); ++i) {
     const graph::Node& n = after.node(static_cast<graph::NodeId>(i));
-    if (!n.dead && n.op_type() == "Gemm") EXPECT_DOUBLE_EQ(n.attr_float("alpha"), 1.5);
+    if (!n.dead && n.op_type() == "Gemm") {
+      EXPECT_DOUBLE_EQ(n.attr_float("alpha"), 1.5);
+    }
   }
   expect_same_outputs(before, after);
 }
@@ -118,6 +122,68 @@ TEST(OperandPasses, SplitOfAGraphOutputKeepsItsName) {
   EXPECT_EQ(after.outputs()[0].name, "a");
   EXPECT_EQ(after.outputs()[1].name, "b");
   expect_same_outputs(before, after);
+}
+
+// Q, K and V projections of one activation against constant weights, as the exporters write
+// BERT's (each with a constant bias) and Llama's (no bias, read only by Reshapes).
+std::string projections(bool bias, const char* k_tail) {
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[2,3,4] x) => (float[2,3,2] y) {{
+      wq = Constant <value = float[4,3] {{-0.524, 0.088, -0.260, 0.208, 0.251, -0.869, -0.974, 0.675, -0.481, -0.531, 0.991, -0.059}}> ()
+      wk = Constant <value = float[4,3] {{0.673, -0.047, 0.278, -0.699, 0.270, 0.736, 0.046, 0.483, 0.343, -0.872, 0.516, 0.182}}> ()
+      wv = Constant <value = float[4,2] {{-0.397, -0.938, 0.731, -0.055, 0.438, 0.758, 0.428, 0.842}}> ()
+      bq = Constant <value = float[3] {{-0.210, 0.602, -0.111}}> ()  bk = Constant <value = float[3] {{0.871, 0.758, -0.805}}> ()
+      bv = Constant <value = float[2] {{-0.728, -0.566}}> ()
+      s3 = Constant <value = int64[3] {{2, 3, 3}}> ()  s2 = Constant <value = int64[3] {{2, 3, 2}}> ()
+      mq = MatMul(x, wq)  mk = MatMul(x, wk)  mv = MatMul(x, wv)
+      {}
+      rq = Reshape(q, s3)  rk = Reshape(k, s3)  kt = Transpose <perm = [0, 2, 1]> (rk)  rv = Reshape(v, s2)
+      s = MatMul(rq, kt)  y = MatMul(s, rv) }})",
+                     bias ? std::string("q = Add(mq, bq)  k = Add(mk, bk)  v = Add(bv, mv)")
+                          : fmt::format("q = Identity(mq)  k = {}  v = Identity(mv)", k_tail));
+}
+
+int count_op(const graph::Graph& g, const char* type) { return graph::passes::op_counts(g)[type]; }
+
+TEST(OperandPasses, SiblingProjectionsWithBiasesBecomeOneProduct) {
+  graph::Graph before = test::graph_from_text(projections(true, ""));
+  graph::Graph after = before;
+  graph::passes::run_pipeline(after);
+  // One projection (x · [wq wk wv] + [bq bk bv]) and the two attention products.
+  EXPECT_EQ(count_op(after, "MatMul"), 3);
+  EXPECT_EQ(count_op(after, "Add"), 1);
+  EXPECT_EQ(count_op(after, "Slice"), 3);
+  bool merged = false;
+  for (size_t i = 0; i < after.num_nodes(); ++i) {
+    const graph::Node& n = after.node(static_cast<graph::NodeId>(i));
+    if (!n.dead && n.op_type() == "MatMul" && after.value(n.inputs[1]).constant) {
+      EXPECT_EQ(after.value(n.inputs[1]).shape, (Shape{4, 8}));
+      merged = true;
+    }
+  }
+  EXPECT_TRUE(merged);
+  expect_same_outputs(before, after);
+}
+
+TEST(OperandPasses, SiblingProjectionsReadByLayoutsOnlyBecomeOneProduct) {
+  graph::Graph before = test::graph_from_text(projections(false, "Identity(mk)"));
+  graph::Graph after = before;
+  graph::passes::run_pipeline(after);
+  EXPECT_EQ(count_op(after, "MatMul"), 3);
+  EXPECT_EQ(count_op(after, "Add"), 0);
+  EXPECT_EQ(count_op(after, "Slice"), 3);
+  expect_same_outputs(before, after);
+}
+
+// K's product feeds an element-wise op (which its own epilogue would take): no merge. Nor
+// with a bias on Q only.
+TEST(OperandPasses, SiblingsWithAnElementwiseConsumerStayApart) {
+  for (const char* k_tail : {"Relu(mk)", "Add(mk, bk)"}) {
+    graph::Graph g = test::graph_from_text(projections(false, k_tail));
+    graph::passes::run_pipeline(g);
+    EXPECT_EQ(count_op(g, "MatMul"), 5) << k_tail;
+    EXPECT_EQ(count_op(g, "Slice"), 0) << k_tail;
+  }
 }
 
 }  // namespace

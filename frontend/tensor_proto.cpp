@@ -35,8 +35,9 @@ fs::path resolve_external(const fs::path& model_dir, const std::string& location
   return full;
 }
 
-std::string read_external(const onnx::TensorProto& t, const fs::path& model_dir, const std::string& what,
-                          uint64_t expected) {
+// Reads `expected` bytes of t's external data into dst.
+void read_external(const onnx::TensorProto& t, const fs::path& model_dir, const std::string& what,
+                   uint64_t expected, void* dst) {
   std::string location;
   uint64_t offset = 0;
   int64_t length = -1;
@@ -59,11 +60,9 @@ std::string read_external(const onnx::TensorProto& t, const fs::path& model_dir,
   if (ec || offset > size || size - offset < expected)
     throw UserError(fmt::format("{}: external data file '{}' is too short ({} bytes, need {} at offset {})",
                                 what, file.string(), ec ? 0 : size, expected, offset));
-  std::string buf(expected, '\0');
   in.seekg(static_cast<std::streamoff>(offset));
-  in.read(buf.data(), static_cast<std::streamsize>(expected));
+  in.read(static_cast<char*>(dst), static_cast<std::streamsize>(expected));
   if (!in) throw UserError(fmt::format("{}: failed reading external data from '{}'", what, file.string()));
-  return buf;
 }
 
 template <class Field>
@@ -84,13 +83,12 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const fs::path& model_dir, 
     if (d < 0) throw UserError(fmt::format("{}: negative dimension in dims {}", what, shape_str(shape)));
   uint64_t nbytes = checked_nbytes(*dt, shape, what);
   int64_t numel = checked_numel(shape, what);
-  Tensor out(*dt, shape);
-
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string bytes = read_external(t, model_dir, what, nbytes);
-    if (nbytes) std::memcpy(out.raw(), bytes.data(), nbytes);
+    Tensor out = Tensor::uninitialized(*dt, shape);
+    read_external(t, model_dir, what, nbytes, out.raw());
     return out;
   }
+  Tensor out(*dt, shape);
   if (t.has_raw_data()) {
     if (t.raw_data().size() != nbytes)
       throw UserError(fmt::format("{}: raw_data holds {} bytes but dims {} of {} need {}", what,

@@ -52,6 +52,16 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   buffer_ = std::shared_ptr<std::byte[]>(new std::byte[bytes > 0 ? bytes : 1]());
 }
 
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  uint64_t bytes = checked_nbytes(t.dtype_, t.shape_);
+  t.numel_ = static_cast<int64_t>(bytes / dtype_size(t.dtype_));
+  t.buffer_ = std::shared_ptr<std::byte[]>(new std::byte[bytes > 0 ? bytes : 1]);
+  return t;
+}
+
 Tensor Tensor::scalar_of(DType dtype, double value) {
   Tensor t(dtype, {});
   t.set_f64(0, value);

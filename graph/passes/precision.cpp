@@ -2,8 +2,11 @@
 
 #include <braze/error.h>
 
+#include <cstring>
+
 #include <fmt/format.h>
 
+#include "graph/half.h"
 #include "graph/infer.h"
 #include "graph/onnx_dtype.h"
 #include "graph/op_context.h"
@@ -16,6 +19,34 @@ DType precision_dtype(const std::string& name) {
   if (name == "fp16") return DType::Float16;
   if (name == "bf16") return DType::BFloat16;
   throw UserError(fmt::format("--precision {}: expected fp32, tf32, fp16 or bf16", name));
+}
+
+// The generic per-element accessors took 1.5 s of BERT-base's compile here.
+Tensor round_floats(const Tensor& f32, DType to) {
+  BRAZE_CHECK(f32.dtype() == DType::Float32 && is_half(to), "round_floats: float32 to a half type");
+  Tensor t = Tensor::uninitialized(to, f32.shape());
+  const auto* src = static_cast<const float*>(f32.raw());
+  auto* dst = static_cast<uint16_t*>(t.raw());
+  const int64_t n = t.numel();
+  if (to == DType::Float16) {
+    for (int64_t e = 0; e < n; ++e) {
+      uint32_t u;
+      std::memcpy(&u, &src[e], 4);
+      const uint32_t abs = u & 0x7fffffffu;
+      // A normal half (2^-14 <= |x| < 65520, which rounds below 65536): rebias the
+      // exponent, round the mantissa to nearest even at bit 13 (a carry goes into the
+      // exponent, up to infinity); the rest (zero, subnormals, overflow, NaN) exactly.
+      if (abs - 0x38800000u < 0x47800000u - 0x38800000u) {
+        const uint32_t r = abs + 0xfffu + ((abs >> 13) & 1u);
+        dst[e] = static_cast<uint16_t>(((u >> 16) & 0x8000u) | ((r - 0x38000000u) >> 13));
+      } else {
+        dst[e] = float_to_half(src[e]);
+      }
+    }
+  } else {
+    for (int64_t e = 0; e < n; ++e) dst[e] = float_to_bf16(src[e]);
+  }
+  return t;
 }
 
 int convert_precision(Graph& g, DType to) {
@@ -37,9 +68,7 @@ int convert_precision(Graph& g, DType to) {
   for (size_t i = 0; i < g.num_values(); ++i) {
     Value& v = g.value(static_cast<ValueId>(i));
     if (!v.constant || v.dtype != DType::Float32 || shape_read[i]) continue;
-    Tensor t(to, v.constant->shape());
-    for (int64_t e = 0; e < t.numel(); ++e) t.set_f64(e, v.constant->get_f64(e));
-    v.constant = std::make_shared<const Tensor>(std::move(t));
+    v.constant = std::make_shared<const Tensor>(round_floats(*v.constant, to));
     v.dtype = to;
   }
   // Attributes that name float32 as the dtype to produce.
@@ -56,11 +85,7 @@ int convert_precision(Graph& g, DType to) {
       auto it = n.attrs.find("value");
       if (it != n.attrs.end() && std::holds_alternative<Tensor>(it->second)) {
         const Tensor& old = std::get<Tensor>(it->second);
-        if (old.dtype() == DType::Float32) {
-          Tensor t(to, old.shape());
-          for (int64_t e = 0; e < t.numel(); ++e) t.set_f64(e, old.get_f64(e));
-          it->second = std::move(t);
-        }
+        if (old.dtype() == DType::Float32) it->second = round_floats(old, to);
       }
     }
   }

@@ -16,6 +16,10 @@ namespace braze::graph::passes {
 // Returns the number of values of the target dtype afterwards.
 int convert_precision(Graph& g, DType to);
 
+// A float32 tensor rounded to Float16 or BFloat16 (nearest, ties to even; as float_to_half /
+// float_to_bf16 in graph/half.h, in one tight loop: weights are ~10^8 elements).
+Tensor round_floats(const Tensor& f32, DType to);
+
 // The dtype a float32 model computes in at --precision `name`: "fp32" and "tf32" keep
 // float32 (tf32 is a codegen choice, not a dtype: float32 GEMMs on tensor cores with
 // operands rounded to tf32, codegen::Target::tf32), "fp16" and "bf16" as named; throws

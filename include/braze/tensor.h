@@ -35,6 +35,10 @@ class Tensor {
   static Tensor from_floats(const std::vector<float>& values, Shape shape);
   // dtype and shape without a buffer, for ops that read only shapes (Shape, Size).
   static Tensor metadata_only(DType dtype, Shape shape);
+  // Sizes checked, contents left as they are: for a caller that writes every byte next
+  // (reading weights from a file, converting them), where zero-filling hundreds of MB first
+  // is wasted work.
+  static Tensor uninitialized(DType dtype, Shape shape);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <fstream>
 #include <new>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -27,17 +29,27 @@ constexpr char kMagic[8] = {'B', 'R', 'A', 'Z', 'E', 'E', 'N', 'G'};
 constexpr uint32_t kVersion = 3;
 constexpr size_t kPreamble = 28;
 
+// The blobs (weights, attribute tensors, cubins) by reference, in file order: written and
+// hashed from where they live (the engine outlives save_engine), not gathered into one
+// buffer first (BERT-base's 220 MB of weights were copied twice on the way out).
 class Blobs {
  public:
   json add(const void* p, size_t n) {
-    json j = {{"offset", data_.size()}, {"size", n}};
-    data_.append(static_cast<const char*>(p), n);
+    json j = {{"offset", size_}, {"size", n}};
+    if (n) parts_.push_back({static_cast<const char*>(p), n});
+    size_ += n;
     return j;
   }
-  const std::string& data() const { return data_; }
+  void hash(XXH3_state_t* st) const {
+    for (const auto& [p, n] : parts_) XXH3_64bits_update(st, p, n);
+  }
+  void write(std::ofstream& out) const {
+    for (const auto& [p, n] : parts_) out.write(p, static_cast<std::streamsize>(n));
+  }
 
  private:
-  std::string data_;
+  std::vector<std::pair<const char*, size_t>> parts_;
+  size_t size_ = 0;
 };
 
 json tensor_json(const Tensor& t, Blobs& b) {
@@ -71,7 +83,7 @@ struct Reader {
   Tensor tensor(const json& j) const {
     auto dt = dtype_from_name(j.at("dtype").get<std::string>());
     if (!dt) bad("unknown dtype");
-    Tensor t(*dt, j.at("shape").get<Shape>());
+    Tensor t = Tensor::uninitialized(*dt, j.at("shape").get<Shape>());
     std::string_view b = bytes(j.at("data"));
     if (b.size() != t.nbytes()) bad("tensor size disagrees with its shape");
     if (!b.empty()) std::memcpy(t.raw(), b.data(), b.size());
@@ -159,7 +171,7 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
     if (!st) throw std::bad_alloc();
     XXH3_64bits_reset(st);
     XXH3_64bits_update(st, header.data(), header.size());
-    XXH3_64bits_update(st, blobs.data().data(), blobs.data().size());
+    blobs.hash(st);
     uint64_t sum = XXH3_64bits_digest(st);
     XXH3_freeState(st);
     out.write(kMagic, 8);
@@ -167,7 +179,7 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
     out.write(reinterpret_cast<const char*>(&len), 8);
     out.write(reinterpret_cast<const char*>(&sum), 8);
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(blobs.data().data(), static_cast<std::streamsize>(blobs.data().size()));
+    blobs.write(out);
     if (!out) throw UserError(fmt::format("{}: write failed", path.string()));
   }
   std::error_code ec;

@@ -111,9 +111,11 @@ TEST(GemmViews, ACastInFrontStaysInItsOwnKernel) {
     for (const fusion::RefusedMerge& r : plan.refused)
       refused = refused || r.reason.find("would not read it in place") != std::string::npos;
     EXPECT_TRUE(refused);
-    for (const gpu::Step& s : gpu::generate_steps(g, plan, t))
-      if (s.group.kind == fusion::GroupKind::Gemm)
+    for (const gpu::Step& s : gpu::generate_steps(g, plan, t)) {
+      if (s.group.kind == fusion::GroupKind::Gemm) {
         EXPECT_EQ(codegen::schedule_name(*s.kernel), t.sm90a ? "wgmma" : "mma");
+      }
+    }
   }
   // Without capabilities (the SIMT schedule's view) the Cast is fused, as before.
   EXPECT_EQ(fusion::plan_fused(g).groups.size(), 1u);

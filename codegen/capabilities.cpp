@@ -22,10 +22,6 @@ std::optional<GemmDims> tensor_core_dims(const graph::Graph& g, const std::vecto
   return d;
 }
 
-}  // namespace
-
-namespace {
-
 // What keeps operand i of d's product off each tensor-core schedule: mma.sync's 16-byte
 // copies, then (on sm_90a) wgmma's TMA; empty where none.
 struct OperandProblems {
@@ -62,7 +58,8 @@ std::string ScheduleCapabilities::gemm_operand(const graph::Graph& g,
 bool ScheduleCapabilities::gemm_reads_view(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
                                            graph::NodeId mm, int operand) const {
   std::optional<GemmDims> d = tensor_core_dims(g, nodes, mm, target_);
-  // The view on a tensor-core schedule, and the other operand as it stands none's obstacle.
+  // The view reaches a tensor-core schedule, and the other operand as it stands keeps the
+  // product on one (were that operand to need SIMT, the view would be read there).
   return d && operand_problems(g, *d, operand, target_).none() &&
          gemm_tc_operand_problem(g, *d, 1 - operand).empty();
 }

@@ -46,10 +46,8 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
   return st;
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
-  uint64_t bytes = checked_nbytes(dtype_, shape_);
-  numel_ = static_cast<int64_t>(bytes / dtype_size(dtype_));
-  buffer_ = std::shared_ptr<std::byte[]>(new std::byte[bytes > 0 ? bytes : 1]());
+Tensor::Tensor(DType dtype, Shape shape) : Tensor(uninitialized(dtype, std::move(shape))) {
+  std::memset(buffer_.get(), 0, nbytes() > 0 ? nbytes() : 1);
 }
 
 Tensor Tensor::uninitialized(DType dtype, Shape shape) {

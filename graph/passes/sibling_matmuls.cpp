@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "graph/op_context.h"
+#include "graph/passes/split_to_slices.h"
 #include "graph/registry.h"
 
 namespace braze::graph::passes {
@@ -16,7 +17,6 @@ struct Sibling {
   NodeId mm = kNoNode;
   NodeId add = kNoNode;       // its bias Add, or none
   ValueId result = kNoValue;  // what its consumers read: the Add's output, or the product's
-  ValueId bias = kNoValue;
   int64_t n = 0;
 };
 
@@ -29,13 +29,16 @@ int64_t constant_weight_width(const Graph& g, const Node& n) {
   return w.shape[1];
 }
 
+// The constant of an Add of a product's output y.
+ValueId bias_of(const Node& add, ValueId y) { return add.inputs[0] == y ? add.inputs[1] : add.inputs[0]; }
+
 // The product's only consumer when it is Add(y, b) with b a constant of shape [n].
 NodeId bias_add(const Graph& g, const std::vector<std::vector<NodeId>>& users, const Node& mm, int64_t n) {
   const ValueId y = mm.outputs[0];
   if (users[y].size() != 1) return kNoNode;
   const Node& add = g.node(users[y][0]);
   if (add.op->name != "Add" || !add.op->domain.empty() || add.inputs.size() != 2) return kNoNode;
-  const ValueId b = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
+  const ValueId b = bias_of(add, y);
   const Value& bv = g.value(b);
   if (b == y || !bv.constant || bv.shape != Shape{n} || bv.dtype != g.value(y).dtype) return kNoNode;
   if (g.value(add.outputs[0]).shape != g.value(y).shape || g.is_graph_output(add.outputs[0])) return kNoNode;
@@ -76,7 +79,7 @@ void merge(Graph& g, const std::vector<Sibling>& sibs, bool with_bias) {
   for (const Sibling& s : sibs) {
     total += s.n;
     ws.push_back(g.value(g.node(s.mm).inputs[1]).constant.get());
-    if (with_bias) bs.push_back(g.value(s.bias).constant.get());
+    if (with_bias) bs.push_back(g.value(bias_of(g.node(s.add), g.node(s.mm).outputs[0])).constant.get());
   }
   const std::string base = first.name + "_siblings";
   const ValueId w = g.add_constant(g.unique_name(base + "_weight"), concat_columns(ws, k));
@@ -94,15 +97,7 @@ void merge(Graph& g, const std::vector<Sibling>& sibs, bool with_bias) {
   int64_t at = 0;
   for (size_t i = 0; i < sibs.size(); ++i) {
     const Sibling& s = sibs[i];
-    auto constant = [&](const char* what, int64_t v) {
-      return g.add_constant(g.unique_name(fmt::format("{}_{}{}", base, what, i)), Tensor::from_int64s({v}, {1}));
-    };
-    const Value old = g.value(s.result);
-    const ValueId part = g.add_value(g.unique_name(old.name + "_slice"), old.dtype, old.shape);
-    NodeId sl = g.add_node(&op("Slice"), fmt::format("{}_slice{}", base, i),
-                           {y, constant("start", at), constant("end", at + s.n), constant("axis", axis)}, {part}, {}, 13);
-    infer_node(g, sl);
-    g.replace_all_uses(s.result, part);
+    replace_with_slice(g, s.result, y, at, at + s.n, axis, base, i);
     if (s.add != kNoNode) g.kill_node(s.add);
     g.kill_node(s.mm);
     at += s.n;
@@ -136,9 +131,7 @@ int merge_sibling_matmuls(Graph& g) {
       s.n = constant_weight_width(g, n);
       s.add = bias_add(g, users, n, s.n);
       if (s.add != kNoNode) {
-        const Node& add = g.node(s.add);
-        s.bias = add.inputs[0] == n.outputs[0] ? add.inputs[1] : add.inputs[0];
-        s.result = add.outputs[0];
+        s.result = g.node(s.add).outputs[0];
         none_bias = false;
       } else {
         s.result = n.outputs[0];

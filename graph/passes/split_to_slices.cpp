@@ -9,9 +9,20 @@
 
 namespace braze::graph::passes {
 
+void replace_with_slice(Graph& g, ValueId old, ValueId in, int64_t start, int64_t end, int64_t axis,
+                        const std::string& base, size_t i) {
+  auto constant = [&](const char* what, int64_t v) {
+    return g.add_constant(g.unique_name(fmt::format("{}_{}{}", base, what, i)), Tensor::from_int64s({v}, {1}));
+  };
+  const Value ov = g.value(old);
+  ValueId s = constant("start", start), e = constant("end", end), a = constant("axis", axis);
+  ValueId y = g.add_value(g.unique_name(ov.name + "_slice"), ov.dtype, ov.shape);
+  infer_node(g, g.add_node(&op("Slice"), fmt::format("{}_slice{}", base, i), {in, s, e, a}, {y}, {}, 13));
+  g.replace_all_uses(old, y);
+}
+
 int split_to_slices(Graph& g) {
   int changed = 0;
-  const OpDef& slice = op("Slice");
   for (NodeId id : g.topo_order()) {
     const Node& n = g.node(id);
     if (n.op->name != "Split" || !n.op->domain.empty()) continue;
@@ -34,15 +45,7 @@ int split_to_slices(Graph& g) {
     if (std::find(extents.begin(), extents.end(), -1) != extents.end()) continue;  // unnamed outputs
     int64_t at = 0;
     for (size_t i = 0; i < outs.size(); ++i) {
-      const Value ov = g.value(outs[i]);
-      auto constant = [&](const char* what, int64_t v) {
-        return g.add_constant(g.unique_name(fmt::format("{}_{}{}", base, what, i)), Tensor::from_int64s({v}, {1}));
-      };
-      ValueId s = constant("start", at), e = constant("end", at + extents[i]), a = constant("axis", axis);
-      ValueId y = g.add_value(g.unique_name(ov.name + "_slice"), ov.dtype, ov.shape);
-      NodeId sid = g.add_node(&slice, fmt::format("{}_slice{}", base, i), {in, s, e, a}, {y}, {}, 13);
-      infer_node(g, sid);
-      g.replace_all_uses(outs[i], y);
+      replace_with_slice(g, outs[i], in, at, at + extents[i], axis, base, i);
       at += extents[i];
     }
     g.kill_node(id);

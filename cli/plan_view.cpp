@@ -66,6 +66,11 @@ PlanView make_plan_view(const graph::Graph& g, const fusion::Plan& plan, const s
     k.schedule = s.kernel ? codegen::schedule_name(*s.kernel) : "cpu";
     k.fallback = s.fallback_reason;
     k.split = s.split_note;
+    if (s.kernel) {
+      k.tunables = s.kernel->tunables;
+      k.grid = s.kernel->grid;
+      k.block = s.kernel->block;
+    }
     k.nodes = s.group.nodes;
     for (NodeId id : k.nodes) v.kernel_of[id] = static_cast<int>(i);
     v.kernels.push_back(std::move(k));
@@ -97,6 +102,12 @@ void print_plan_text(std::ostream& os, const graph::Graph& g, const PlanView& v)
     for (NodeId id : k.nodes) names.push_back(fmt::format("'{}' ({})", g.node(id).name, g.node(id).op_type()));
     const std::string kind = k.kind == "gemm" ? fmt::format("gemm {}", k.schedule) : k.kind;
     os << fmt::format("  #{:<3} {:<10} {}\n        nodes: {}\n", i, kind, k.name, fmt::join(names, ", "));
+    if (k.kind != "fallback") {
+      std::vector<std::string> tn;
+      for (const auto& [key, val] : k.tunables) tn.push_back(fmt::format("{}={}", key, val));
+      os << fmt::format("        grid {}x{}x{}, block {}{}\n", k.grid[0], k.grid[1], k.grid[2], k.block[0],
+                        tn.empty() ? "" : ", " + fmt::format("{}", fmt::join(tn, " ")));
+    }
     if (!k.fallback.empty()) os << "        runs on the CPU reference: " << k.fallback << "\n";
     if (!k.split.empty()) os << "        " << k.split << "\n";
   }
@@ -125,6 +136,11 @@ nlohmann::json plan_json(const graph::Graph& g, const PlanView& v) {
       ops.push_back(g.node(id).op_type());
     }
     nlohmann::json kj = {{"name", k.name}, {"kind", k.kind}, {"schedule", k.schedule}, {"nodes", nodes}, {"ops", ops}};
+    if (k.kind != "fallback") {
+      kj["tunables"] = k.tunables;
+      kj["grid"] = k.grid;
+      kj["block"] = k.block;
+    }
     if (!k.fallback.empty()) kj["fallback_reason"] = k.fallback;
     if (!k.split.empty()) kj["split"] = k.split;
     kernels.push_back(kj);

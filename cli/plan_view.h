@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -23,6 +25,8 @@ struct PlanView {
     std::vector<graph::NodeId> nodes;
     std::string fallback;  // why it runs on the CPU reference
     std::string split;     // why codegen split a fused group
+    std::map<std::string, int> tunables;  // the schedule's parameters (codegen::Tunables)
+    std::array<unsigned, 3> grid{}, block{};
   };
   struct Crossing {
     graph::ValueId value;

@@ -27,6 +27,7 @@
 // take whole tiles in turns and walk the tiles, batches included, across blockIdx.x.
 // Either shape may stage its epilogue through shared memory (se, see WgTile).
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -175,6 +176,54 @@ std::string gemm_wgmma_unsupported(const graph::Graph& g, const fusion::Group& g
   return "";
 }
 
+namespace {
+
+// B read in 64-column boxes (n-contiguous) takes tiles of whole boxes; a k-contiguous B takes
+// any multiple of 16 rows.
+int bn_step(const GemmDims& d) { return d.view[1] && d.view[1]->kcontig ? 16 : 64; }
+
+// The most stages of a tile's shape that fit (at most 8, at least 2, no more than it has
+// k-tiles plus one).
+int fitting_stages(WgTile t, int64_t ktiles) {
+  const int most = static_cast<int>(std::min<int64_t>(8, std::max<int64_t>(2, ktiles + 1)));
+  for (t.stages = most; t.stages > 2 && t.shared_bytes() > kMaxSharedBytes; --t.stages) {
+  }
+  return t.stages;
+}
+
+// The cooperative tile that fills the multiprocessors best, for outputs under two waves of
+// 128 x 256 tiles: the fewest clocks by a model of one tile's k-loop, per k-tile the longer
+// of its wgmma's (bm x bn x 64 multiply-adds at the ~1100 a clock an SM sustains, two
+// consumer warpgroups) and its loads (bm + bn rows of 128 bytes at ~60 bytes a clock), plus
+// its epilogue, times its waves. Fitted to H200 kernels (2026-12-02, ncu): 128 x 192 x 768,
+// 1375 clocks a k-tile; 128 x 64 x 3072, 552. Against the tiles of whole 64-column boxes it
+// finds, where B is k-contiguous (store_weights_k_major), 128 x 144 for 1024 x 2304 (128
+// tiles on 132 SMs, 96 of 128 x 192), 128 x 48 for 1024 x 768 (128 tiles, 96 of 128 x 64),
+// 128 x 80 for 512 x 2560 (128; 160 of 128 x 64, two waves); cuBLAS's kernels on those
+// products run 132, 128 and 128 tiles of the same areas. se 1 where bn allows it.
+WgTile wave_fit_tile(const GemmDims& d, const Target& target, std::vector<int> bms = {128, 64}, int min_step = 16) {
+  const int64_t sms = std::max(target.num_sms, 1), ktiles = (d.k + kBk - 1) / kBk;
+  const int step = std::max(bn_step(d), min_step);
+  WgTile best{bms[0], 64, 8};
+  double best_clocks = std::numeric_limits<double>::infinity();
+  for (int bm : bms) {
+    for (int bn = 256; bn >= std::max(48, step); bn -= step) {
+      const int64_t tiles = ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
+      const int64_t waves = (tiles + sms - 1) / sms;
+      // One consumer warpgroup (bm 64) issues half the wgmma's at a time.
+      const double mma = double(bm) * bn * kBk / (bm == 128 ? 1100.0 : 700.0);
+      const double load = double(bm + bn) * 128 / 60.0;
+      const double clocks = double(waves) * (double(ktiles) * std::max(mma, load) + 600 + double(bm) * bn / 20);
+      if (clocks < best_clocks * 0.999) best_clocks = clocks, best = WgTile{bm, bn, 8};
+    }
+  }
+  best.se = best.bn % kStageCols == 0 ? 1 : 0;
+  best.stages = fitting_stages(best, ktiles);
+  return best;
+}
+
+}  // namespace
+
 std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target) {
   auto tiles_of = [&](int bm, int bn) { return ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches; };
   const int64_t big_tiles = tiles_of(128, 256);
@@ -215,8 +264,22 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // Eighth session: se 4 with its blocks unrolled and 32 elements a step rolled (sr 2),
   // 4096 x 3072 x 768 + GELU 45.2 us against 46.8 rolled (sr 1), plain 35.1 against 35.9;
   // three consumer warpgroups taking 64 x 192 tiles in turns lost (50.6-52.4 us) and went.
-  if (2 * big_tiles < sms) lead(128, 64, false);
-  else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms) lead(64, 256, true, 4, 2);
+  // Under two waves of the largest tiles: the tile that fills the SMs best, and for --tune
+  // the best of the other block shape, the best of whole 32-column blocks (which stage their
+  // epilogue) and the first without its staged epilogue.
+  if (big_tiles < 2 * sms) {
+    WgTile fit = wave_fit_tile(d, target), other = wave_fit_tile(d, target, {fit.bm == 128 ? 64 : 128});
+    WgTile staged = wave_fit_tile(d, target, {128, 64}, kStageCols), plain = fit;
+    plain.se = 0;
+    plain.stages = fitting_stages(plain, (d.k + kBk - 1) / kBk);
+    for (const WgTile& t : {plain, staged, other, fit}) {
+      auto same = [&](const WgTile& u) {
+        return u.bm == t.bm && u.bn == t.bn && u.pp == t.pp && u.se == t.se && u.sr == t.sr && u.rr == t.rr;
+      };
+      tiles.erase(std::remove_if(tiles.begin(), tiles.end(), same), tiles.end());
+      tiles.insert(tiles.begin(), t);
+    }
+  } else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms) lead(64, 256, true, 4, 2);
   // 128 x 192 where 128 x 256 leaves SMs idle in its last wave (4096 x 768 x 3072: 96 tiles
   // of 128 x 256 on 132 SMs, 128 of 128 x 192).
   else if (10 * cost(128, 192) < 9 * cost(128, 256)) lead(128, 192, false, 1);
@@ -227,7 +290,7 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   else lead(128, 256, false, 1, 0, (d.m + 127) / 128 >= 16 ? 16 : 8);
   std::vector<Tunables> c;
   for (const WgTile& t : tiles)
-    if (t.shared_bytes() <= kMaxSharedBytes) c.push_back(tunables_of(t));
+    if (t.shared_bytes() <= kMaxSharedBytes && t.bn % bn_step(d) == 0) c.push_back(tunables_of(t));
   return c;
 }
 
@@ -239,7 +302,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
                  tune.count("pp") && tune.at("pp") != 0, tune.count("se") ? tune.at("se") : 0,
                  tune.count("sr") ? tune.at("sr") : 0, tune.count("rr") ? tune.at("rr") : 8};
-  if (why.empty() && ((t.bm != 64 && t.bm != 128) || t.bn % 64 != 0 || t.bn < 64 || t.bn > 256 ||
+  if (why.empty() && ((t.bm != 64 && t.bm != 128) || t.bn % bn_step(d) != 0 || t.bn < 16 || t.bn > 256 ||
                       t.stages < 2 || t.row_blocks() * t.bn > 256 ||
                       (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) ||
                       t.sr < 0 || t.sr > 2 || (t.sr == 2 && t.stage_cols() % 64 != 0) ||

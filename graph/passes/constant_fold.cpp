@@ -1,14 +1,17 @@
 #include "graph/passes/constant_fold.h"
 
 #include "graph/op_context.h"
+#include "graph/passes/weights_k_major.h"
 #include "graph/registry.h"
 
 namespace braze::graph::passes {
 
 namespace {
 
-bool foldable(const Graph& g, const Node& n) {
+bool foldable(const Graph& g, const std::vector<std::vector<NodeId>>& users, NodeId id) {
+  const Node& n = g.node(id);
   if (n.op->name == "Dropout") return false;  // identity elimination handles inference mode
+  if (is_k_major_weight(g, users, id)) return false;  // a weight's layout (store_weights_k_major)
   uint64_t out_bytes = 0;
   for (ValueId o : n.outputs) {
     if (o == kNoValue) continue;
@@ -29,10 +32,12 @@ bool foldable(const Graph& g, const Node& n) {
 
 int fold_constants(Graph& g) {
   int folded = 0;
+  // Folding only removes uses (a folded node's), which is_k_major_weight skips.
+  const std::vector<std::vector<NodeId>> users = g.users();
   for (NodeId id : g.topo_order()) {
     infer_node(g, id);  // an input may have become constant: its shapes may now be known
     const Node& n = g.node(id);
-    if (!foldable(g, n)) continue;
+    if (!foldable(g, users, id)) continue;
     std::vector<Tensor> shape_only(n.inputs.size());
     std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
     for (size_t i = 0; i < n.inputs.size(); ++i) {

@@ -13,6 +13,7 @@
 #include "graph/passes/matmul_scale.h"
 #include "graph/passes/sibling_matmuls.h"
 #include "graph/passes/split_to_slices.h"
+#include "graph/passes/weights_k_major.h"
 #include "graph/passes/pass.h"
 #include "graph/registry.h"
 
@@ -27,6 +28,7 @@ constexpr Pass kPasses[] = {
     {"hoist_matmul_scales", hoist_matmul_scales},
     {"merge_sibling_matmuls", merge_sibling_matmuls},
     {"flatten_matmul_rows", flatten_matmul_rows},
+    {"store_weights_k_major", store_weights_k_major},
     {"eliminate_common_subexpressions", eliminate_common_subexpressions},
     {"eliminate_dead_code", eliminate_dead_code},
 };

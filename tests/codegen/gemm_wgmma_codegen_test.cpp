@@ -120,10 +120,15 @@ TEST(GemmWgmmaCodegen, OnlyOnSm90a) {
 }
 
 // The untuned default schedule of y = MatMul(a, b), float16 [m, k] x [k, n], on an H200.
-codegen::Tunables default_of(int m, int n, int k) {
-  const std::string text = fmt::format(R"(<ir_version: 8, opset_import: ["" : 20]>
+// With b_kmajor, y = Gemm <transB = 1> (a, b), b [n, k] (store_weights_k_major's weights).
+codegen::Tunables default_of(int m, int n, int k, bool b_kmajor = false) {
+  const std::string text =
+      b_kmajor ? fmt::format(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[{0},{2}] a, float16[{1},{2}] b) => (float16[{0},{1}] y) {{ y = Gemm <transB = 1> (a, b) }})",
+                             m, n, k)
+               : fmt::format(R"(<ir_version: 8, opset_import: ["" : 20]>
     g (float16[{0},{2}] a, float16[{2},{1}] b) => (float16[{0},{1}] y) {{ y = MatMul(a, b) }})",
-                                       m, n, k);
+                             m, n, k);
   test::GemmGroup gg = test::gemm_group_of(text);
   codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a());
   if (!gc.kernel) ADD_FAILURE() << gc.fallback_reason;
@@ -146,10 +151,23 @@ TEST(GemmWgmmaCodegen, DefaultTileFollowsTheOutputSize) {
   std::vector<codegen::Tunables> c = codegen::candidates(gs.g, gs.group, h200a());
   ASSERT_FALSE(c.empty());
   EXPECT_TRUE(is_wg(c.front()));
-  EXPECT_EQ(c.front().at("bm"), 128);
-  EXPECT_EQ(c.front().at("bn"), 64) << "few output tiles: 128 x 64";
+  EXPECT_EQ(c.front().at("bn"), 64) << "few output tiles; B n-contiguous: whole 64-column boxes";
+  EXPECT_EQ(c.front().at("bm"), 64) << "24 tiles of 64 x 64 rather than 12 of 128 x 64";
   EXPECT_TRUE(std::any_of(c.begin(), c.end(), [](const codegen::Tunables& t) { return t.count("split") > 0; }))
       << "split-K mma.sync still a candidate";
+}
+
+// Under two waves of 128 x 256 tiles, the tile that fills the 132 SMs: with B k-contiguous its
+// width is any multiple of 16 (cuBLAS runs 132, 128 and 128 tiles of these areas).
+TEST(GemmWgmmaCodegen, WaveFittingTilesWhereBIsKContiguous) {
+  auto tile = [](const codegen::Tunables& t) { return std::make_pair(t.at("bm"), t.at("bn")); };
+  EXPECT_EQ(tile(default_of(1024, 2304, 768, true)), std::make_pair(128, 144)) << "128 tiles; 128 x 192: 96";
+  EXPECT_EQ(tile(default_of(1024, 768, 3072, true)), std::make_pair(128, 48)) << "128 tiles; 128 x 64: 96";
+  EXPECT_EQ(tile(default_of(512, 2560, 2048, true)), std::make_pair(128, 80)) << "128 tiles; 128 x 64: 160";
+  EXPECT_EQ(tile(default_of(1024, 2304, 768)), std::make_pair(128, 192)) << "B n-contiguous: whole boxes";
+  const codegen::Tunables gelu_wide = default_of(1024, 3072, 768, true);
+  EXPECT_EQ(tile(gelu_wide), std::make_pair(128, 192));
+  EXPECT_EQ(gelu_wide.at("se"), 1) << "a width of whole 32-column blocks stages its epilogue";
 }
 
 }  // namespace

@@ -40,6 +40,18 @@ const BigCase kCases[] = {
     {"matmul_1024x768x3072", R"(<ir_version: 8, opset_import: ["" : 20]>
       g (bfloat16[1024,3072] a, bfloat16[3072,768] b) => (bfloat16[1024,768] y) { y = MatMul(a, b) })",
      1024, 768, 3072, false},
+    // k-contiguous B (store_weights_k_major's weights) under two waves of 128 x 256 tiles: the
+    // wave-fitting tiles whose width is not whole 64-column boxes (128 x 144, 128 x 48, 128 x
+    // 80 and their neighbours), with partial tiles along m and n.
+    {"gemm_transb_1000x2300x768", R"(<ir_version: 8, opset_import: ["" : 20]>
+      g (float16[1000,768] a, float16[2300,768] b) => (float16[1000,2300] y) { y = Gemm <transB = 1> (a, b) })",
+     1000, 2300, 768, true},
+    {"gemm_transb_1024x768x3072", R"(<ir_version: 8, opset_import: ["" : 20]>
+      g (bfloat16[1024,3072] a, bfloat16[768,3072] b) => (bfloat16[1024,768] y) { y = Gemm <transB = 1> (a, b) })",
+     1024, 768, 3072, true},
+    {"gemm_transb_520x2552x2048", R"(<ir_version: 8, opset_import: ["" : 20]>
+      g (float16[520,2048] a, float16[2552,2048] b) => (float16[520,2552] y) { y = Gemm <transB = 1> (a, b) })",
+     520, 2552, 2048, true},
 };
 
 // Elements of got and want (m x n) further apart than float16 rounding of two fp32 sums can
@@ -94,7 +106,8 @@ TEST_P(GpuGemmWgmma, EveryCandidateAgreesWithMmaSyncAndFloat64) {
   for (const codegen::Tunables& t : codegen::candidates(g, base[gemm].group, o.target)) {
     if (!t.count("wg")) continue;
     ++tried;
-    std::string what = fmt::format("{} bm={} bn={} stages={}", c.name, t.at("bm"), t.at("bn"), t.at("stages"));
+    std::string what = fmt::format("{} bm={} bn={} stages={} pp={} se={}", c.name, t.at("bm"), t.at("bn"),
+                                   t.at("stages"), t.count("pp") ? t.at("pp") : 0, t.count("se") ? t.at("se") : 0);
     auto engine = test::engine_with(g, base, gemm, t, o, &why);
     ASSERT_TRUE(engine) << what << ": " << why;
     for (int rep = 0; rep < 2; ++rep) {  // twice: a race need not strike every run

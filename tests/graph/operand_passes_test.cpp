@@ -1,5 +1,5 @@
 // The passes that leave a product's operands as layouts: split_to_slices,
-// hoist_matmul_scales, flatten_matmul_rows and merge_sibling_matmuls. Each test checks the rewritten structure and that the graph computes
+// hoist_matmul_scales, flatten_matmul_rows, merge_sibling_matmuls and store_weights_k_major. Each test checks the rewritten structure and that the graph computes
 // the same outputs before and after on random inputs.
 #include <gtest/gtest.h>
 
@@ -181,6 +181,73 @@ TEST(OperandPasses, SiblingsWithAnElementwiseConsumerStayApart) {
     EXPECT_EQ(count_op(g, "MatMul"), 5) << k_tail;
     EXPECT_EQ(count_op(g, "Slice"), 0) << k_tail;
   }
+}
+
+// A [8, n] weight of `type` read by a MatMul of x and by `product` (of x2), whose output is
+// [y2_shape, n]; values of a few bits, exact in every type.
+std::string half_weight_product(const char* type, int n, const char* product, const char* y2_shape = "3") {
+  std::string vals;
+  for (int i = 0; i < 8 * n; ++i) vals += fmt::format("{}{}", i ? ", " : "", ((i * 7) % 11 - 5) * 0.125);
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g ({0}[2,3,8] x, {0}[3,8] x2) => ({0}[2,3,{1}] y, {0}[{4},{1}] y2) {{
+      wf = Constant <value = float[8,{1}] {{{2}}}> ()  w = Cast <to = {5}> (wf)
+      y = MatMul(x, w)  y2 = {3} }})",
+                     type, n, vals, product, y2_shape, std::string(type) == "float16" ? 10 : std::string(type) == "bfloat16" ? 16 : 1);
+}
+
+// The Transposes store_weights_k_major leaves (the ones of a constant, perm 1 0), each the B
+// of a MatMul, and the shapes of their constants.
+std::vector<Shape> k_major_weights(const graph::Graph& g) {
+  std::vector<Shape> out;
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    const graph::Node& n = g.node(static_cast<graph::NodeId>(i));
+    if (n.dead || n.op_type() != "MatMul" || g.value(n.inputs[1]).producer == graph::kNoNode) continue;
+    const graph::Node& t = g.node(g.value(n.inputs[1]).producer);
+    if (t.op_type() == "Transpose" && g.value(t.inputs[0]).constant) out.push_back(g.value(t.inputs[0]).shape);
+  }
+  return out;
+}
+
+// Half-precision weights of MatMuls are stored [n, k] behind a Transpose that constant
+// folding leaves (the pipeline runs to a fixed point, folding each round); a Gemm's B is
+// transposed with transB set.
+TEST(OperandPasses, HalfWeightsAreStoredKMajor) {
+  for (const char* type : {"float16", "bfloat16"}) {
+    graph::Graph before = test::graph_from_text(half_weight_product(type, 5, "Gemm(x2, w)"));
+    graph::Graph after = before;
+    graph::passes::PipelineReport rep = graph::passes::run_pipeline(after);
+    EXPECT_EQ(k_major_weights(after), (std::vector<Shape>{{5, 8}})) << type;
+    // Converged: constant folding in the rounds after it does not undo the layout.
+    EXPECT_LT(rep.rounds, graph::passes::PipelineOptions{}.max_rounds) << type;
+    int gemms = 0;
+    for (size_t i = 0; i < after.num_nodes(); ++i) {
+      const graph::Node& n = after.node(static_cast<graph::NodeId>(i));
+      if (n.dead || n.op_type() != "Gemm") continue;
+      ++gemms;
+      EXPECT_EQ(n.attr_int("transB"), 1) << type;
+      EXPECT_EQ(after.value(n.inputs[1]).shape, (Shape{5, 8})) << type;
+    }
+    EXPECT_EQ(gemms, 1) << type;
+    expect_same_outputs(before, after);
+  }
+}
+
+// Float32 weights stay [k, n] (the SIMT schedule reads rows of n); so does a weight whose k
+// is not a multiple of 8, and one that is also read by something other than a product.
+TEST(OperandPasses, OtherWeightsStayAsTheyAre) {
+  graph::Graph f32 = test::graph_from_text(half_weight_product("float", 5, "Gemm(x2, w)"));
+  graph::passes::run_pipeline(f32);
+  EXPECT_TRUE(k_major_weights(f32).empty());
+  graph::Graph odd_k = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float16[3,6] x) => (float16[3,2] y) {
+      wf = Constant <value = float[6,2] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}> ()  w = Cast <to = 10> (wf)
+      y = MatMul(x, w) })");
+  graph::passes::run_pipeline(odd_k);
+  EXPECT_TRUE(k_major_weights(odd_k).empty());
+  // A weight the pass transposes for one product stays [k, n] for its other reader.
+  graph::Graph shared = test::graph_from_text(half_weight_product("float16", 3, "Relu(w)", "8"));
+  graph::passes::run_pipeline(shared);
+  EXPECT_EQ(k_major_weights(shared), (std::vector<Shape>{{3, 8}}));
 }
 
 }  // namespace

@@ -1,0 +1,89 @@
+#include "graph/passes/weights_k_major.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "graph/op_context.h"
+#include "graph/registry.h"
+
+namespace braze::graph::passes {
+
+namespace {
+
+
+// A 2-D half-precision constant of k rows (k a multiple of 8), the B of a product whose A is
+// computed.
+bool k_major_candidate(const Graph& g, ValueId a, ValueId b) {
+  const Value &av = g.value(a), &bv = g.value(b);
+  return !av.constant && bv.constant && bv.has_shape && bv.shape.size() == 2 && is_half(bv.dtype) &&
+         bv.shape[0] % 8 == 0 && bv.shape[0] > 0 && bv.shape[1] > 0;
+}
+
+// [rows, cols] of 2-byte elements as [cols, rows], in 32 x 32 blocks.
+Tensor transposed(const Tensor& w) {
+  const int64_t rows = w.shape()[0], cols = w.shape()[1];
+  Tensor out = Tensor::uninitialized(w.dtype(), {cols, rows});
+  const auto* src = static_cast<const uint16_t*>(w.raw());
+  auto* dst = static_cast<uint16_t*>(out.raw());
+  constexpr int64_t kB = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kB)
+    for (int64_t c0 = 0; c0 < cols; c0 += kB)
+      for (int64_t r = r0; r < std::min(rows, r0 + kB); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + kB); ++c) dst[c * rows + r] = src[r * cols + c];
+  return out;
+}
+
+bool is_plain(const Node& n, const char* name) { return n.op->name == name && n.op->domain.empty(); }
+
+}  // namespace
+
+bool is_k_major_weight(const Graph& g, const std::vector<std::vector<NodeId>>& users, NodeId t) {
+  const Node& n = g.node(t);
+  if (!is_plain(n, "Transpose") || !n.has_input(0) || n.outputs.empty() || n.outputs[0] == kNoValue) return false;
+  const Value& w = g.value(n.inputs[0]);
+  if (!w.constant || !w.has_shape || w.shape.size() != 2 || !is_half(w.dtype)) return false;
+  // Of a 2-D tensor, perm (1, 0) is also the default.
+  if (n.attrs.count("perm") && n.attr_ints("perm") != std::vector<int64_t>{1, 0}) return false;
+  const ValueId y = n.outputs[0];
+  if (g.is_graph_output(y)) return false;
+  bool read = false;
+  for (NodeId u : users[static_cast<size_t>(y)]) {
+    const Node& mm = g.node(u);
+    if (mm.dead) continue;
+    if (!is_plain(mm, "MatMul") || mm.inputs.size() != 2 || mm.inputs[1] != y || mm.inputs[0] == y ||
+        g.value(mm.inputs[0]).constant)
+      return false;
+    read = true;
+  }
+  return read;
+}
+
+int store_weights_k_major(Graph& g) {
+  int changed = 0;
+  const OpDef& transpose = op("Transpose");
+  for (NodeId id : g.topo_order()) {
+    const Node& n = g.node(id);
+    const bool gemm = is_plain(n, "Gemm");
+    if (!gemm && (!is_plain(n, "MatMul") || n.inputs.size() != 2)) continue;
+    if (!n.has_input(0) || !n.has_input(1) || !k_major_candidate(g, n.inputs[0], n.inputs[1])) continue;
+    if (gemm && (n.attr_int("transB") != 0 || n.attr_int("transA") != 0)) continue;
+    // Copies: adding values and nodes may move the graph's storage.
+    const Value w = g.value(n.inputs[1]);
+    const std::string node_name = n.name;
+    const ValueId wt = g.add_constant(g.unique_name(w.name + "_k_major"), transposed(*w.constant));
+    if (gemm) {
+      g.node(id).inputs[1] = wt;
+      g.node(id).attrs["transB"] = int64_t{1};
+    } else {
+      const ValueId view = g.add_value(g.unique_name(w.name + "_view"), w.dtype, w.shape);
+      const NodeId t = g.add_node(&transpose, node_name + "_weight", {wt}, {view},
+                                  {{"perm", std::vector<int64_t>{1, 0}}}, 13);
+      infer_node(g, t);
+      g.node(id).inputs[1] = view;
+    }
+    ++changed;
+  }
+  return changed;
+}
+
+}  // namespace braze::graph::passes

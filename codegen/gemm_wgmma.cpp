@@ -193,31 +193,37 @@ int fitting_stages(WgTile t, int64_t ktiles) {
 
 // The cooperative tile that fills the multiprocessors best, for outputs under two waves of
 // 128 x 256 tiles: the fewest clocks by a model of one tile's k-loop, per k-tile the longer
-// of its wgmma's (bm x bn x 64 multiply-adds at the ~1100 a clock an SM sustains, two
-// consumer warpgroups) and its loads (bm + bn rows of 128 bytes at ~60 bytes a clock), plus
-// its epilogue, times its waves. Fitted to H200 kernels (2026-12-02, ncu): 128 x 192 x 768,
-// 1375 clocks a k-tile; 128 x 64 x 3072, 552. Against the tiles of whole 64-column boxes it
-// finds, where B is k-contiguous (store_weights_k_major), 128 x 144 for 1024 x 2304 (128
-// tiles on 132 SMs, 96 of 128 x 192), 128 x 48 for 1024 x 768 (128 tiles, 96 of 128 x 64),
-// 128 x 80 for 512 x 2560 (128; 160 of 128 x 64, two waves); cuBLAS's kernels on those
-// products run 132, 128 and 128 tiles of the same areas. se 1 where bn allows it.
+// of its wgmma's (bm x bn x 64 multiply-adds at the ~1100 a clock an SM sustains, with one
+// consumer warpgroup as with two) and its loads (bm + bn rows of 128 bytes at ~60 bytes a
+// clock), plus its pipeline's fill (~2000 clocks: a block an SM, a wave of blocks waits for
+// its first k-tiles) and its epilogue, times its waves; a tile whose width is not whole 32-column blocks
+// cannot stage its epilogue (se) and counts 25% more. Fitted to H200 kernels (2026-12-02, ncu
+// and --tune): 128 x 192 x 768, 1375 clocks a k-tile; 128 x 64 x 3072, 552; 128 x 144 unstaged
+// 14.98 us against 12.64 for 128 x 160 staged (1024 x 2304 x 768). Where B is k-contiguous
+// (store_weights_k_major) it finds the tiles --tune found best: 128 x 160 for 1024 x 2304
+// (120 tiles on 132 SMs, 96 of 128 x 192), 64 x 96 for 1024 x 768 (128 tiles, 96 of 128 x
+// 64), 64 x 160 for 512 x 2560 (128; 160 of 128 x 64, two waves); cuBLAS's kernels on those
+// products run 132, 128 and 128 tiles of about the same areas. Ties go to the fewer bytes
+// loaded. `min_step`: the least step of widths tried.
 WgTile wave_fit_tile(const GemmDims& d, const Target& target, std::vector<int> bms = {128, 64}, int min_step = 16) {
   const int64_t sms = std::max(target.num_sms, 1), ktiles = (d.k + kBk - 1) / kBk;
   const int step = std::max(bn_step(d), min_step);
   WgTile best{bms[0], 64, 8};
-  double best_clocks = std::numeric_limits<double>::infinity();
+  double best_clocks = std::numeric_limits<double>::infinity(), best_load = best_clocks;
   for (int bm : bms) {
     for (int bn = 256; bn >= std::max(48, step); bn -= step) {
       const int64_t tiles = ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
       const int64_t waves = (tiles + sms - 1) / sms;
-      // One consumer warpgroup (bm 64) issues half the wgmma's at a time.
-      const double mma = double(bm) * bn * kBk / (bm == 128 ? 1100.0 : 700.0);
-      const double load = double(bm + bn) * 128 / 60.0;
-      const double clocks = double(waves) * (double(ktiles) * std::max(mma, load) + 600 + double(bm) * bn / 20);
-      if (clocks < best_clocks * 0.999) best_clocks = clocks, best = WgTile{bm, bn, 8};
+      const double mma = double(bm) * bn * kBk / 1100.0, load = double(bm + bn) * 128 / 60.0;
+      const bool staged = bn % kStageCols == 0;
+      const double clocks = double(waves) * (double(ktiles) * std::max(mma, load) + 2000 + double(bm) * bn / 20) *
+                            (staged ? 1.0 : 1.25);
+      if (clocks < best_clocks * 0.999 || (clocks <= best_clocks * 1.001 && load < best_load)) {
+        best_clocks = std::min(best_clocks, clocks), best_load = load;
+        best = WgTile{bm, bn, 8, false, staged ? 1 : 0};
+      }
     }
   }
-  best.se = best.bn % kStageCols == 0 ? 1 : 0;
   best.stages = fitting_stages(best, ktiles);
   return best;
 }
@@ -265,14 +271,17 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // 4096 x 3072 x 768 + GELU 45.2 us against 46.8 rolled (sr 1), plain 35.1 against 35.9;
   // three consumer warpgroups taking 64 x 192 tiles in turns lost (50.6-52.4 us) and went.
   // Under two waves of the largest tiles: the tile that fills the SMs best, and for --tune
-  // the best of the other block shape, the best of whole 32-column blocks (which stage their
-  // epilogue) and the first without its staged epilogue.
+  // the best of the other block shape and the best of any multiple of 16 columns.
   if (big_tiles < 2 * sms) {
     WgTile fit = wave_fit_tile(d, target), other = wave_fit_tile(d, target, {fit.bm == 128 ? 64 : 128});
-    WgTile staged = wave_fit_tile(d, target, {128, 64}, kStageCols), plain = fit;
-    plain.se = 0;
-    plain.stages = fitting_stages(plain, (d.k + kBk - 1) / kBk);
-    for (const WgTile& t : {plain, staged, other, fit}) {
+    WgTile any = fit;
+    for (int bn = fit.bn - 16; bn >= 48 && bn % bn_step(d) == 0 && fit.bn % kStageCols == 0; bn -= 16)
+      if (bn % kStageCols != 0) {
+        any = WgTile{fit.bm, bn, 8};
+        any.stages = fitting_stages(any, (d.k + kBk - 1) / kBk);
+        break;
+      }
+    for (const WgTile& t : {any, other, fit}) {
       auto same = [&](const WgTile& u) {
         return u.bm == t.bm && u.bn == t.bn && u.pp == t.pp && u.se == t.se && u.sr == t.sr && u.rr == t.rr;
       };

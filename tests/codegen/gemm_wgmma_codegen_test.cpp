@@ -158,12 +158,15 @@ TEST(GemmWgmmaCodegen, DefaultTileFollowsTheOutputSize) {
 }
 
 // Under two waves of 128 x 256 tiles, the tile that fills the 132 SMs: with B k-contiguous its
-// width is any multiple of 16 (cuBLAS runs 132, 128 and 128 tiles of these areas).
+// width is any multiple of 32 that stages its epilogue (cuBLAS runs 132, 128 and 128 tiles
+// of about these areas).
 TEST(GemmWgmmaCodegen, WaveFittingTilesWhereBIsKContiguous) {
   auto tile = [](const codegen::Tunables& t) { return std::make_pair(t.at("bm"), t.at("bn")); };
-  EXPECT_EQ(tile(default_of(1024, 2304, 768, true)), std::make_pair(128, 144)) << "128 tiles; 128 x 192: 96";
-  EXPECT_EQ(tile(default_of(1024, 768, 3072, true)), std::make_pair(128, 48)) << "128 tiles; 128 x 64: 96";
-  EXPECT_EQ(tile(default_of(512, 2560, 2048, true)), std::make_pair(128, 80)) << "128 tiles; 128 x 64: 160";
+  // What --tune found fastest on the H200 (2026-12-02): 12.64 us against 14.98 for 128 x 144
+  // (unstaged), 16.64 against 18.43 for 128 x 64, 15.71 against 24.93 for 128 x 64.
+  EXPECT_EQ(tile(default_of(1024, 2304, 768, true)), std::make_pair(128, 160)) << "120 tiles; 128 x 192: 96";
+  EXPECT_EQ(tile(default_of(1024, 768, 3072, true)), std::make_pair(64, 96)) << "128 tiles; 128 x 64: 96";
+  EXPECT_EQ(tile(default_of(512, 2560, 2048, true)), std::make_pair(64, 160)) << "128 tiles; 128 x 64: 160";
   EXPECT_EQ(tile(default_of(1024, 2304, 768)), std::make_pair(128, 192)) << "B n-contiguous: whole boxes";
   const codegen::Tunables gelu_wide = default_of(1024, 3072, 768, true);
   EXPECT_EQ(tile(gelu_wide), std::make_pair(128, 192));

@@ -67,7 +67,6 @@ struct WgTile {
   int se = 0;  // 0: no staging, else the staged block is 32 se columns wide
   int sr = 0;  // se: 0 unrolled, 1 rolled, 2 blocks unrolled and 32 elements a step rolled
   int rr = 8;   // raster: the walk takes rr rows of tiles at a time (emit_gemm_tile_origin)
-  int cl = 1;   // cooperative only: 2, blocks in clusters of two along m that share B (see cl)
   int consumers() const { return pp ? 2 : bm / 64; }
   int turn_bytes() const { return pp ? 16 : 0; }
   int row_blocks() const { return pp ? bm / 64 : 1; }  // 64-row blocks a consumer computes
@@ -93,7 +92,6 @@ Tunables tunables_of(const WgTile& t) {
   if (t.se) u["se"] = t.se;
   if (t.sr) u["sr"] = t.sr;
   if (t.rr != 8) u["rr"] = t.rr;
-  if (t.cl != 1) u["cl"] = t.cl;
   return u;
 }
 
@@ -283,12 +281,9 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
         any.stages = fitting_stages(any, (d.k + kBk - 1) / kBk);
         break;
       }
-    WgTile pair = fit;  // in clusters of two sharing B's loads
-    pair.cl = 2;
-    for (const WgTile& t : {any, other, pair, fit}) {
+    for (const WgTile& t : {any, other, fit}) {
       auto same = [&](const WgTile& u) {
-        return u.bm == t.bm && u.bn == t.bn && u.pp == t.pp && u.se == t.se && u.sr == t.sr && u.rr == t.rr &&
-               u.cl == t.cl;
+        return u.bm == t.bm && u.bn == t.bn && u.pp == t.pp && u.se == t.se && u.sr == t.sr && u.rr == t.rr;
       };
       tiles.erase(std::remove_if(tiles.begin(), tiles.end(), same), tiles.end());
       tiles.insert(tiles.begin(), t);
@@ -315,21 +310,17 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   std::string why = gemm_wgmma_unsupported(g, group, d, target);
   const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
                  tune.count("pp") && tune.at("pp") != 0, tune.count("se") ? tune.at("se") : 0,
-                 tune.count("sr") ? tune.at("sr") : 0, tune.count("rr") ? tune.at("rr") : 8,
-                 tune.count("cl") ? tune.at("cl") : 1};
+                 tune.count("sr") ? tune.at("sr") : 0, tune.count("rr") ? tune.at("rr") : 8};
   if (why.empty() && ((t.bm != 64 && t.bm != 128) || t.bn % bn_step(d) != 0 || t.bn < 16 || t.bn > 256 ||
                       t.stages < 2 || t.row_blocks() * t.bn > 256 ||
                       (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) ||
                       t.sr < 0 || t.sr > 2 || (t.sr == 2 && t.stage_cols() % 64 != 0) ||
-                      t.rr < 1 || t.rr > 64 || (t.cl != 1 && t.cl != 2) || (t.cl == 2 && (t.pp || t.rr % 2)) ||
+                      t.rr < 1 || t.rr > 64 ||
                       (t.se && t.bn % t.stage_cols() != 0) ||
                       t.shared_bytes() > kMaxSharedBytes))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
   if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, kBk);
-  const int64_t tiles_n = (d.nn + t.bn - 1) / t.bn;
-  // cl 2: an even count of row tiles (a cluster's two blocks take rows 2r and 2r + 1 of one
-  // column; a last one past m loads its A as zeros and stores nothing).
-  const int64_t tiles_m = ((d.m + t.bm - 1) / t.bm + t.cl - 1) / t.cl * t.cl;
+  const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
   const int64_t tiles = tiles_m * tiles_n * d.batches;
   if (why.empty() && tiles > 2147483647 / 4) why = "wgmma schedule: too many tiles";
   if (!why.empty()) {
@@ -369,8 +360,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.open("if (threadIdx.x == 0) {");
   e.open(fmt::format("for (int s = 0; s < {}; ++s) {{", t.stages));
   e.line("braze_mbar_init(full + 8 * s, 1);");
-  // cl 2: a stage is free once both blocks' consumers are done with it (its B is written into both).
-  e.line(fmt::format("braze_mbar_init(empty + 8 * s, {});", consumer_warps * t.cl));
+  e.line(fmt::format("braze_mbar_init(empty + 8 * s, {});", consumer_warps));
   e.close();
   if (t.pp) {
     e.line("braze_mbar_init(turn, 128);");
@@ -378,13 +368,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   }
   e.line("braze_mbar_init_fence();");
   e.close();
-  if (t.cl == 2) {
-    // Both blocks' barriers are initialised before either's copies or arrivals reach them.
-    e.line("braze_cluster_sync_threads();");
-    e.line("const unsigned crank = braze_cluster_rank();");
-  } else {
-    e.line("__syncthreads();");
-  }
+  e.line("__syncthreads();");
 
   // The producer. gk counts the k-tiles it has loaded: stage gk % STAGES, its
   // (gk / STAGES)-th use.
@@ -409,37 +393,23 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.line(fmt::format("braze_mbar_arrive_expect(bar, {}u);", t.stage_bytes()));
   // An operand's k-tile into shared memory at `dst`: one box of rows x 64 k (k-contiguous),
   // or 64 x 64 boxes side by side along m or n (mn-contiguous) from `origin` (i0 or j0).
-  // shared: cl 2's B, of which each block of the cluster loads half into both: the rows
-  // crank * rows / 2 onwards of a k-contiguous box, the k-rows crank * 32 onwards of each
-  // 64 x 64 box (each half starts a 1024-byte swizzle atom, so the halves make the box).
   auto emit_load = [&](const char* dst, const char* map, bool mn, int rows, const char* origin,
-                       const std::vector<std::string>& batch, bool shared) {
-    const std::string fn = fmt::format("braze_tma_load_{}{}d", shared ? "mc_" : "", 2 + batch.size());
+                       const std::vector<std::string>& batch) {
+    const std::string fn = fmt::format("braze_tma_load_{}d", 2 + batch.size());
     const std::string bc = fmt::format("{}", fmt::join(batch, ", "));
-    const std::string tail = shared ? "bar, (unsigned short)3" : "bar";
     if (!mn) {
-      if (shared)
-        e.line(fmt::format("{}({} + crank * {}u, {}, kt * {}, {} + (int)crank * {}, {}, {});", fn, dst, rows / 2 * 128,
-                           map, kBk, origin, rows / 2, bc, tail));
-      else
-        e.line(fmt::format("{}({}, {}, kt * {}, {}, {}, {});", fn, dst, map, kBk, origin, bc, tail));
+      e.line(fmt::format("{}({}, {}, kt * {}, {}, {}, bar);", fn, dst, map, kBk, origin, bc));
       return;
     }
-    for (int q = 0; q < rows / kBox; ++q) {
-      if (shared)
-        e.line(fmt::format("{}({} + {}u + crank * {}u, {}, {} + {}, kt * {} + (int)crank * {}, {}, {});", fn, dst,
-                           q * kBox * 128, kBk / 2 * 128, map, origin, q * kBox, kBk, kBk / 2, bc, tail));
-      else
-        e.line(fmt::format("{}({} + {}u, {}, {} + {}, kt * {}, {}, {});", fn, dst, q * kBox * 128, map, origin,
-                           q * kBox, kBk, bc, tail));
-    }
+    for (int q = 0; q < rows / kBox; ++q)
+      e.line(fmt::format("{}({} + {}u, {}, {} + {}, kt * {}, {}, bar);", fn, dst, q * kBox * 128, map,
+                         origin, q * kBox, kBk, bc));
   };
-  emit_load("sa", "braze_tmap_a", a_mn, t.bm, "i0", ba, false);
-  emit_load("sb", "braze_tmap_b", b_mn, t.bn, "j0", bb, t.cl == 2);
+  emit_load("sa", "braze_tmap_a", a_mn, t.bm, "i0", ba);
+  emit_load("sb", "braze_tmap_b", b_mn, t.bn, "j0", bb);
   e.close();  // kt
   if (t.pp) e.close();  // tl
   e.close();  // thread 0
-  if (t.cl == 2) e.line("braze_cluster_sync_threads();  // the consumers' last arrivals on both blocks' barriers");
   e.line("return;");
   e.close();  // producer
 
@@ -513,15 +483,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // race that left an 8 x 8 block of each warp's tile short of its last k-tile.
   e.line(fmt::format("if (kt + 1 < {}) braze_wgmma_wait<1>(); else braze_wgmma_wait<0>();", ktiles));
   fence_accum();
-  if (t.cl == 2) {
-    e.open("if (kt > 0 && lane == 0) {");
-    e.line(fmt::format("braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));", t.stages));
-    e.line(fmt::format("braze_mbar_arrive_cluster(empty + 8 * ((gk - 1) % {}), crank ^ 1u);", t.stages));
-    e.close();
-  } else {
-    e.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));",
-                       t.stages));
-  }
+  e.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));",
+                     t.stages));
   e.close();
   e.line("braze_wgmma_wait<0>();");
   fence_accum();
@@ -537,7 +500,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // Tiles inside the output (all but the last row and column of tiles) store without bounds
   // checks: straight-line code the compiler can interleave across elements (and loads it may
   // share between rows, like a bias's).
-  const bool edges = d.m % t.bm != 0 || d.nn % t.bn != 0 || tiles_m * t.bm > d.m;
+  const bool edges = d.m % t.bm != 0 || d.nn % t.bn != 0;
   if (edges)
     e.line(fmt::format("const bool interior = i0 + {} <= {}LL && j0 + {} <= {}LL;", t.bm, d.m,
                        t.bn, d.nn));
@@ -650,7 +613,6 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     if (edges) e.close();
   }
   if (t.pp) e.close();  // tl
-  if (t.cl == 2) e.line("braze_cluster_sync_threads();  // no block leaves while the other may arrive on its barriers");
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
@@ -685,17 +647,16 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     return m;
   };
   kern.tensor_maps.push_back(a_mn ? map_of(va, d.m, d.k, kBk) : map_of(va, d.k, d.m, t.bm));
-  const unsigned b_rows = b_mn ? kBk / t.cl : static_cast<unsigned>(t.bn / t.cl);  // cl 2: half boxes
-  kern.tensor_maps.push_back(b_mn ? map_of(vb, d.nn, d.k, b_rows) : map_of(vb, d.k, d.nn, b_rows));
+  kern.tensor_maps.push_back(b_mn ? map_of(vb, d.nn, d.k, kBk) : map_of(vb, d.k, d.nn, t.bn));
 
   std::string code = wgmma_step_function(t.bn, a.dtype == DType::Float16 ? "f16" : "bf16", a_mn,
                                          b_mn);
   code += fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({0}, 1){4} KERNEL_NAME({1}, "
+      "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
       "const __grid_constant__ braze_tmap braze_tmap_a, "
       "const __grid_constant__ braze_tmap braze_tmap_b) {{\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {2});\n{3}}}\n",
-      t.threads(), e.signature(), kern.shared_bytes, e.body(), t.cl == 2 ? " __cluster_dims__(2, 1, 1)" : "");
+      t.threads(), e.signature(), kern.shared_bytes, e.body());
   finish_kernel(g, kern, code, kMmaHelpers | kWgmmaHelpers);
   return kern;
 }

@@ -64,29 +64,6 @@ BRAZE_DEV void braze_mbar_wait(braze_saddr bar, unsigned parity) {
   } while (!done);
 }
 
-// ---- thread-block clusters (gemm_wgmma.cpp, WgTile::cl) ----
-
-// This block's rank in its cluster.
-BRAZE_DEV unsigned braze_cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// Every thread of every block of the cluster arrives, then waits for all the others: no block
-// leaves while another may still arrive on its barriers. Unlike braze_cluster_sync (prelude),
-// not .aligned: a warp may come to it diverged (the producer's one loading thread).
-BRAZE_DEV void braze_cluster_sync_threads() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-// One arrival on the barrier at the same shared-memory offset in block `cta` of the cluster.
-BRAZE_DEV void braze_mbar_arrive_cluster(braze_saddr bar, unsigned cta) {
-  asm volatile(
-      "{\n .reg .b32 r;\n mapa.shared::cluster.u32 r, %0, %1;\n"
-      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r];\n}\n" ::"r"(bar),
-      "r"(cta)
-      : "memory");
-}
-
 // ---- the staged epilogue (gemm_wgmma.cpp, WgTile::se) ----
 
 // Named barrier `id` over `n` threads (a warpgroup: 128).
@@ -127,37 +104,6 @@ BRAZE_DEV void braze_tma_load_5d(braze_saddr dst, const braze_tmap& map, int c0,
       " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(dst),
       "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
       "r"(bar)
-      : "memory");
-}
-
-// The same box into shared memory at dst in every block of the cluster that `mask` names (bit
-// r: rank r), each completing the transaction bytes of its own barrier at offset bar.
-BRAZE_DEV void braze_tma_load_mc_3d(braze_saddr dst, const braze_tmap& map, int c0, int c1, int c2,
-                                    braze_saddr bar, unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
-      : "memory");
-}
-
-BRAZE_DEV void braze_tma_load_mc_4d(braze_saddr dst, const braze_tmap& map, int c0, int c1, int c2,
-                                    int c3, braze_saddr bar, unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar),
-      "h"(mask)
-      : "memory");
-}
-
-BRAZE_DEV void braze_tma_load_mc_5d(braze_saddr dst, const braze_tmap& map, int c0, int c1, int c2,
-                                    int c3, int c4, braze_saddr bar, unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%2, %3, %4, %5, %6}], [%7], %8;\n" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
-      "r"(bar), "h"(mask)
       : "memory");
 }
 

@@ -3,8 +3,7 @@
 // float16 / bfloat16 case whose operands' batches it can address; every candidate compiles
 // into PTX with wgmma.mma_async on both operands' layouts, TMA copies completing on
 // mbarriers, register reallocation, and accumulators that never touch local memory; two
-// tensor maps with boxes matching the shared tiles (cl 2: B's halved, multicast to a cluster
-// of two); cases it cannot take keep mma.sync.
+// tensor maps with boxes matching the shared tiles; cases it cannot take keep mma.sync.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -63,10 +62,8 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
     const codegen::TensorMap &ma = k.tensor_maps[0], &mb = k.tensor_maps[1];
     EXPECT_EQ(ma.box[0], 64u);
     EXPECT_EQ(ma.box[1], c.a_kcontig ? static_cast<unsigned>(bm) : 64u);
-    // cl 2: each block of a cluster loads half of B's box, for both.
-    const unsigned cl = t.count("cl") ? static_cast<unsigned>(t.at("cl")) : 1u;
     EXPECT_EQ(mb.box[0], 64u);
-    EXPECT_EQ(mb.box[1], (c.b_kcontig ? static_cast<unsigned>(bn) : 64u) / cl);
+    EXPECT_EQ(mb.box[1], c.b_kcontig ? static_cast<unsigned>(bn) : 64u);
     EXPECT_EQ(ma.strides[0] % 16, 0u);
     EXPECT_EQ(mb.strides[0] % 16, 0u);
     EXPECT_LT(ma.param, k.params.size());
@@ -91,11 +88,6 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
       EXPECT_NE(ptx.find("bar.sync"), std::string::npos) << k.name;
     }
     EXPECT_NE(ptx.find("mbarrier.try_wait.parity"), std::string::npos);
-    EXPECT_EQ(ptx.find(".multicast::cluster") != std::string::npos, cl == 2) << k.name;
-    if (cl == 2) {
-      EXPECT_EQ(k.grid[0] % 2, 0u) << k.name;
-      EXPECT_NE(ptx.find("barrier.cluster.wait"), std::string::npos) << k.name;
-    }
     EXPECT_NE(ptx.find("wgmma.wait_group.sync.aligned"), std::string::npos);
     if (bm == 128 || pp) {
       EXPECT_NE(ptx.find("setmaxnreg.inc.sync.aligned.u32 232"), std::string::npos);

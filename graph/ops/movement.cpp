@@ -146,9 +146,25 @@ std::string same_order_index(CudaIndexCtx& ctx) {
 }
 
 // The forward map of a same-order op: flat offset in the input, unravelled in the output.
+// The dims it leaves alone at either end keep their coordinates, and only those between are
+// linearised and unravelled: [1024, 2304] -> [8, 128, 2304] maps (i, j) to (i / 128, i % 128,
+// j), not to three divisions of i * 2304 + j (a GEMM epilogue computes them for every
+// element, and a bias indexed by j needs no division at all).
 std::vector<std::string> same_order_forward(const Node&, const std::vector<std::string>& in, const Shape& in_shape,
                                             const Shape& out_shape) {
-  return cuda_unravel(cuda_linearize(in, in_shape), out_shape);
+  const size_t ni = in_shape.size(), no = out_shape.size();
+  size_t p = 0, s = 0;
+  while (p < ni && p < no && in_shape[p] == out_shape[p]) ++p;
+  while (s < ni - p && s < no - p && in_shape[ni - 1 - s] == out_shape[no - 1 - s]) ++s;
+  std::vector<std::string> out(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(p));
+  const std::vector<std::string> mid_in(in.begin() + static_cast<std::ptrdiff_t>(p),
+                                        in.end() - static_cast<std::ptrdiff_t>(s));
+  const Shape in_mid(in_shape.begin() + static_cast<std::ptrdiff_t>(p), in_shape.end() - static_cast<std::ptrdiff_t>(s));
+  const Shape out_mid(out_shape.begin() + static_cast<std::ptrdiff_t>(p),
+                      out_shape.end() - static_cast<std::ptrdiff_t>(s));
+  for (std::string& c : cuda_unravel(cuda_linearize(mid_in, in_mid), out_mid)) out.push_back(std::move(c));
+  out.insert(out.end(), in.end() - static_cast<std::ptrdiff_t>(s), in.end());
+  return out;
 }
 
 std::optional<std::vector<int64_t>> const_list(const CudaIndexCtx& ctx, size_t i) {

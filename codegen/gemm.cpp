@@ -352,7 +352,7 @@ std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& gr
     return gemm_wgmma_kernel(g, group, *dims, *epi, target, chosen, why_not);
   if (chosen.count("tc") && chosen.at("tc") != 0)
     return gemm_tc_kernel(g, group, *dims, *epi, target, chosen, why_not);
-  return gemm_simt_kernel(g, group, *dims, *epi, chosen, why_not);
+  return gemm_simt_kernel(g, group, *dims, *epi, target, chosen, why_not);
 }
 
 }  // namespace braze::codegen

@@ -14,6 +14,12 @@
 // through the emitter, one element at a time, by a lambda the main loop calls; those loads
 // walk the operand along the dim that is contiguous when it is a plain input. Batch dims
 // broadcast over blockIdx.z, then a loop.
+//
+// Split-K (split 2, 4 or 8; float accumulators, sm_90): where the output has too few tiles to
+// fill the GPU and k is long (BERT at batch 1: 128 x 768 x 3072 is 24 tiles of 64 x 64), a
+// cluster of `split` blocks computes each tile, each over its share of the k-tiles, and the
+// cluster's rank 0 adds the others' sums through distributed shared memory
+// (braze_split_reduce) and runs the epilogue.
 #include <braze/dtype.h>
 
 #include <algorithm>
@@ -34,21 +40,25 @@ constexpr int64_t kStaticSharedBytes = 48 * 1024;
 // One point of the search space: block tile bm x bn, k-tile bk, thread micro-tile tm x tn,
 // and whether the next k-step's fragments are read ahead into registers of their own (pf).
 struct SimtTile {
-  int bm, bn, bk, tm, tn, pf;
+  int bm, bn, bk, tm, tn, pf, split = 1;
   int threads() const { return (bm / tm) * (bn / tn); }
+  // The two stages; split-K also parks the tile's partial sums there.
   int64_t shared_bytes(int acc_bytes) const {
-    return int64_t{2} * bk * (bm + 4 + bn + 4) * acc_bytes;
+    const int64_t stages = int64_t{2} * bk * (bm + 4 + bn + 4) * acc_bytes;
+    return split > 1 ? std::max<int64_t>(stages, int64_t{bm} * bn * 4) : stages;
   }
 };
 
 // A missing key reads 0, which tile_problem refuses (pf 0 is valid: no prefetch).
 SimtTile tile_of(const Tunables& t) {
   auto get = [&t](const char* key) { return t.count(key) ? t.at(key) : 0; };
-  return {get("bm"), get("bn"), get("bk"), get("tm"), get("tn"), get("pf")};
+  return {get("bm"), get("bn"), get("bk"), get("tm"), get("tn"), get("pf"), t.count("split") ? t.at("split") : 1};
 }
 
 Tunables tunables_of(const SimtTile& t) {
-  return {{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"tm", t.tm}, {"tn", t.tn}, {"pf", t.pf}};
+  Tunables u{{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"tm", t.tm}, {"tn", t.tn}, {"pf", t.pf}};
+  if (t.split > 1) u["split"] = t.split;
+  return u;
 }
 
 // Bytes of the accumulator type.
@@ -67,6 +77,8 @@ std::string tile_problem(const SimtTile& t, int acc_bytes) {
       (t.pf != 0 && t.pf != 1))
     return fmt::format("SIMT GEMM tile {}x{}x{} with {}x{} per thread is not supported", t.bm,
                        t.bn, t.bk, t.tm, t.tn);
+  if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8) return "SIMT split-K over 1, 2, 4 or 8 blocks";
+  if (t.split > 1 && acc_bytes != 4) return "SIMT split-K sums in float only";
   if (t.shared_bytes(acc_bytes) > kStaticSharedBytes)
     return fmt::format("SIMT GEMM tile needs {} bytes of shared memory",
                        t.shared_bytes(acc_bytes));
@@ -145,10 +157,26 @@ std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims
     def = mid;
   else if (blocks(narrow) >= sms)
     def = narrow;
+  // Split-K where the default leaves SMs idle (fewer blocks than SMs) and k is long: the 64 x 64
+  // tile (else 32 x 64) over as many blocks a tile as keep at most two blocks an SM busy with
+  // at least 4 k-tiles each (float accumulators; clusters: sm_90). BERT at batch 1, 128 x 768
+  // x 3072: 96 blocks of 32 x 32 (64 threads each) took 170 us on the H200 (2026-12-02).
+  const bool can_split = !wide && target.sm >= 90 && !target.emulated;
+  auto with_split = [&](SimtTile t, int s) {
+    t.split = s;
+    return t;
+  };
+  std::vector<SimtTile> splits;  // largest split first, mid's before narrow's
+  if (can_split)
+    for (const SimtTile& t : {mid, narrow})
+      for (int s : {8, 4, 2})
+        if (blocks(t) * s <= 2 * sms && (d.k + t.bk - 1) / t.bk >= 4 * s) splits.push_back(with_split(t, s));
+  if (!splits.empty() && blocks(def) < sms) def = splits.front();
   std::vector<Tunables> c{tunables_of(def)};
-  for (const SimtTile& t :
-       {big, SimtTile{128, 128, 8, 8, 8, 1}, SimtTile{128, 128, 8, 8, 8, 0}, tall,
-        SimtTile{64, 128, 8, 4, 8, 1}, mid, SimtTile{64, 64, 8, 8, 8, 1}, narrow, small}) {
+  std::vector<SimtTile> all = {big, SimtTile{128, 128, 8, 8, 8, 1}, SimtTile{128, 128, 8, 8, 8, 0}, tall,
+                               SimtTile{64, 128, 8, 4, 8, 1}, mid, SimtTile{64, 64, 8, 8, 8, 1}, narrow, small};
+  all.insert(all.end(), splits.begin(), splits.end());
+  for (const SimtTile& t : all) {
     if (wide && t.tm * t.tn > 32) continue;
     if (!tile_problem(t, acc_bytes).empty()) continue;
     Tunables tu = tunables_of(t);
@@ -159,7 +187,7 @@ std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims
 
 std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Group& group,
                                        const GemmDims& d, const GemmEpilogue& epi,
-                                       const Tunables& tune, std::string* why_not) {
+                                       const Target& target, const Tunables& tune, std::string* why_not) {
   const graph::Node& n = *d.node;
   const graph::Value& a = g.value(n.inputs[0]);
   const graph::Value& b = g.value(n.inputs[1]);
@@ -169,7 +197,9 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
   const SimtTile t = tile_of(tune);
   std::string why = tile_problem(t, acc_bytes);
   const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
-  if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, t.bk);
+  if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, t.bk, t.split);
+  if (why.empty() && t.split > 1 && (target.sm < 90 || target.emulated))
+    why = "split-K needs thread-block clusters (sm_90)";
   if (!why.empty()) {
     *why_not = why;
     return std::nullopt;
@@ -188,7 +218,10 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
   std::vector<std::string> b_coords = operand_coords(
       d.out_batch, Shape(b.shape.begin(), b.shape.end() - (d.b_vec ? 1 : 2)), b_tail);
 
-  emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn);
+  const bool split = t.split > 1;
+  emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn,
+                        split ? fmt::format("(int)blockIdx.x / {}", t.split) : "(int)blockIdx.x");
+  const int64_t ktiles = (d.k + t.bk - 1) / t.bk, share = (ktiles + t.split - 1) / t.split;  // k-tiles a block
   // One batch: no loop (fewer registers live across the main loop); else a 32-bit one.
   if (d.batches == 1) {
     e.open("{");
@@ -204,8 +237,17 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
     emit_operand_reader(e, g, d, 1, n.inputs[1], d.b_vec, b_coords, "lb", "jj", "j0", d.nn,
                         t.bn, d.tb, t, acc);
     e.line(fmt::format("{} sum[{}][{}];", acc, t.tm, t.tn));
-    e.line(fmt::format("tile_gemm::run<{}>(sum, la, lb, {}, smem);", t.pf ? "true" : "false",
-                       (d.k + t.bk - 1) / t.bk));
+    if (split) {
+      // Block rank r of the cluster sums k-tiles r * share onwards (the last share may be short
+      // or empty).
+      e.line(fmt::format("const int kt0 = (int)(blockIdx.x % {}) * {};", t.split, share));
+      e.line(fmt::format("tile_gemm::run<{}>(sum, la, lb, {} - kt0 < {} ? {} - kt0 : {}, smem, kt0);",
+                         t.pf ? "true" : "false", ktiles, share, ktiles, share));
+      e.open(fmt::format("if (braze_split_reduce<{}, {}>(&sum[0][0], reinterpret_cast<float*>(smem))) {{", t.split,
+                         t.tm * t.tn));
+    } else {
+      e.line(fmt::format("tile_gemm::run<{}>(sum, la, lb, {}, smem);", t.pf ? "true" : "false", ktiles));
+    }
     // The epilogue: accumulator row ti, columns 4s .. 4s + 3 are adjacent in C.
     e.line("#pragma unroll");
     e.open(fmt::format("for (int ti = 0; ti < {}; ++ti) {{", t.tm));
@@ -216,6 +258,7 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
     emit_gemm_stores(e, g, d, epi, 4, "sum[ti][4 * s + q]");
     e.close();
     e.close();
+    if (split) e.close();
   } catch (const graph::CudaUnsupported& u) {
     *why_not = u.why;
     return std::nullopt;
@@ -224,7 +267,7 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
-  kern.grid = {static_cast<unsigned>(std::max<int64_t>(tiles_m * tiles_n, 1)), 1,
+  kern.grid = {static_cast<unsigned>(std::max<int64_t>(tiles_m * tiles_n * t.split, 1)), 1,
                static_cast<unsigned>(std::clamp<int64_t>(d.batches, 1, 65535))};
   kern.empty_launch = d.m == 0 || d.nn == 0 || d.batches == 0;
   // Two 256-thread blocks an SM (at most 128 registers a thread) where ptxas fits the tile
@@ -235,13 +278,18 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
                           (t.tm * t.tn <= 32 || (t.pf == 0 && t.bk == 8));
   const int min_blocks = two_blocks ? 2 : 1;
   // The stages are declared as 4-vectors of the accumulator type, for their alignment.
+  // split: the stages also hold the tile's partial sums, bm x bn floats.
+  const std::string elems = split ? fmt::format("(tile_gemm::kSharedElems > {0} ? tile_gemm::kSharedElems : {0})",
+                                                t.bm * t.bn)
+                                  : "tile_gemm::kSharedElems";
   std::string code = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({0}, {1}) KERNEL_NAME({2}) {{\n"
+      "extern \"C\" __global__ void __launch_bounds__({0}, {1}){10} KERNEL_NAME({2}) {{\n"
       "  typedef braze_simt_gemm<{3}, {4}, {5}, {6}, {7}, {8}> tile_gemm;\n"
-      "  __shared__ braze_vec<{3}, 4> stages[tile_gemm::kSharedElems / 4];\n"
+      "  __shared__ braze_vec<{3}, 4> stages[{11} / 4];\n"
       "  {3}* const smem = stages[0].v;\n"
       "  const int tr = tile_gemm::thread_row(), tc = tile_gemm::thread_col();\n{9}}}\n",
-      t.threads(), min_blocks, e.signature(), acc, t.bm, t.bn, t.bk, t.tm, t.tn, e.body());
+      t.threads(), min_blocks, e.signature(), acc, t.bm, t.bn, t.bk, t.tm, t.tn, e.body(),
+      split ? fmt::format(" __cluster_dims__({}, 1, 1)", t.split) : "", elems);
   finish_kernel(g, kern, code, kSimtGemmHelpers);
   return kern;
 }

@@ -432,27 +432,10 @@ struct braze_tc_gemm {
 
 #ifndef BRAZE_CPU_EMULATION
 // The SPLIT blocks of a cluster (ranks along x) computed one output tile over disjoint
-// shares of k. Each block parks its accumulators in its own shared memory (element e of
-// thread t at e * blockDim.x + t: coalesced, conflict-free), and rank 0 adds the others'
-// in rank order through distributed shared memory; the second cluster barrier keeps every
-// block's shared memory alive until rank 0 has read it. Returns whether this block holds
-// the sum (rank 0), which then runs the epilogue. `red` needs MI * NI * 4 floats a thread.
+// shares of k: braze_split_reduce (prelude) of the accumulators. `red` needs MI * NI * 4
+// floats a thread.
 template <int SPLIT, int MI, int NI>
 BRAZE_DEV bool braze_tc_split_reduce(float (&acc)[MI][NI][4], float* red) {
-  constexpr int E = MI * NI * 4;
-  float* flat = &acc[0][0][0];
-  const unsigned rank = blockIdx.x % SPLIT;
-  if (rank != 0)
-#pragma unroll
-    for (int e = 0; e < E; ++e) red[e * blockDim.x + threadIdx.x] = flat[e];
-  braze_cluster_sync();
-  if (rank == 0)
-    for (unsigned q = 1; q < SPLIT; ++q) {
-      const float* other = braze_cluster_map(red, q);
-#pragma unroll
-      for (int e = 0; e < E; ++e) flat[e] += other[e * blockDim.x + threadIdx.x];
-    }
-  braze_cluster_sync();
-  return rank == 0;
+  return braze_split_reduce<SPLIT, MI * NI * 4>(&acc[0][0][0], red);
 }
 #endif

@@ -59,6 +59,30 @@ BRAZE_DEV const T* braze_cluster_map(const T* p, unsigned rank) {
   asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
   return reinterpret_cast<const T*>(q);
 }
+
+// Split-K over a cluster: the SPLIT blocks of a cluster (ranks along x) computed one output
+// tile over disjoint shares of k, each thread E partial sums at `flat`. Each block parks
+// them in its own shared memory `red` (element e of thread t at e * blockDim.x + t:
+// coalesced, conflict-free), and rank 0 adds the others' in rank order through distributed
+// shared memory; the second cluster barrier keeps every block's shared memory alive until
+// rank 0 has read it. Returns whether this block holds the sum (rank 0), which then runs
+// the epilogue. `red` holds E floats a thread.
+template <int SPLIT, int E>
+BRAZE_DEV bool braze_split_reduce(float* flat, float* red) {
+  const unsigned rank = blockIdx.x % SPLIT;
+  if (rank != 0)
+#pragma unroll
+    for (int e = 0; e < E; ++e) red[e * blockDim.x + threadIdx.x] = flat[e];
+  braze_cluster_sync();
+  if (rank == 0)
+    for (unsigned q = 1; q < SPLIT; ++q) {
+      const float* other = braze_cluster_map(red, q);
+#pragma unroll
+      for (int e = 0; e < E; ++e) flat[e] += other[e * blockDim.x + threadIdx.x];
+    }
+  braze_cluster_sync();
+  return rank == 0;
+}
 #endif
 
 // Records the first failed run-time check of a kernel (an out-of-range index …); the

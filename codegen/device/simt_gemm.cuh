@@ -91,6 +91,12 @@ struct braze_simt_gmem : braze_simt_stage<Acc, ROWS, BK, THREADS, KFAST, VEC> {
     }
   }
 
+  // Moves the pointers `tiles` k-tiles on (split-K: a block's share starts there).
+  BRAZE_DEV void advance(int tiles) {
+#pragma unroll
+    for (int j = 0; j < Stage::kPer; ++j) p_[j] += tiles * step_;
+  }
+
   // Loads the k-tile starting at p0 (the next one: the pointers advance).
   BRAZE_DEV void fetch(int p0) {
 #pragma unroll
@@ -122,6 +128,8 @@ struct braze_simt_fn : braze_simt_stage<Acc, ROWS, BK, THREADS, KFAST, 1> {
 
   BRAZE_DEV braze_simt_fn(F& f, long long row0, long long rows, long long k)
       : f_(f), row0_(row0), rows_(rows), k_(k) {}
+
+  BRAZE_DEV void advance(int) {}  // fetch's p0 says where
 
   BRAZE_DEV void fetch(int p0) {
 #pragma unroll
@@ -177,19 +185,22 @@ struct braze_simt_gemm {
   }
 
   // sum = the block tile's product over `ktiles` k-tiles of A's stage `la` (BM rows) and
-  // B's `lb` (BN rows); smem holds kSharedElems, 32-byte aligned. Returns with shared memory
-  // free again. PREFETCH: k-step kk + 1's fragments are read into a second set of registers
-  // before step kk's FMAs (more registers; without it the compiler's schedule decides).
+  // B's `lb` (BN rows), from k-tile kt0 on (split-K); smem holds kSharedElems, 32-byte
+  // aligned. Returns with shared memory free again. PREFETCH: k-step kk + 1's fragments are
+  // read into a second set of registers before step kk's FMAs (more registers; without it
+  // the compiler's schedule decides).
   template <bool PREFETCH, class LA, class LB>
-  static BRAZE_DEV void run(Acc (&sum)[TM][TN], LA& la, LB& lb, int ktiles, Acc* smem) {
+  static BRAZE_DEV void run(Acc (&sum)[TM][TN], LA& la, LB& lb, int ktiles, Acc* smem, int kt0 = 0) {
     const int tr = thread_row(), tc = thread_col();
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
       for (int j = 0; j < TN; ++j) sum[i][j] = (Acc)0;
     if (ktiles <= 0) return;
-    la.fetch(0);
-    lb.fetch(0);
+    la.advance(kt0);
+    lb.advance(kt0);
+    la.fetch(kt0 * BK);
+    lb.fetch(kt0 * BK);
     la.stash(smem);
     lb.stash(smem + BK * kAStride);
     __syncthreads();
@@ -200,8 +211,8 @@ struct braze_simt_gemm {
       Acc* next = smem + ((kt + 1) & 1) * kStage;
       const bool more = kt + 1 < ktiles;
       if (more) {
-        la.fetch((kt + 1) * BK);
-        lb.fetch((kt + 1) * BK);
+        la.fetch((kt0 + kt + 1) * BK);
+        lb.fetch((kt0 + kt + 1) * BK);
       }
 #pragma unroll
       for (int kk = 0; kk < BK; ++kk) {

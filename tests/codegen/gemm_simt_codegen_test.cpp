@@ -58,6 +58,8 @@ TEST(GemmSimtCodegen, EveryCandidateCompilesToVectorFragmentsInRegisters) {
       {"float", R"(<ir_version: 8, opset_import: ["" : 20]>
         g (float[4,1024,768] x, float[768,3072] w, float[3072] c) => (float[4,1024,3072] y) {
           m = MatMul(x, w)  s = Add(m, c)  y = Gelu(s) })"},
+      // BERT's FFN down at batch 1: split-K candidates among the rest.
+      {"float", matmul_text("float", 128, 768, 3072)},
   };
   for (const auto& [type, text] : runs) {
     GemmGroup gg = gemm_group_of(text);
@@ -94,6 +96,11 @@ TEST(GemmSimtCodegen, EveryCandidateCompilesToVectorFragmentsInRegisters) {
       if (f32 && t.at("tm") == 8 && t.at("tn") == 8) {
         EXPECT_GE(fma, 8 * lds);
       }
+      // split-K: a cluster of `split` blocks a tile, summed through distributed shared memory.
+      const int split = t.count("split") ? t.at("split") : 1;
+      EXPECT_EQ(k.source.find(fmt::format("__cluster_dims__({}, 1, 1)", split)) != std::string::npos, split > 1)
+          << k.name;
+      EXPECT_EQ(ptx.find("barrier.cluster.wait") != std::string::npos, split > 1) << k.name;
       // A and B of this graph are plain inputs with sizes that take 16-byte loads.
       EXPECT_NE(ptx.find(f32 ? "ld.global.nc.v4.f32" : "ld.global.nc.v2.f64"), std::string::npos)
           << type << " " << k.name;
@@ -156,19 +163,29 @@ TEST(GemmSimtCodegen, OperandReaders) {
 }
 
 // The default: 128 x 128 when there are two blocks an SM, then 128 x 64, then smaller tiles
-// as M * N shrinks against 132 SMs.
+// as M * N shrinks against 132 SMs; where even those leave SMs idle and k is long (float,
+// sm_90), 64 x 64 split-K over a cluster of blocks.
 TEST(GemmSimtCodegen, DefaultTileFollowsTheProblemSize) {
-  auto default_of = [](const char* type, int64_t m, int64_t n, int64_t k) {
+  auto default_of = [](const char* type, int64_t m, int64_t n, int64_t k, codegen::Target t = kH200) {
     GemmGroup gg = gemm_group_of(matmul_text(type, m, n, k));
-    codegen::Tunables t = codegen::candidates(gg.g, gg.group, kH200).front();
-    return std::make_pair(t.at("bm"), t.at("bn"));
+    codegen::Tunables c = codegen::candidates(gg.g, gg.group, t).front();
+    return std::make_tuple(c.at("bm"), c.at("bn"), c.count("split") ? c.at("split") : 1);
   };
-  EXPECT_EQ(default_of("float", 8192, 8192, 8192), std::make_pair(128, 128));
-  EXPECT_EQ(default_of("float", 4096, 3072, 768), std::make_pair(128, 128));
-  EXPECT_EQ(default_of("float", 4096, 768, 3072), std::make_pair(128, 64));
-  EXPECT_EQ(default_of("float", 128, 3072, 768), std::make_pair(64, 64));
-  EXPECT_EQ(default_of("float", 128, 768, 768), std::make_pair(32, 32));
-  EXPECT_EQ(default_of("double", 8192, 8192, 8192), std::make_pair(128, 64));
+  EXPECT_EQ(default_of("float", 8192, 8192, 8192), std::make_tuple(128, 128, 1));
+  EXPECT_EQ(default_of("float", 4096, 3072, 768), std::make_tuple(128, 128, 1));
+  EXPECT_EQ(default_of("float", 4096, 768, 3072), std::make_tuple(128, 64, 1));
+  // 96 tiles of 64 x 64 (fewer than the SMs): two blocks a tile.
+  EXPECT_EQ(default_of("float", 128, 3072, 768), std::make_tuple(64, 64, 2));
+  // 24 tiles of 64 x 64: eight blocks a tile, 6 (768) and 24 (3072) k-tiles each.
+  EXPECT_EQ(default_of("float", 128, 768, 768), std::make_tuple(64, 64, 8));
+  EXPECT_EQ(default_of("float", 128, 768, 3072), std::make_tuple(64, 64, 8));
+  EXPECT_EQ(default_of("double", 8192, 8192, 8192), std::make_tuple(128, 64, 1));
+  // No clusters before sm_90, none in the emulator, no float sums of doubles: no split-K.
+  EXPECT_EQ(default_of("float", 128, 768, 768, codegen::Target{80, 108}), std::make_tuple(32, 32, 1));
+  codegen::Target emu = kH200;
+  emu.emulated = true;
+  EXPECT_EQ(default_of("float", 128, 768, 768, emu), std::make_tuple(32, 32, 1));
+  EXPECT_EQ(std::get<2>(default_of("double", 128, 768, 768)), 1);
 }
 
 // A tile the main loop cannot take is refused with the reason.

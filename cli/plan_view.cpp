@@ -105,8 +105,8 @@ void print_plan_text(std::ostream& os, const graph::Graph& g, const PlanView& v)
     if (k.kind != "fallback") {
       std::vector<std::string> tn;
       for (const auto& [key, val] : k.tunables) tn.push_back(fmt::format("{}={}", key, val));
-      os << fmt::format("        grid {}x{}x{}, block {}{}\n", k.grid[0], k.grid[1], k.grid[2], k.block[0],
-                        tn.empty() ? "" : ", " + fmt::format("{}", fmt::join(tn, " ")));
+      os << fmt::format("        grid {}x{}x{}, block {}{}\n", k.grid[0], k.grid[1], k.grid[2],
+                        k.block[0], tn.empty() ? "" : ", " + fmt::format("{}", fmt::join(tn, " ")));
     }
     if (!k.fallback.empty()) os << "        runs on the CPU reference: " << k.fallback << "\n";
     if (!k.split.empty()) os << "        " << k.split << "\n";

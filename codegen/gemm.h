@@ -132,7 +132,8 @@ std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims
                                            const Target& target);
 std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Group& group,
                                        const GemmDims& d, const GemmEpilogue& epi,
-                                       const Target& target, const Tunables& tune, std::string* why_not);
+                                       const Target& target, const Tunables& tune,
+                                       std::string* why_not);
 
 // Whether the product's operand types run on tensor cores on `target` (float16, bfloat16;
 // float32 at tf32; sm_80+).

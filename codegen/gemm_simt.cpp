@@ -52,7 +52,8 @@ struct SimtTile {
 // A missing key reads 0, which tile_problem refuses (pf 0 is valid: no prefetch).
 SimtTile tile_of(const Tunables& t) {
   auto get = [&t](const char* key) { return t.count(key) ? t.at(key) : 0; };
-  return {get("bm"), get("bn"), get("bk"), get("tm"), get("tn"), get("pf"), t.count("split") ? t.at("split") : 1};
+  const int split = t.count("split") ? t.at("split") : 1;
+  return {get("bm"), get("bn"), get("bk"), get("tm"), get("tn"), get("pf"), split};
 }
 
 Tunables tunables_of(const SimtTile& t) {
@@ -77,7 +78,8 @@ std::string tile_problem(const SimtTile& t, int acc_bytes) {
       (t.pf != 0 && t.pf != 1))
     return fmt::format("SIMT GEMM tile {}x{}x{} with {}x{} per thread is not supported", t.bm,
                        t.bn, t.bk, t.tm, t.tn);
-  if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8) return "SIMT split-K over 1, 2, 4 or 8 blocks";
+  if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8)
+    return "SIMT split-K over 1, 2, 4 or 8 blocks";
   if (t.split > 1 && acc_bytes != 4) return "SIMT split-K sums in float only";
   if (t.shared_bytes(acc_bytes) > kStaticSharedBytes)
     return fmt::format("SIMT GEMM tile needs {} bytes of shared memory",
@@ -170,11 +172,19 @@ std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims
   if (can_split)
     for (const SimtTile& t : {mid, narrow})
       for (int s : {8, 4, 2})
-        if (blocks(t) * s <= 2 * sms && (d.k + t.bk - 1) / t.bk >= 4 * s) splits.push_back(with_split(t, s));
+        if (blocks(t) * s <= 2 * sms && (d.k + t.bk - 1) / t.bk >= 4 * s)
+          splits.push_back(with_split(t, s));
   if (!splits.empty() && blocks(def) < sms) def = splits.front();
   std::vector<Tunables> c{tunables_of(def)};
-  std::vector<SimtTile> all = {big, SimtTile{128, 128, 8, 8, 8, 1}, SimtTile{128, 128, 8, 8, 8, 0}, tall,
-                               SimtTile{64, 128, 8, 4, 8, 1}, mid, SimtTile{64, 64, 8, 8, 8, 1}, narrow, small};
+  std::vector<SimtTile> all = {big,
+                               SimtTile{128, 128, 8, 8, 8, 1},
+                               SimtTile{128, 128, 8, 8, 8, 0},
+                               tall,
+                               SimtTile{64, 128, 8, 4, 8, 1},
+                               mid,
+                               SimtTile{64, 64, 8, 8, 8, 1},
+                               narrow,
+                               small};
   all.insert(all.end(), splits.begin(), splits.end());
   for (const SimtTile& t : all) {
     if (wide && t.tm * t.tn > 32) continue;
@@ -187,7 +197,8 @@ std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims
 
 std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Group& group,
                                        const GemmDims& d, const GemmEpilogue& epi,
-                                       const Target& target, const Tunables& tune, std::string* why_not) {
+                                       const Target& target, const Tunables& tune,
+                                       std::string* why_not) {
   const graph::Node& n = *d.node;
   const graph::Value& a = g.value(n.inputs[0]);
   const graph::Value& b = g.value(n.inputs[1]);
@@ -221,7 +232,8 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
   const bool split = t.split > 1;
   emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn,
                         split ? fmt::format("(int)blockIdx.x / {}", t.split) : "(int)blockIdx.x");
-  const int64_t ktiles = (d.k + t.bk - 1) / t.bk, share = (ktiles + t.split - 1) / t.split;  // k-tiles a block
+  const int64_t ktiles = (d.k + t.bk - 1) / t.bk,
+                share = (ktiles + t.split - 1) / t.split;  // k-tiles a block
   // One batch: no loop (fewer registers live across the main loop); else a 32-bit one.
   if (d.batches == 1) {
     e.open("{");
@@ -241,12 +253,15 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
       // Block rank r of the cluster sums k-tiles r * share onwards (the last share may be short
       // or empty).
       e.line(fmt::format("const int kt0 = (int)(blockIdx.x % {}) * {};", t.split, share));
-      e.line(fmt::format("tile_gemm::run<{}>(sum, la, lb, {} - kt0 < {} ? {} - kt0 : {}, smem, kt0);",
-                         t.pf ? "true" : "false", ktiles, share, ktiles, share));
-      e.open(fmt::format("if (braze_split_reduce<{}, {}>(&sum[0][0], reinterpret_cast<float*>(smem))) {{", t.split,
-                         t.tm * t.tn));
+      e.line(
+          fmt::format("tile_gemm::run<{}>(sum, la, lb, {} - kt0 < {} ? {} - kt0 : {}, smem, kt0);",
+                      t.pf ? "true" : "false", ktiles, share, ktiles, share));
+      e.open(fmt::format(
+          "if (braze_split_reduce<{}, {}>(&sum[0][0], reinterpret_cast<float*>(smem))) {{", t.split,
+          t.tm * t.tn));
     } else {
-      e.line(fmt::format("tile_gemm::run<{}>(sum, la, lb, {}, smem);", t.pf ? "true" : "false", ktiles));
+      e.line(fmt::format("tile_gemm::run<{}>(sum, la, lb, {}, smem);", t.pf ? "true" : "false",
+                         ktiles));
     }
     // The epilogue: accumulator row ti, columns 4s .. 4s + 3 are adjacent in C.
     e.line("#pragma unroll");
@@ -279,9 +294,10 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
   const int min_blocks = two_blocks ? 2 : 1;
   // The stages are declared as 4-vectors of the accumulator type, for their alignment.
   // split: the stages also hold the tile's partial sums, bm x bn floats.
-  const std::string elems = split ? fmt::format("(tile_gemm::kSharedElems > {0} ? tile_gemm::kSharedElems : {0})",
-                                                t.bm * t.bn)
-                                  : "tile_gemm::kSharedElems";
+  const std::string elems =
+      split ? fmt::format("(tile_gemm::kSharedElems > {0} ? tile_gemm::kSharedElems : {0})",
+                          t.bm * t.bn)
+            : "tile_gemm::kSharedElems";
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}, {1}){10} KERNEL_NAME({2}) {{\n"
       "  typedef braze_simt_gemm<{3}, {4}, {5}, {6}, {7}, {8}> tile_gemm;\n"

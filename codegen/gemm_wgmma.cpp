@@ -196,16 +196,17 @@ int fitting_stages(WgTile t, int64_t ktiles) {
 // of its wgmma's (bm x bn x 64 multiply-adds at the ~1100 a clock an SM sustains, with one
 // consumer warpgroup as with two) and its loads (bm + bn rows of 128 bytes at ~60 bytes a
 // clock), plus its pipeline's fill (~2000 clocks: a block an SM, a wave of blocks waits for
-// its first k-tiles) and its epilogue, times its waves; a tile whose width is not whole 32-column blocks
-// cannot stage its epilogue (se) and counts 25% more. Fitted to H200 kernels (2026-12-02, ncu
-// and --tune): 128 x 192 x 768, 1375 clocks a k-tile; 128 x 64 x 3072, 552; 128 x 144 unstaged
+// its first k-tiles) and its epilogue, times its waves; a tile whose width is not whole 32-column
+// blocks cannot stage its epilogue (se) and counts 25% more. Fitted to H200 kernels (2026-12-02,
+// ncu and --tune): 128 x 192 x 768, 1375 clocks a k-tile; 128 x 64 x 3072, 552; 128 x 144 unstaged
 // 14.98 us against 12.64 for 128 x 160 staged (1024 x 2304 x 768). Where B is k-contiguous
 // (store_weights_k_major) it finds the tiles --tune found best: 128 x 160 for 1024 x 2304
 // (120 tiles on 132 SMs, 96 of 128 x 192), 64 x 96 for 1024 x 768 (128 tiles, 96 of 128 x
 // 64), 64 x 160 for 512 x 2560 (128; 160 of 128 x 64, two waves); cuBLAS's kernels on those
 // products run 132, 128 and 128 tiles of about the same areas. Ties go to the fewer bytes
 // loaded. `min_step`: the least step of widths tried.
-WgTile wave_fit_tile(const GemmDims& d, const Target& target, std::vector<int> bms = {128, 64}, int min_step = 16) {
+WgTile wave_fit_tile(const GemmDims& d, const Target& target, std::vector<int> bms = {128, 64},
+                     int min_step = 16) {
   const int64_t sms = std::max(target.num_sms, 1), ktiles = (d.k + kBk - 1) / kBk;
   const int step = std::max(bn_step(d), min_step);
   WgTile best{bms[0], 64, 8};
@@ -216,7 +217,8 @@ WgTile wave_fit_tile(const GemmDims& d, const Target& target, std::vector<int> b
       const int64_t waves = (tiles + sms - 1) / sms;
       const double mma = double(bm) * bn * kBk / 1100.0, load = double(bm + bn) * 128 / 60.0;
       const bool staged = bn % kStageCols == 0;
-      const double clocks = double(waves) * (double(ktiles) * std::max(mma, load) + 2000 + double(bm) * bn / 20) *
+      const double clocks = double(waves) *
+                            (double(ktiles) * std::max(mma, load) + 2000 + double(bm) * bn / 20) *
                             (staged ? 1.0 : 1.25);
       if (clocks < best_clocks * 0.999 || (clocks <= best_clocks * 1.001 && load < best_load)) {
         best_clocks = std::min(best_clocks, clocks), best_load = load;
@@ -273,9 +275,11 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // Under two waves of the largest tiles: the tile that fills the SMs best, and for --tune
   // the best of the other block shape and the best of any multiple of 16 columns.
   if (big_tiles < 2 * sms) {
-    WgTile fit = wave_fit_tile(d, target), other = wave_fit_tile(d, target, {fit.bm == 128 ? 64 : 128});
+    WgTile fit = wave_fit_tile(d, target),
+           other = wave_fit_tile(d, target, {fit.bm == 128 ? 64 : 128});
     WgTile any = fit;
-    for (int bn = fit.bn - 16; bn >= 48 && bn % bn_step(d) == 0 && fit.bn % kStageCols == 0; bn -= 16)
+    for (int bn = fit.bn - 16; bn >= 48 && bn % bn_step(d) == 0 && fit.bn % kStageCols == 0;
+         bn -= 16)
       if (bn % kStageCols != 0) {
         any = WgTile{fit.bm, bn, 8};
         any.stages = fitting_stages(any, (d.k + kBk - 1) / kBk);
@@ -283,12 +287,14 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
       }
     for (const WgTile& t : {any, other, fit}) {
       auto same = [&](const WgTile& u) {
-        return u.bm == t.bm && u.bn == t.bn && u.pp == t.pp && u.se == t.se && u.sr == t.sr && u.rr == t.rr;
+        return u.bm == t.bm && u.bn == t.bn && u.pp == t.pp && u.se == t.se && u.sr == t.sr &&
+               u.rr == t.rr;
       };
       tiles.erase(std::remove_if(tiles.begin(), tiles.end(), same), tiles.end());
       tiles.insert(tiles.begin(), t);
     }
-  } else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms) lead(64, 256, true, 4, 2);
+  } else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms)
+    lead(64, 256, true, 4, 2);
   // 128 x 192 where 128 x 256 leaves SMs idle in its last wave (4096 x 768 x 3072: 96 tiles
   // of 128 x 256 on 132 SMs, 128 of 128 x 192).
   else if (10 * cost(128, 192) < 9 * cost(128, 256)) lead(128, 192, false, 1);
@@ -311,13 +317,12 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
                  tune.count("pp") && tune.at("pp") != 0, tune.count("se") ? tune.at("se") : 0,
                  tune.count("sr") ? tune.at("sr") : 0, tune.count("rr") ? tune.at("rr") : 8};
-  if (why.empty() && ((t.bm != 64 && t.bm != 128) || t.bn % bn_step(d) != 0 || t.bn < 16 || t.bn > 256 ||
-                      t.stages < 2 || t.row_blocks() * t.bn > 256 ||
-                      (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) ||
-                      t.sr < 0 || t.sr > 2 || (t.sr == 2 && t.stage_cols() % 64 != 0) ||
-                      t.rr < 1 || t.rr > 64 ||
-                      (t.se && t.bn % t.stage_cols() != 0) ||
-                      t.shared_bytes() > kMaxSharedBytes))
+  if (why.empty() &&
+      ((t.bm != 64 && t.bm != 128) || t.bn % bn_step(d) != 0 || t.bn < 16 || t.bn > 256 ||
+       t.stages < 2 || t.row_blocks() * t.bn > 256 ||
+       (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) || t.sr < 0 ||
+       t.sr > 2 || (t.sr == 2 && t.stage_cols() % 64 != 0) || t.rr < 1 || t.rr > 64 ||
+       (t.se && t.bn % t.stage_cols() != 0) || t.shared_bytes() > kMaxSharedBytes))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
   if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, kBk);
   const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;

@@ -190,7 +190,8 @@ struct braze_simt_gemm {
   // read into a second set of registers before step kk's FMAs (more registers; without it
   // the compiler's schedule decides).
   template <bool PREFETCH, class LA, class LB>
-  static BRAZE_DEV void run(Acc (&sum)[TM][TN], LA& la, LB& lb, int ktiles, Acc* smem, int kt0 = 0) {
+  static BRAZE_DEV void run(Acc (&sum)[TM][TN], LA& la, LB& lb, int ktiles, Acc* smem,
+                            int kt0 = 0) {
     const int tr = thread_row(), tc = thread_col();
 #pragma unroll
     for (int i = 0; i < TM; ++i)

@@ -159,10 +159,12 @@ std::vector<std::string> same_order_forward(const Node&, const std::vector<std::
   std::vector<std::string> out(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(p));
   const std::vector<std::string> mid_in(in.begin() + static_cast<std::ptrdiff_t>(p),
                                         in.end() - static_cast<std::ptrdiff_t>(s));
-  const Shape in_mid(in_shape.begin() + static_cast<std::ptrdiff_t>(p), in_shape.end() - static_cast<std::ptrdiff_t>(s));
+  const Shape in_mid(in_shape.begin() + static_cast<std::ptrdiff_t>(p),
+                     in_shape.end() - static_cast<std::ptrdiff_t>(s));
   const Shape out_mid(out_shape.begin() + static_cast<std::ptrdiff_t>(p),
                       out_shape.end() - static_cast<std::ptrdiff_t>(s));
-  for (std::string& c : cuda_unravel(cuda_linearize(mid_in, in_mid), out_mid)) out.push_back(std::move(c));
+  for (std::string& c : cuda_unravel(cuda_linearize(mid_in, in_mid), out_mid))
+    out.push_back(std::move(c));
   out.insert(out.end(), in.end() - static_cast<std::ptrdiff_t>(s), in.end());
   return out;
 }

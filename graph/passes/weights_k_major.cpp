@@ -10,7 +10,6 @@ namespace braze::graph::passes {
 
 namespace {
 
-
 // A 2-D half-precision constant of k rows (k a multiple of 8), the B of a product whose A is
 // computed.
 bool k_major_candidate(const Graph& g, ValueId a, ValueId b) {
@@ -29,17 +28,21 @@ Tensor transposed(const Tensor& w) {
   for (int64_t r0 = 0; r0 < rows; r0 += kB)
     for (int64_t c0 = 0; c0 < cols; c0 += kB)
       for (int64_t r = r0; r < std::min(rows, r0 + kB); ++r)
-        for (int64_t c = c0; c < std::min(cols, c0 + kB); ++c) dst[c * rows + r] = src[r * cols + c];
+        for (int64_t c = c0; c < std::min(cols, c0 + kB); ++c)
+          dst[c * rows + r] = src[r * cols + c];
   return out;
 }
 
-bool is_plain(const Node& n, const char* name) { return n.op->name == name && n.op->domain.empty(); }
+bool is_plain(const Node& n, const char* name) {
+  return n.op->name == name && n.op->domain.empty();
+}
 
 }  // namespace
 
 bool is_k_major_weight(const Graph& g, const std::vector<std::vector<NodeId>>& users, NodeId t) {
   const Node& n = g.node(t);
-  if (!is_plain(n, "Transpose") || !n.has_input(0) || n.outputs.empty() || n.outputs[0] == kNoValue) return false;
+  if (!is_plain(n, "Transpose") || !n.has_input(0) || n.outputs.empty() || n.outputs[0] == kNoValue)
+    return false;
   const Value& w = g.value(n.inputs[0]);
   if (!w.constant || !w.has_shape || w.shape.size() != 2 || !is_half(w.dtype)) return false;
   // Of a 2-D tensor, perm (1, 0) is also the default.
@@ -50,8 +53,8 @@ bool is_k_major_weight(const Graph& g, const std::vector<std::vector<NodeId>>& u
   for (NodeId u : users[static_cast<size_t>(y)]) {
     const Node& mm = g.node(u);
     if (mm.dead) continue;
-    if (!is_plain(mm, "MatMul") || mm.inputs.size() != 2 || mm.inputs[1] != y || mm.inputs[0] == y ||
-        g.value(mm.inputs[0]).constant)
+    if (!is_plain(mm, "MatMul") || mm.inputs.size() != 2 || mm.inputs[1] != y ||
+        mm.inputs[0] == y || g.value(mm.inputs[0]).constant)
       return false;
     read = true;
   }
@@ -65,7 +68,8 @@ int store_weights_k_major(Graph& g) {
     const Node& n = g.node(id);
     const bool gemm = is_plain(n, "Gemm");
     if (!gemm && (!is_plain(n, "MatMul") || n.inputs.size() != 2)) continue;
-    if (!n.has_input(0) || !n.has_input(1) || !k_major_candidate(g, n.inputs[0], n.inputs[1])) continue;
+    if (!n.has_input(0) || !n.has_input(1) || !k_major_candidate(g, n.inputs[0], n.inputs[1]))
+      continue;
     if (gemm && (n.attr_int("transB") != 0 || n.attr_int("transA") != 0)) continue;
     // Copies: adding values and nodes may move the graph's storage.
     const Value w = g.value(n.inputs[1]);

@@ -98,7 +98,9 @@ TEST(GemmSimtCodegen, EveryCandidateCompilesToVectorFragmentsInRegisters) {
       }
       // split-K: a cluster of `split` blocks a tile, summed through distributed shared memory.
       const int split = t.count("split") ? t.at("split") : 1;
-      EXPECT_EQ(k.source.find(fmt::format("__cluster_dims__({}, 1, 1)", split)) != std::string::npos, split > 1)
+      EXPECT_EQ(
+          k.source.find(fmt::format("__cluster_dims__({}, 1, 1)", split)) != std::string::npos,
+          split > 1)
           << k.name;
       EXPECT_EQ(ptx.find("barrier.cluster.wait") != std::string::npos, split > 1) << k.name;
       // A and B of this graph are plain inputs with sizes that take 16-byte loads.
@@ -166,7 +168,8 @@ TEST(GemmSimtCodegen, OperandReaders) {
 // as M * N shrinks against 132 SMs; where even those leave SMs idle and k is long (float,
 // sm_90), 64 x 64 split-K over a cluster of blocks.
 TEST(GemmSimtCodegen, DefaultTileFollowsTheProblemSize) {
-  auto default_of = [](const char* type, int64_t m, int64_t n, int64_t k, codegen::Target t = kH200) {
+  auto default_of = [](const char* type, int64_t m, int64_t n, int64_t k,
+                       codegen::Target t = kH200) {
     GemmGroup gg = gemm_group_of(matmul_text(type, m, n, k));
     codegen::Tunables c = codegen::candidates(gg.g, gg.group, t).front();
     return std::make_tuple(c.at("bm"), c.at("bn"), c.count("split") ? c.at("split") : 1);
@@ -181,7 +184,8 @@ TEST(GemmSimtCodegen, DefaultTileFollowsTheProblemSize) {
   EXPECT_EQ(default_of("float", 128, 768, 3072), std::make_tuple(64, 64, 8));
   EXPECT_EQ(default_of("double", 8192, 8192, 8192), std::make_tuple(128, 64, 1));
   // No clusters before sm_90, none in the emulator, no float sums of doubles: no split-K.
-  EXPECT_EQ(default_of("float", 128, 768, 768, codegen::Target{80, 108}), std::make_tuple(32, 32, 1));
+  EXPECT_EQ(default_of("float", 128, 768, 768, codegen::Target{80, 108}),
+            std::make_tuple(32, 32, 1));
   codegen::Target emu = kH200;
   emu.emulated = true;
   EXPECT_EQ(default_of("float", 128, 768, 768, emu), std::make_tuple(32, 32, 1));

@@ -122,13 +122,12 @@ TEST(GemmWgmmaCodegen, OnlyOnSm90a) {
 // The untuned default schedule of y = MatMul(a, b), float16 [m, k] x [k, n], on an H200.
 // With b_kmajor, y = Gemm <transB = 1> (a, b), b [n, k] (store_weights_k_major's weights).
 codegen::Tunables default_of(int m, int n, int k, bool b_kmajor = false) {
-  const std::string text =
-      b_kmajor ? fmt::format(R"(<ir_version: 8, opset_import: ["" : 20]>
+  const std::string text = b_kmajor ? fmt::format(R"(<ir_version: 8, opset_import: ["" : 20]>
     g (float16[{0},{2}] a, float16[{1},{2}] b) => (float16[{0},{1}] y) {{ y = Gemm <transB = 1> (a, b) }})",
-                             m, n, k)
-               : fmt::format(R"(<ir_version: 8, opset_import: ["" : 20]>
+                                                  m, n, k)
+                                    : fmt::format(R"(<ir_version: 8, opset_import: ["" : 20]>
     g (float16[{0},{2}] a, float16[{2},{1}] b) => (float16[{0},{1}] y) {{ y = MatMul(a, b) }})",
-                             m, n, k);
+                                                  m, n, k);
   test::GemmGroup gg = test::gemm_group_of(text);
   codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a());
   if (!gc.kernel) ADD_FAILURE() << gc.fallback_reason;
@@ -164,10 +163,14 @@ TEST(GemmWgmmaCodegen, WaveFittingTilesWhereBIsKContiguous) {
   auto tile = [](const codegen::Tunables& t) { return std::make_pair(t.at("bm"), t.at("bn")); };
   // What --tune found fastest on the H200 (2026-12-02): 12.64 us against 14.98 for 128 x 144
   // (unstaged), 16.64 against 18.43 for 128 x 64, 15.71 against 24.93 for 128 x 64.
-  EXPECT_EQ(tile(default_of(1024, 2304, 768, true)), std::make_pair(128, 160)) << "120 tiles; 128 x 192: 96";
-  EXPECT_EQ(tile(default_of(1024, 768, 3072, true)), std::make_pair(64, 96)) << "128 tiles; 128 x 64: 96";
-  EXPECT_EQ(tile(default_of(512, 2560, 2048, true)), std::make_pair(64, 160)) << "128 tiles; 128 x 64: 160";
-  EXPECT_EQ(tile(default_of(1024, 2304, 768)), std::make_pair(128, 192)) << "B n-contiguous: whole boxes";
+  EXPECT_EQ(tile(default_of(1024, 2304, 768, true)), std::make_pair(128, 160))
+      << "120 tiles; 128 x 192: 96";
+  EXPECT_EQ(tile(default_of(1024, 768, 3072, true)), std::make_pair(64, 96))
+      << "128 tiles; 128 x 64: 96";
+  EXPECT_EQ(tile(default_of(512, 2560, 2048, true)), std::make_pair(64, 160))
+      << "128 tiles; 128 x 64: 160";
+  EXPECT_EQ(tile(default_of(1024, 2304, 768)), std::make_pair(128, 192))
+      << "B n-contiguous: whole boxes";
   const codegen::Tunables gelu_wide = default_of(1024, 3072, 768, true);
   EXPECT_EQ(tile(gelu_wide), std::make_pair(128, 192));
   EXPECT_EQ(gelu_wide.at("se"), 1) << "a width of whole 32-column blocks stages its epilogue";

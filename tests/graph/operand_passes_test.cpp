@@ -1,6 +1,7 @@
 // The passes that leave a product's operands as layouts: split_to_slices,
-// hoist_matmul_scales, flatten_matmul_rows, merge_sibling_matmuls and store_weights_k_major. Each test checks the rewritten structure and that the graph computes
-// the same outputs before and after on random inputs.
+// hoist_matmul_scales, flatten_matmul_rows, merge_sibling_matmuls and store_weights_k_major. Each
+// test checks the rewritten structure and that the graph computes the same outputs before and after
+// on random inputs.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -185,14 +186,19 @@ TEST(OperandPasses, SiblingsWithAnElementwiseConsumerStayApart) {
 
 // A [8, n] weight of `type` read by a MatMul of x and by `product` (of x2), whose output is
 // [y2_shape, n]; values of a few bits, exact in every type.
-std::string half_weight_product(const char* type, int n, const char* product, const char* y2_shape = "3") {
+std::string half_weight_product(const char* type, int n, const char* product,
+                                const char* y2_shape = "3") {
   std::string vals;
-  for (int i = 0; i < 8 * n; ++i) vals += fmt::format("{}{}", i ? ", " : "", ((i * 7) % 11 - 5) * 0.125);
+  for (int i = 0; i < 8 * n; ++i)
+    vals += fmt::format("{}{}", i ? ", " : "", ((i * 7) % 11 - 5) * 0.125);
   return fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
     g ({0}[2,3,8] x, {0}[3,8] x2) => ({0}[2,3,{1}] y, {0}[{4},{1}] y2) {{
       wf = Constant <value = float[8,{1}] {{{2}}}> ()  w = Cast <to = {5}> (wf)
       y = MatMul(x, w)  y2 = {3} }})",
-                     type, n, vals, product, y2_shape, std::string(type) == "float16" ? 10 : std::string(type) == "bfloat16" ? 16 : 1);
+                     type, n, vals, product, y2_shape,
+                     std::string(type) == "float16"    ? 10
+                     : std::string(type) == "bfloat16" ? 16
+                                                       : 1);
 }
 
 // The Transposes store_weights_k_major leaves (the ones of a constant, perm 1 0), each the B
@@ -201,9 +207,11 @@ std::vector<Shape> k_major_weights(const graph::Graph& g) {
   std::vector<Shape> out;
   for (size_t i = 0; i < g.num_nodes(); ++i) {
     const graph::Node& n = g.node(static_cast<graph::NodeId>(i));
-    if (n.dead || n.op_type() != "MatMul" || g.value(n.inputs[1]).producer == graph::kNoNode) continue;
+    if (n.dead || n.op_type() != "MatMul" || g.value(n.inputs[1]).producer == graph::kNoNode)
+      continue;
     const graph::Node& t = g.node(g.value(n.inputs[1]).producer);
-    if (t.op_type() == "Transpose" && g.value(t.inputs[0]).constant) out.push_back(g.value(t.inputs[0]).shape);
+    if (t.op_type() == "Transpose" && g.value(t.inputs[0]).constant)
+      out.push_back(g.value(t.inputs[0]).shape);
   }
   return out;
 }

@@ -272,9 +272,13 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // Eighth session: se 4 with its blocks unrolled and 32 elements a step rolled (sr 2),
   // 4096 x 3072 x 768 + GELU 45.2 us against 46.8 rolled (sr 1), plain 35.1 against 35.9;
   // three consumer warpgroups taking 64 x 192 tiles in turns lost (50.6-52.4 us) and went.
-  // Under two waves of the largest tiles: the tile that fills the SMs best, and for --tune
-  // the best of the other block shape and the best of any multiple of 16 columns.
-  if (big_tiles < 2 * sms) {
+  // Under two waves of the largest tiles, or where n is at most 128 and k at least 4 k-tiles
+  // (attention's P V, n the head size: the 64 x 256 ping-pong tile computed 256 columns for
+  // GPT-2 b8's 64 over 8 k-tiles, 1.94x torch.matmul; over 1 or 2 k-tiles, BERT b32's Q Kᵀ
+  // and P V, the waste is small and the persistent walk stays): the tile that fills the SMs
+  // best, and for --tune the best of the other block shape and the best of any multiple of 16
+  // columns.
+  if (big_tiles < 2 * sms || (d.nn <= 128 && (d.k + kBk - 1) / kBk >= 4)) {
     WgTile fit = wave_fit_tile(d, target),
            other = wave_fit_tile(d, target, {fit.bm == 128 ? 64 : 128});
     WgTile any = fit;

@@ -171,6 +171,13 @@ TEST(GemmWgmmaCodegen, WaveFittingTilesWhereBIsKContiguous) {
       << "128 tiles; 128 x 64: 160";
   EXPECT_EQ(tile(default_of(1024, 2304, 768)), std::make_pair(128, 192))
       << "B n-contiguous: whole boxes";
+  // Many tiles but n = 64 (GPT-2 b8's P V, 96 heads of 512 x 64 x 512): 64 columns wide, not
+  // the ping-pong 64 x 256 of large outputs.
+  test::GemmGroup pv = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[96,512,512] p, float16[96,512,64] v) => (float16[96,512,64] y) { y = MatMul(p, v) })");
+  const codegen::Tunables pv_t = codegen::candidates(pv.g, pv.group, h200a()).front();
+  EXPECT_EQ(tile(pv_t), std::make_pair(128, 64));
+  EXPECT_EQ(pv_t.count("pp"), 0u);
   const codegen::Tunables gelu_wide = default_of(1024, 3072, 768, true);
   EXPECT_EQ(tile(gelu_wide), std::make_pair(128, 192));
   EXPECT_EQ(gelu_wide.at("se"), 1) << "a width of whole 32-column blocks stages its epilogue";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "graph/op_context.h"
 #include "graph/registry.h"
@@ -64,6 +65,9 @@ bool is_k_major_weight(const Graph& g, const std::vector<std::vector<NodeId>>& u
 int store_weights_k_major(Graph& g) {
   int changed = 0;
   const OpDef& transpose = op("Transpose");
+  // One transposed copy of a weight however many products read it (a tied embedding, a
+  // weight shared between layers), and one Transpose for its MatMuls.
+  std::map<ValueId, ValueId> k_major, view_of;
   for (NodeId id : g.topo_order()) {
     const Node& n = g.node(id);
     const bool gemm = is_plain(n, "Gemm");
@@ -72,18 +76,24 @@ int store_weights_k_major(Graph& g) {
       continue;
     if (gemm && (n.attr_int("transB") != 0 || n.attr_int("transA") != 0)) continue;
     // Copies: adding values and nodes may move the graph's storage.
-    const Value w = g.value(n.inputs[1]);
+    const ValueId wid = n.inputs[1];
+    const Value w = g.value(wid);
     const std::string node_name = n.name;
-    const ValueId wt = g.add_constant(g.unique_name(w.name + "_k_major"), transposed(*w.constant));
+    if (!k_major.count(wid))
+      k_major[wid] = g.add_constant(g.unique_name(w.name + "_k_major"), transposed(*w.constant));
+    const ValueId wt = k_major[wid];
     if (gemm) {
       g.node(id).inputs[1] = wt;
       g.node(id).attrs["transB"] = int64_t{1};
     } else {
-      const ValueId view = g.add_value(g.unique_name(w.name + "_view"), w.dtype, w.shape);
-      const NodeId t = g.add_node(&transpose, node_name + "_weight", {wt}, {view},
-                                  {{"perm", std::vector<int64_t>{1, 0}}}, 13);
-      infer_node(g, t);
-      g.node(id).inputs[1] = view;
+      if (!view_of.count(wid)) {
+        const ValueId view = g.add_value(g.unique_name(w.name + "_view"), w.dtype, w.shape);
+        const NodeId t = g.add_node(&transpose, node_name + "_weight", {wt}, {view},
+                                    {{"perm", std::vector<int64_t>{1, 0}}}, 13);
+        infer_node(g, t);
+        view_of[wid] = view;
+      }
+      g.node(id).inputs[1] = view_of[wid];
     }
     ++changed;
   }

@@ -252,6 +252,13 @@ TEST(OperandPasses, OtherWeightsStayAsTheyAre) {
       y = MatMul(x, w) })");
   graph::passes::run_pipeline(odd_k);
   EXPECT_TRUE(k_major_weights(odd_k).empty());
+  // A weight read by two MatMuls is transposed once, behind one Transpose.
+  graph::Graph tied = test::graph_from_text(half_weight_product("float16", 4, "MatMul(x2, w)"));
+  graph::Graph tied_before = tied;
+  graph::passes::run_pipeline(tied);
+  EXPECT_EQ(k_major_weights(tied), (std::vector<Shape>{{4, 8}, {4, 8}}));
+  EXPECT_EQ(count_op(tied, "Transpose"), 1);
+  expect_same_outputs(tied_before, tied);
   // A weight the pass transposes for one product stays [k, n] for its other reader.
   graph::Graph shared = test::graph_from_text(half_weight_product("float16", 3, "Relu(w)", "8"));
   graph::passes::run_pipeline(shared);

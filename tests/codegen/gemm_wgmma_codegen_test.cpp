@@ -183,5 +183,20 @@ TEST(GemmWgmmaCodegen, WaveFittingTilesWhereBIsKContiguous) {
   EXPECT_EQ(gelu_wide.at("se"), 1) << "a width of whole 32-column blocks stages its epilogue";
 }
 
+// An epilogue through a Reshape that keeps the last dim (BERT's rows back to [b, s, h]) reads
+// a bias along that dim at j, with no division: per element, the index arithmetic of the
+// linearised form (i * 2304 + j) % 2304 in 64 bits made BERT's projections 25% slower.
+TEST(GemmWgmmaCodegen, EpilogueThroughAReshapeIndexesTheBiasByJ) {
+  test::GemmGroup gg = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[1024,768] a, float16[2304,768] w, float16[2304] c) => (float16[8,128,2304] y) {
+      m = Gemm <transB = 1> (a, w)  s = Constant <value = int64[3] {8, 128, 2304}> ()
+      r = Reshape(m, s)  y = Add(r, c) })");
+  codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a());
+  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+  const std::string& src = gc.kernel->source;
+  EXPECT_NE(src.find(", (j));"), std::string::npos) << "the bias read at j";
+  EXPECT_EQ(src.find("2304LL + j) % 2304LL"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace braze

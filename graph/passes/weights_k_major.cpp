@@ -1,7 +1,6 @@
 #include "graph/passes/weights_k_major.h"
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 
 #include "graph/op_context.h"

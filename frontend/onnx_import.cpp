@@ -17,6 +17,7 @@
 #include "frontend/tensor_io.h"
 #include "graph/onnx_dtype.h"
 #include "graph/op_context.h"
+#include "graph/parallel.h"
 #include "graph/registry.h"
 
 namespace braze::frontend {
@@ -216,8 +217,15 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
     if (init.name().empty()) throw UserError("an initializer has no name");
     if (!available.insert(init.name()).second)
       throw UserError(fmt::format("initializer '{}' is defined twice", init.name()));
-    g.add_constant(init.name(), tensor_from_proto(init, opts.model_dir, fmt::format("initializer '{}'", init.name())));
   }
+  // Read (external data) and decoded on several threads, added in the file's order.
+  std::vector<Tensor> weights(static_cast<size_t>(gp.initializer_size()));
+  graph::parallel_for(weights.size(), [&](size_t i) {
+    const auto& init = gp.initializer(static_cast<int>(i));
+    weights[i] = tensor_from_proto(init, opts.model_dir, fmt::format("initializer '{}'", init.name()));
+  });
+  for (size_t i = 0; i < weights.size(); ++i)
+    g.add_constant(gp.initializer(static_cast<int>(i)).name(), std::move(weights[i]));
   if (gp.sparse_initializer_size())
     throw UnsupportedError("sparse initializers are not supported");
 

@@ -10,6 +10,7 @@
 #include "graph/infer.h"
 #include "graph/onnx_dtype.h"
 #include "graph/op_context.h"
+#include "graph/parallel.h"
 #include "graph/registry.h"
 
 namespace braze::graph::passes {
@@ -65,12 +66,16 @@ int convert_precision(Graph& g, DType to) {
     for (size_t k = 0; k < n.inputs.size(); ++k)
       if (n.inputs[k] != kNoValue && n.op->is_shape_input(static_cast<int>(k))) shape_read[n.inputs[k]] = true;
   }
+  std::vector<ValueId> weights;
   for (size_t i = 0; i < g.num_values(); ++i) {
-    Value& v = g.value(static_cast<ValueId>(i));
-    if (!v.constant || v.dtype != DType::Float32 || shape_read[i]) continue;
+    const Value& v = g.value(static_cast<ValueId>(i));
+    if (v.constant && v.dtype == DType::Float32 && !shape_read[i]) weights.push_back(static_cast<ValueId>(i));
+  }
+  parallel_for(weights.size(), [&](size_t w) {  // each job its own value
+    Value& v = g.value(weights[w]);
     v.constant = std::make_shared<const Tensor>(round_floats(*v.constant, to));
     v.dtype = to;
-  }
+  });
   // Attributes that name float32 as the dtype to produce.
   for (size_t i = 0; i < g.num_nodes(); ++i) {
     Node& n = g.node(static_cast<NodeId>(i));

@@ -58,7 +58,7 @@ Tensor concat_columns(const std::vector<const Tensor*>& parts, int64_t rows) {
   for (const Tensor* t : parts) total += t->numel() / rows;
   const DType dt = parts[0]->dtype();
   const size_t es = dtype_size(dt);
-  Tensor out(dt, rows == 1 ? Shape{total} : Shape{rows, total});
+  Tensor out = Tensor::uninitialized(dt, rows == 1 ? Shape{total} : Shape{rows, total});  // every byte written below
   auto* dst = static_cast<char*>(out.raw());
   for (int64_t r = 0; r < rows; ++r)
     for (const Tensor* t : parts) {

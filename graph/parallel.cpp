@@ -9,8 +9,9 @@
 
 namespace braze::graph {
 
-void parallel_for(size_t n, const std::function<void(size_t)>& job) {
-  const size_t threads = std::min<size_t>({n, std::max(1u, std::thread::hardware_concurrency()), 16});
+void parallel_for(size_t n, const std::function<void(size_t)>& job, unsigned max_threads) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min<size_t>(n, max_threads ? max_threads : cores);
   if (threads <= 1) {
     for (size_t i = 0; i < n; ++i) job(i);
     return;

@@ -1,6 +1,6 @@
 // Independent jobs over a few threads: the passes that touch every weight (precision
-// rounding, k-major copies) and the importer's reads of external data, which on their own
-// thread took most of a warm BERT-base compile.
+// rounding, k-major copies), the importer's reads of external data (on one thread they took
+// most of a warm BERT-base compile), the engine's NVRTC compiles and the emulator's builds.
 #pragma once
 
 #include <cstddef>
@@ -8,9 +8,10 @@
 
 namespace braze::graph {
 
-// Calls job(0) … job(n - 1), each once, on up to min(n, hardware threads, 16) threads, and
-// returns when all have run; the first exception a job throws is rethrown here (the jobs not
-// yet started are skipped).
-void parallel_for(size_t n, const std::function<void(size_t)>& job);
+// Calls job(0) … job(n - 1), each once, on up to min(n, max_threads) threads (max_threads 0:
+// one a hardware thread), and returns when all have run; the first exception a job throws is
+// rethrown here (the jobs not yet started are skipped). The weight passes stop at 16 threads,
+// where memory bandwidth does; NVRTC and the emulator's g++ take every core.
+void parallel_for(size_t n, const std::function<void(size_t)>& job, unsigned max_threads = 16);
 
 }  // namespace braze::graph

@@ -10,14 +10,13 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <atomic>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "codegen/codegen.h"
 #include "graph/cuda_hooks.h"
 #include "graph/op_context.h"
+#include "graph/parallel.h"
 #include "runtime/emulator_sources.h"
 #include "runtime/gpu/engine.h"
 #include "runtime/gpu/kernel_cache.h"
@@ -124,29 +123,11 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
 
   // Compile every kernel first, on all cores (g++ takes about a second a kernel).
   std::vector<LaunchFn> fns(steps.size(), nullptr);
-  {
-    std::atomic<size_t> next{0};
-    std::exception_ptr failure;
-    std::mutex failure_mutex;
-    auto worker = [&] {
-      for (size_t i; (i = next++) < steps.size();) {
-        const gpu::Step& s = steps[i];
-        if (!s.kernel || s.kernel->empty_launch) continue;
-        try {
-          fns[i] = load_kernel(emulation_source(g, *s.kernel), dir, s.kernel->name);
-        } catch (...) {
-          std::lock_guard<std::mutex> l(failure_mutex);
-          if (!failure) failure = std::current_exception();
-        }
-      }
-    };
-    unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(steps.size())));
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < n; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-    if (failure) std::rethrow_exception(failure);
-  }
+  graph::parallel_for(steps.size(), [&](size_t i) {
+    const gpu::Step& s = steps[i];
+    if (s.kernel && !s.kernel->empty_launch)
+      fns[i] = load_kernel(emulation_source(g, *s.kernel), dir, s.kernel->name);
+  }, 0);
 
   for (size_t si = 0; si < steps.size(); ++si) {
     const gpu::Step& s = steps[si];

@@ -6,13 +6,12 @@
 #include <atomic>
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <string_view>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "codegen/codegen.h"
+#include "graph/parallel.h"
 #include "runtime/gpu/autotune.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/memory_plan.h"
@@ -69,39 +68,23 @@ void Engine::compile_steps(std::vector<Step>& steps, const Arch& arch, const Eng
     if (fresh) todo.push_back(i);
     else copies.push_back({i, it->second});
   }
-  std::atomic<size_t> next{0}, compiled{0}, hits{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  auto worker = [&] {
-    for (size_t k; (k = next++) < todo.size();) {
-      Step& s = steps[todo[k]];
-      try {
-        uint64_t key = KernelCache::key(text[todo[k]], arch.name(), version, options);
-        if (!opts.want_ptx) {
-          if (auto hit = cache.load(key)) {
-            s.cubin = std::move(*hit);
-            ++hits;
-            continue;
-          }
-        }
-        Compiled c = nvrtc_compile(s.kernel->source, s.kernel->name, arch, opts.want_ptx);
-        s.cubin = std::move(c.cubin);
-        s.ptx = std::move(c.ptx);
-        cache.store(key, s.cubin);
-        ++compiled;
-      } catch (...) {
-        std::lock_guard<std::mutex> l(failure_mutex);
-        if (!failure) failure = std::current_exception();
+  std::atomic<size_t> compiled{0}, hits{0};
+  graph::parallel_for(todo.size(), [&](size_t k) {
+    Step& s = steps[todo[k]];
+    uint64_t key = KernelCache::key(text[todo[k]], arch.name(), version, options);
+    if (!opts.want_ptx) {
+      if (auto hit = cache.load(key)) {
+        s.cubin = std::move(*hit);
+        ++hits;
+        return;
       }
     }
-  };
-  unsigned n = opts.threads ? opts.threads : std::max(1u, std::thread::hardware_concurrency());
-  n = static_cast<unsigned>(std::min<size_t>(n, std::max<size_t>(todo.size(), 1)));
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+    Compiled c = nvrtc_compile(s.kernel->source, s.kernel->name, arch, opts.want_ptx);
+    s.cubin = std::move(c.cubin);
+    s.ptx = std::move(c.ptx);
+    cache.store(key, s.cubin);
+    ++compiled;
+  }, opts.threads);
   for (const auto& [to, from] : copies) {
     steps[to].cubin = steps[from].cubin;
     steps[to].ptx = steps[from].ptx;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "codegen/attention.h"
 #include "codegen/gemm.h"
 
 namespace braze::codegen {
@@ -64,6 +65,16 @@ bool ScheduleCapabilities::gemm_reads_view(const graph::Graph& g, const std::vec
          gemm_tc_operand_problem(g, *d, 1 - operand).empty();
 }
 
+std::string ScheduleCapabilities::attention(const graph::Graph& g, const std::vector<graph::NodeId>& nodes) const {
+  fusion::Group group;
+  group.kind = fusion::GroupKind::Attention;
+  group.nodes = nodes;
+  std::sort(group.nodes.begin(), group.nodes.end());
+  fusion::compute_boundary(g, group, g.users());
+  if (group.outputs.size() != 1) return "the attention's nodes leave more than its output";
+  return attention_unsupported(g, group, target_);
+}
+
 std::optional<GemmShape> gemm_shape(const graph::Graph& g, const fusion::Group& group) {
   if (group.kind != fusion::GroupKind::Gemm) return std::nullopt;
   std::string why;
@@ -74,6 +85,7 @@ std::optional<GemmShape> gemm_shape(const graph::Graph& g, const fusion::Group& 
 
 std::string schedule_name(const Kernel& k) {
   auto on = [&](const char* key) { return k.tunables.count(key) && k.tunables.at(key) != 0; };
+  if (k.kind == fusion::GroupKind::Attention) return "flash";
   if (k.kind != fusion::GroupKind::Gemm) return std::string(fusion::group_kind_name(k.kind));
   return on("wg") ? "wgmma" : on("tc") ? "mma" : "simt";
 }

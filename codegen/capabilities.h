@@ -18,6 +18,7 @@ class ScheduleCapabilities : public fusion::Capabilities {
                            graph::NodeId mm, int operand) const override;
   bool gemm_reads_view(const graph::Graph& g, const std::vector<graph::NodeId>& nodes, graph::NodeId mm,
                        int operand) const override;
+  std::string attention(const graph::Graph& g, const std::vector<graph::NodeId>& nodes) const override;
 
  private:
   Target target_;
@@ -38,7 +39,7 @@ struct GemmShape {
 std::optional<GemmShape> gemm_shape(const graph::Graph& g, const fusion::Group& group);
 
 // The schedule a kernel was generated with: for a GEMM wgmma, mma (mma.sync) or simt; for
-// the other kinds their kind's name.
+// attention flash; for the other kinds their kind's name.
 std::string schedule_name(const Kernel& k);
 
 }  // namespace braze::codegen

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/attention.h"
 #include "codegen/device_sources.h"
 #include "graph/registry.h"
 
@@ -28,6 +29,7 @@ void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code, un
   if (helpers & kMmaHelpers) source += std::string(device_mma());
   if (helpers & kSimtGemmHelpers) source += std::string(device_simt_gemm());
   if (helpers & kWgmmaHelpers) source += std::string(device_wgmma());
+  if (helpers & kAttentionHelpers) source += std::string(device_attention());
   // The name hashes the device helpers too, so that the tuning cache (keyed by name) does
   // not keep a winner timed against helpers that have since changed.
   uint64_t h = XXH3_64bits_withSeed(code.data(), code.size(), XXH3_64bits(source.data(), source.size()));
@@ -51,6 +53,7 @@ std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& gro
     return static_cast<bool>(g.node(id).op->cuda_row);
   });
   if (group.kind == fusion::GroupKind::Gemm) return gemm_candidates(g, group, target);
+  if (group.kind == fusion::GroupKind::Attention) return attention_candidates(g, group, target);
   if (rows) return reduction_candidates(g, group);
   if (group.outputs.empty()) return {};
   return pointwise_candidates(g, group);
@@ -77,6 +80,9 @@ GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Targ
   switch (group.kind) {
     case fusion::GroupKind::Gemm:
       out.kernel = gemm_kernel(g, group, target, &out.fallback_reason, tune);
+      break;
+    case fusion::GroupKind::Attention:
+      out.kernel = attention_kernel(g, group, target, &out.fallback_reason, tune);
       break;
     case fusion::GroupKind::Pointwise:
     case fusion::GroupKind::Reduction:

@@ -1,5 +1,5 @@
 // Code generation: one kernel per fusion group, by a schedule per group kind
-// (pointwise.cpp, reduction.cpp, gemm.cpp, opaque/*.cpp). A group no schedule covers runs
+// (pointwise.cpp, reduction.cpp, gemm.cpp, attention.cpp). A group no schedule covers runs
 // on the CPU reference executor instead; the reason is kept so inspect and run can say it.
 #pragma once
 
@@ -33,6 +33,7 @@ enum DeviceHelpers : unsigned {
   kMmaHelpers = 2,       // device/mma.cuh: tensor-core GEMM main loop
   kSimtGemmHelpers = 4,  // device/simt_gemm.cuh: SIMT GEMM main loop
   kWgmmaHelpers = 8,     // device/wgmma.cuh: TMA, mbarriers, wgmma (sm_90a; after kMmaHelpers)
+  kAttentionHelpers = 16,  // device/attention.cuh: flash attention (after kMmaHelpers)
 };
 
 // The whole translation unit: device helpers, then "// ---- generated ----", a comment

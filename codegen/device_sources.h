@@ -11,5 +11,6 @@ std::string_view device_reduce();   // reduce.cuh: warp and block reductions
 std::string_view device_mma();      // mma.cuh: cp.async, ldmatrix, mma; the tensor-core main loop
 std::string_view device_simt_gemm();  // simt_gemm.cuh: the SIMT GEMM main loop
 std::string_view device_wgmma();      // wgmma.cuh: TMA, mbarriers, wgmma (sm_90a)
+std::string_view device_attention();  // attention.cuh: flash attention on mma.sync
 
 }  // namespace braze::codegen

@@ -25,6 +25,13 @@ class Capabilities {
   // epilogue would store the consumer's layout with strided stores).
   virtual bool gemm_reads_view(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
                                graph::NodeId mm, int operand) const = 0;
+  // Empty when one kernel runs the attention of `nodes` (its match, fusion/attention.h, with
+  // the layout ops in front of Q, K and V and after the output) at full speed; else why not.
+  virtual std::string attention(const graph::Graph& g, const std::vector<graph::NodeId>& nodes) const {
+    (void)g;
+    (void)nodes;
+    return "no attention schedule";
+  }
 };
 
 }  // namespace braze::fusion

@@ -48,6 +48,7 @@
 
 #include <fmt/format.h>
 
+#include "fusion/attention.h"
 #include "graph/registry.h"
 
 namespace braze::fusion {
@@ -99,8 +100,11 @@ class Partitioner {
   }
 
   Plan run() {
+    if (caps_)
+      for (NodeId id : order_)
+        if (g_.node(id).op_type() == "Softmax") grow_attention(id);
     for (NodeId id : order_)
-      if (is_gemm(g_.node(id))) grow_gemm(id);
+      if (is_gemm(g_.node(id)) && groups_[group_of_[id]].kind != GroupKind::Attention) grow_gemm(id);
     for (NodeId id : order_)
       if (g_.node(id).op->cuda_row && single(id)) grow_reduction(id);
     // Pointwise merges enable one another (a value's consumers join one group over several
@@ -321,6 +325,70 @@ class Partitioner {
         refuse(mm, c, "the GEMM epilogue would write more than one result");
   }
 
+  // ---- phase 0: attention -------------------------------------------------------------
+  // softmax(Q Kᵀ …) V as one group (fusion/attention.h) when the schedule takes it: the
+  // match, the layout ops in front of Q, K and V (read as strided views), and the layout ops
+  // after the output that the next product does not read in place (its epilogue stores the
+  // consumer's layout). All or nothing: a merge that would make a cycle undoes the group.
+  void grow_attention(NodeId softmax) {
+    std::string why;
+    std::optional<AttentionMatch> m = match_attention(g_, softmax, users_, &why);
+    if (!m) return;
+    std::vector<NodeId> nodes = m->nodes();
+    for (NodeId id : nodes)
+      if (!single(id)) return;
+    const std::vector<NodeId> core = nodes;
+    // Q, K and V through the layout ops in front of them (K is often written [.., S, D] by
+    // the projection and read as Kᵀ through a Transpose: only the whole chain is a view).
+    const std::pair<NodeId, size_t> operands[] = {{m->qk, 0}, {m->qk, 1}, {m->pv, 1}};
+    for (auto [mm, i] : operands) {
+      ValueId v = g_.node(mm).inputs[i];
+      for (size_t depth = 0; depth < opts_.max_gemm_prologue; ++depth) {
+        NodeId p = g_.value(v).producer;
+        if (p == kNoNode || !free_pointwise(p) || !g_.node(p).op->layout || g_.node(p).outputs.size() != 1 ||
+            users_[v].size() != 1 || is_output(v))
+          break;
+        nodes.push_back(p);
+        v = g_.node(p).inputs[0];
+      }
+    }
+    why = caps_->attention(g_, nodes);
+    if (!why.empty()) {
+      refuse(m->softmax, m->pv, "no attention kernel: " + why);
+      return;
+    }
+    for (ValueId v = g_.node(m->pv).outputs[0];;) {
+      if (users_[v].size() != 1 || is_output(v)) break;
+      NodeId c = users_[v][0];
+      const Node& cn = g_.node(c);
+      if (!free_pointwise(c) || !is_layout(cn) || cn.inputs[0] != v || cn.outputs.size() != 1 ||
+          viewed_by_next_product(c))
+        break;
+      nodes.push_back(c);
+      if (!caps_->attention(g_, nodes).empty()) {
+        nodes.pop_back();
+        break;
+      }
+      v = cn.outputs[0];
+    }
+    // Merged in an order that keeps every intermediate group graph acyclic: the core from
+    // the scores on, each prologue op into the group that reads it, the epilogue after.
+    const std::vector<int> saved_group_of = group_of_;
+    const std::vector<Grp> saved_groups = groups_;
+    const int ga = group_of_[core[0]];
+    bool ok = true;
+    for (size_t k = 1; k < nodes.size() && ok; ++k)
+      ok = merge(ga, group_of_[nodes[k]], nodes[k], core[0], 4 * opts_.max_gemm_epilogue);
+    if (!ok) {
+      group_of_ = saved_group_of;
+      groups_ = saved_groups;
+      refuse(m->softmax, m->pv, "merging the attention into one kernel would create a cycle between kernels");
+      return;
+    }
+    groups_[ga].kind = GroupKind::Attention;
+    groups_[ga].anchored = true;
+  }
+
   // ---- phase 2: reductions -------------------------------------------------------------
   std::optional<RowSpace> row_space(NodeId id) const {
     const Node& n = g_.node(id);
@@ -479,7 +547,7 @@ class Partitioner {
         if (group_of_[id] == gi) grp.nodes.push_back(id);
       if (grp.nodes.size() > 1 && grp.kind == GroupKind::Opaque) grp.kind = GroupKind::Pointwise;
       for (NodeId id : grp.nodes)
-        if (is_gemm(g_.node(id))) grp.kind = GroupKind::Gemm;
+        if (is_gemm(g_.node(id)) && grp.kind != GroupKind::Attention) grp.kind = GroupKind::Gemm;
       compute_boundary(g_, grp, users_);
       plan.groups.push_back(std::move(grp));
       for (int s : succ[gi])

@@ -15,6 +15,7 @@ std::string_view group_kind_name(GroupKind k) {
     case GroupKind::Reduction: return "reduction";
     case GroupKind::Gemm: return "gemm";
     case GroupKind::Opaque: return "opaque";
+    case GroupKind::Attention: return "attention";
   }
   return "?";
 }

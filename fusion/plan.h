@@ -11,8 +11,9 @@
 
 namespace braze::fusion {
 
-enum class GroupKind { Pointwise, Reduction, Gemm, Opaque };
-std::string_view group_kind_name(GroupKind k);  // "pointwise", "reduction", "gemm", "opaque"
+enum class GroupKind { Pointwise, Reduction, Gemm, Opaque, Attention };
+// "pointwise", "reduction", "gemm", "opaque", "attention" (softmax(Q Kᵀ …) V: fusion/attention.h)
+std::string_view group_kind_name(GroupKind k);
 
 struct Group {
   GroupKind kind = GroupKind::Opaque;

@@ -162,8 +162,8 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
     LaunchFn fn = fns[si];
     // Pointwise kernels stride over their work by blockDim, so one thread does it all;
     // reductions need their real block (threads share a row) but stride over rows, so one
-    // block; GEMM tiles need their real grid.
-    if (k.kind == fusion::GroupKind::Gemm)
+    // block; GEMM and attention tiles need their real grid.
+    if (k.kind == fusion::GroupKind::Gemm || k.kind == fusion::GroupKind::Attention)
       fn(args.data(), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2]);
     else if (k.kind == fusion::GroupKind::Reduction)
       fn(args.data(), 1, 1, 1, k.block[0], k.block[1], k.block[2]);

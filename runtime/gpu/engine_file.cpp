@@ -254,7 +254,7 @@ LoadedEngine load_engine(const fs::path& path) {
       Step s;
       std::string kind = sj.at("kind");
       for (auto k : {fusion::GroupKind::Pointwise, fusion::GroupKind::Reduction, fusion::GroupKind::Gemm,
-                     fusion::GroupKind::Opaque})
+                     fusion::GroupKind::Opaque, fusion::GroupKind::Attention})
         if (fusion::group_kind_name(k) == kind) s.group.kind = k;
       s.group.nodes = sj.at("nodes").get<std::vector<graph::NodeId>>();
       for (graph::NodeId id : s.group.nodes)

@@ -1,0 +1,382 @@
+// The attention schedule: softmax(Q Kᵀ …) V (fusion/attention.h) as one flash-attention
+// kernel on mma.sync (sm_80+, float16 / bfloat16). The device side is braze_flash in
+// codegen/device/attention.cuh; this file reads the group's match back, addresses Q, K and V
+// as strided views (the layout ops in front of them are read in place, GQA's repeated K and
+// V as a zero batch stride), writes the element-wise chain between the product and the
+// softmax as the `score` function, and the output through the GEMM epilogue's store map, in
+// the layout its consumer reads ([B, S, H, D] for the output projection).
+//
+//   grid (query tiles, batches)     block: BM / 16 warps, 16 query rows each
+//   Q [Sq, D] ─▶ smem, registers    K, V [Sk, D] ─▶ two smem buffers a tile of BN keys
+//
+// Query tiles are launched last first, so that where a causal mask ends the key loop early
+// (the tiles it masks entirely are skipped: kt_end) the long tiles start first.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "codegen/attention.h"
+#include "codegen/codegen.h"
+#include "graph/cuda_hooks.h"
+#include "graph/registry.h"
+
+namespace braze::codegen {
+
+namespace {
+
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+fusion::Group without(const fusion::Group& group, graph::NodeId drop) {
+  fusion::Group sub;
+  sub.kind = fusion::GroupKind::Gemm;
+  for (graph::NodeId id : group.nodes)
+    if (id != drop) sub.nodes.push_back(id);
+  return sub;
+}
+
+// The group's nodes the output passes through after P V (its epilogue), with P V first.
+fusion::Group epilogue_group(const graph::Graph& g, const fusion::Group& group, graph::NodeId pv) {
+  std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
+  const auto users = g.users();
+  fusion::Group epi;
+  epi.kind = fusion::GroupKind::Gemm;
+  epi.nodes = {pv};
+  epi.outputs = group.outputs;
+  for (graph::ValueId v = g.node(pv).outputs[0];;) {
+    graph::NodeId next = graph::kNoNode;
+    for (graph::NodeId u : users[v])
+      if (members.count(u)) next = u;
+    if (next == graph::kNoNode) break;
+    epi.nodes.push_back(next);
+    v = g.node(next).outputs[0];
+  }
+  return epi;
+}
+
+std::string view_problem(const OperandView& v, bool want_kcontig, const char* what) {
+  if (v.kcontig != want_kcontig) return fmt::format("{}'s head dim is not contiguous", what);
+  bool aligned = v.ld % 8 == 0 && v.offset % 8 == 0;
+  for (const graph::StridedDim& f : v.batch) aligned = aligned && f.stride % 8 == 0;
+  return aligned ? "" : fmt::format("{}'s row stride, offset and batch strides must be multiples of 8 elements", what);
+}
+
+struct FlashTile {
+  int bm = 64, bn = 64;
+  int threads() const { return bm / 16 * 32; }
+  int64_t shared_bytes(int64_t d) const {
+    const int64_t chunks = d / 8, row = (chunks % 2 ? chunks : chunks + 1) * 16;
+    return (bm + 4 * int64_t{bn}) * row;
+  }
+};
+
+// For each query tile, one past the last key tile it must visit, when the scores' last op
+// adds a constant mask (the same for every batch) under which the later key tiles of some
+// query tiles are dead for every row (GPT-2's and Llama's causal masks: -inf, or a lowest
+// value that exp takes to 0, above the diagonal); empty when every tile visits every key
+// tile. A query tile one of whose rows has no live key visits all (its row is uniform, or
+// NaN, over the dead keys, as the reference's).
+std::vector<int> key_tile_ends(const graph::Graph& g, const AttentionDims& a, const FlashTile& t) {
+  if (a.match.chain.empty()) return {};
+  const graph::Node& last = g.node(a.match.chain.back());
+  if (last.op_type() != "Add") return {};
+  const graph::ValueId chain_in =
+      a.match.chain.size() > 1 ? g.node(a.match.chain[a.match.chain.size() - 2]).outputs[0] : a.qk.node->outputs[0];
+  const graph::ValueId mv = last.inputs[0] == chain_in ? last.inputs[1] : last.inputs[0];
+  const graph::Value& mask = g.value(mv);
+  if (!mask.constant || mask.shape.size() < 2) return {};
+  for (size_t k = 0; k + 2 < mask.shape.size(); ++k)
+    if (mask.shape[k] != 1) return {};
+  const int64_t rows = mask.shape[mask.shape.size() - 2], cols = mask.shape.back();
+  const int64_t q_tiles = (a.sq + t.bm - 1) / t.bm, k_tiles = (a.sk + t.bn - 1) / t.bn;
+  std::vector<int> ends(static_cast<size_t>(q_tiles), static_cast<int>(k_tiles));
+  bool any = false;
+  for (int64_t qt = 0; qt < q_tiles; ++qt) {
+    int64_t last_live = -1;
+    bool every_row_lives = true;
+    for (int64_t i = qt * t.bm; i < std::min(a.sq, (qt + 1) * t.bm); ++i) {
+      int64_t row_last = -1;
+      for (int64_t j = a.sk - 1; j >= 0 && row_last < 0; --j)
+        if (mask.constant->get_f64((i % rows) * cols + j % cols) > -1e30) row_last = j;
+      every_row_lives = every_row_lives && row_last >= 0;
+      last_live = std::max(last_live, row_last);
+    }
+    if (!every_row_lives) continue;
+    ends[static_cast<size_t>(qt)] = static_cast<int>(last_live / t.bn + 1);
+    any = any || ends[static_cast<size_t>(qt)] < k_tiles;
+  }
+  return any ? ends : std::vector<int>{};
+}
+
+// How the kernel reads the value the scores' chain adds (the mask): an index comparison
+// for a constant causal mask, pairs of keys loaded ahead of each tile for a mask stored with
+// its keys contiguous, or (neither) through the emitter, element by element.
+struct MaskRead {
+  graph::ValueId value = graph::kNoValue;
+  std::string causal;                  // for a causal constant: its value at (i, j)
+  bool pairs = false;
+  std::vector<int64_t> batch_stride;   // per output batch dim, elements (0: broadcast)
+  int64_t row_stride = 0;
+};
+
+// The chain's external input over the scores' keys (a mask or a bias), if any.
+graph::ValueId chain_mask(const graph::Graph& g, const AttentionDims& a) {
+  std::set<graph::ValueId> inside = {a.qk.node->outputs[0]};
+  for (graph::NodeId id : a.match.chain) inside.insert(g.node(id).outputs[0]);
+  for (graph::NodeId id : a.match.chain)
+    for (graph::ValueId v : g.node(id).inputs)
+      if (v != graph::kNoValue && !inside.count(v) && checked_numel(g.value(v).shape) > 1) return v;
+  return graph::kNoValue;
+}
+
+// "j <= i + off ? live : dead" when `mask` is a constant [1…, Sq, Sk] of two values, `dead`
+// (at most -1e30: exp takes it to 0) above a diagonal; else empty.
+std::string causal_expr(const graph::Value& mask, const AttentionDims& a) {
+  if (!mask.constant || mask.shape.size() < 2 || mask.shape.back() != a.sk || mask.shape[mask.shape.size() - 2] != a.sq)
+    return "";
+  for (size_t k = 0; k + 2 < mask.shape.size(); ++k)
+    if (mask.shape[k] != 1) return "";
+  const Tensor& c = *mask.constant;
+  const double live = c.get_f64(0);
+  int64_t off = 0;
+  while (off + 1 < a.sk && c.get_f64(off + 1) == live) ++off;
+  const double dead = off + 1 < a.sk ? c.get_f64(off + 1) : -INFINITY;
+  if (!(dead <= -1e30) || live <= -1e30) return "";
+  // Every element, compared as bit patterns (a 2048 x 2048 mask is 4M of them).
+  const size_t es = dtype_size(c.dtype());
+  if (es != 2 && es != 4) return "";
+  const unsigned char* raw = static_cast<const unsigned char*>(c.raw());
+  auto bits = [&](int64_t i) {
+    uint32_t x = 0;
+    std::memcpy(&x, raw + static_cast<size_t>(i) * es, es);
+    return x;
+  };
+  const uint32_t live_bits = bits(0), dead_bits = off + 1 < a.sk ? bits(off + 1) : 0;
+  for (int64_t i = 0; i < a.sq; ++i)
+    for (int64_t j = 0; j < a.sk; ++j)
+      if (bits(i * a.sk + j) != (j <= i + off ? live_bits : dead_bits)) return "";
+  return fmt::format("(j <= i + {}LL ? {} : {})", off, graph::cuda_literal("float", live),
+                     graph::cuda_literal("float", dead));
+}
+
+MaskRead mask_read(const graph::Graph& g, const AttentionDims& a) {
+  MaskRead r;
+  r.value = chain_mask(g, a);
+  if (r.value == graph::kNoValue) return r;
+  const graph::Value& m = g.value(r.value);
+  r.causal = causal_expr(m, a);
+  if (!r.causal.empty()) return r;
+  // Pairs: keys contiguous and an even count (every pair 4-byte aligned), the mask's type the
+  // kernel's.
+  const Shape& ms = m.shape;
+  if (m.dtype != a.dtype || ms.back() != a.sk || a.sk % 2 != 0) return r;
+  const size_t rank = a.qk.out_batch.size() + 2;
+  Shape strides(ms.size());
+  int64_t run = 1;
+  for (size_t k = ms.size(); k-- > 0;) {
+    strides[k] = ms[k] == 1 ? 0 : run;
+    run *= ms[k];
+  }
+  auto stride_of = [&](size_t dim) -> int64_t {  // of scores dim `dim`
+    const size_t lead = rank - ms.size();
+    return dim < lead ? 0 : strides[dim - lead];
+  };
+  r.row_stride = stride_of(rank - 2);
+  for (size_t f = 0; f < a.qk.out_batch.size(); ++f) r.batch_stride.push_back(stride_of(f));
+  r.pairs = true;
+  return r;
+}
+
+// The mask's element offset for output batch "b".
+std::string mask_batch_offset(const MaskRead& r, const Shape& out_batch) {
+  std::string off;
+  int64_t inner = 1;
+  for (size_t f = out_batch.size(); f-- > 0;) {
+    if (r.batch_stride[f] != 0 && out_batch[f] != 1)
+      off += fmt::format("{}((b / {}LL) % {}LL) * {}LL", off.empty() ? "" : " + ", inner, out_batch[f],
+                         r.batch_stride[f]);
+    inner *= out_batch[f];
+  }
+  return off.empty() ? "0LL" : off;
+}
+
+FlashTile tile_of(const Tunables& t) { return {t.at("bm"), t.at("bn")}; }
+Tunables tunables_of(const FlashTile& t) { return {{"flash", 1}, {"bm", t.bm}, {"bn", t.bn}}; }
+
+}  // namespace
+
+std::optional<AttentionDims> attention_dims(const graph::Graph& g, const fusion::Group& group,
+                                            const Target& target, std::string* why_not) {
+  auto fail = [&](std::string why) -> std::optional<AttentionDims> {
+    *why_not = std::move(why);
+    return std::nullopt;
+  };
+  if (target.sm < 80) return fail("flash attention needs sm_80 or newer");
+  std::optional<fusion::AttentionMatch> m = fusion::match_attention_in(g, group.nodes, why_not);
+  if (!m) return std::nullopt;
+  AttentionDims a;
+  a.match = *m;
+  std::optional<GemmDims> qk = gemm_dims(g, without(group, m->pv), why_not);
+  if (!qk) return std::nullopt;
+  std::optional<GemmDims> pv = gemm_dims(g, without(group, m->qk), why_not);
+  if (!pv) return std::nullopt;
+  a.qk = *qk;
+  a.pv = *pv;
+  const DType t = g.value(qk->node->inputs[0]).dtype;
+  if (t != DType::Float16 && t != DType::BFloat16) return fail("flash attention takes float16 or bfloat16 Q, K and V");
+  if (g.value(qk->node->inputs[1]).dtype != t || g.value(pv->node->inputs[1]).dtype != t ||
+      g.value(pv->node->outputs[0]).dtype != t)
+    return fail("Q, K, V and the output differ in type");
+  if (qk->ta || qk->tb || qk->a_vec || qk->b_vec || pv->b_vec) return fail("a matrix-vector product");
+  a.dtype = t;
+  a.d = qk->k;
+  a.sq = qk->m;
+  a.sk = qk->nn;
+  a.batches = qk->batches;
+  if (pv->nn != a.d || pv->k != a.sk || pv->m != a.sq || pv->out_batch != qk->out_batch)
+    return fail("Q Kᵀ and P V do not share the batch, sequence and head dims");
+  if (a.d % 16 != 0 || a.d < 16 || a.d > 128) return fail(fmt::format("head dim {} (16 to 128, a multiple of 16)", a.d));
+  if (a.sq == 0 || a.sk == 0 || a.batches == 0) return fail("an empty attention");
+  if (a.sq >= (int64_t{1} << 31) || a.sk >= (int64_t{1} << 31)) return fail("sequences past 2^31");
+  const std::pair<const std::optional<OperandView>*, const std::string*> views[] = {
+      {&qk->view[0], &qk->no_view[0]}, {&qk->view[1], &qk->no_view[1]}, {&pv->view[1], &pv->no_view[1]}};
+  const char* names[] = {"Q", "K", "V"};
+  for (int i = 0; i < 3; ++i) {
+    if (!*views[i].first) return fail(fmt::format("{} is not a strided view: {}", names[i], *views[i].second));
+    std::string why = view_problem(**views[i].first, i != 2, names[i]);
+    if (!why.empty()) return fail(why);
+  }
+  a.epi_group = epilogue_group(g, group, m->pv);
+  std::optional<GemmEpilogue> epi = gemm_epilogue(g, a.epi_group, *pv, why_not);
+  if (!epi) return std::nullopt;
+  a.epi = *epi;
+  a.dead = m->where != graph::kNoNode ? 0.0 : NAN;
+  return a;
+}
+
+std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::Group& group,
+                                           const Target& target) {
+  std::string why;
+  std::optional<AttentionDims> a = attention_dims(g, group, target, &why);
+  if (!a) return {};
+  std::vector<Tunables> c;
+  // Heuristic: 64 query rows a block (4 warps); 128 once the query tiles alone fill the SMs
+  // twice over.
+  const int64_t tiles64 = (a->sq + 63) / 64 * a->batches;
+  const FlashTile def = tiles64 >= 4 * target.num_sms && a->d <= 64 ? FlashTile{128, 64} : FlashTile{64, 64};
+  for (FlashTile t : {def, FlashTile{64, 64}, FlashTile{128, 64}, FlashTile{64, 32}, FlashTile{128, 32},
+                      FlashTile{64, 128}, FlashTile{128, 128}}) {
+    Tunables tu = tunables_of(t);
+    if (t.shared_bytes(a->d) <= kMaxSharedBytes && std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
+  }
+  return c;
+}
+
+namespace {
+
+// The kernel; `skip_tiles`: with the key tiles a constant mask leaves dead skipped.
+std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
+                                   std::string* why_not, const Tunables* tune, bool skip_tiles) {
+  std::optional<AttentionDims> ad = attention_dims(g, group, target, why_not);
+  if (!ad) return std::nullopt;
+  const AttentionDims& a = *ad;
+  const FlashTile t = tile_of(tune ? *tune : attention_candidates(g, group, target).front());
+  if (t.bm % 16 || t.bn % 16 || t.bm < 16 || t.bm > 256 || t.bn < 16 || t.bn > 128 ||
+      t.shared_bytes(a.d) > kMaxSharedBytes) {
+    *why_not = fmt::format("flash attention tile {}x{} is not supported", t.bm, t.bn);
+    return std::nullopt;
+  }
+  std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
+  Emitter e(g, [members](graph::NodeId id) { return members.count(id) != 0; });
+  const graph::ValueId scores = a.qk.node->outputs[0], prod = a.pv.node->outputs[0];
+  const MaskRead mr = mask_read(g, a);
+  e.set_intercept([=](graph::ValueId v, const std::vector<std::string>&) -> std::optional<std::string> {
+    if (v == scores) return std::string("s");
+    if (v == prod) return std::string("acc");
+    if (v == mr.value && !mr.causal.empty()) return mr.causal;
+    if (v == mr.value && mr.pairs) return std::string("mk");
+    return std::nullopt;
+  });
+  const OperandView &vq = *a.qk.view[0], &vk = *a.qk.view[1], &vv = *a.pv.view[1];
+  const std::string pq = e.input_param(vq.root), pk = e.input_param(vk.root), pv = e.input_param(vv.root);
+  const int64_t q_tiles = (a.sq + t.bm - 1) / t.bm, k_tiles = (a.sk + t.bn - 1) / t.bn;
+  e.line("const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;");
+  const std::vector<int> ends = skip_tiles ? key_tile_ends(g, a, t) : std::vector<int>{};
+  std::string table;
+  for (int x : ends) table += (table.empty() ? "" : ", ") + std::to_string(x);
+  e.line("const int qt = (int)gridDim.x - 1 - (int)blockIdx.x;");
+  e.line(fmt::format("const long long q0 = (long long)qt * {};", t.bm));
+  e.line(ends.empty() ? fmt::format("const int kt_end = {};", k_tiles) : "const int kt_end = braze_key_tile_end[qt];");
+  e.open(fmt::format("for (long long b = blockIdx.y; b < {}LL; b += gridDim.y) {{", a.batches));
+  // The softmax's input at (b, i, j) from the product's value s.
+  std::vector<std::string> coords = graph::cuda_unravel("b", a.qk.out_batch);
+  coords.push_back("i");
+  coords.push_back("j");
+  e.push_scope();
+  e.open("auto score = [&](long long i, long long j, float s, float mk) -> float {");
+  try {
+    const std::string x = e.value_at(g.node(a.match.softmax).inputs[0], coords);
+    e.line(fmt::format("return (float)({});", x));
+  } catch (const graph::CudaUnsupported& u) {
+    *why_not = "the scores' element-wise chain: " + u.why;
+    return std::nullopt;
+  }
+  e.close(";");
+  e.pop_scope();
+  e.line(fmt::format("float o[{}][4];", a.d / 8));
+  const std::string mask_arg =
+      mr.pairs ? fmt::format("{} + {}, {}LL", e.input_param(mr.value), mask_batch_offset(mr, a.qk.out_batch), mr.row_stride)
+               : fmt::format("({}*)nullptr, 0LL", graph::cuda_storage_type(a.dtype));
+  e.line(fmt::format("flash::run<{}>(o, {} + {}, {}LL, {} + {}, {}LL, {} + {}, {}LL, {}, q0, {}LL, {}LL, kt_end, {}, "
+                     "score, braze_smem);",
+                     mr.pairs ? "true" : "false", pq, operand_view_offset(vq), vq.ld, pk, operand_view_offset(vk),
+                     vk.ld, pv, operand_view_offset(vv), vv.ld, mask_arg, a.sq, a.sk,
+                     std::isnan(a.dead) ? "__int_as_float(0x7fc00000)" : "0.f"));
+  // o[n][2 r + q] is output element (i, 8 n + 2 t + q) of row i = q0 + 16 warp + g + 8 r.
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int n = 0; n < {}; ++n) {{", a.d / 8));
+  e.line("#pragma unroll");
+  e.open("for (int r = 0; r < 2; ++r) {");
+  e.line("const long long i = q0 + warp * 16 + lane / 4 + r * 8;");
+  e.line("const long long jp = n * 8 + (lane % 4) * 2;");
+  try {
+    emit_gemm_stores(e, g, a.pv, a.epi, 2, "o[n][2 * r + q]");
+  } catch (const graph::CudaUnsupported& u) {
+    *why_not = u.why;
+    return std::nullopt;
+  }
+  for (int c = 0; c < 3; ++c) e.close();  // r, n, b
+
+  Kernel kern = kernel_record(e, fusion::GroupKind::Attention, group, tunables_of(t));
+  kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
+  kern.grid = {static_cast<unsigned>(q_tiles), static_cast<unsigned>(std::clamp<int64_t>(a.batches, 1, 65535)), 1};
+  kern.shared_bytes = static_cast<unsigned>(t.shared_bytes(a.d));
+  std::string code = ends.empty() ? "" : fmt::format("__device__ const int braze_key_tile_end[] = {{{}}};\n", table);
+  code += fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({0}) KERNEL_NAME({1}) {{\n"
+      "  typedef braze_flash<{2}, {3}, {4}, {5}> flash;\n"
+      "  static_assert(flash::kSharedBytes <= {6}, \"the launch's shared memory\");\n"
+      "  BRAZE_DYNAMIC_SMEM(braze_smem, {6});\n{7}}}\n",
+      t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), a.d, t.bm, t.bn, kern.shared_bytes, e.body());
+  finish_kernel(g, kern, code, kMmaHelpers | kAttentionHelpers);
+  return kern;
+}
+
+}  // namespace
+
+std::string attention_unsupported(const graph::Graph& g, const fusion::Group& group, const Target& target) {
+  std::string why;
+  if (!attention_dims(g, group, target, &why)) return why;
+  // The element-wise chain and the epilogue are written by the emitter: try it.
+  if (!flash_kernel(g, group, target, &why, nullptr, false)) return why;
+  return "";
+}
+
+std::optional<Kernel> attention_kernel(const graph::Graph& g, const fusion::Group& group,
+                                       const Target& target, std::string* why_not, const Tunables* tune) {
+  return flash_kernel(g, group, target, why_not, tune, true);
+}
+
+}  // namespace braze::codegen

@@ -1,0 +1,44 @@
+// Attention as the exporters write it, found in a graph (analysis only): the partitioner
+// makes one `attention` group of a match, and codegen's flash schedule reads the same match
+// back from the group's nodes.
+//
+//   Q ─┐                                          ┌─ IsNaN ─┐
+//      MatMul ─ (element-wise chain) ─ Softmax ───┤         Where(·, 0, ·) ─┐
+//   Kᵀ ┘        scale, Div, mask Add …   axis -1  └─────────┘               MatMul ─▶ O
+//                                                                  V ───────┘
+//
+// The chain between the product and the Softmax is any run of single-consumer element-wise
+// ops over the scores' shape whose other inputs are read by broadcast (a scalar scale, an
+// additive or causal mask, a position bias); the Where over IsNaN that sdpa's export puts
+// after the Softmax (fully masked rows give 0, not NaN) is taken when its fill is 0.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace braze::fusion {
+
+struct AttentionMatch {
+  graph::NodeId qk = graph::kNoNode;       // scores = Q · Kᵀ (MatMul)
+  std::vector<graph::NodeId> chain;        // element-wise ops from the scores to the Softmax, in order
+  graph::NodeId softmax = graph::kNoNode;
+  graph::NodeId isnan = graph::kNoNode;    // with `where`: fully masked rows give 0
+  graph::NodeId where = graph::kNoNode;
+  graph::NodeId pv = graph::kNoNode;       // O = P · V (MatMul)
+  // Every node above, in topological order.
+  std::vector<graph::NodeId> nodes() const;
+};
+
+// The attention around `softmax`, or nullopt and why not. `users`: Graph::users().
+std::optional<AttentionMatch> match_attention(const graph::Graph& g, graph::NodeId softmax,
+                                              const std::vector<std::vector<graph::NodeId>>& users,
+                                              std::string* why_not);
+
+// The match inside a group's nodes (its Softmax's), or nullopt and why not.
+std::optional<AttentionMatch> match_attention_in(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
+                                                 std::string* why_not);
+
+}  // namespace braze::fusion

@@ -1,0 +1,105 @@
+// Attention as exporters write it, each of which the partitioner must make one `attention`
+// kernel of (fusion/attention.h, codegen/attention.cpp): `@` in the text is the element type
+// (float16 or bfloat16). The emulator (tests/runtime) runs the default tiles against the
+// reference executor, the GPU (tests/gpu) every candidate.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace braze::test {
+
+struct AttentionCase {
+  const char* name;
+  const char* text;
+  size_t kernels;  // groups of the fused plan, the attention one of them
+};
+
+inline void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
+
+inline std::string attention_text(const AttentionCase& c, const std::string& dtype) {
+  std::string s = c.text;
+  for (size_t at = 0; (at = s.find('@', at)) != std::string::npos; at += dtype.size()) s.replace(at, 1, dtype);
+  return s;
+}
+
+inline const std::vector<AttentionCase>& attention_cases() {
+  static const std::vector<AttentionCase> cases = {
+      // BERT through sdpa (dynamo export): heads split off one QKV activation, Kᵀ through a
+      // second Transpose, the scale after the product, an additive [B, 1, S, S] mask whose
+      // last keys of batch 1 are masked with the dtype's minimum, Where(IsNaN(P), 0, P),
+      // the output written back as [B, S, H·D]. S = 40: a partial query and key tile.
+      {"BertSdpaMasked", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[2,40,192] x, int64[2,40] keep) => (@[2,40,64] y) {
+      sp = Constant <value = int64[3] {64, 64, 64}> ()  q, k, v = Split <axis = 2> (x, sp)
+      sh = Constant <value = int64[4] {2, 40, 2, 32}> ()
+      qr = Reshape(q, sh)  kr = Reshape(k, sh)  vr = Reshape(v, sh)
+      qt = Transpose <perm = [0, 2, 1, 3]> (qr)  kt = Transpose <perm = [0, 2, 1, 3]> (kr)
+      vt = Transpose <perm = [0, 2, 1, 3]> (vr)  ktt = Transpose <perm = [0, 1, 3, 2]> (kt)
+      five = Constant <value = int64 {5}> ()  live = Less(keep, five)
+      u2 = Constant <value = int64[2] {1, 2}> ()
+      lm = Unsqueeze(live, u2)  ms = Constant <value = int64[4] {2, 1, 40, 40}> ()  le = Expand(lm, ms)
+      zf = Constant <value = float {0}> ()  z = CastLike(zf, x)  lo = Constant <value = float {-65504}> ()  mn = CastLike(lo, x)
+      mask = Where(le, z, mn)
+      s = MatMul(qt, ktt)  cf = Constant <value = float {0.17677669}> ()  c = CastLike(cf, x)  ss = Mul(s, c)
+      sm = Add(ss, mask)  p = Softmax <axis = -1> (sm)  nan = IsNaN(p)  pz = Where(nan, z, p)
+      o = MatMul(pz, vt)  ot = Transpose <perm = [0, 2, 1, 3]> (o)
+      osh = Constant <value = int64[3] {2, 40, 64}> ()  y = Reshape(ot, osh) })",
+       2},
+      // GPT-2: a causal mask (-inf above the diagonal, a constant the passes fold), Q and K
+      // scaled by a scalar each, 72 tokens (two key tiles of 64, the second partial).
+      {"Gpt2Causal", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[1,72,192] x) => (@[1,72,64] y) {
+      sp = Constant <value = int64[3] {64, 64, 64}> ()  q, k, v = Split <axis = 2> (x, sp)
+      sh = Constant <value = int64[4] {1, 72, 2, 32}> ()
+      qr = Reshape(q, sh)  kr = Reshape(k, sh)  vr = Reshape(v, sh)
+      qt = Transpose <perm = [0, 2, 1, 3]> (qr)  kt = Transpose <perm = [0, 2, 3, 1]> (kr)
+      vt = Transpose <perm = [0, 2, 1, 3]> (vr)
+      one = Constant <value = float {1}> ()  ones_shape = Constant <value = int64[2] {72, 72}> ()
+      full = Expand(one, ones_shape)
+      tri = Trilu <upper = 0> (full)  zero = Constant <value = float {0}> ()  dead = Equal(tri, zero)
+      nf = Constant <value = float {-1e30}> ()  ninf = CastLike(nf, x)  zx = CastLike(zero, x)
+      mask = Where(dead, ninf, zx)
+      cf = Constant <value = float {0.42044820}> ()  c = CastLike(cf, x)  qs = Mul(qt, c)  ks = Mul(kt, c)
+      s = MatMul(qs, ks)  sm = Add(s, mask)  p = Softmax <axis = -1> (sm)
+      o = MatMul(p, vt)  ot = Transpose <perm = [0, 2, 1, 3]> (o)
+      osh = Constant <value = int64[3] {1, 72, 64}> ()  y = Reshape(ot, osh) })",
+       1},
+      // Llama: grouped-query K and V (2 KV heads for 4 query heads) repeated by Unsqueeze ->
+      // Expand -> Reshape and read at stride 0, never copied; no mask, scale by Div.
+      {"LlamaGroupedQuery", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[1,4,24,32] q, @[1,2,24,32] k, @[1,2,24,32] v) => (@[1,4,24,32] y) {
+      a2 = Constant <value = int64[1] {2}> ()  es = Constant <value = int64[5] {1, 2, 2, 24, 32}> ()
+      hs = Constant <value = int64[4] {1, 4, 24, 32}> ()
+      ku = Unsqueeze(k, a2)  ke = Expand(ku, es)  kr = Reshape(ke, hs)  kt = Transpose <perm = [0, 1, 3, 2]> (kr)
+      vu = Unsqueeze(v, a2)  ve = Expand(vu, es)  vr = Reshape(ve, hs)
+      s = MatMul(q, kt)  df = Constant <value = float {5.656854}> ()  dv = CastLike(df, q)  sd = Div(s, dv)
+      p = Softmax <axis = -1> (sd)  y = MatMul(p, vr) })",
+       1},
+      // Cross attention, query and key lengths apart (20 queries, 100 keys), head dim 80 (10
+      // chunks a row: the padded, non-power-of-two row).
+      {"CrossHeadDim80", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[2,20,80] q, @[2,100,80] k, @[2,100,80] v, @[2,20,100] bias) => (@[2,20,80] y) {
+      kt = Transpose <perm = [0, 2, 1]> (k)  s0 = MatMul(q, kt)
+      cf = Constant <value = float {0.1118034}> ()  c = CastLike(cf, q)  s = Mul(s0, c)  sb = Add(s, bias)
+      p = Softmax <axis = -1> (sb)  y = MatMul(p, v) })",
+       1},
+      // Head dim 128, a strictly causal mask: query 0 sees no key (-inf in float16; in
+      // bfloat16 -1e30, a uniform row), and Where(IsNaN(P), 0, P) gives it zeros.
+      {"HeadDim128DeadRow", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[1,2,33,128] q, @[1,2,33,128] k, @[1,2,33,128] v) => (@[1,2,33,128] y) {
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  s0 = MatMul(q, kt)
+      cf = Constant <value = float {0.08838835}> ()  c = CastLike(cf, q)  s = Mul(s0, c)
+      r = Constant <value = int64[2] {33, 33}> ()  one = Constant <value = float {1}> ()  full = Expand(one, r)
+      below = Constant <value = int64 {-1}> ()  band = Trilu <upper = 0> (full, below)
+      zero = Constant <value = float {0}> ()  dead = Equal(band, zero)
+      nf = Constant <value = float {-1e30}> ()  ninf = CastLike(nf, q)  zq = CastLike(zero, q)
+      mask = Where(dead, ninf, zq)  sm = Add(s, mask)  p = Softmax <axis = -1> (sm)
+      nan = IsNaN(p)  pz = Where(nan, zq, p)  y = MatMul(pz, v) })",
+       1},
+  };
+  return cases;
+}
+
+}  // namespace braze::test

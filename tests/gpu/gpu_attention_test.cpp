@@ -1,0 +1,86 @@
+// Attention (tests/attention_cases.h) on the GPU: one flash kernel for each, every candidate
+// of its search space built and run with the arena poisoned and compared element by element
+// with the reference executor; and attention at model size (GPT-2's S = 1024 in
+// gpu_gemm_views_test, Llama's grouped heads at S = 1024) against the reference. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "codegen/capabilities.h"
+#include "codegen/codegen.h"
+#include "graph/passes/pipeline.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/engine.h"
+#include "runtime/reference_executor.h"
+#include "tests/attention_cases.h"
+#include "tests/gemm_test_util.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+class GpuAttention : public ::testing::TestWithParam<std::tuple<test::AttentionCase, const char*>> {};
+
+TEST_P(GpuAttention, EveryCandidateMatchesTheReference) {
+  if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
+  const auto& [c, dtype] = GetParam();
+  graph::Graph g = test::graph_from_text(test::attention_text(c, dtype));
+  graph::passes::run_pipeline(g);
+  const gpu::EngineOptions o = gpu::default_engine_options();
+  const fusion::Plan plan = codegen::plan_for(g, true, o.target);
+  const std::vector<gpu::Step> base = gpu::generate_steps(g, plan, o.target);
+  EXPECT_EQ(base.size(), c.kernels);
+  const std::vector<Tensor> in = test::random_inputs(g, 59);
+  const Tensor want = runtime::run_reference(g, in).at(0);
+  size_t attention = 0;
+  for (size_t gi = 0; gi < base.size(); ++gi) {
+    if (base[gi].group.kind != fusion::GroupKind::Attention) continue;
+    ++attention;
+    ASSERT_TRUE(base[gi].kernel) << base[gi].fallback_reason;
+    for (const codegen::Tunables& t : codegen::candidates(g, base[gi].group, o.target)) {
+      std::string why, tun;
+      for (const auto& [k, v] : t) tun += fmt::format("{}={} ", k, v);
+      auto engine = test::engine_with(g, base, gi, t, o, &why);
+      ASSERT_TRUE(engine) << tun << why;
+      EXPECT_TRUE(test::tensors_close(test::run_poisoned(engine, in), want)) << c.name << " " << dtype << ": " << tun;
+    }
+  }
+  EXPECT_EQ(attention, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GpuAttention,
+                         ::testing::Combine(::testing::ValuesIn(test::attention_cases()),
+                                            ::testing::Values("float16", "bfloat16")),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param);
+                         });
+
+// Llama's grouped heads (4 query heads a KV head) at S = 1024 (16 key tiles), a causal
+// mask; the default plan against the reference.
+TEST(GpuAttentionAtModelSize, LlamaGroupedQueryCausal) {
+  if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
+  graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float16[1,8,1024,64] q, float16[1,2,1024,64] k, float16[1,2,1024,64] v) => (float16[1,8,1024,64] y) {
+      a2 = Constant <value = int64[1] {2}> ()  es = Constant <value = int64[5] {1, 2, 4, 1024, 64}> ()
+      hs = Constant <value = int64[4] {1, 8, 1024, 64}> ()
+      ku = Unsqueeze(k, a2)  ke = Expand(ku, es)  kr = Reshape(ke, hs)  kt = Transpose <perm = [0, 1, 3, 2]> (kr)
+      vu = Unsqueeze(v, a2)  ve = Expand(vu, es)  vr = Reshape(ve, hs)
+      one = Constant <value = float {1}> ()  r = Constant <value = int64[2] {1024, 1024}> ()  full = Expand(one, r)
+      tri = Trilu <upper = 0> (full)  zero = Constant <value = float {0}> ()  dead = Equal(tri, zero)
+      nf = Constant <value = float {-1e30}> ()  ninf = CastLike(nf, q)  zq = CastLike(zero, q)
+      mask = Where(dead, ninf, zq)
+      s = MatMul(q, kt)  cf = Constant <value = float {0.125}> ()  c = CastLike(cf, q)  ss = Mul(s, c)
+      sm = Add(ss, mask)  p = Softmax <axis = -1> (sm)  y = MatMul(p, vr) })");
+  graph::passes::run_pipeline(g);
+  const gpu::EngineOptions o = gpu::default_engine_options();
+  auto engine = gpu::Engine::build(g, codegen::plan_for(g, true, o.target), o);
+  size_t attention = 0;
+  for (const gpu::Step& s : engine->steps()) attention += s.group.kind == fusion::GroupKind::Attention;
+  EXPECT_EQ(attention, 1u);
+  const std::vector<Tensor> in = test::random_inputs(g, 61);
+  const Tensor want = runtime::run_reference(g, in).at(0);
+  EXPECT_TRUE(test::tensors_close(test::run_poisoned(engine, in), want));
+}
+
+}  // namespace
+}  // namespace braze

@@ -1,0 +1,115 @@
+// Attention (tests/attention_cases.h) on the CPU emulator: the partitioner makes one
+// attention kernel of each, the flash schedule (mma.sync) generates it, and its output
+// matches the reference executor's element by element, the outputs poisoned first.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <stdexcept>
+
+#include "codegen/capabilities.h"
+#include "codegen/codegen.h"
+#include "graph/passes/pipeline.h"
+#include "runtime/emulator.h"
+#include "runtime/gpu/engine.h"
+#include "runtime/reference_executor.h"
+#include "tests/attention_cases.h"
+#include "tests/gemm_test_util.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+class EmulatedAttention : public ::testing::TestWithParam<std::tuple<test::AttentionCase, const char*>> {};
+
+TEST_P(EmulatedAttention, OneFlashKernelMatchesTheReference) {
+  const auto& [c, dtype] = GetParam();
+  graph::Graph g = test::graph_from_text(test::attention_text(c, dtype));
+  graph::passes::run_pipeline(g);
+  const codegen::Target target = runtime::emulator_target({});
+  const fusion::Plan plan = codegen::plan_for(g, true, target);
+  EXPECT_EQ(plan.groups.size(), c.kernels);
+  size_t attention = 0;
+  for (const gpu::Step& s : gpu::generate_steps(g, plan, target)) {
+    ASSERT_TRUE(s.kernel) << s.fallback_reason;
+    if (s.group.kind != fusion::GroupKind::Attention) continue;
+    ++attention;
+    EXPECT_EQ(codegen::schedule_name(*s.kernel), "flash");
+  }
+  EXPECT_EQ(attention, 1u);
+  const std::vector<Tensor> in = test::random_inputs(g, 53);
+  const Tensor want = runtime::run_reference(g, in).at(0);
+  const Tensor got = test::emulate_with(g, plan, in, -1, c.name);
+  ASSERT_TRUE(got.defined());
+  EXPECT_TRUE(test::tensors_close(got, want)) << c.name << " " << dtype;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, EmulatedAttention,
+                         ::testing::Combine(::testing::ValuesIn(test::attention_cases()),
+                                            ::testing::Values("float16", "bfloat16")),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param);
+                         });
+
+}  // namespace
+}  // namespace braze
+
+namespace braze {
+namespace {
+
+const test::AttentionCase& attention_case(const std::string& name) {
+  for (const test::AttentionCase& c : test::attention_cases())
+    if (c.name == name) return c;
+  throw std::runtime_error("no attention case " + name);
+}
+
+// GPT-2's causal mask is a constant after the passes: the first query tile (rows 0-63) sees
+// only key tile 0, so its key loop stops there; the second (rows 64-71) visits both.
+TEST(AttentionPlans, CausalConstantMaskSkipsDeadKeyTiles) {
+  graph::Graph g = test::graph_from_text(test::attention_text(attention_case("Gpt2Causal"), "float16"));
+  graph::passes::run_pipeline(g);
+  const codegen::Target target = runtime::emulator_target({});
+  const fusion::Plan plan = codegen::plan_for(g, true, target);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  const codegen::Tunables t{{"flash", 1}, {"bm", 64}, {"bn", 64}};
+  codegen::GroupCode gc = codegen::generate(g, plan.groups[0], target, &t);
+  ASSERT_TRUE(gc.kernel) << gc.fallback_reason;
+  EXPECT_NE(gc.kernel->source.find("braze_key_tile_end[] = {1, 2};"), std::string::npos);
+}
+
+// At float32 (no --precision) the products stay exact: no attention kernel, and inspect's
+// refusal says why; the three kernels of before run instead.
+TEST(AttentionPlans, Float32StaysThreeKernelsAndSaysWhy) {
+  graph::Graph g = test::graph_from_text(test::attention_text(attention_case("LlamaGroupedQuery"), "float"));
+  graph::passes::run_pipeline(g);
+  const fusion::Plan plan = codegen::plan_for(g, true, runtime::emulator_target({}));
+  EXPECT_EQ(plan.groups.size(), 3u);
+  bool said = false;
+  for (const fusion::RefusedMerge& r : plan.refused)
+    said = said || r.reason.find("no attention kernel: flash attention takes float16 or bfloat16") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// The attention group holds the exporters' layout ops: BERT's Q, K and V slices of one QKV
+// activation and their Reshape / Transpose chains, Kᵀ's second Transpose, and the output's
+// Transpose back to [B, S, H, D]; the Reshape to [B, S, H·D] after it is a free view.
+TEST(AttentionPlans, TheGroupReadsQkvThroughTheirLayoutChains) {
+  graph::Graph g = test::graph_from_text(test::attention_text(attention_case("BertSdpaMasked"), "float16"));
+  graph::passes::run_pipeline(g);
+  const fusion::Plan plan = codegen::plan_for(g, true, runtime::emulator_target({}));
+  const fusion::Group* att = nullptr;
+  for (const fusion::Group& grp : plan.groups)
+    if (grp.kind == fusion::GroupKind::Attention) att = &grp;
+  ASSERT_NE(att, nullptr);
+  std::map<std::string, int> ops;
+  for (graph::NodeId id : att->nodes) ++ops[g.node(id).op_type()];
+  EXPECT_EQ(ops["MatMul"], 2);
+  EXPECT_EQ(ops["Softmax"], 1);
+  EXPECT_EQ(ops["Slice"], 3);
+  EXPECT_EQ(ops["Transpose"], 5);
+  size_t computed = 0;  // x and the mask; the rest are constants (shapes, the scale)
+  for (graph::ValueId v : att->inputs) computed += !g.value(v).constant;
+  EXPECT_EQ(computed, 2u);
+}
+
+}  // namespace
+}  // namespace braze

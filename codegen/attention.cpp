@@ -63,13 +63,15 @@ std::string view_problem(const OperandView& v, bool want_kcontig, const char* wh
   return aligned ? "" : fmt::format("{}'s row stride, offset and batch strides must be multiples of 8 elements", what);
 }
 
+// bm query rows a block, bn keys a tile, ks groups of warps sharing the key tiles.
 struct FlashTile {
-  int bm = 64, bn = 64;
-  int threads() const { return bm / 16 * 32; }
+  int bm = 64, bn = 64, ks = 1;
+  int threads() const { return bm / 16 * 32 * ks; }
   int64_t shared_bytes(int64_t d) const {
     const int64_t chunks = d / 8, row = (chunks % 2 ? chunks : chunks + 1) * 16;
-    return (bm + 4 * int64_t{bn}) * row;
+    return (bm + 4 * int64_t{bn} * ks) * row;
   }
+  bool operator==(const FlashTile&) const = default;
 };
 
 // For each query tile, one past the last key tile it must visit, when the scores' last op
@@ -157,7 +159,7 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a) {
   for (int64_t i = 0; i < a.sq; ++i)
     for (int64_t j = 0; j < a.sk; ++j)
       if (bits(i * a.sk + j) != (j <= i + off ? live_bits : dead_bits)) return "";
-  return fmt::format("(j <= i + {}LL ? {} : {})", off, graph::cuda_literal("float", live),
+  return fmt::format("(j <= i + {} ? {} : {})", off, graph::cuda_literal("float", live),
                      graph::cuda_literal("float", dead));
 }
 
@@ -189,6 +191,19 @@ MaskRead mask_read(const graph::Graph& g, const AttentionDims& a) {
   return r;
 }
 
+// True when the scores' chain reads nothing past the last key: its inputs besides the
+// scores are scalars and the mask the kernel reads itself (by pairs, or a causal constant).
+bool safe_score(const graph::Graph& g, const AttentionDims& a, const MaskRead& r) {
+  std::set<graph::ValueId> inside = {a.qk.node->outputs[0]};
+  for (graph::NodeId id : a.match.chain) inside.insert(g.node(id).outputs[0]);
+  for (graph::NodeId id : a.match.chain)
+    for (graph::ValueId v : g.node(id).inputs) {
+      if (v == graph::kNoValue || inside.count(v) || checked_numel(g.value(v).shape) == 1) continue;
+      if (v != r.value || (!r.pairs && r.causal.empty())) return false;
+    }
+  return true;
+}
+
 // The mask's element offset for output batch "b".
 std::string mask_batch_offset(const MaskRead& r, const Shape& out_batch) {
   std::string off;
@@ -202,8 +217,12 @@ std::string mask_batch_offset(const MaskRead& r, const Shape& out_batch) {
   return off.empty() ? "0LL" : off;
 }
 
-FlashTile tile_of(const Tunables& t) { return {t.at("bm"), t.at("bn")}; }
-Tunables tunables_of(const FlashTile& t) { return {{"flash", 1}, {"bm", t.bm}, {"bn", t.bn}}; }
+FlashTile tile_of(const Tunables& t) { return {t.at("bm"), t.at("bn"), t.count("ks") ? t.at("ks") : 1}; }
+Tunables tunables_of(const FlashTile& t) {
+  Tunables u{{"flash", 1}, {"bm", t.bm}, {"bn", t.bn}};
+  if (t.ks > 1) u["ks"] = t.ks;
+  return u;
+}
 
 }  // namespace
 
@@ -262,12 +281,19 @@ std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::
   std::optional<AttentionDims> a = attention_dims(g, group, target, &why);
   if (!a) return {};
   std::vector<Tunables> c;
-  // Heuristic: 64 query rows a block (4 warps); 128 once the query tiles alone fill the SMs
-  // twice over.
-  const int64_t tiles64 = (a->sq + 63) / 64 * a->batches;
-  const FlashTile def = tiles64 >= 4 * target.num_sms && a->d <= 64 ? FlashTile{128, 64} : FlashTile{64, 64};
-  for (FlashTile t : {def, FlashTile{64, 64}, FlashTile{128, 64}, FlashTile{64, 32}, FlashTile{128, 32},
-                      FlashTile{64, 128}, FlashTile{128, 128}}) {
+  // Heuristic: 64 query rows a block (4 warps of 16). A warp's rows visit every key tile in
+  // turn, so where the query tiles give the SMs fewer than 8 warps each (GPT-2 and Llama at
+  // batch 1, BERT at batch 8; Nsight Compute on GPT-2's: 6 warps an SM, 1.45 instructions a
+  // cycle, 52 us) two groups of 4 warps share the key tiles, each half as long, in tiles of
+  // 32 keys (125 registers: two blocks an SM; 64-key tiles need 130); 128 rows once the query
+  // tiles alone fill the SMs twice over.
+  const int64_t tiles64 = (a->sq + 63) / 64 * a->batches, key_tiles = (a->sk + 31) / 32;
+  const FlashTile def = tiles64 * 4 < 8 * int64_t{target.num_sms} && key_tiles >= 2 ? FlashTile{64, 32, 2}
+                        : tiles64 >= 4 * target.num_sms && a->d <= 64                ? FlashTile{128, 64}
+                                                                                      : FlashTile{64, 64};
+  for (FlashTile t : {def, FlashTile{64, 64}, FlashTile{64, 64, 2}, FlashTile{128, 64}, FlashTile{64, 32},
+                      FlashTile{64, 32, 2}, FlashTile{128, 32}, FlashTile{64, 128}, FlashTile{128, 128},
+                      FlashTile{64, 64, 4}}) {
     Tunables tu = tunables_of(t);
     if (t.shared_bytes(a->d) <= kMaxSharedBytes && std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
   }
@@ -283,9 +309,9 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   if (!ad) return std::nullopt;
   const AttentionDims& a = *ad;
   const FlashTile t = tile_of(tune ? *tune : attention_candidates(g, group, target).front());
-  if (t.bm % 16 || t.bn % 16 || t.bm < 16 || t.bm > 256 || t.bn < 16 || t.bn > 128 ||
-      t.shared_bytes(a.d) > kMaxSharedBytes) {
-    *why_not = fmt::format("flash attention tile {}x{} is not supported", t.bm, t.bn);
+  if (t.bm % 16 || t.bn % 16 || t.bm < 16 || t.bm > 256 || t.bn < 16 || t.bn > 128 || t.ks < 1 || t.ks > 4 ||
+      t.threads() > 1024 || t.shared_bytes(a.d) > kMaxSharedBytes) {
+    *why_not = fmt::format("flash attention tile {}x{} over {} warp groups is not supported", t.bm, t.bn, t.ks);
     return std::nullopt;
   }
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
@@ -307,7 +333,7 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   std::string table;
   for (int x : ends) table += (table.empty() ? "" : ", ") + std::to_string(x);
   e.line("const int qt = (int)gridDim.x - 1 - (int)blockIdx.x;");
-  e.line(fmt::format("const long long q0 = (long long)qt * {};", t.bm));
+  e.line(fmt::format("const int q0 = qt * {};", t.bm));
   e.line(ends.empty() ? fmt::format("const int kt_end = {};", k_tiles) : "const int kt_end = braze_key_tile_end[qt];");
   e.open(fmt::format("for (long long b = blockIdx.y; b < {}LL; b += gridDim.y) {{", a.batches));
   // The softmax's input at (b, i, j) from the product's value s.
@@ -315,7 +341,7 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   coords.push_back("i");
   coords.push_back("j");
   e.push_scope();
-  e.open("auto score = [&](long long i, long long j, float s, float mk) -> float {");
+  e.open("auto score = [&](int i, int j, float s, float mk) -> float {");
   try {
     const std::string x = e.value_at(g.node(a.match.softmax).inputs[0], coords);
     e.line(fmt::format("return (float)({});", x));
@@ -329,17 +355,19 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   const std::string mask_arg =
       mr.pairs ? fmt::format("{} + {}, {}LL", e.input_param(mr.value), mask_batch_offset(mr, a.qk.out_batch), mr.row_stride)
                : fmt::format("({}*)nullptr, 0LL", graph::cuda_storage_type(a.dtype));
-  e.line(fmt::format("flash::run<{}>(o, {} + {}, {}LL, {} + {}, {}LL, {} + {}, {}LL, {}, q0, {}LL, {}LL, kt_end, {}, "
+  e.line(fmt::format("const bool mine = flash::run<{}, {}>(o, {} + {}, {}LL, {} + {}, {}LL, {} + {}, {}LL, {}, q0, {}, {}, kt_end, {}, "
                      "score, braze_smem);",
-                     mr.pairs ? "true" : "false", pq, operand_view_offset(vq), vq.ld, pk, operand_view_offset(vk),
+                     mr.pairs ? "true" : "false", safe_score(g, a, mr) ? "true" : "false", pq, operand_view_offset(vq), vq.ld, pk, operand_view_offset(vk),
                      vk.ld, pv, operand_view_offset(vv), vv.ld, mask_arg, a.sq, a.sk,
                      std::isnan(a.dead) ? "__int_as_float(0x7fc00000)" : "0.f"));
-  // o[n][2 r + q] is output element (i, 8 n + 2 t + q) of row i = q0 + 16 warp + g + 8 r.
+  // o[n][2 r + q] is output element (i, 8 n + 2 t + q) of row i = q0 + 16 warp + g + 8 r,
+  // held by group 0's warps.
+  e.open("if (mine) {");
   e.line("#pragma unroll");
   e.open(fmt::format("for (int n = 0; n < {}; ++n) {{", a.d / 8));
   e.line("#pragma unroll");
   e.open("for (int r = 0; r < 2; ++r) {");
-  e.line("const long long i = q0 + warp * 16 + lane / 4 + r * 8;");
+  e.line(fmt::format("const long long i = q0 + (warp % {}) * 16 + lane / 4 + r * 8;", t.bm / 16));
   e.line("const long long jp = n * 8 + (lane % 4) * 2;");
   try {
     emit_gemm_stores(e, g, a.pv, a.epi, 2, "o[n][2 * r + q]");
@@ -347,7 +375,7 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
     *why_not = u.why;
     return std::nullopt;
   }
-  for (int c = 0; c < 3; ++c) e.close();  // r, n, b
+  for (int c = 0; c < 4; ++c) e.close();  // r, n, mine, b
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Attention, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
@@ -355,11 +383,12 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   kern.shared_bytes = static_cast<unsigned>(t.shared_bytes(a.d));
   std::string code = ends.empty() ? "" : fmt::format("__device__ const int braze_key_tile_end[] = {{{}}};\n", table);
   code += fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({0}) KERNEL_NAME({1}) {{\n"
-      "  typedef braze_flash<{2}, {3}, {4}, {5}> flash;\n"
+      "extern \"C\" __global__ void __launch_bounds__({0}{9}) KERNEL_NAME({1}) {{\n"
+      "  typedef braze_flash<{2}, {3}, {4}, {5}, {8}> flash;\n"
       "  static_assert(flash::kSharedBytes <= {6}, \"the launch's shared memory\");\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {6});\n{7}}}\n",
-      t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), a.d, t.bm, t.bn, kern.shared_bytes, e.body());
+      t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), a.d, t.bm, t.bn, kern.shared_bytes, e.body(),
+      t.ks, t.threads() == 256 ? ", 2" : "");  // two blocks an SM: at most 128 registers
   finish_kernel(g, kern, code, kMmaHelpers | kAttentionHelpers);
   return kern;
 }

@@ -113,3 +113,33 @@ TEST(AttentionPlans, TheGroupReadsQkvThroughTheirLayoutChains) {
 
 }  // namespace
 }  // namespace braze
+
+namespace braze {
+namespace {
+
+// Every candidate of the search space (tiles of 32 to 128 keys, 64 or 128 query rows, one to
+// four warp groups sharing the key tiles) on the emulator, for the causal case whose first
+// query tile skips its dead key tile.
+TEST(EmulatedAttentionSearchSpace, EveryCandidateMatchesTheReference) {
+  const test::AttentionCase* c = nullptr;
+  for (const test::AttentionCase& x : test::attention_cases())
+    if (std::string(x.name) == "Gpt2Causal") c = &x;
+  ASSERT_NE(c, nullptr);
+  graph::Graph g = test::graph_from_text(test::attention_text(*c, "float16"));
+  graph::passes::run_pipeline(g);
+  const codegen::Target target = runtime::emulator_target({});
+  const fusion::Plan plan = codegen::plan_for(g, true, target);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  const std::vector<Tensor> in = test::random_inputs(g, 67);
+  const Tensor want = runtime::run_reference(g, in).at(0);
+  const size_t n = codegen::candidates(g, plan.groups[0], target).size();
+  EXPECT_GE(n, 8u);
+  for (size_t k = 0; k < n; ++k) {
+    const Tensor got = test::emulate_with(g, plan, in, static_cast<int>(k), "candidate " + std::to_string(k));
+    ASSERT_TRUE(got.defined());
+    EXPECT_TRUE(test::tensors_close(got, want)) << "candidate " << k;
+  }
+}
+
+}  // namespace
+}  // namespace braze

@@ -6,9 +6,12 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "codegen/capabilities.h"
 #include "codegen/codegen.h"
 #include "graph/passes/pipeline.h"
+#include "runtime/gpu/bench.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
 #include "runtime/reference_executor.h"
@@ -80,6 +83,67 @@ TEST(GpuAttentionAtModelSize, LlamaGroupedQueryCausal) {
   const std::vector<Tensor> in = test::random_inputs(g, 61);
   const Tensor want = runtime::run_reference(g, in).at(0);
   EXPECT_TRUE(test::tensors_close(test::run_poisoned(engine, in), want));
+}
+
+// Not a check (run with --gtest_also_run_disabled_tests): each candidate's median time on
+// attention at the model rows' sizes, the default marked, and the rate in TFLOP/s of the
+// full (unmasked) score matrix.
+std::string causal_attention(int b, int h, int hk, int s, int d) {
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float16[{0},{1},{3},{4}] q, float16[{0},{2},{3},{4}] k, float16[{0},{2},{3},{4}] v) => (float16[{0},{1},{3},{4}] y) {{
+      a2 = Constant <value = int64[1] {{2}}> ()  es = Constant <value = int64[5] {{{0}, {2}, {5}, {3}, {4}}}> ()
+      hs = Constant <value = int64[4] {{{0}, {1}, {3}, {4}}}> ()
+      ku = Unsqueeze(k, a2)  ke = Expand(ku, es)  kr = Reshape(ke, hs)  kt = Transpose <perm = [0, 1, 3, 2]> (kr)
+      vu = Unsqueeze(v, a2)  ve = Expand(vu, es)  vr = Reshape(ve, hs)
+      one = Constant <value = float {{1}}> ()  r = Constant <value = int64[2] {{{3}, {3}}}> ()  full = Expand(one, r)
+      tri = Trilu <upper = 0> (full)  zero = Constant <value = float {{0}}> ()  dead = Equal(tri, zero)
+      nf = Constant <value = float {{-1e30}}> ()  ninf = CastLike(nf, q)  zq = CastLike(zero, q)
+      mask = Where(dead, ninf, zq)
+      sc = MatMul(q, kt)  cf = Constant <value = float {{0.125}}> ()  c = CastLike(cf, q)  ss = Mul(sc, c)
+      sm = Add(ss, mask)  p = Softmax <axis = -1> (sm)  y = MatMul(p, vr) }})",
+                     b, h, hk, s, d, h / hk);
+}
+
+std::string masked_attention(int b, int h, int s, int d) {
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float16[{0},{1},{2},{3}] q, float16[{0},{1},{2},{3}] k, float16[{0},{1},{2},{3}] v, float16[{0},1,{2},{2}] mask) => (float16[{0},{1},{2},{3}] y) {{
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  sc = MatMul(q, kt)  cf = Constant <value = float {{0.125}}> ()
+      c = CastLike(cf, q)  ss = Mul(sc, c)  sm = Add(ss, mask)  p = Softmax <axis = -1> (sm)  y = MatMul(p, v) }})",
+                     b, h, s, d);
+}
+
+TEST(GpuAttentionThroughput, DISABLED_EveryCandidateAtModelSizes) {
+  if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
+  const gpu::EngineOptions o = gpu::default_engine_options();
+  const std::pair<const char*, std::string> cases[] = {
+      {"bert b8 s128", masked_attention(8, 12, 128, 64)},    {"bert b32 s128", masked_attention(32, 12, 128, 64)},
+      {"gpt2 b1 s1024 causal", causal_attention(1, 12, 12, 1024, 64)},
+      {"gpt2 b8 s512 causal", causal_attention(8, 12, 12, 512, 64)},
+      {"llama b1 s512 gqa causal", causal_attention(1, 32, 4, 512, 64)},
+      {"llama b1 s2048 gqa causal", causal_attention(1, 32, 4, 2048, 64)}};
+  for (const auto& [what, text] : cases) {
+    graph::Graph g = test::graph_from_text(text);
+    graph::passes::run_pipeline(g);
+    const std::vector<gpu::Step> base = gpu::generate_steps(g, codegen::plan_for(g, true, o.target), o.target);
+    ASSERT_EQ(base.size(), 1u) << what;
+    const std::vector<Tensor> in = test::random_inputs(g, 7);
+    const Shape& qs = g.value(g.inputs()[0]).shape;
+    const double flops = 4.0 * qs[0] * qs[1] * qs[2] * qs[2] * qs[3];
+    const std::vector<codegen::Tunables> cands = codegen::candidates(g, base[0].group, o.target);
+    for (size_t ci = 0; ci < cands.size(); ++ci) {
+      std::string why, tun;
+      auto engine = test::engine_with(g, base, 0, cands[ci], o, &why);
+      ASSERT_TRUE(engine) << why;
+      gpu::Session session(engine);
+      gpu::BenchOptions bo;
+      bo.warmup = 5;
+      bo.iters = 50;
+      gpu::BenchResult r = gpu::benchmark(session, in, bo);
+      for (const auto& [key, v] : cands[ci]) tun += fmt::format("{}={} ", key, v);
+      std::printf("%-26s %s%-28s %8.1f us  %6.1f TFLOP/s\n", what, ci == 0 ? "(default) " : "", tun.c_str(),
+                  r.latency_us.median, flops / r.latency_us.median * 1e-6);
+    }
+  }
 }
 
 }  // namespace

@@ -281,15 +281,15 @@ std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::
   std::optional<AttentionDims> a = attention_dims(g, group, target, &why);
   if (!a) return {};
   std::vector<Tunables> c;
-  // Heuristic: 64 query rows a block (4 warps of 16). A warp's rows visit every key tile in
-  // turn, so where the query tiles give the SMs fewer than 8 warps each (GPT-2 and Llama at
-  // batch 1, BERT at batch 8; Nsight Compute on GPT-2's: 6 warps an SM, 1.45 instructions a
-  // cycle, 52 us) two groups of 4 warps share the key tiles, each half as long, in tiles of
-  // 32 keys (125 registers: two blocks an SM; 64-key tiles need 130); 128 rows once the query
-  // tiles alone fill the SMs twice over.
-  const int64_t tiles64 = (a->sq + 63) / 64 * a->batches, key_tiles = (a->sk + 31) / 32;
-  const FlashTile def = tiles64 * 4 < 8 * int64_t{target.num_sms} && key_tiles >= 2 ? FlashTile{64, 32, 2}
-                        : tiles64 >= 4 * target.num_sms && a->d <= 64                ? FlashTile{128, 64}
+  // Heuristic, from every candidate timed on the H200 at the model rows' sizes
+  // (GpuAttentionThroughput; figures in bench/MODELS.md): 64 query rows a block (4 warps of
+  // 16) and 64-key tiles, 3 blocks an SM, ahead of 128 rows (one block of 8 warps an SM) and
+  // of 32- or 128-key tiles. A warp's rows visit every key tile in turn, so where the query
+  // tiles give the SMs fewer than 8 warps each and the keys are long (GPT-2 at batch 1,
+  // S = 1024), four groups of warps share the key tiles; with fewer key tiles (Llama at
+  // S = 512, BERT at batch 8) their merge costs what they save.
+  const int64_t tiles64 = (a->sq + 63) / 64 * a->batches, key_tiles = (a->sk + 63) / 64;
+  const FlashTile def = tiles64 * 4 < 8 * int64_t{target.num_sms} && key_tiles >= 16 ? FlashTile{64, 64, 4}
                                                                                       : FlashTile{64, 64};
   for (FlashTile t : {def, FlashTile{64, 64}, FlashTile{64, 64, 2}, FlashTile{128, 64}, FlashTile{64, 32},
                       FlashTile{64, 32, 2}, FlashTile{128, 32}, FlashTile{64, 128}, FlashTile{128, 128},

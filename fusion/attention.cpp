@@ -125,6 +125,29 @@ std::optional<AttentionMatch> match_attention(const graph::Graph& g, NodeId soft
   return m;
 }
 
+bool near_attention(const graph::Graph& g, NodeId softmax, const std::vector<std::vector<NodeId>>& users) {
+  NodeId p = softmax;
+  for (size_t depth = 0; depth <= kMaxChain; ++depth) {
+    const Node& n = g.node(p);
+    if (n.inputs.empty() || n.inputs[0] == graph::kNoValue) break;
+    p = g.value(n.inputs[0]).producer;
+    if (p == kNoNode) break;
+    if (is_matmul(g.node(p))) return true;
+  }
+  std::vector<ValueId> outs = {g.node(softmax).outputs[0]};
+  for (size_t depth = 0; depth < 3 && !outs.empty(); ++depth) {
+    std::vector<ValueId> next;
+    for (ValueId v : outs)
+      for (NodeId u : users[v]) {
+        if (is_matmul(g.node(u))) return true;
+        for (ValueId o : g.node(u).outputs)
+          if (o != graph::kNoValue) next.push_back(o);
+      }
+    outs = std::move(next);
+  }
+  return false;
+}
+
 std::optional<AttentionMatch> match_attention_in(const graph::Graph& g, const std::vector<NodeId>& nodes,
                                                  std::string* why_not) {
   std::optional<AttentionMatch> m;

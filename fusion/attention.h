@@ -37,6 +37,11 @@ std::optional<AttentionMatch> match_attention(const graph::Graph& g, graph::Node
                                               const std::vector<std::vector<graph::NodeId>>& users,
                                               std::string* why_not);
 
+// True when `softmax` looks like part of an attention (a MatMul within a few ops before it,
+// or consuming its result), so that a failed match is worth reporting.
+bool near_attention(const graph::Graph& g, graph::NodeId softmax,
+                    const std::vector<std::vector<graph::NodeId>>& users);
+
 // The match inside a group's nodes (its Softmax's), or nullopt and why not.
 std::optional<AttentionMatch> match_attention_in(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
                                                  std::string* why_not);

@@ -333,7 +333,13 @@ class Partitioner {
   void grow_attention(NodeId softmax) {
     std::string why;
     std::optional<AttentionMatch> m = match_attention(g_, softmax, users_, &why);
-    if (!m) return;
+    if (!m) {
+      // Say why where it looked like one (inspect lists it with the refused merges).
+      const ValueId x = g_.node(softmax).inputs[0];
+      if (g_.value(x).producer != kNoNode && near_attention(g_, softmax, users_))
+        refuse(g_.value(x).producer, softmax, "not one attention kernel: " + why);
+      return;
+    }
     std::vector<NodeId> nodes = m->nodes();
     for (NodeId id : nodes)
       if (!single(id)) return;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util.h"
+
 namespace braze::test {
 
 struct AttentionCase {
@@ -18,11 +20,7 @@ struct AttentionCase {
 
 inline void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
 
-inline std::string attention_text(const AttentionCase& c, const std::string& dtype) {
-  std::string s = c.text;
-  for (size_t at = 0; (at = s.find('@', at)) != std::string::npos; at += dtype.size()) s.replace(at, 1, dtype);
-  return s;
-}
+inline std::string attention_text(const AttentionCase& c, const std::string& dtype) { return with_element_type(c.text, dtype); }
 
 inline const std::vector<AttentionCase>& attention_cases() {
   static const std::vector<AttentionCase> cases = {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util.h"
+
 namespace braze::test {
 
 struct GemmViewCase {
@@ -20,11 +22,7 @@ struct GemmViewCase {
 
 inline void PrintTo(const GemmViewCase& c, std::ostream* os) { *os << c.name; }
 
-inline std::string gemm_view_text(const GemmViewCase& c, const std::string& dtype) {
-  std::string s = c.text;
-  for (size_t at = 0; (at = s.find('@', at)) != std::string::npos; at += dtype.size()) s.replace(at, 1, dtype);
-  return s;
-}
+inline std::string gemm_view_text(const GemmViewCase& c, const std::string& dtype) { return with_element_type(c.text, dtype); }
 
 inline const std::vector<GemmViewCase>& gemm_view_cases() {
   static const std::vector<GemmViewCase> cases = {

@@ -11,6 +11,11 @@ frontend::ImportResult import_text(const std::string& text, const frontend::Impo
   return frontend::import_model_proto(frontend::parse_model_text(text), opts);
 }
 
+std::string with_element_type(std::string text, const std::string& dtype) {
+  for (size_t at = 0; (at = text.find('@', at)) != std::string::npos; at += dtype.size()) text.replace(at, 1, dtype);
+  return text;
+}
+
 graph::Graph graph_from_text(const std::string& text) { return std::move(import_text(text).graph); }
 
 Tensor random(DType dt, const Shape& shape, uint64_t seed) {

@@ -20,6 +20,8 @@ namespace braze::test {
 frontend::ImportResult import_text(const std::string& text,
                                    const frontend::ImportOptions& opts = {});
 graph::Graph graph_from_text(const std::string& text);
+// `text` with each `@` replaced by `dtype` (test cases written once for several element types).
+std::string with_element_type(std::string text, const std::string& dtype);
 
 // Uniform in [-1, 1) for floats, [0, 10) for integers; never all zeros.
 Tensor random(DType dt, const Shape& shape, uint64_t seed = 1);

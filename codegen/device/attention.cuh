@@ -39,15 +39,9 @@ BRAZE_DEV unsigned braze_pack2(float lo, float hi, braze_tag<__nv_bfloat16>) {
   return r;
 }
 #else
-BRAZE_DEV unsigned braze_pack2(float lo, float hi, braze_tag<__half>) {
-  __half a = __float2half_rn(lo), b = __float2half_rn(hi);
-  unsigned short x, y;
-  memcpy(&x, &a, 2);
-  memcpy(&y, &b, 2);
-  return x | (unsigned)y << 16;
-}
-BRAZE_DEV unsigned braze_pack2(float lo, float hi, braze_tag<__nv_bfloat16>) {
-  __nv_bfloat16 a = __float2bfloat16_rn(lo), b = __float2bfloat16_rn(hi);
+template <class T>
+BRAZE_DEV unsigned braze_pack2(float lo, float hi, braze_tag<T> tag) {
+  const T a = braze_pack(tag, lo), b = braze_pack(tag, hi);
   unsigned short x, y;
   memcpy(&x, &a, 2);
   memcpy(&y, &b, 2);

@@ -143,3 +143,24 @@ TEST(EmulatedAttentionSearchSpace, EveryCandidateMatchesTheReference) {
 
 }  // namespace
 }  // namespace braze
+
+namespace braze {
+namespace {
+
+// A softmax over the wrong axis between two products is no attention: the plan keeps three
+// kernels and says which condition failed.
+TEST(AttentionPlans, ANearMatchSaysWhichConditionFailed) {
+  graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float16[1,2,32,32] q, float16[1,2,32,32] k, float16[1,2,32,32] v) => (float16[1,2,32,32] y) {
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  s = MatMul(q, kt)  p = Softmax <axis = 2> (s)  y = MatMul(p, v) })");
+  graph::passes::run_pipeline(g);
+  const fusion::Plan plan = codegen::plan_for(g, true, runtime::emulator_target({}));
+  EXPECT_EQ(plan.groups.size(), 3u);
+  bool said = false;
+  for (const fusion::RefusedMerge& r : plan.refused)
+    said = said || r.reason == "not one attention kernel: the Softmax is not over the last axis of a matrix";
+  EXPECT_TRUE(said);
+}
+
+}  // namespace
+}  // namespace braze

@@ -163,12 +163,13 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a) {
                      graph::cuda_literal("float", dead));
 }
 
-MaskRead mask_read(const graph::Graph& g, const AttentionDims& a) {
+// `scan_constants`: look for a causal pattern in a constant mask (every element read).
+MaskRead mask_read(const graph::Graph& g, const AttentionDims& a, bool scan_constants) {
   MaskRead r;
   r.value = chain_mask(g, a);
   if (r.value == graph::kNoValue) return r;
   const graph::Value& m = g.value(r.value);
-  r.causal = causal_expr(m, a);
+  if (scan_constants) r.causal = causal_expr(m, a);
   if (!r.causal.empty()) return r;
   // Pairs: keys contiguous and an even count (every pair 4-byte aligned), the mask's type the
   // kernel's.
@@ -302,9 +303,11 @@ std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::
 
 namespace {
 
-// The kernel; `skip_tiles`: with the key tiles a constant mask leaves dead skipped.
+// The kernel; `final_code`: with a constant mask's structure used (a causal mask as an index
+// comparison, its dead key tiles skipped), which reads every element of it. Without, the
+// code is only written to see that it can be (the partitioner's question).
 std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
-                                   std::string* why_not, const Tunables* tune, bool skip_tiles) {
+                                   std::string* why_not, const Tunables* tune, bool final_code) {
   std::optional<AttentionDims> ad = attention_dims(g, group, target, why_not);
   if (!ad) return std::nullopt;
   const AttentionDims& a = *ad;
@@ -317,7 +320,7 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
   Emitter e(g, [members](graph::NodeId id) { return members.count(id) != 0; });
   const graph::ValueId scores = a.qk.node->outputs[0], prod = a.pv.node->outputs[0];
-  const MaskRead mr = mask_read(g, a);
+  const MaskRead mr = mask_read(g, a, final_code);
   e.set_intercept([=](graph::ValueId v, const std::vector<std::string>&) -> std::optional<std::string> {
     if (v == scores) return std::string("s");
     if (v == prod) return std::string("acc");
@@ -329,7 +332,7 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   const std::string pq = e.input_param(vq.root), pk = e.input_param(vk.root), pv = e.input_param(vv.root);
   const int64_t q_tiles = (a.sq + t.bm - 1) / t.bm, k_tiles = (a.sk + t.bn - 1) / t.bn;
   e.line("const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;");
-  const std::vector<int> ends = skip_tiles ? key_tile_ends(g, a, t) : std::vector<int>{};
+  const std::vector<int> ends = final_code ? key_tile_ends(g, a, t) : std::vector<int>{};
   std::string table;
   for (int x : ends) table += (table.empty() ? "" : ", ") + std::to_string(x);
   e.line("const int qt = (int)gridDim.x - 1 - (int)blockIdx.x;");

@@ -96,6 +96,35 @@ inline const std::vector<AttentionCase>& attention_cases() {
       mask = Where(dead, ninf, zq)  sm = Add(s, mask)  p = Softmax <axis = -1> (sm)
       nan = IsNaN(p)  pz = Where(nan, zq, p)  y = MatMul(pz, v) })",
        1},
+      // BERT through the legacy exporter: the mask extended as (1 - mask) · -10000 over
+      // [B, 1, 1, S] (one row for every query: a zero row stride), the scale as Div.
+      {"BertLegacyExtendedMask", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[2,2,24,32] q, @[2,2,24,32] k, @[2,2,24,32] v, int64[2,24] keep) => (@[2,2,24,32] y) {
+      two = Constant <value = int64 {2}> ()  kb = Less(keep, two)  kf = Cast <to = 1> (kb)
+      ax = Constant <value = int64[2] {1, 2}> ()  ku = Unsqueeze(kf, ax)  onef = Constant <value = float {1}> ()
+      inv = Sub(onef, ku)  big = Constant <value = float {-10000}> ()  ext = Mul(inv, big)  mask = CastLike(ext, q)
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  s = MatMul(q, kt)  df = Constant <value = float {5.656854}> ()
+      dv = CastLike(df, q)  sd = Div(s, dv)  sm = Add(sd, mask)  p = Softmax <axis = 3> (sm)  y = MatMul(p, v) })",
+       2},
+      // A boolean mask through Where(mask, scores, -inf) inside the chain: read element by
+      // element (the emitter's path), keys checked against the sequence end one by one.
+      {"BooleanMaskWhere", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[1,2,40,32] q, @[1,2,40,32] k, @[1,2,40,32] v, bool[1,1,40,40] live) => (@[1,2,40,32] y) {
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  s0 = MatMul(q, kt)  cf = Constant <value = float {0.17677669}> ()
+      c = CastLike(cf, q)  s = Mul(s0, c)  nf = Constant <value = float {-1e30}> ()  ninf = CastLike(nf, q)
+      sm = Where(live, s, ninf)  p = Softmax <axis = -1> (sm)  nan = IsNaN(p)
+      zf = Constant <value = float {0}> ()  z = CastLike(zf, q)  pz = Where(nan, z, p)  y = MatMul(pz, v) })",
+       1},
+      // T5: no scale, a position bias per head ([1, H, S, S], a constant of the model).
+      {"T5PositionBias", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[2,3,20,64] q, @[2,3,20,64] k, @[2,3,20,64] v) => (@[2,3,20,64] y) {
+      bias = Constant <value = float[1,3,1,20] {0.1, -0.2, 0.3, 0.0, 0.5, -0.6, 0.7, -0.8, 0.9, -1.0, 0.1, 0.2, -0.3, 0.4, -0.5, 0.6, -0.7, 0.8, -0.9, 1.0,
+                                               -0.1, 0.2, -0.3, 0.4, 0.0, 0.6, -0.7, 0.8, -0.9, 1.0, -0.1, -0.2, 0.3, -0.4, 0.5, -0.6, 0.7, -0.8, 0.9, -1.0,
+                                               0.3, 0.3, -0.3, -0.3, 0.6, 0.6, -0.6, -0.6, 0.9, 0.9, -0.9, -0.9, 0.2, 0.2, -0.2, -0.2, 0.5, 0.5, -0.5, -0.5}> ()
+      bq = CastLike(bias, q)  r = Constant <value = int64[4] {1, 3, 20, 20}> ()  pb = Expand(bq, r)
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  s0 = MatMul(q, kt)  cf = Constant <value = float {0.125}> ()
+      c = CastLike(cf, q)  s = Mul(s0, c)  sb = Add(s, pb)  p = Softmax <axis = -1> (sb)  y = MatMul(p, v) })",
+       1},
   };
   return cases;
 }

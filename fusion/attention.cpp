@@ -75,6 +75,7 @@ std::vector<NodeId> AttentionMatch::nodes() const {
   r.insert(r.end(), chain.begin(), chain.end());
   r.push_back(softmax);
   if (isnan != kNoNode) r.insert(r.end(), {isnan, where});
+  r.insert(r.end(), casts.begin(), casts.end());
   r.push_back(pv);
   return r;
 }
@@ -116,6 +117,14 @@ std::optional<AttentionMatch> match_attention(const graph::Graph& g, NodeId soft
         g.value(where->outputs[0]).shape != x.shape)
       return fail("the probabilities have consumers other than Where(IsNaN(P), 0, P) and the product with V");
     p = where->outputs[0];
+  }
+  for (NodeId c = only_user(g, p, users); c != kNoNode && m.casts.size() < kMaxChain; c = only_user(g, p, users)) {
+    const Node& cn = g.node(c);
+    const DType to = g.value(cn.outputs[0]).dtype;
+    if (cn.op_type() != "Cast" || !(to == DType::Float16 || to == DType::BFloat16 || to == DType::Float32 || to == DType::Float64))
+      break;
+    m.casts.push_back(c);
+    p = cn.outputs[0];
   }
   const NodeId pv = only_user(g, p, users);
   if (pv == kNoNode || !is_matmul(g.node(pv)) || g.node(pv).inputs[0] != p)

@@ -10,7 +10,9 @@
 // The chain between the product and the Softmax is any run of single-consumer element-wise
 // ops over the scores' shape whose other inputs are read by broadcast (a scalar scale, an
 // additive or causal mask, a position bias); the Where over IsNaN that sdpa's export puts
-// after the Softmax (fully masked rows give 0, not NaN) is taken when its fill is 0.
+// after the Softmax (fully masked rows give 0, not NaN) is taken when its fill is 0, and
+// Casts of P between float types (a softmax computed in float32 and cast back) before P V:
+// the kernel's P is float32 and rounded to the products' type for the mma either way.
 #pragma once
 
 #include <optional>
@@ -27,6 +29,7 @@ struct AttentionMatch {
   graph::NodeId softmax = graph::kNoNode;
   graph::NodeId isnan = graph::kNoNode;    // with `where`: fully masked rows give 0
   graph::NodeId where = graph::kNoNode;
+  std::vector<graph::NodeId> casts;        // float Casts of P before the product (an upcast softmax's way back)
   graph::NodeId pv = graph::kNoNode;       // O = P · V (MatMul)
   // Every node above, in topological order.
   std::vector<graph::NodeId> nodes() const;

@@ -118,4 +118,25 @@ TEST(Precision, NamesAndErrors) {
 }
 
 }  // namespace
+// A float32 model's "compute this in float" Casts become Casts from the half type to itself
+// at --precision fp16: the pipeline drops them (they would keep ops apart in the plan).
+TEST(Precision, CastsToTheirOwnTypeAreDropped) {
+  graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[4,8] x) => (float[4,8] y) {
+      a = Cast <to = 1> (x)  p = Softmax <axis = -1> (a)  y = Cast <to = 1> (p) })");
+  graph::passes::run_pipeline(g);
+  graph::passes::convert_precision(g, DType::Float16);
+  graph::passes::run_pipeline(g);
+  graph::verify(g);
+  size_t casts = 0;
+  for (graph::NodeId id : g.topo_order()) {
+    const graph::Node& n = g.node(id);
+    if (n.op_type() != "Cast") continue;
+    ++casts;
+    EXPECT_NE(g.value(n.inputs[0]).dtype, g.value(n.outputs[0]).dtype) << n.describe();
+  }
+  EXPECT_EQ(casts, 2u);  // float32 in, float32 out: the interface's
+  EXPECT_EQ(g.num_live_nodes(), 3u);
+}
+
 }  // namespace braze

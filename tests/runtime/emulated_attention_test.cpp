@@ -3,6 +3,8 @@
 // matches the reference executor's element by element, the outputs poisoned first.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <map>
 #include <stdexcept>
 
@@ -160,6 +162,36 @@ TEST(AttentionPlans, ANearMatchSaysWhichConditionFailed) {
   for (const fusion::RefusedMerge& r : plan.refused)
     said = said || r.reason == "not one attention kernel: the Softmax is not over the last axis of a matrix";
   EXPECT_TRUE(said);
+}
+
+}  // namespace
+}  // namespace braze
+
+namespace braze {
+namespace {
+
+// An upcast softmax (HF's softmax(·, dtype=float32).to(dtype)): the scores cast to float32,
+// the Softmax in float32, P cast back before P V. One attention kernel, matching the
+// reference.
+TEST(EmulatedAttention, UpcastSoftmaxIsOneKernel) {
+  for (const auto& [dtype, code] : {std::pair<std::string, int>{"float16", 10}, {"bfloat16", 16}}) {
+    const std::string text = fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g ({0}[1,2,24,32] q, {0}[1,2,24,32] k, {0}[1,2,24,32] v) => ({0}[1,2,24,32] y) {{
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  s = MatMul(q, kt)  sf = Cast <to = 1> (s)
+      cf = Constant <value = float {{0.17677669}}> ()  ss = Mul(sf, cf)  p = Softmax <axis = -1> (ss)
+      pb = Cast <to = {1}> (p)  y = MatMul(pb, v) }})", dtype, code);
+    graph::Graph g = test::graph_from_text(text);
+    graph::passes::run_pipeline(g);
+    const codegen::Target target = runtime::emulator_target({});
+    const fusion::Plan plan = codegen::plan_for(g, true, target);
+    ASSERT_EQ(plan.groups.size(), 1u) << dtype;
+    EXPECT_EQ(plan.groups[0].kind, fusion::GroupKind::Attention) << dtype;
+    const std::vector<Tensor> in = test::random_inputs(g, 71);
+    const Tensor want = runtime::run_reference(g, in).at(0);
+    const Tensor got = test::emulate_with(g, plan, in, -1, dtype);
+    ASSERT_TRUE(got.defined());
+    EXPECT_TRUE(test::tensors_close(got, want)) << dtype;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "codegen/capabilities.h"
 #include "fusion/partition.h"
 #include "fusion/plan.h"
 #include "graph/passes/pipeline.h"
@@ -163,6 +164,31 @@ TEST(EngineFile, RoundTripKeepsTensorMaps) {
   EXPECT_EQ(k.tensor_maps[0].dims, (std::vector<uint64_t>{128, 2048, 1}));
   EXPECT_EQ(k.tensor_maps[1].dims, (std::vector<uint64_t>{2048, 128, 1}));
   EXPECT_EQ(k.tensor_maps[1].strides[0], 4096u);
+}
+
+TEST(EngineFile, RoundTripKeepsAttentionSteps) {
+  // softmax(Q Kᵀ · scale) V in float16: one attention step, its kind and launch kept.
+  fs::path dir = fresh_dir("engine_attention");
+  fs::create_directories(dir);
+  graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[1,2,48,64] q, float16[1,2,48,64] k, float16[1,2,48,64] v) => (float16[1,2,48,64] y) {
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  s = MatMul(q, kt)  cf = Constant <value = float {0.125}> ()
+      c = CastLike(cf, q)  ss = Mul(s, c)  p = Softmax <axis = -1> (ss)  y = MatMul(p, v) })");
+  graph::passes::run_pipeline(g);
+  gpu::EngineOptions o = gpu::default_engine_options("sm_90");
+  o.cache_dir = dir;
+  auto e = gpu::Engine::build(g, codegen::plan_for(g, true, o.target), o);
+  ASSERT_EQ(e->steps().size(), 1u);
+  ASSERT_EQ(e->steps()[0].group.kind, fusion::GroupKind::Attention);
+  gpu::save_engine(dir / "m.braze", *e, {"abc", "m.onnx", "0.1.0", "13.0", "sm_90"});
+  gpu::LoadedEngine le = gpu::load_engine(dir / "m.braze");
+  ASSERT_EQ(le.engine->steps().size(), 1u);
+  const gpu::Step& back = le.engine->steps()[0];
+  EXPECT_EQ(back.group.kind, fusion::GroupKind::Attention);
+  EXPECT_EQ(back.kernel->kind, fusion::GroupKind::Attention);
+  EXPECT_EQ(back.kernel->grid, e->steps()[0].kernel->grid);
+  EXPECT_EQ(back.kernel->shared_bytes, e->steps()[0].kernel->shared_bytes);
+  EXPECT_EQ(codegen::schedule_name(*back.kernel), "flash");
 }
 
 }  // namespace

@@ -248,6 +248,35 @@ def gemm_rows(bench_json):
     return rows
 
 
+def attention_rows(bench_json):
+    """Each attention kernel of a braze bench report, with PyTorch's
+    scaled_dot_product_attention on the same shape (batch x heads as the heads of one batch; a
+    causal mask as is_causal, an additive one as a float mask of zeros broadcast over the
+    heads), timed once per distinct shape."""
+    rows, timed = [], {}
+    for k in bench_json.get("kernels", []):
+        at = k.get("attention")
+        if not at:
+            continue
+        dt = {"float16": torch.float16, "bfloat16": torch.bfloat16}.get(at["dtype"])
+        if dt is None:
+            continue
+        b, sq, sk, d, mask = at["batch"], at["sq"], at["sk"], at["d"], at["mask"]
+        key = (b, sq, sk, d, at["dtype"], mask)
+        if key not in timed:
+            q = torch.randn(1, b, sq, d, device=DEV, dtype=dt)
+            kk = torch.randn(1, b, sk, d, device=DEV, dtype=dt)
+            v = torch.randn(1, b, sk, d, device=DEV, dtype=dt)
+            m = torch.zeros(1, 1, sq, sk, device=DEV, dtype=dt) if mask == "additive" else None
+            sdpa = torch.nn.functional.scaled_dot_product_attention
+            timed[key] = bench_ms(lambda: sdpa(q, kk, v, attn_mask=m, is_causal=mask == "causal"),
+                                  warmup=25, rep=100) * 1e3
+        t = timed[key]
+        rows.append({"name": k["name"], "batch": b, "sq": sq, "sk": sk, "d": d, "dtype": at["dtype"],
+                     "mask": mask, "braze_us": k["median_us"], "torch_us": t, "ratio": k["median_us"] / t})
+    return rows
+
+
 def run_row(args, name, results):
     t_row = time.perf_counter()
     kind, batch, size, precision = ROWS[name]
@@ -286,10 +315,14 @@ def run_row(args, name, results):
             row["vs_eager"] = row["eager_ms"] / best
         if "heuristic" in row:
             row["gemms"] = gemm_rows(row.get("tuned", row["heuristic"]))
+            try:
+                row["attention"] = attention_rows(row.get("tuned", row["heuristic"]))
+            except Exception as e:  # the comparison is a side table: keep the row
+                row["attention_error"] = f"{type(e).__name__}: {e}"
     for k in ("heuristic", "tuned"):
         if k in row:
             row[k] = {"latency_us": row[k]["latency_us"], "kernels": [
-                {x: kk.get(x) for x in ("name", "kind", "median_us", "tflops", "roofline_pct", "gemm")}
+                {x: kk.get(x) for x in ("name", "kind", "median_us", "tflops", "roofline_pct", "gemm", "attention")}
                 for kk in row[k]["kernels"]]}
     row["row_s"] = time.perf_counter() - t_row
     results["rows"][name] = row
@@ -304,7 +337,7 @@ def print_row(name, r):
     print(f"\n== {name} ({r.get('row_s', 0):.0f} s): export {r.get('export_s', 0):.0f} s, compile cold {r.get('compile_cold_s', 0):.2f} s, "
           f"warm {r.get('compile_warm_s', 0):.2f} s, kernels {r.get('kernels', '-')}, GEMM schedules "
           f"{r.get('schedules', {})}, rel L2 {r.get('rel_l2', float('nan')):.2e}", flush=True)
-    for k in ("error", "heuristic_error", "tuned_error", "run_error"):
+    for k in ("error", "heuristic_error", "tuned_error", "run_error", "attention_error"):
         if k in r:
             print(f"   {k}: {r[k]}")
     print(f"   braze heuristic {fmt_ms(r.get('heuristic_ms'))} ms, tuned {fmt_ms(r.get('tuned_ms'))} ms; "
@@ -321,6 +354,13 @@ def print_row(name, r):
         print(f"   {g['schedule']:6} b{g['batch']:<4} {g['m']:>6}x{g['n']:<6}x{g['k']:<6} {g['dtype']:8} "
               f"braze {g['braze_us']:8.1f} us  torch.matmul {g['torch_us']:8.1f} us  {g['ratio']:5.2f}x  "
               f"x{g['count']:<3} {g['name'][:44]}")
+    seen = {}
+    for a in r.get("attention", []):  # one line per distinct kernel: its worst instance
+        prev = seen.get(a["name"])
+        seen[a["name"]] = dict(max(a, prev or a, key=lambda x: x["ratio"]), count=(prev or {}).get("count", 0) + 1)
+    for a in seen.values():
+        print(f"   flash  b{a['batch']:<4} {a['sq']:>6}x{a['sk']:<6} d{a['d']:<4} {a['mask']:8} {a['dtype']:8} "
+              f"braze {a['braze_us']:8.1f} us  sdpa {a['torch_us']:8.1f} us  {a['ratio']:5.2f}x  x{a['count']:<3}")
 
 
 def write_markdown(results, path):

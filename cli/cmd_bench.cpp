@@ -91,6 +91,7 @@ int run_bench(const BenchCmdOptions& o) {
     double tflops = k.flops / secs / 1e12;
     // Tensor-core GEMMs against the tensor-core peak of their operands' type (tf32 for float).
     double rate = peak.fp32;
+    if (s.kernel->kind == fusion::GroupKind::Attention) rate = peak.fp16_tensor;  // float16 / bfloat16 only
     if (s.kernel->kind == fusion::GroupKind::Gemm) {
       const bool tc = s.kernel->tunables.count("tc") && s.kernel->tunables.at("tc") != 0;
       const DType out = g.value(s.group.outputs[0]).dtype;
@@ -117,6 +118,9 @@ int run_bench(const BenchCmdOptions& o) {
     if (std::optional<codegen::GemmShape> gs = codegen::gemm_shape(g, s.group))
       kj["gemm"] = {{"batch", gs->batch}, {"m", gs->m}, {"n", gs->n}, {"k", gs->k},
                     {"dtype", dtype_name(gs->dtype)}, {"schedule", codegen::schedule_name(*s.kernel)}};
+    if (std::optional<codegen::AttentionShape> as = codegen::attention_shape(g, s.group))
+      kj["attention"] = {{"batch", as->batch}, {"sq", as->sq}, {"sk", as->sk}, {"d", as->d},
+                         {"dtype", dtype_name(as->dtype)}, {"mask", as->mask}};
     kernels.push_back(kj);
   }
   std::cout << fmt::format("  sum of kernel medians {:.2f} us over {} kernels\n", total_us, r.kernels.size());

@@ -301,6 +301,11 @@ std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::
   return c;
 }
 
+std::string attention_mask_kind(const graph::Graph& g, const AttentionDims& a) {
+  const MaskRead r = mask_read(g, a, true);
+  return r.value == graph::kNoValue ? "none" : !r.causal.empty() ? "causal" : "additive";
+}
+
 namespace {
 
 // The kernel; `final_code`: with a constant mask's structure used (a causal mask as an index

@@ -27,6 +27,10 @@ struct AttentionDims {
 std::optional<AttentionDims> attention_dims(const graph::Graph& g, const fusion::Group& group,
                                             const Target& target, std::string* why_not);
 
+// How the scores' chain masks them: "none" (nothing but scalars besides the scores),
+// "causal" (a constant causal mask) or "additive" (any other input).
+std::string attention_mask_kind(const graph::Graph& g, const AttentionDims& a);
+
 // Empty when the schedule runs the group on `target`, else why not.
 std::string attention_unsupported(const graph::Graph& g, const fusion::Group& group, const Target& target);
 // Its search space ("flash" = 1, "bm", "bn": query rows and keys a tile), heuristic default first.

@@ -83,6 +83,14 @@ std::optional<GemmShape> gemm_shape(const graph::Graph& g, const fusion::Group& 
   return GemmShape{d->batches, d->m, d->nn, d->k, g.value(d->node->inputs[0]).dtype};
 }
 
+std::optional<AttentionShape> attention_shape(const graph::Graph& g, const fusion::Group& group) {
+  if (group.kind != fusion::GroupKind::Attention) return std::nullopt;
+  std::string why;
+  std::optional<AttentionDims> a = attention_dims(g, group, Target{}, &why);
+  if (!a) return std::nullopt;
+  return AttentionShape{a->batches, a->sq, a->sk, a->d, a->dtype, attention_mask_kind(g, *a)};
+}
+
 std::string schedule_name(const Kernel& k) {
   auto on = [&](const char* key) { return k.tunables.count(key) && k.tunables.at(key) != 0; };
   if (k.kind == fusion::GroupKind::Attention) return "flash";

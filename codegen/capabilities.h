@@ -38,6 +38,16 @@ struct GemmShape {
 };
 std::optional<GemmShape> gemm_shape(const graph::Graph& g, const fusion::Group& group);
 
+// An attention group's shape: `batch` (batch x heads) independent softmax(Q Kᵀ …) V of sq
+// queries, sk keys, head dim d; `mask` none, causal (a constant causal mask) or additive
+// (any other chain input); nullopt for other groups.
+struct AttentionShape {
+  int64_t batch = 1, sq = 0, sk = 0, d = 0;
+  DType dtype = DType::Float16;
+  std::string mask;
+};
+std::optional<AttentionShape> attention_shape(const graph::Graph& g, const fusion::Group& group);
+
 // The schedule a kernel was generated with: for a GEMM wgmma, mma (mma.sync) or simt; for
 // attention flash; for the other kinds their kind's name.
 std::string schedule_name(const Kernel& k);

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
+#include <tuple>
 #include <stdexcept>
 
 #include "codegen/capabilities.h"
@@ -191,6 +193,37 @@ TEST(EmulatedAttention, UpcastSoftmaxIsOneKernel) {
     const Tensor got = test::emulate_with(g, plan, in, -1, dtype);
     ASSERT_TRUE(got.defined());
     EXPECT_TRUE(test::tensors_close(got, want)) << dtype;
+  }
+}
+
+}  // namespace
+}  // namespace braze
+
+namespace braze {
+namespace {
+
+// What `braze bench --json` reports of an attention kernel (bench/models.py times PyTorch's
+// SDPA on it): batch x heads, the lengths, the head dim, and the mask's kind.
+TEST(AttentionPlans, ShapeForTheBenchReport) {
+  const std::tuple<const char*, int64_t, int64_t, int64_t, int64_t, const char*> want[] = {
+      {"BertSdpaMasked", 4, 40, 40, 32, "additive"}, {"Gpt2Causal", 2, 72, 72, 32, "causal"},
+      {"LlamaGroupedQuery", 4, 24, 24, 32, "none"}, {"CrossHeadDim80", 2, 20, 100, 80, "additive"}};
+  for (const auto& [name, batch, sq, sk, d, mask] : want) {
+    const test::AttentionCase* c = nullptr;
+    for (const test::AttentionCase& x : test::attention_cases())
+      if (std::string(x.name) == name) c = &x;
+    ASSERT_NE(c, nullptr) << name;
+    graph::Graph g = test::graph_from_text(test::attention_text(*c, "float16"));
+    graph::passes::run_pipeline(g);
+    std::optional<codegen::AttentionShape> s;
+    for (const fusion::Group& grp : codegen::plan_for(g, true, runtime::emulator_target({})).groups)
+      if (grp.kind == fusion::GroupKind::Attention) s = codegen::attention_shape(g, grp);
+    ASSERT_TRUE(s) << name;
+    EXPECT_EQ(s->batch, batch) << name;
+    EXPECT_EQ(s->sq, sq) << name;
+    EXPECT_EQ(s->sk, sk) << name;
+    EXPECT_EQ(s->d, d) << name;
+    EXPECT_EQ(s->mask, mask) << name;
   }
 }
 

@@ -365,16 +365,18 @@ def print_row(name, r):
 
 def write_markdown(results, path):
     lines = [f"Measured {results['date']} on {results['device']}, torch {results['torch']}, braze {results['braze']}.",
-             "", "| row | braze heuristic | braze tuned | eager | torch.compile | reduce-overhead | reduce-overhead ÷ braze (speed-up) | rel L2 | compile cold / warm | GEMM schedules | worst GEMM ÷ torch.matmul |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "", "| row | braze heuristic | braze tuned | eager | torch.compile | reduce-overhead | reduce-overhead ÷ braze (speed-up) | rel L2 | compile cold / warm | GEMM schedules | worst GEMM ÷ torch.matmul | worst attention ÷ SDPA |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, r in results["rows"].items():
         worst = max((g["ratio"] for g in r.get("gemms", [])), default=None)
+        worst_att = max((a["ratio"] for a in r.get("attention", [])), default=None)
         lines.append(f"| {name} | {fmt_ms(r.get('heuristic_ms'))} | {fmt_ms(r.get('tuned_ms'))} | {fmt_ms(r.get('eager_ms'))} | "
                      f"{fmt_ms(r.get('compile_ms'))} | {fmt_ms(r.get('reduce_overhead_ms'))} | "
                      f"{r.get('vs_reduce_overhead', 0):.2f}x | {r.get('rel_l2', float('nan')):.1e} | "
                      f"{r.get('compile_cold_s', 0):.2f} / {r.get('compile_warm_s', 0):.2f} s | "
                      f"{', '.join(f'{k} {v}' for k, v in r.get('schedules', {}).items())} | "
-                     f"{'-' if worst is None else f'{worst:.2f}x'} |")
+                     f"{'-' if worst is None else f'{worst:.2f}x'} | "
+                     f"{'-' if worst_att is None else f'{worst_att:.2f}x'} |")
     open(path, "w").write("\n".join(lines) + "\n")
 
 

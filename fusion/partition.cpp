@@ -1,7 +1,13 @@
 // The fusion partitioner.
 //
 // Analysis first, rewrite second: this file only decides which nodes share a kernel. It
-// grows groups around anchors, in three phases, each merge checked for legality:
+// grows groups around anchors, in phases, each merge checked for legality:
+//
+//  0. Attention groups (when the schedules' capabilities are known): softmax(Q Kᵀ …) V as
+//     the exporters write it (fusion/attention.h), with the layout ops in front of Q, K and V
+//     and after the output, one flash-attention kernel, so the scores never leave it. A match
+//     the schedule refuses (float32, a head dim it does not take) stays as the products and
+//     the softmax of the phases below, and inspect says why.
 //
 //  1. GEMM groups. A MatMul/Gemm absorbs cheap operand producers — layout ops (Transpose,
 //     Reshape, Expand, Slice …, read as strided views) and Casts — as far as the schedule

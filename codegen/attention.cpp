@@ -6,8 +6,8 @@
 // softmax as the `score` function, and the output through the GEMM epilogue's store map, in
 // the layout its consumer reads ([B, S, H, D] for the output projection).
 //
-//   grid (query tiles, batches)     block: BM / 16 warps, 16 query rows each
-//   Q [Sq, D] ─▶ smem, registers    K, V [Sk, D] ─▶ two smem buffers a tile of BN keys
+//   grid (query tiles, batches)     block: ks groups of BM / 16 warps, 16 query rows each
+//   Q [Sq, D] ─▶ smem, registers    K, V [Sk, D] ─▶ two smem buffers a group, tiles of BN keys
 //
 // Query tiles are launched last first, so that where a causal mask ends the key loop early
 // (the tiles it masks entirely are skipped: kt_end) the long tiles start first.

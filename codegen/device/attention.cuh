@@ -1,10 +1,11 @@
 // braze flash attention, the forward pass on mma.sync (sm_80+), instantiated by the
 // attention schedule (codegen/attention.cpp); needs mma.cuh before it.
 //
-// One block of BM / 16 warps takes BM query rows of one batch (and head): its Q tile stays
-// in shared memory and registers, K and V tiles of BN keys stream through two shared buffers
-// (cp.async, the next tile's copies in flight during this tile's math), and the scores never
-// leave registers:
+// One block takes BM query rows of one batch (and head) with KSPLIT groups of BM / 16 warps,
+// group g visiting key tiles g, g + KSPLIT, … (group 0 merges the others' partial results at
+// the end): the Q tile stays in shared memory and registers, each group's K and V tiles of
+// BN keys stream through two shared buffers (cp.async, the next tile's copies in flight
+// during this tile's math), and the scores never leave registers:
 //
 //   S = Q Kᵀ (mma, fp32)  ->  x = score(i, j, S)  ->  online softmax: m = max(m, max_j x),
 //   rescale l and O by exp(m_old - m), P = exp(x - m)  ->  O += P V (P as fp16/bf16 A fragments)

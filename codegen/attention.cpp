@@ -38,9 +38,9 @@ fusion::Group without(const fusion::Group& group, graph::NodeId drop) {
 }
 
 // The group's nodes the output passes through after P V (its epilogue), with P V first.
-fusion::Group epilogue_group(const graph::Graph& g, const fusion::Group& group, graph::NodeId pv) {
+fusion::Group epilogue_group(const graph::Graph& g, const fusion::Group& group, graph::NodeId pv,
+                             const std::vector<std::vector<graph::NodeId>>& users) {
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
-  const auto users = g.users();
   fusion::Group epi;
   epi.kind = fusion::GroupKind::Gemm;
   epi.nodes = {pv};
@@ -74,68 +74,32 @@ struct FlashTile {
   bool operator==(const FlashTile&) const = default;
 };
 
-// For each query tile, one past the last key tile it must visit, when the scores' last op
-// adds a constant mask (the same for every batch) under which the later key tiles of some
-// query tiles are dead for every row (GPT-2's and Llama's causal masks: -inf, or a lowest
-// value that exp takes to 0, above the diagonal); empty when every tile visits every key
-// tile. A query tile one of whose rows has no live key visits all (its row is uniform, or
-// NaN, over the dead keys, as the reference's).
-std::vector<int> key_tile_ends(const graph::Graph& g, const AttentionDims& a, const FlashTile& t) {
-  if (a.match.chain.empty()) return {};
-  const graph::Node& last = g.node(a.match.chain.back());
-  if (last.op_type() != "Add") return {};
-  const graph::ValueId chain_in =
-      a.match.chain.size() > 1 ? g.node(a.match.chain[a.match.chain.size() - 2]).outputs[0] : a.qk.node->outputs[0];
-  const graph::ValueId mv = last.inputs[0] == chain_in ? last.inputs[1] : last.inputs[0];
-  const graph::Value& mask = g.value(mv);
-  if (!mask.constant || mask.shape.size() < 2) return {};
-  for (size_t k = 0; k + 2 < mask.shape.size(); ++k)
-    if (mask.shape[k] != 1) return {};
-  const int64_t rows = mask.shape[mask.shape.size() - 2], cols = mask.shape.back();
-  const int64_t q_tiles = (a.sq + t.bm - 1) / t.bm, k_tiles = (a.sk + t.bn - 1) / t.bn;
-  std::vector<int> ends(static_cast<size_t>(q_tiles), static_cast<int>(k_tiles));
-  bool any = false;
-  for (int64_t qt = 0; qt < q_tiles; ++qt) {
-    int64_t last_live = -1;
-    bool every_row_lives = true;
-    for (int64_t i = qt * t.bm; i < std::min(a.sq, (qt + 1) * t.bm); ++i) {
-      int64_t row_last = -1;
-      for (int64_t j = a.sk - 1; j >= 0 && row_last < 0; --j)
-        if (mask.constant->get_f64((i % rows) * cols + j % cols) > -1e30) row_last = j;
-      every_row_lives = every_row_lives && row_last >= 0;
-      last_live = std::max(last_live, row_last);
-    }
-    if (!every_row_lives) continue;
-    ends[static_cast<size_t>(qt)] = static_cast<int>(last_live / t.bn + 1);
-    any = any || ends[static_cast<size_t>(qt)] < k_tiles;
-  }
-  return any ? ends : std::vector<int>{};
-}
-
 // How the kernel reads the value the scores' chain adds (the mask): an index comparison
 // for a constant causal mask, pairs of keys loaded ahead of each tile for a mask stored with
 // its keys contiguous, or (neither) through the emitter, element by element.
 struct MaskRead {
   graph::ValueId value = graph::kNoValue;
   std::string causal;                  // for a causal constant: its value at (i, j)
+  int64_t causal_off = 0;              // … live where j <= i + causal_off
   bool pairs = false;
   std::vector<int64_t> batch_stride;   // per output batch dim, elements (0: broadcast)
   int64_t row_stride = 0;
 };
 
-// The chain's external input over the scores' keys (a mask or a bias), if any.
-graph::ValueId chain_mask(const graph::Graph& g, const AttentionDims& a) {
+// The chain's inputs other than the scores and scalars (masks, biases), in order.
+std::vector<graph::ValueId> chain_inputs(const graph::Graph& g, const AttentionDims& a) {
   std::set<graph::ValueId> inside = {a.qk.node->outputs[0]};
   for (graph::NodeId id : a.match.chain) inside.insert(g.node(id).outputs[0]);
+  std::vector<graph::ValueId> r;
   for (graph::NodeId id : a.match.chain)
     for (graph::ValueId v : g.node(id).inputs)
-      if (v != graph::kNoValue && !inside.count(v) && checked_numel(g.value(v).shape) > 1) return v;
-  return graph::kNoValue;
+      if (v != graph::kNoValue && !inside.count(v) && checked_numel(g.value(v).shape) > 1) r.push_back(v);
+  return r;
 }
 
-// "j <= i + off ? live : dead" when `mask` is a constant [1…, Sq, Sk] of two values, `dead`
-// (at most -1e30: exp takes it to 0) above a diagonal; else empty.
-std::string causal_expr(const graph::Value& mask, const AttentionDims& a) {
+// "j <= i + off ? live : dead" (and off) when `mask` is a constant [1…, Sq, Sk] of two
+// values, `dead` (at most -1e30: exp takes it to 0) above a diagonal; else empty.
+std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_t* off_out) {
   if (!mask.constant || mask.shape.size() < 2 || mask.shape.back() != a.sk || mask.shape[mask.shape.size() - 2] != a.sq)
     return "";
   for (size_t k = 0; k + 2 < mask.shape.size(); ++k)
@@ -159,6 +123,7 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a) {
   for (int64_t i = 0; i < a.sq; ++i)
     for (int64_t j = 0; j < a.sk; ++j)
       if (bits(i * a.sk + j) != (j <= i + off ? live_bits : dead_bits)) return "";
+  *off_out = off;
   return fmt::format("(j <= i + {} ? {} : {})", off, graph::cuda_literal("float", live),
                      graph::cuda_literal("float", dead));
 }
@@ -166,10 +131,11 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a) {
 // `scan_constants`: look for a causal pattern in a constant mask (every element read).
 MaskRead mask_read(const graph::Graph& g, const AttentionDims& a, bool scan_constants) {
   MaskRead r;
-  r.value = chain_mask(g, a);
-  if (r.value == graph::kNoValue) return r;
+  const std::vector<graph::ValueId> in = chain_inputs(g, a);
+  if (in.empty()) return r;
+  r.value = in[0];
   const graph::Value& m = g.value(r.value);
-  if (scan_constants) r.causal = causal_expr(m, a);
+  if (scan_constants) r.causal = causal_expr(m, a, &r.causal_off);
   if (!r.causal.empty()) return r;
   // Pairs: keys contiguous and an even count (every pair 4-byte aligned), the mask's type the
   // kernel's.
@@ -192,16 +158,30 @@ MaskRead mask_read(const graph::Graph& g, const AttentionDims& a, bool scan_cons
   return r;
 }
 
+// For each query tile, one past the last key tile it must visit, when the scores' last op
+// adds a causal constant mask (GPT-2's and Llama's): the later key tiles are dead for every
+// row of the tile, and a dead score stays -inf through nothing after the Add. Empty when every
+// tile visits every key tile. Every row has a live key (key 0: off >= 0).
+std::vector<int> key_tile_ends(const graph::Graph& g, const AttentionDims& a, const FlashTile& t, const MaskRead& r) {
+  if (r.causal.empty()) return {};
+  const graph::Node& last = g.node(a.match.chain.back());
+  if (last.op_type() != "Add" || (last.inputs[0] != r.value && last.inputs[1] != r.value)) return {};
+  const int64_t q_tiles = (a.sq + t.bm - 1) / t.bm, k_tiles = (a.sk + t.bn - 1) / t.bn;
+  std::vector<int> ends(static_cast<size_t>(q_tiles));
+  bool any = false;
+  for (int64_t qt = 0; qt < q_tiles; ++qt) {
+    const int64_t last_row = std::min(a.sq, (qt + 1) * t.bm) - 1;
+    ends[static_cast<size_t>(qt)] = static_cast<int>(std::min(k_tiles, (last_row + r.causal_off) / t.bn + 1));
+    any = any || ends[static_cast<size_t>(qt)] < k_tiles;
+  }
+  return any ? ends : std::vector<int>{};
+}
+
 // True when the scores' chain reads nothing past the last key: its inputs besides the
 // scores are scalars and the mask the kernel reads itself (by pairs, or a causal constant).
 bool safe_score(const graph::Graph& g, const AttentionDims& a, const MaskRead& r) {
-  std::set<graph::ValueId> inside = {a.qk.node->outputs[0]};
-  for (graph::NodeId id : a.match.chain) inside.insert(g.node(id).outputs[0]);
-  for (graph::NodeId id : a.match.chain)
-    for (graph::ValueId v : g.node(id).inputs) {
-      if (v == graph::kNoValue || inside.count(v) || checked_numel(g.value(v).shape) == 1) continue;
-      if (v != r.value || (!r.pairs && r.causal.empty())) return false;
-    }
+  for (graph::ValueId v : chain_inputs(g, a))
+    if (v != r.value || (!r.pairs && r.causal.empty())) return false;
   return true;
 }
 
@@ -234,7 +214,8 @@ std::optional<AttentionDims> attention_dims(const graph::Graph& g, const fusion:
     return std::nullopt;
   };
   if (target.sm < 80) return fail("flash attention needs sm_80 or newer");
-  std::optional<fusion::AttentionMatch> m = fusion::match_attention_in(g, group.nodes, why_not);
+  const auto users = g.users();
+  std::optional<fusion::AttentionMatch> m = fusion::match_attention_in(g, group.nodes, users, why_not);
   if (!m) return std::nullopt;
   AttentionDims a;
   a.match = *m;
@@ -268,7 +249,7 @@ std::optional<AttentionDims> attention_dims(const graph::Graph& g, const fusion:
     std::string why = view_problem(**views[i].first, i != 2, names[i]);
     if (!why.empty()) return fail(why);
   }
-  a.epi_group = epilogue_group(g, group, m->pv);
+  a.epi_group = epilogue_group(g, group, m->pv, users);
   std::optional<GemmEpilogue> epi = gemm_epilogue(g, a.epi_group, *pv, why_not);
   if (!epi) return std::nullopt;
   a.epi = *epi;
@@ -337,7 +318,7 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   const std::string pq = e.input_param(vq.root), pk = e.input_param(vk.root), pv = e.input_param(vv.root);
   const int64_t q_tiles = (a.sq + t.bm - 1) / t.bm, k_tiles = (a.sk + t.bn - 1) / t.bn;
   e.line("const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;");
-  const std::vector<int> ends = final_code ? key_tile_ends(g, a, t) : std::vector<int>{};
+  const std::vector<int> ends = key_tile_ends(g, a, t, mr);
   std::string table;
   for (int x : ends) table += (table.empty() ? "" : ", ") + std::to_string(x);
   e.line("const int qt = (int)gridDim.x - 1 - (int)blockIdx.x;");

@@ -158,9 +158,8 @@ bool near_attention(const graph::Graph& g, NodeId softmax, const std::vector<std
 }
 
 std::optional<AttentionMatch> match_attention_in(const graph::Graph& g, const std::vector<NodeId>& nodes,
-                                                 std::string* why_not) {
+                                                 const std::vector<std::vector<NodeId>>& users, std::string* why_not) {
   std::optional<AttentionMatch> m;
-  const auto users = g.users();
   for (NodeId id : nodes)
     if (g.node(id).op_type() == "Softmax") {
       if (m) {

@@ -47,6 +47,7 @@ bool near_attention(const graph::Graph& g, graph::NodeId softmax,
 
 // The match inside a group's nodes (its Softmax's), or nullopt and why not.
 std::optional<AttentionMatch> match_attention_in(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
+                                                 const std::vector<std::vector<graph::NodeId>>& users,
                                                  std::string* why_not);
 
 }  // namespace braze::fusion

@@ -14,6 +14,11 @@ GEMMs (M, N, K) in fp16, bf16, fp32 and tf32 (float32 models, braze --precision 
 PyTorch with torch.backends.cuda.matmul.allow_tf32 = True), plain and with a bias + GELU
 epilogue, against cuBLAS plain, cuBLAS plus PyTorch's separate epilogue, and
 torch.compile(max-autotune); braze's output is checked against a float64 reference.
+A1-A5 are issue #17's attention workloads (B, H, S, D) in float16, written out as the eager
+exporters write them (Q Kᵀ · scale, a causal Where over a constant lower triangle, Softmax,
+· V; GQA's K and V repeated by Unsqueeze / Expand / Reshape), against PyTorch's
+scaled_dot_product_attention on every backend it has on the machine (the fastest is the
+baseline), in TFLOP/s (a causal attention counts half the products).
 """
 import argparse
 import fnmatch
@@ -138,6 +143,34 @@ def workloads():
     }
 
 
+class Attention(nn.Module):
+    """softmax(Q Kᵀ / sqrt(D) [causal]) V, with K and V of `kv_heads` heads repeated as
+    transformers' repeat_kv does."""
+
+    def __init__(self, s, causal, groups):
+        super().__init__()
+        self.causal, self.groups = causal, groups
+        if causal:
+            self.register_buffer("tril", torch.ones(s, s, dtype=torch.bool).tril())
+
+    def forward(self, q, k, v):
+        b, h, s, d = q.shape
+        if self.groups > 1:
+            kv = k.shape[1]
+            k = k[:, :, None].expand(b, kv, self.groups, s, d).reshape(b, h, s, d)
+            v = v[:, :, None].expand(b, kv, self.groups, s, d).reshape(b, h, s, d)
+        scores = (q @ k.transpose(-1, -2)) * (d ** -0.5)
+        if self.causal:
+            scores = scores.masked_fill(~self.tril[:s, :s], float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+
+# (B, H, S, D, causal, key / value heads)
+ATTENTION_SHAPES = {"A1": (8, 12, 128, 64, False, 12), "A2": (1, 12, 1024, 64, True, 12),
+                    "A3": (1, 32, 2048, 128, True, 4), "A4": (1, 32, 8192, 128, True, 32),
+                    "A5": (4, 16, 4096, 128, False, 16)}
+
+
 def bench_ms(fn):
     return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median")
 
@@ -250,6 +283,99 @@ def run(args):
     if results["workloads"]:
         print_memory_table(results)
     run_gemm(args, results)
+    run_attention(args, results)
+
+
+def sdpa_backends(q, k, v, causal, groups):
+    """Median ms of torch's scaled_dot_product_attention on each backend that takes the case
+    (GQA through enable_gqa); a backend that refuses it is left out."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    f = torch.nn.functional.scaled_dot_product_attention
+    out = {}
+    for be in (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION,
+               SDPBackend.MATH):
+        try:
+            with sdpa_kernel(be):
+                f(q, k, v, is_causal=causal, enable_gqa=groups > 1)
+                out[be.name.lower()] = bench_ms(lambda: f(q, k, v, is_causal=causal, enable_gqa=groups > 1))
+        except RuntimeError:
+            pass
+    return out
+
+
+def run_attention(args, results):
+    """Attention workloads (issue #17): braze's attention kernel (heuristic and tuned) against
+    the fastest SDPA backend, and braze's output against SDPA in float32."""
+    for name, (b, h, s, d, causal, kv) in ATTENTION_SHAPES.items():
+        if not selected(args, name):
+            continue
+        groups = h // kv
+        desc = f"attention B{b} H{h} S{s} D{d}" + (" causal" if causal else "") + (f" kv{kv}" if groups > 1 else "")
+        torch.manual_seed(0)
+        q = torch.randn(b, h, s, d, device=DEV, dtype=torch.float16)
+        k = torch.randn(b, kv, s, d, device=DEV, dtype=torch.float16)
+        v = torch.randn(b, kv, s, d, device=DEV, dtype=torch.float16)
+        model = Attention(s, causal, groups).to(DEV).eval()
+        wdir = os.path.join(args.out, name)
+        os.makedirs(wdir, exist_ok=True)
+        onnx_path = os.path.join(wdir, "model.onnx")
+        with torch.no_grad():
+            torch.onnx.export(model, (q, k, v), onnx_path, opset_version=18, dynamo=False,
+                              input_names=["q", "k", "v"], output_names=["out"])
+            ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal,
+                                                                   enable_gqa=groups > 1)
+        flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
+        row = {"desc": desc, "flops": flops}
+        heur = subprocess.run([args.braze, "bench", onnx_path, "--json", os.path.join(wdir, "heuristic.json"),
+                               "--iters", "100"], capture_output=True, text=True)
+        if heur.returncode == 0:
+            hj = json.load(open(os.path.join(wdir, "heuristic.json")))
+            row["braze_heuristic_ms"] = hj["latency_us"]["median"] / 1e3
+            row["braze_kernels"] = [k_["name"] for k_ in hj["kernels"]]
+        bj, err = braze_bench(args, onnx_path, wdir, 100)
+        if bj is None:
+            row["braze_error"] = err
+            print(f"{name}: braze bench failed:\n{err}", flush=True)
+        else:
+            row["braze_ms"] = bj["latency_us"]["median"] / 1e3
+            for i, t in zip("qkv", (q, k, v)):
+                np.save(os.path.join(wdir, f"{i}.npy"), t.cpu().numpy())
+            r = subprocess.run([args.braze, "run", onnx_path, "--inputs"] + [os.path.join(wdir, f"{i}.npy") for i in "qkv"]
+                               + ["--outputs", os.path.join(wdir, "braze_out"), "--tuning-cache",
+                                  os.path.join(args.out, "tuning.json"), "--tune"], capture_output=True, text=True)
+            if r.returncode == 0:
+                got = torch.from_numpy(np.load(os.path.join(wdir, "braze_out", "out.npy"))).float().to(DEV)
+                row["rel_l2"] = float((got - ref).norm() / ref.norm())
+                row["rel_l2_ok"] = bool(row["rel_l2"] <= 1e-2)
+            else:
+                row["run_error"] = (r.stdout + r.stderr)[-1500:]
+            for i in "qkv":
+                os.remove(os.path.join(wdir, f"{i}.npy"))
+        with torch.no_grad():
+            row["sdpa_ms"] = sdpa_backends(q, k, v, causal, groups)
+        for key in ("braze_ms", "braze_heuristic_ms"):
+            if key in row:
+                row[key.replace("_ms", "_tflops")] = flops / (row[key] * 1e-3) / 1e12
+        if row["sdpa_ms"]:
+            best = min(row["sdpa_ms"], key=row["sdpa_ms"].get)
+            row["sdpa_best"], row["sdpa_best_ms"] = best, row["sdpa_ms"][best]
+            row["sdpa_best_tflops"] = flops / (row["sdpa_best_ms"] * 1e-3) / 1e12
+            if "braze_ms" in row:
+                row["vs_sdpa"] = row["sdpa_best_ms"] / row["braze_ms"]
+        results.setdefault("attention", {})[name] = row
+        json.dump(results, open(os.path.join(args.out, "bench.json"), "w"), indent=1)
+        print(f"{name} {desc}: " + ", ".join(f"{k_}={v_:.4g}" for k_, v_ in row.items() if isinstance(v_, float))
+              + f" sdpa={row['sdpa_ms']}", flush=True)
+    if results.get("attention"):
+        print()
+        print(f"{'workload':4} {'':40} {'braze TF/s':>10} {'heur TF/s':>9} {'SDPA TF/s':>9} {'backend':>10} "
+              f"{'vs SDPA':>7} rel_l2")
+        for name, r in results["attention"].items():
+            def g(key):
+                return f"{r[key]:.0f}" if key in r else "-"
+            print(f"{name:4} {r['desc'][:40]:40} {g('braze_tflops'):>10} {g('braze_heuristic_tflops'):>9} "
+                  f"{g('sdpa_best_tflops'):>9} {r.get('sdpa_best', '-'):>10} {r.get('vs_sdpa', 0):>6.2f}x "
+                  f"{r.get('rel_l2', float('nan')):.2e}")
 
 
 def print_memory_table(results):

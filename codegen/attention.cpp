@@ -81,6 +81,7 @@ struct MaskRead {
   graph::ValueId value = graph::kNoValue;
   std::string causal;                  // for a causal constant: its value at (i, j)
   int64_t causal_off = 0;              // … live where j <= i + causal_off
+  double causal_dead = 0;              // … its value elsewhere
   bool pairs = false;
   std::vector<int64_t> batch_stride;   // per output batch dim, elements (0: broadcast)
   int64_t row_stride = 0;
@@ -97,33 +98,37 @@ std::vector<graph::ValueId> chain_inputs(const graph::Graph& g, const AttentionD
   return r;
 }
 
-// "j <= i + off ? live : dead" (and off) when `mask` is a constant [1…, Sq, Sk] of two
-// values, `dead` (at most -1e30: exp takes it to 0) above a diagonal; else empty.
-std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_t* off_out) {
+// "j <= i + off ? live : dead" (and off, and dead) when `mask` is a constant [1…, Sq, Sk] of
+// two values above and on or below a diagonal: numbers whose dead value is at most -1e30
+// (exp takes it to 0), or booleans (a Where's condition, either way round); else empty.
+std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_t* off_out, double* dead_out) {
   if (!mask.constant || mask.shape.size() < 2 || mask.shape.back() != a.sk || mask.shape[mask.shape.size() - 2] != a.sq)
     return "";
   for (size_t k = 0; k + 2 < mask.shape.size(); ++k)
     if (mask.shape[k] != 1) return "";
   const Tensor& c = *mask.constant;
+  const bool boolean = c.dtype() == DType::Bool;
   const double live = c.get_f64(0);
   int64_t off = 0;
   while (off + 1 < a.sk && c.get_f64(off + 1) == live) ++off;
-  const double dead = off + 1 < a.sk ? c.get_f64(off + 1) : -INFINITY;
-  if (!(dead <= -1e30) || live <= -1e30) return "";
+  const double dead = off + 1 < a.sk ? c.get_f64(off + 1) : boolean ? 1 - live : -INFINITY;
+  if (!boolean && (!(dead <= -1e30) || live <= -1e30)) return "";
   // Every element, compared as bit patterns (a 2048 x 2048 mask is 4M of them).
   const size_t es = dtype_size(c.dtype());
-  if (es != 2 && es != 4) return "";
+  if (es != 1 && es != 2 && es != 4) return "";
   const unsigned char* raw = static_cast<const unsigned char*>(c.raw());
   auto bits = [&](int64_t i) {
     uint32_t x = 0;
     std::memcpy(&x, raw + static_cast<size_t>(i) * es, es);
     return x;
   };
-  const uint32_t live_bits = bits(0), dead_bits = off + 1 < a.sk ? bits(off + 1) : 0;
+  const uint32_t live_bits = bits(0), dead_bits = off + 1 < a.sk ? bits(off + 1) : (boolean ? !live_bits : 0);
   for (int64_t i = 0; i < a.sq; ++i)
     for (int64_t j = 0; j < a.sk; ++j)
       if (bits(i * a.sk + j) != (j <= i + off ? live_bits : dead_bits)) return "";
   *off_out = off;
+  *dead_out = dead;
+  if (boolean) return fmt::format("(j <= i + {}) == {}", off, live != 0 ? "true" : "false");
   return fmt::format("(j <= i + {} ? {} : {})", off, graph::cuda_literal("float", live),
                      graph::cuda_literal("float", dead));
 }
@@ -135,7 +140,7 @@ MaskRead mask_read(const graph::Graph& g, const AttentionDims& a, bool scan_cons
   if (in.empty()) return r;
   r.value = in[0];
   const graph::Value& m = g.value(r.value);
-  if (scan_constants) r.causal = causal_expr(m, a, &r.causal_off);
+  if (scan_constants) r.causal = causal_expr(m, a, &r.causal_off, &r.causal_dead);
   if (!r.causal.empty()) return r;
   // Pairs: keys contiguous and an even count (every pair 4-byte aligned), the mask's type the
   // kernel's.
@@ -158,14 +163,23 @@ MaskRead mask_read(const graph::Graph& g, const AttentionDims& a, bool scan_cons
   return r;
 }
 
-// For each query tile, one past the last key tile it must visit, when the scores' last op
-// adds a causal constant mask (GPT-2's and Llama's): the later key tiles are dead for every
-// row of the tile, and a dead score stays -inf through nothing after the Add. Empty when every
-// tile visits every key tile. Every row has a live key (key 0: off >= 0).
-std::vector<int> key_tile_ends(const graph::Graph& g, const AttentionDims& a, const FlashTile& t, const MaskRead& r) {
-  if (r.causal.empty()) return {};
+// True when the scores' last op takes a dead element of the causal mask `r` to -inf
+// (at most -1e30), which nothing after it changes: it adds the mask, or it is a Where on the
+// mask whose branch for a dead element is such a constant.
+bool dead_scores_vanish(const graph::Graph& g, const AttentionDims& a, const MaskRead& r) {
   const graph::Node& last = g.node(a.match.chain.back());
-  if (last.op_type() != "Add" || (last.inputs[0] != r.value && last.inputs[1] != r.value)) return {};
+  if (last.op_type() == "Add") return last.inputs[0] == r.value || last.inputs[1] == r.value;
+  if (last.op_type() != "Where" || last.inputs[0] != r.value) return false;
+  const graph::Value& fill = g.value(last.inputs[r.causal_dead != 0 ? 1 : 2]);
+  return fill.constant && fill.constant->numel() == 1 && fill.constant->get_f64(0) <= -1e30;
+}
+
+// For each query tile, one past the last key tile it must visit, when the scores' chain ends
+// in a causal constant mask (GPT-2's and Llama's): the later key tiles are dead for every row
+// of the tile. Empty when every tile visits every key tile. Every row has a live key (key 0:
+// off >= 0).
+std::vector<int> key_tile_ends(const graph::Graph& g, const AttentionDims& a, const FlashTile& t, const MaskRead& r) {
+  if (r.causal.empty() || !dead_scores_vanish(g, a, r)) return {};
   const int64_t q_tiles = (a.sq + t.bm - 1) / t.bm, k_tiles = (a.sk + t.bn - 1) / t.bn;
   std::vector<int> ends(static_cast<size_t>(q_tiles));
   bool any = false;

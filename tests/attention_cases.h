@@ -115,6 +115,23 @@ inline const std::vector<AttentionCase>& attention_cases() {
       sm = Where(live, s, ninf)  p = Softmax <axis = -1> (sm)  nan = IsNaN(p)
       zf = Constant <value = float {0}> ()  z = CastLike(zf, q)  pz = Where(nan, z, p)  y = MatMul(pz, v) })",
        1},
+      // PyTorch's masked_fill over a registered lower triangle, as eager code writes causal
+      // attention: Where(Not(tril), -inf, scores), the boolean mask a constant the passes
+      // fold (read as an index comparison, its dead key tiles skipped); K and V of one head
+      // repeated for four (a GQA ratio of 4) and 70 tokens (a partial second key tile).
+      {"MaskedFillCausalBool", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[1,4,70,32] q, @[1,1,70,32] k, @[1,1,70,32] v) => (@[1,4,70,32] y) {
+      one = Constant <value = float {1}> ()  r = Constant <value = int64[2] {70, 70}> ()  full = Expand(one, r)
+      tri = Trilu <upper = 0> (full)  half = Constant <value = float {0.5}> ()  tril = Greater(tri, half)
+      ntril = Not(tril)
+      a2 = Constant <value = int64[1] {2}> ()  es = Constant <value = int64[5] {1, 1, 4, 70, 32}> ()
+      hs = Constant <value = int64[4] {1, 4, 70, 32}> ()
+      ku = Unsqueeze(k, a2)  ke = Expand(ku, es)  kr = Reshape(ke, hs)  kt = Transpose <perm = [0, 1, 3, 2]> (kr)
+      vu = Unsqueeze(v, a2)  ve = Expand(vu, es)  vr = Reshape(ve, hs)
+      s0 = MatMul(q, kt)  cf = Constant <value = float {0.17677669}> ()  c = CastLike(cf, q)  s = Mul(s0, c)
+      nf = Constant <value = float {-3.4e38}> ()  ninf = CastLike(nf, q)  sm = Where(ntril, ninf, s)
+      p = Softmax <axis = -1> (sm)  y = MatMul(p, vr) })",
+       1},
       // T5: no scale, a position bias per head ([1, H, S, S], a constant of the model).
       {"T5PositionBias", R"(<ir_version: 8, opset_import: ["" : 18]>
     g (@[2,3,20,64] q, @[2,3,20,64] k, @[2,3,20,64] v) => (@[2,3,20,64] y) {

@@ -80,6 +80,25 @@ TEST(AttentionPlans, CausalConstantMaskSkipsDeadKeyTiles) {
   EXPECT_NE(gc.kernel->source.find("braze_key_tile_end[] = {1, 2};"), std::string::npos);
 }
 
+// A boolean causal mask through Where(Not(tril), -inf, scores): the same index comparison
+// and dead key tiles as an additive one; the mask is never loaded.
+TEST(AttentionPlans, BooleanCausalMaskSkipsDeadKeyTiles) {
+  graph::Graph g = test::graph_from_text(test::attention_text(attention_case("MaskedFillCausalBool"), "float16"));
+  graph::passes::run_pipeline(g);
+  const codegen::Target target = runtime::emulator_target({});
+  const fusion::Plan plan = codegen::plan_for(g, true, target);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  const codegen::Tunables t{{"flash", 1}, {"bm", 64}, {"bn", 64}};
+  codegen::GroupCode gc = codegen::generate(g, plan.groups[0], target, &t);
+  ASSERT_TRUE(gc.kernel) << gc.fallback_reason;
+  EXPECT_NE(gc.kernel->source.find("braze_key_tile_end[] = {1, 2};"), std::string::npos);
+  EXPECT_NE(gc.kernel->source.find("(j <= i + 0) == false"), std::string::npos);
+  const std::string& src = gc.kernel->source;
+  const size_t lambda = src.find("auto score = ");
+  ASSERT_NE(lambda, std::string::npos);
+  EXPECT_EQ(src.substr(lambda, src.find("};", lambda) - lambda).find("braze_load("), std::string::npos);
+}
+
 // At float32 (no --precision) the products stay exact: no attention kernel, and inspect's
 // refusal says why; the three kernels of before run instead.
 TEST(AttentionPlans, Float32StaysThreeKernelsAndSaysWhy) {

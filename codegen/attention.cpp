@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <set>
 
 #include <fmt/format.h>
@@ -82,6 +83,7 @@ struct MaskRead {
   std::string causal;                  // for a causal constant: its value at (i, j)
   int64_t causal_off = 0;              // … live where j <= i + causal_off
   double causal_dead = 0;              // … its value elsewhere
+  std::string causal_live;             // … its value where live, as a literal
   bool pairs = false;
   std::vector<int64_t> batch_stride;   // per output batch dim, elements (0: broadcast)
   int64_t row_stride = 0;
@@ -101,7 +103,8 @@ std::vector<graph::ValueId> chain_inputs(const graph::Graph& g, const AttentionD
 // "j <= i + off ? live : dead" (and off, and dead) when `mask` is a constant [1…, Sq, Sk] of
 // two values above and on or below a diagonal: numbers whose dead value is at most -1e30
 // (exp takes it to 0), or booleans (a Where's condition, either way round); else empty.
-std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_t* off_out, double* dead_out) {
+std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_t* off_out, double* dead_out,
+                        std::string* live_out) {
   if (!mask.constant || mask.shape.size() < 2 || mask.shape.back() != a.sk || mask.shape[mask.shape.size() - 2] != a.sq)
     return "";
   for (size_t k = 0; k + 2 < mask.shape.size(); ++k)
@@ -128,6 +131,7 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_
       if (bits(i * a.sk + j) != (j <= i + off ? live_bits : dead_bits)) return "";
   *off_out = off;
   *dead_out = dead;
+  *live_out = boolean ? (live != 0 ? "true" : "false") : graph::cuda_literal("float", live);
   if (boolean) return fmt::format("(j <= i + {}) == {}", off, live != 0 ? "true" : "false");
   return fmt::format("(j <= i + {} ? {} : {})", off, graph::cuda_literal("float", live),
                      graph::cuda_literal("float", dead));
@@ -140,7 +144,7 @@ MaskRead mask_read(const graph::Graph& g, const AttentionDims& a, bool scan_cons
   if (in.empty()) return r;
   r.value = in[0];
   const graph::Value& m = g.value(r.value);
-  if (scan_constants) r.causal = causal_expr(m, a, &r.causal_off, &r.causal_dead);
+  if (scan_constants) r.causal = causal_expr(m, a, &r.causal_off, &r.causal_dead, &r.causal_live);
   if (!r.causal.empty()) return r;
   // Pairs: keys contiguous and an even count (every pair 4-byte aligned), the mask's type the
   // kernel's.
@@ -321,10 +325,11 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   Emitter e(g, [members](graph::NodeId id) { return members.count(id) != 0; });
   const graph::ValueId scores = a.qk.node->outputs[0], prod = a.pv.node->outputs[0];
   const MaskRead mr = mask_read(g, a, final_code);
+  auto live_mask = std::make_shared<bool>(false);  // writing the chain below the diagonal
   e.set_intercept([=](graph::ValueId v, const std::vector<std::string>&) -> std::optional<std::string> {
     if (v == scores) return std::string("s");
     if (v == prod) return std::string("acc");
-    if (v == mr.value && !mr.causal.empty()) return mr.causal;
+    if (v == mr.value && !mr.causal.empty()) return *live_mask ? mr.causal_live : mr.causal;
     if (v == mr.value && mr.pairs) return std::string("mk");
     return std::nullopt;
   });
@@ -338,31 +343,41 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   e.line("const int qt = (int)gridDim.x - 1 - (int)blockIdx.x;");
   e.line(fmt::format("const int q0 = qt * {};", t.bm));
   e.line(ends.empty() ? fmt::format("const int kt_end = {};", k_tiles) : "const int kt_end = braze_key_tile_end[qt];");
+  // Key tiles wholly below the diagonal for the block's first row (so for all its rows).
+  if (!ends.empty())
+    e.line(fmt::format("const int kt_whole = (q0 + {0} < {1} ? q0 + {0} : {1}) / {2}, kt_live = kt_whole < kt_end ? kt_whole : kt_end;",
+                       mr.causal_off + 1, a.sk, t.bn));
   e.open(fmt::format("for (long long b = blockIdx.y; b < {}LL; b += gridDim.y) {{", a.batches));
   // The softmax's input at (b, i, j) from the product's value s.
   std::vector<std::string> coords = graph::cuda_unravel("b", a.qk.out_batch);
   coords.push_back("i");
   coords.push_back("j");
-  e.push_scope();
-  e.open("auto score = [&](int i, int j, float s, float mk) -> float {");
-  try {
+  auto score_lambda = [&](const char* name, bool live) {
+    *live_mask = live;
+    e.push_scope();
+    e.open(fmt::format("auto {} = [&](int i, int j, float s, float mk) -> float {{", name));
     const std::string x = e.value_at(g.node(a.match.softmax).inputs[0], coords);
     e.line(fmt::format("return (float)({});", x));
+    e.close(";");
+    e.pop_scope();
+    *live_mask = false;
+  };
+  try {
+    score_lambda("score", false);
+    if (!ends.empty()) score_lambda("live", true);
   } catch (const graph::CudaUnsupported& u) {
     *why_not = "the scores' element-wise chain: " + u.why;
     return std::nullopt;
   }
-  e.close(";");
-  e.pop_scope();
   e.line(fmt::format("float o[{}][4];", a.d / 8));
   const std::string mask_arg =
       mr.pairs ? fmt::format("{} + {}, {}LL", e.input_param(mr.value), mask_batch_offset(mr, a.qk.out_batch), mr.row_stride)
                : fmt::format("({}*)nullptr, 0LL", graph::cuda_storage_type(a.dtype));
-  e.line(fmt::format("const bool mine = flash::run<{}, {}>(o, {} + {}, {}LL, {} + {}, {}LL, {} + {}, {}LL, {}, q0, {}, {}, kt_end, {}, "
-                     "score, braze_smem);",
-                     mr.pairs ? "true" : "false", safe_score(g, a, mr) ? "true" : "false", pq, operand_view_offset(vq), vq.ld, pk, operand_view_offset(vk),
+  e.line(fmt::format("const bool mine = flash::run<{}, {}, {}>(o, {} + {}, {}LL, {} + {}, {}LL, {} + {}, {}LL, {}, q0, {}, {}, kt_end, {}, "
+                     "score, {}, braze_smem);",
+                     mr.pairs ? "true" : "false", safe_score(g, a, mr) ? "true" : "false", ends.empty() ? "false" : "true", pq, operand_view_offset(vq), vq.ld, pk, operand_view_offset(vk),
                      vk.ld, pv, operand_view_offset(vv), vv.ld, mask_arg, a.sq, a.sk,
-                     std::isnan(a.dead) ? "__int_as_float(0x7fc00000)" : "0.f"));
+                     std::isnan(a.dead) ? "__int_as_float(0x7fc00000)" : "0.f", ends.empty() ? "score, 0" : "live, kt_live"));
   // o[n][2 r + q] is output element (i, 8 n + 2 t + q) of row i = q0 + 16 warp + g + 8 r,
   // held by group 0's warps.
   e.open("if (mine) {");

@@ -48,6 +48,7 @@ struct Registry {
     register_generator_ops(ops);
     register_conv_pool_ops(ops);
     register_resize_ops(ops);
+    register_composite_ops(ops);
     std::sort(ops.begin(), ops.end(), [](const OpDef& a, const OpDef& b) {
       return std::tie(a.domain, a.name) < std::tie(b.domain, b.name);
     });

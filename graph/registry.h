@@ -82,7 +82,7 @@ struct OpDef {
 // Lowest and highest opset of the default domain braze imports (each op's own oldest
 // form bounds it further).
 inline constexpr int kMinOpset = 1;
-inline constexpr int kMaxOpset = 21;
+inline constexpr int kMaxOpset = 24;
 
 const OpDef* find_op(std::string_view domain, std::string_view name);
 // Throws InternalError for an op not in the registry (for passes that build nodes).

@@ -92,10 +92,13 @@ struct braze_flash {
   // `score` as mk (else mk is 0).
   // SAFE: `score` reads nothing past the last key, so it runs on a partial tile's every
   // column and the columns past sk are set to -inf after it (else each is tested first).
-  template <bool MASK, bool SAFE, class Score>
+  // LIVE: key tiles [0, kt_live) are whole and live for every row of the block (below a
+  // causal mask's diagonal): they take `live`, the chain with the mask's live value in place.
+  template <bool MASK, bool SAFE, bool LIVE, class Score, class LiveScore>
   static BRAZE_DEV bool run(float (&o)[D / 8][4], const T* q, long long ldq, const T* k, long long ldk,
                             const T* v, long long ldv, const T* mask, long long mask_ld, int q0, int sq,
-                            int sk, int kt_end, float dead, Score score, unsigned char* smem) {
+                            int sk, int kt_end, float dead, Score score, LiveScore live, int kt_live,
+                            unsigned char* smem) {
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int group = warp / kWarps, wq = warp % kWarps, gtid = tid % kGroupThreads;
     const braze_saddr s_q = braze_smem_addr(smem), s_k = s_q + kQBytes + group * 4 * kTileBytes,
@@ -137,8 +140,11 @@ struct braze_flash {
           braze_ldmatrix_x4(qf[kk], s_q + r * kRowBytes + c * 16);
         }
       }
-      if (kt < kt_end) tile<MASK, SAFE>(o, m, l, qf, rows, s_k + buf * kTileBytes, s_v + buf * kTileBytes, mask, mask_ld,
-                            kt, sk, score);
+      if (LIVE && kt < kt_live)
+        tile<MASK, true>(o, m, l, qf, rows, s_k + buf * kTileBytes, s_v + buf * kTileBytes, mask, mask_ld, kt, sk, live);
+      else if (kt < kt_end)
+        tile<MASK, SAFE>(o, m, l, qf, rows, s_k + buf * kTileBytes, s_v + buf * kTileBytes, mask, mask_ld, kt, sk,
+                         score);
       __syncthreads();  // this buffer is the one the next pass's copies overwrite
     }
     if (passes == 0) {

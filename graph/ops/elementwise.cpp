@@ -225,6 +225,15 @@ void add_unary_ops(std::vector<OpDef>& r) {
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     return fmt::format("({0} >= {1} ? {0} : {2} * {0})", c.args[0], lit(c.type, 0), lit(c.type, c.node.attr_float("alpha")));
   };
+  // Swish (opset 24): x · sigmoid(alpha · x).
+  r.push_back(unary("Swish", kFloatTypes, [](const Node& n) {
+    double a = n.attr_float("alpha");
+    return [a](double x) { return x / (1.0 + std::exp(-a * x)); };
+  }, {attr_f("alpha", 1.0)}, 24));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    return fmt::format("({0} / ({1} + {2}(-{3} * {0})))", c.args[0], lit(c.type, 1), cuda_math(c.type, "exp"),
+                       lit(c.type, c.node.attr_float("alpha")));
+  };
   r.push_back(unary("HardSigmoid", kFloatTypes, [](const Node& n) {
     double a = n.attr_float("alpha"), b = n.attr_float("beta");
     return [a, b](double x) { return std::max(0.0, std::min(1.0, a * x + b)); };
@@ -699,7 +708,8 @@ OpDef cast_op() {
   OpDef d;
   d.name = "Cast";
   d.kind = FusionKind::ElemWise;
-  d.attrs = {attr_req("to", AttrType::Int), attr_i("saturate", 1)};
+  // round_mode (opset 24) applies to float8e8m0 only, a type braze does not take.
+  d.attrs = {attr_req("to", AttrType::Int), attr_i("saturate", 1), attr_s("round_mode", "up")};
   d.infer = [](InferCtx& ctx) {
     auto dt = dtype_from_onnx(ctx.node().attr_int("to"));
     if (!dt) throw UnsupportedError(fmt::format("{}: cast to dtype {} is not supported",
@@ -719,7 +729,7 @@ OpDef castlike_op() {
   d.since = 15;
   d.kind = FusionKind::ElemWise;
   d.min_inputs = d.max_inputs = 2;
-  d.attrs = {attr_i("saturate", 1)};
+  d.attrs = {attr_i("saturate", 1), attr_s("round_mode", "up")};
   // Input 1 gives only its type: the node becomes Cast to it, so no pass or kernel reads
   // input 1 (of any shape) as an operand, and CastLike of a constant folds.
   d.upgrade = [](Graph& g, NodeId id) {

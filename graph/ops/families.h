@@ -16,5 +16,6 @@ void register_indexing_ops(std::vector<OpDef>& r);       // ops/indexing.cpp
 void register_generator_ops(std::vector<OpDef>& r);      // ops/generator.cpp
 void register_conv_pool_ops(std::vector<OpDef>& r);      // ops/conv_pool.cpp
 void register_resize_ops(std::vector<OpDef>& r);         // ops/resize.cpp
+void register_composite_ops(std::vector<OpDef>& r);      // ops/composite.cpp
 
 }  // namespace braze::graph

@@ -191,16 +191,28 @@ void Engine::place_values() {
   // Graph inputs and outputs hold their slots for the whole run: a Session (or a CUDA graph
   // replay) runs again on the inputs uploaded once, and reads the outputs after the last step.
   for (ValueId v : g.inputs()) touch(v, 0);
+  // A kernel's values inside its group stay in registers and shared memory (an attention's
+  // scores, a fused chain's intermediates): only what crosses the group's boundary, and what
+  // the kernel takes as parameters, needs device memory. The CPU fallback keeps every value
+  // of its nodes.
   for (int s = 0; s < n_steps; ++s) {
-    for (graph::NodeId id : steps_[s].group.nodes) {
+    const fusion::Group& grp = steps_[s].group;
+    if (steps_[s].kernel) {
+      for (ValueId v : grp.inputs) touch(v, s);
+      for (ValueId v : grp.outputs) touch(v, s);
+      for (const codegen::Param& p : steps_[s].kernel->params) {
+        touch(p.value, s);
+        used_by_kernel[p.value] = true;
+      }
+      continue;
+    }
+    for (graph::NodeId id : grp.nodes) {
       const graph::Node& n = g.node(id);
       for (ValueId v : n.inputs)
         if (v != kNoValue) touch(v, s);
       for (ValueId v : n.outputs)
         if (v != kNoValue) touch(v, s);
     }
-    if (steps_[s].kernel)
-      for (const codegen::Param& p : steps_[s].kernel->params) used_by_kernel[p.value] = true;
   }
   for (ValueId v : g.inputs()) touch(v, n_steps);
   for (const auto& o : g.outputs()) {

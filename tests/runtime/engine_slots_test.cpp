@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "codegen/capabilities.h"
 #include "fusion/plan.h"
 #include "graph/passes/pipeline.h"
 #include "runtime/gpu/engine.h"
@@ -40,6 +41,22 @@ TEST(EngineSlots, GraphInputsAndOutputsShareNoBytesWithAnyOtherValue) {
           << "%" << g.value(k).name << " shares arena bytes with %" << g.value(static_cast<graph::ValueId>(v)).name;
     }
   }
+  std::filesystem::remove_all(o.cache_dir);
+}
+
+// Fused, the same chain is one kernel: a, b, c and d live in its registers and take no
+// device memory; the arena holds x and y alone.
+TEST(EngineSlots, ValuesInsideAKernelTakeNoDeviceMemory) {
+  graph::Graph g = test::graph_from_text(kInputReadFirst);
+  graph::passes::run_pipeline(g);
+  gpu::EngineOptions o = gpu::default_engine_options("sm_90");
+  o.cache_dir = std::filesystem::temp_directory_path() / ("braze_slots_test_" + std::to_string(::getpid()));
+  auto e = gpu::Engine::build(g, codegen::plan_for(g, true, o.target), o);
+  ASSERT_EQ(e->steps().size(), 1u);
+  size_t placed = 0;
+  for (size_t v = 0; v < g.num_values(); ++v) placed += e->slots()[v].where == gpu::Slot::Arena;
+  EXPECT_EQ(placed, 2u);
+  EXPECT_EQ(e->intermediate_bytes(), 2u * 64 * 64 * 4);
   std::filesystem::remove_all(o.cache_dir);
 }
 

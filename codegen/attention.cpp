@@ -64,10 +64,11 @@ std::string view_problem(const OperandView& v, bool want_kcontig, const char* wh
   return aligned ? "" : fmt::format("{}'s row stride, offset and batch strides must be multiples of 8 elements", what);
 }
 
-// bm query rows a block, bn keys a tile, ks groups of warps sharing the key tiles.
+// bm query rows a block, bn keys a tile, ks groups of warps sharing the key tiles, mt mma
+// row tiles of 16 a warp (sharing each K and V fragment it loads).
 struct FlashTile {
-  int bm = 64, bn = 64, ks = 1;
-  int threads() const { return bm / 16 * 32 * ks; }
+  int bm = 64, bn = 64, ks = 1, mt = 1;
+  int threads() const { return bm / (16 * mt) * 32 * ks; }
   int64_t shared_bytes(int64_t d) const {
     const int64_t chunks = d / 8, row = (chunks % 2 ? chunks : chunks + 1) * 16;
     return (bm + 4 * int64_t{bn} * ks) * row;
@@ -216,10 +217,13 @@ std::string mask_batch_offset(const MaskRead& r, const Shape& out_batch) {
   return off.empty() ? "0LL" : off;
 }
 
-FlashTile tile_of(const Tunables& t) { return {t.at("bm"), t.at("bn"), t.count("ks") ? t.at("ks") : 1}; }
+FlashTile tile_of(const Tunables& t) {
+  return {t.at("bm"), t.at("bn"), t.count("ks") ? t.at("ks") : 1, t.count("mt") ? t.at("mt") : 1};
+}
 Tunables tunables_of(const FlashTile& t) {
   Tunables u{{"flash", 1}, {"bm", t.bm}, {"bn", t.bn}};
   if (t.ks > 1) u["ks"] = t.ks;
+  if (t.mt > 1) u["mt"] = t.mt;
   return u;
 }
 
@@ -293,7 +297,11 @@ std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::
                                                                                       : FlashTile{64, 64};
   for (FlashTile t : {def, FlashTile{64, 64}, FlashTile{64, 64, 2}, FlashTile{128, 64}, FlashTile{64, 32},
                       FlashTile{64, 32, 2}, FlashTile{128, 32}, FlashTile{64, 128}, FlashTile{128, 128},
-                      FlashTile{64, 64, 4}}) {
+                      FlashTile{64, 64, 4}, FlashTile{128, 64, 1, 2}, FlashTile{64, 64, 1, 2},
+                      FlashTile{128, 32, 1, 2}, FlashTile{64, 64, 2, 2}}) {
+    // Two row tiles a warp hold twice the scores and outputs: registers enough up to D = 64
+    // and 64-key tiles (255 at D = 64; at 128 keys they spill).
+    if (t.mt > 1 && a->d > 64) continue;
     Tunables tu = tunables_of(t);
     if (t.shared_bytes(a->d) <= kMaxSharedBytes && std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
   }
@@ -316,9 +324,10 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   if (!ad) return std::nullopt;
   const AttentionDims& a = *ad;
   const FlashTile t = tile_of(tune ? *tune : attention_candidates(g, group, target).front());
-  if (t.bm % 16 || t.bn % 16 || t.bm < 16 || t.bm > 256 || t.bn < 16 || t.bn > 128 || t.ks < 1 || t.ks > 4 ||
-      t.threads() > 1024 || t.shared_bytes(a.d) > kMaxSharedBytes) {
-    *why_not = fmt::format("flash attention tile {}x{} over {} warp groups is not supported", t.bm, t.bn, t.ks);
+  if (t.mt < 1 || t.mt > 2 || t.bm % (16 * t.mt) || t.bn % 16 || t.bm < 16 || t.bm > 256 || t.bn < 16 ||
+      t.bn > 128 || t.ks < 1 || t.ks > 4 || t.threads() > 1024 || t.shared_bytes(a.d) > kMaxSharedBytes) {
+    *why_not = fmt::format("flash attention tile {}x{} over {} warp groups of {}-row warps is not supported", t.bm,
+                           t.bn, t.ks, 16 * t.mt);
     return std::nullopt;
   }
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
@@ -369,7 +378,7 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
     *why_not = "the scores' element-wise chain: " + u.why;
     return std::nullopt;
   }
-  e.line(fmt::format("float o[{}][4];", a.d / 8));
+  e.line(fmt::format("float o[{}][{}][4];", t.mt, a.d / 8));
   const std::string mask_arg =
       mr.pairs ? fmt::format("{} + {}, {}LL", e.input_param(mr.value), mask_batch_offset(mr, a.qk.out_batch), mr.row_stride)
                : fmt::format("({}*)nullptr, 0LL", graph::cuda_storage_type(a.dtype));
@@ -378,22 +387,25 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
                      mr.pairs ? "true" : "false", safe_score(g, a, mr) ? "true" : "false", ends.empty() ? "false" : "true", pq, operand_view_offset(vq), vq.ld, pk, operand_view_offset(vk),
                      vk.ld, pv, operand_view_offset(vv), vv.ld, mask_arg, a.sq, a.sk,
                      std::isnan(a.dead) ? "__int_as_float(0x7fc00000)" : "0.f", ends.empty() ? "score, 0" : "live, kt_live"));
-  // o[n][2 r + q] is output element (i, 8 n + 2 t + q) of row i = q0 + 16 warp + g + 8 r,
-  // held by group 0's warps.
+  // o[mt][n][2 r + q] is output element (i, 8 n + 2 t + q) of row
+  // i = q0 + 16 (mt warp + mt) + g + 8 r, held by group 0's warps.
   e.open("if (mine) {");
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int mt = 0; mt < {}; ++mt) {{", t.mt));
   e.line("#pragma unroll");
   e.open(fmt::format("for (int n = 0; n < {}; ++n) {{", a.d / 8));
   e.line("#pragma unroll");
   e.open("for (int r = 0; r < 2; ++r) {");
-  e.line(fmt::format("const long long i = q0 + (warp % {}) * 16 + lane / 4 + r * 8;", t.bm / 16));
+  e.line(fmt::format("const long long i = q0 + (warp % {}) * {} + mt * 16 + lane / 4 + r * 8;", t.bm / (16 * t.mt),
+                     16 * t.mt));
   e.line("const long long jp = n * 8 + (lane % 4) * 2;");
   try {
-    emit_gemm_stores(e, g, a.pv, a.epi, 2, "o[n][2 * r + q]");
+    emit_gemm_stores(e, g, a.pv, a.epi, 2, "o[mt][n][2 * r + q]");
   } catch (const graph::CudaUnsupported& u) {
     *why_not = u.why;
     return std::nullopt;
   }
-  for (int c = 0; c < 4; ++c) e.close();  // r, n, mine, b
+  for (int c = 0; c < 5; ++c) e.close();  // r, n, mt, mine, b
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Attention, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
@@ -402,11 +414,11 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   std::string code = ends.empty() ? "" : fmt::format("__device__ const int braze_key_tile_end[] = {{{}}};\n", table);
   code += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}{9}) KERNEL_NAME({1}) {{\n"
-      "  typedef braze_flash<{2}, {3}, {4}, {5}, {8}> flash;\n"
+      "  typedef braze_flash<{2}, {3}, {4}, {5}, {8}, {10}> flash;\n"
       "  static_assert(flash::kSharedBytes <= {6}, \"the launch's shared memory\");\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {6});\n{7}}}\n",
       t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), a.d, t.bm, t.bn, kern.shared_bytes, e.body(),
-      t.ks, t.threads() == 256 ? ", 2" : "");  // two blocks an SM: at most 128 registers
+      t.ks, t.threads() == 256 ? ", 2" : "", t.mt);  // two blocks an SM: at most 128 registers
   finish_kernel(g, kern, code, kMmaHelpers | kAttentionHelpers);
   return kern;
 }

@@ -10,7 +10,8 @@
 //   S = Q Kᵀ (mma, fp32)  ->  x = score(i, j, S)  ->  online softmax: m = max(m, max_j x),
 //   rescale l and O by exp(m_old - m), P = exp(x - m)  ->  O += P V (P as fp16/bf16 A fragments)
 //
-// Each warp owns 16 query rows. The C fragment of S (lane 4g + t holds rows g and g + 8,
+// Each warp owns MT x 16 query rows (MT mma row tiles sharing each K and V fragment it loads
+// from shared memory). The C fragment of S (lane 4g + t holds rows g and g + 8,
 // columns 2t, 2t + 1 of each 8-column block) is, pairwise, the A fragment P needs for the
 // next product (mma.cuh lists the layouts), so P never goes through shared memory. K tiles
 // give the B fragments of Q Kᵀ by ldmatrix, V tiles those of P V by ldmatrix.trans. Rows of
@@ -50,20 +51,21 @@ BRAZE_DEV unsigned braze_pack2(float lo, float hi, braze_tag<T> tag) {
 }
 #endif
 
-template <class T, int D, int BM, int BN, int KSPLIT = 1>
+template <class T, int D, int BM, int BN, int KSPLIT = 1, int MT = 1>
 struct braze_flash {
   static_assert(D % 16 == 0 && D >= 16 && D <= 256, "head dim: a multiple of 16");
-  static_assert(BM % 16 == 0 && BN % 16 == 0, "tiles of whole 16-row mma steps");
+  static_assert(MT >= 1 && MT <= 2 && BM % (16 * MT) == 0 && BN % 16 == 0, "tiles of whole 16-row mma steps");
   static_assert(KSPLIT >= 1 && KSPLIT <= 4, "key tiles shared by 1 to 4 warp groups");
-  // KSPLIT groups of BM / 16 warps: group g takes key tiles g, g + KSPLIT, … for the same
-  // BM query rows, and group 0 merges the others' (m, l, O) at the end, so that a grid of few
-  // query tiles still has warps enough to hide each one's latency.
-  static constexpr int kWarps = BM / 16, kGroupThreads = kWarps * 32, kThreads = kGroupThreads * KSPLIT;
+  // KSPLIT groups of BM / (16 MT) warps: group g takes key tiles g, g + KSPLIT, … for the
+  // same BM query rows, and group 0 merges the others' (m, l, O) at the end, so that a grid
+  // of few query tiles still has warps enough to hide each one's latency.
+  static constexpr int kWarpRows = 16 * MT;
+  static constexpr int kWarps = BM / kWarpRows, kGroupThreads = kWarps * 32, kThreads = kGroupThreads * KSPLIT;
   static constexpr int kChunks = D / 8;                                   // 16 bytes a chunk
   static constexpr int kRowBytes = (kChunks % 2 ? kChunks : kChunks + 1) * 16;
   static constexpr int kQBytes = BM * kRowBytes, kTileBytes = BN * kRowBytes;
   static constexpr int kSharedBytes = kQBytes + KSPLIT * 4 * kTileBytes;  // Q; 2 x K, 2 x V a group
-  static constexpr int kMergeFloats = D / 2 + 4;                         // a lane's O, m and l
+  static constexpr int kMergeFloats = MT * (D / 2 + 4);                  // a lane's O, m and l
   static_assert(KSPLIT == 1 || (KSPLIT - 1) * kGroupThreads * kMergeFloats * 4 <= KSPLIT * 4 * kTileBytes,
                 "the merge fits in the K and V buffers");
   static constexpr float kLog2e = 1.4426950408889634f;
@@ -82,9 +84,9 @@ struct braze_flash {
     }
   }
 
-  // o: this lane's fragments of its warp's 16 x D output rows (o[n][e]: row g + 8 (e / 2),
-  // column 8n + 2t + e % 2, the warp's rows at (warp % kWarps) * 16), normalised; true for
-  // the threads that hold the result (group 0). Key tiles [0, kt_end) are visited; the rest
+  // o: this lane's fragments of its warp's 16 MT x D output rows (o[mt][n][e]: row
+  // 16 mt + g + 8 (e / 2), column 8n + 2t + e % 2, the warp's rows at (warp % kWarps) · 16 MT),
+  // normalised; true for the threads that hold the result (group 0). Key tiles [0, kt_end) are visited; the rest
   // must be fully masked. Returns with shared memory free again.
   // `mask`, when MASK: the additive mask's element (row 0, key 0) for this batch, its rows
   // mask_ld apart and its keys contiguous; its pairs (keys 2t, 2t + 1 of each 8-key block)
@@ -95,7 +97,7 @@ struct braze_flash {
   // LIVE: key tiles [0, kt_live) are whole and live for every row of the block (below a
   // causal mask's diagonal): they take `live`, the chain with the mask's live value in place.
   template <bool MASK, bool SAFE, bool LIVE, class Score, class LiveScore>
-  static BRAZE_DEV bool run(float (&o)[D / 8][4], const T* q, long long ldq, const T* k, long long ldk,
+  static BRAZE_DEV bool run(float (&o)[MT][D / 8][4], const T* q, long long ldq, const T* k, long long ldk,
                             const T* v, long long ldv, const T* mask, long long mask_ld, int q0, int sq,
                             int sk, int kt_end, float dead, Score score, LiveScore live, int kt_live,
                             unsigned char* smem) {
@@ -110,14 +112,23 @@ struct braze_flash {
     }
     braze_cp_async_commit();
 
-    float m[2] = {braze_neg_inf(), braze_neg_inf()}, l[2] = {0.f, 0.f};
+    float m[MT][2], l[MT][2];
+    unsigned qf[MT][D / 16][4];
+    int rows[MT][2];  // this lane's rows (clamped to the last): 16 mt + g and 16 mt + g + 8
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n)
+    for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
-    unsigned qf[D / 16][4];
-    const int row_a = q0 + wq * 16 + lane / 4;  // this lane's rows: row_a, row_a + 8
-    const int rows[2] = {row_a < sq ? row_a : sq - 1, row_a + 8 < sq ? row_a + 8 : sq - 1};
+      for (int r = 0; r < 2; ++r) {
+        m[mt][r] = braze_neg_inf();
+        l[mt][r] = 0.f;
+        const int row = q0 + wq * kWarpRows + mt * 16 + lane / 4 + r * 8;
+        rows[mt][r] = row < sq ? row : sq - 1;
+      }
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[mt][n][e] = 0.f;
+    }
 
     // Every group makes the same number of passes (the barriers are the block's); a group
     // past its last tile waits through the rest.
@@ -135,10 +146,12 @@ struct braze_flash {
       __syncthreads();
       if (it == 0) {
 #pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-          const int r = wq * 16 + lane % 8 + ((lane / 8) % 2) * 8, c = kk * 2 + lane / 16;
-          braze_ldmatrix_x4(qf[kk], s_q + r * kRowBytes + c * 16);
-        }
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < D / 16; ++kk) {
+            const int r = wq * kWarpRows + mt * 16 + lane % 8 + ((lane / 8) % 2) * 8, c = kk * 2 + lane / 16;
+            braze_ldmatrix_x4(qf[mt][kk], s_q + r * kRowBytes + c * 16);
+          }
       }
       if (LIVE && kt < kt_live)
         tile<MASK, true>(o, m, l, qf, rows, s_k + buf * kTileBytes, s_v + buf * kTileBytes, mask, mask_ld, kt, sk, live);
@@ -152,84 +165,101 @@ struct braze_flash {
       __syncthreads();
     }
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    }
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        l[mt][r] += __shfl_xor_sync(0xffffffffu, l[mt][r], 1);
+        l[mt][r] += __shfl_xor_sync(0xffffffffu, l[mt][r], 2);
+      }
     if constexpr (KSPLIT > 1) merge(o, m, l, group, wq, lane, smem);
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int n = 0; n < D / 8; ++n)
+      for (int r = 0; r < 2; ++r) {
+        const float inv = l[mt][r] > 0.f ? 1.f / l[mt][r] : 0.f;
 #pragma unroll
-        for (int c = 0; c < 2; ++c) o[n][2 * r + c] = l[r] > 0.f ? o[n][2 * r + c] * inv : dead;
-    }
+        for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+          for (int c = 0; c < 2; ++c)
+            o[mt][n][2 * r + c] = l[mt][r] > 0.f ? o[mt][n][2 * r + c] * inv : dead;
+      }
     return group == 0;
   }
 
   // Group 0 takes in the other groups' running maxima, sums and unnormalised outputs: the
   // same lane of the same warp row holds the same rows and columns in every group.
-  static BRAZE_DEV void merge(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], int group, int wq, int lane,
-                              unsigned char* smem) {
+  static BRAZE_DEV void merge(float (&o)[MT][D / 8][4], float (&m)[MT][2], float (&l)[MT][2], int group, int wq,
+                              int lane, unsigned char* smem) {
     float* x = reinterpret_cast<float*>(smem + kQBytes);
     float* mine = x + ((group - 1) * kGroupThreads + wq * 32 + lane) * kMergeFloats;
+    constexpr int kOne = D / 2 + 4;  // one row tile's floats
     if (group > 0) {
 #pragma unroll
-      for (int n = 0; n < D / 8; ++n)
+      for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) mine[n * 4 + e] = o[n][e];
-      mine[D / 2] = m[0];
-      mine[D / 2 + 1] = m[1];
-      mine[D / 2 + 2] = l[0];
-      mine[D / 2 + 3] = l[1];
+        for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) mine[mt * kOne + n * 4 + e] = o[mt][n][e];
+        mine[mt * kOne + D / 2] = m[mt][0];
+        mine[mt * kOne + D / 2 + 1] = m[mt][1];
+        mine[mt * kOne + D / 2 + 2] = l[mt][0];
+        mine[mt * kOne + D / 2 + 3] = l[mt][1];
+      }
     }
     __syncthreads();
     if (group == 0) {
 #pragma unroll
-      for (int g = 1; g < KSPLIT; ++g) {
-        const float* other = x + ((g - 1) * kGroupThreads + wq * 32 + lane) * kMergeFloats;
+      for (int g = 1; g < KSPLIT; ++g)
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const float mo = other[D / 2 + r], mm = fmaxf(m[r], mo);
-          const float base = mm == braze_neg_inf() ? 0.f : mm;
-          const float a = braze_exp2((m[r] - base) * kLog2e), b = braze_exp2((mo - base) * kLog2e);
-          l[r] = l[r] * a + other[D / 2 + 2 + r] * b;
+        for (int mt = 0; mt < MT; ++mt) {
+          const float* other = x + ((g - 1) * kGroupThreads + wq * 32 + lane) * kMergeFloats + mt * kOne;
 #pragma unroll
-          for (int n = 0; n < D / 8; ++n)
+          for (int r = 0; r < 2; ++r) {
+            const float mo = other[D / 2 + r], mm = fmaxf(m[mt][r], mo);
+            const float base = mm == braze_neg_inf() ? 0.f : mm;
+            const float a = braze_exp2((m[mt][r] - base) * kLog2e), b = braze_exp2((mo - base) * kLog2e);
+            l[mt][r] = l[mt][r] * a + other[D / 2 + 2 + r] * b;
 #pragma unroll
-            for (int c = 0; c < 2; ++c) o[n][2 * r + c] = o[n][2 * r + c] * a + other[n * 4 + 2 * r + c] * b;
-          m[r] = mm;
+            for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+              for (int c = 0; c < 2; ++c)
+                o[mt][n][2 * r + c] = o[mt][n][2 * r + c] * a + other[n * 4 + 2 * r + c] * b;
+            m[mt][r] = mm;
+          }
         }
-      }
     }
     __syncthreads();  // before the next batch's copies reuse the buffers
   }
 
-  // One key tile: S = Q Kᵀ, the scores' chain, the online softmax, O += P V.
+  // One key tile: S = Q Kᵀ, the scores' chain, the online softmax, O += P V. Each K and V
+  // fragment loaded from shared memory serves the warp's MT row tiles.
   template <bool MASK, bool SAFE, class Score>
-  static BRAZE_DEV void tile(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], const unsigned (&qf)[D / 16][4],
-                             const int (&rows)[2], braze_saddr tk, braze_saddr tv, const T* mask, long long mask_ld,
-                             int kt, int sk, Score& score) {
+  static BRAZE_DEV void tile(float (&o)[MT][D / 8][4], float (&m)[MT][2], float (&l)[MT][2],
+                             const unsigned (&qf)[MT][D / 16][4], const int (&rows)[MT][2], braze_saddr tk,
+                             braze_saddr tv, const T* mask, long long mask_ld, int kt, int sk, Score& score) {
     const int lane = (int)threadIdx.x % 32;
     const int j0 = kt * BN + 2 * (lane % 4);
     const bool full = (kt + 1) * BN <= sk;
     // The mask's pairs for this tile (keys past sk read as 0: they score -inf anyway).
-    braze_vec<T, 2> mk[MASK ? BN / 8 : 1][2];
+    braze_vec<T, 2> mk[MASK ? MT : 1][MASK ? BN / 8 : 1][2];
     if constexpr (MASK) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+          for (int r = 0; r < 2; ++r)
+            if (j0 + n * 8 < sk) mk[mt][n][r] = braze_vload<2>(mask + rows[mt][r] * mask_ld, (long long)(j0 + n * 8));
+            else mk[mt][n][r] = braze_vec<T, 2>{};
+    }
+    // S = Q Kᵀ over this tile's BN keys.
+    float s[MT][BN / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int n = 0; n < BN / 8; ++n)
 #pragma unroll
-        for (int r = 0; r < 2; ++r)
-          if (j0 + n * 8 < sk) mk[n][r] = braze_vload<2>(mask + rows[r] * mask_ld, (long long)(j0 + n * 8));
-          else mk[n][r] = braze_vec<T, 2>{};
-    }
-    // S = Q Kᵀ over this tile's BN keys.
-    float s[BN / 8][4];
-#pragma unroll
-    for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
+        for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
 #pragma unroll
@@ -238,10 +268,46 @@ struct braze_flash {
         const int r = n2 * 16 + lane % 8 + (lane / 16) * 8, c = kk * 2 + (lane / 8) % 2;
         braze_ldmatrix_x4(b, tk + r * kRowBytes + c * 16);
         const unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-        braze_mma(s[2 * n2], qf[kk], b0, braze_tag<T>{});
-        braze_mma(s[2 * n2 + 1], qf[kk], b1, braze_tag<T>{});
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          braze_mma(s[mt][2 * n2], qf[mt][kk], b0, braze_tag<T>{});
+          braze_mma(s[mt][2 * n2 + 1], qf[mt][kk], b1, braze_tag<T>{});
+        }
       }
-    // The softmax's input, the running maxima, and P = exp(x - m) in place of S.
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) softmax_step<MASK, SAFE>(o[mt], m[mt], l[mt], s[mt], rows[mt], mk[MASK ? mt : 0], j0, full, sk, score);
+    // O += P V.
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      unsigned a[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        a[mt][0] = braze_pack2(s[mt][2 * kk][0], s[mt][2 * kk][1], braze_tag<T>{});
+        a[mt][1] = braze_pack2(s[mt][2 * kk][2], s[mt][2 * kk][3], braze_tag<T>{});
+        a[mt][2] = braze_pack2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1], braze_tag<T>{});
+        a[mt][3] = braze_pack2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3], braze_tag<T>{});
+      }
+#pragma unroll
+      for (int n2 = 0; n2 < D / 16; ++n2) {
+        unsigned b[4];
+        const int r = kk * 16 + lane % 8 + ((lane / 8) % 2) * 8, c = n2 * 2 + lane / 16;
+        braze_ldmatrix_x4_trans(b, tv + r * kRowBytes + c * 16);
+        const unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          braze_mma(o[mt][2 * n2], a[mt], b0, braze_tag<T>{});
+          braze_mma(o[mt][2 * n2 + 1], a[mt], b1, braze_tag<T>{});
+        }
+      }
+    }
+  }
+
+  // One row tile's scores: the softmax's input, the running maxima, and P = exp(x - m) in
+  // place of S, O and l rescaled.
+  template <bool MASK, bool SAFE, class Score>
+  static BRAZE_DEV void softmax_step(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], float (&s)[BN / 8][4],
+                                     const int (&rows)[2], const braze_vec<T, 2> (&mk)[MASK ? BN / 8 : 1][2], int j0,
+                                     bool full, int sk, Score& score) {
 #pragma unroll
     for (int n = 0; n < BN / 8; ++n)
 #pragma unroll
@@ -289,23 +355,6 @@ struct braze_flash {
           s[n][2 * r + c] = p;
           l[r] += p;
         }
-    }
-    // O += P V.
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      const unsigned a[4] = {braze_pack2(s[2 * kk][0], s[2 * kk][1], braze_tag<T>{}),
-                             braze_pack2(s[2 * kk][2], s[2 * kk][3], braze_tag<T>{}),
-                             braze_pack2(s[2 * kk + 1][0], s[2 * kk + 1][1], braze_tag<T>{}),
-                             braze_pack2(s[2 * kk + 1][2], s[2 * kk + 1][3], braze_tag<T>{})};
-#pragma unroll
-      for (int n2 = 0; n2 < D / 16; ++n2) {
-        unsigned b[4];
-        const int r = kk * 16 + lane % 8 + ((lane / 8) % 2) * 8, c = n2 * 2 + lane / 16;
-        braze_ldmatrix_x4_trans(b, tv + r * kRowBytes + c * 16);
-        const unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-        braze_mma(o[2 * n2], a, b0, braze_tag<T>{});
-        braze_mma(o[2 * n2 + 1], a, b1, braze_tag<T>{});
-      }
     }
   }
 };

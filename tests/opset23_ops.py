@@ -75,6 +75,8 @@ def cases():
                            kv_num_heads=1, is_causal=1),
             attention_case(f"attn_bool_mask_{tag}", dt, [2, 2, 5, 16], [2, 2, 7, 16], [2, 2, 7, 16],
                            mask=([2, 1, 5, 7], "bool")),
+            attention_case(f"attn_dead_row_{tag}", dt, [1, 2, 9, 32], [1, 2, 11, 32], [1, 2, 11, 32],
+                           mask=([1, 1, 9, 11], "bool")),
             attention_case(f"attn_float_mask_scale_{tag}", dt, [1, 2, 6, 32], [1, 2, 6, 32], [1, 2, 6, 32],
                            mask=([6, 6], "float"), scale=0.3),
             attention_case(f"attn_softcap_{tag}", dt, [1, 2, 8, 16], [1, 2, 8, 16], [1, 2, 8, 16], softcap=2.0),
@@ -102,6 +104,8 @@ def cases():
 
 
 def random_inputs(model, rng):
+    """Normal floats, ids in 0..10, boolean masks keeping key 0 of every row (but for the
+    *dead_row* cases, whose query 3 sees no key: its output must be zeros)."""
     feeds = {}
     for vi in model.graph.input:
         tt = vi.type.tensor_type
@@ -109,7 +113,9 @@ def random_inputs(model, rng):
         if tt.elem_type == T.BOOL:
             x = rng.random(shape) < 0.7
             if x.ndim >= 1:
-                x[..., 0] = True  # every row keeps a key, except where the test wants one dead
+                x[..., 0] = True
+                if "dead_row" in model.graph.name:
+                    x[..., 3, :] = False
         elif tt.elem_type == T.INT64:
             x = rng.integers(0, 11, size=shape).astype(np.int64)
         else:

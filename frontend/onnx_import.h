@@ -1,4 +1,5 @@
-// ONNX importer: ModelProto -> graph::Graph for opsets 7 to 21.
+// ONNX importer: ModelProto -> graph::Graph for opsets 1 to 24 (graph::kMinOpset, kMaxOpset; each
+// op from its oldest form the registry takes).
 //
 // Symbolic input dims are specialised to concrete sizes: from ImportOptions::shapes when
 // given (--shapes), else 1 with a note. Each node is rewritten into its op's canonical form

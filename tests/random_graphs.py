@@ -12,7 +12,16 @@ the CPU by the emulator, against the reference executor, at braze's default tole
   sizes;
 - GEMMs with epilogues: MatMul (batched, the second operand's batch broadcast or not) or
   Gemm (alpha, beta, transposes) followed by up to four of bias, GELU written out with Erf,
-  SiLU, Tanh, Relu, a residual input, a scale, a cast round trip; sizes 1-130.
+  SiLU, Tanh, Relu, a residual input, a scale, a cast round trip; sizes 1-130;
+- attention as the exporters write it, float16 or bfloat16: Q, K, V as [B, H, S, D] inputs
+  or split from [B, S, H·D] by Reshape / Transpose, Kᵀ transposed in the graph or given so,
+  the scale on the scores, as Div, on Q, or on Q and Kᵀ, no mask, an additive [B, 1, 1, Sk]
+  mask, a boolean [B, 1, Sq, Sk] mask through Where (some rows fully masked) or a constant
+  causal one, GQA ratios 1, 4 and 8 (K and V repeated by Unsqueeze / Expand / Reshape), the
+  Softmax op or written out, sdpa's Where(IsNaN(P), 0, P), the output back as [B, S, H·D];
+  sequence lengths 1-70 (cross attention among them), head dims 16-128. Besides agreeing,
+  each whose softmax is the ONNX op must be one `attention` kernel (braze inspect --json),
+  but where Kᵀ is an input stored with its keys contiguous (the kernel reads K's rows).
 
 A graph agrees when `diff` says so, or when the elements beyond tolerance are isolated: at
 most one in a thousand of an output (and at least one allowed). A value that lands near a
@@ -23,10 +32,11 @@ shows in far more elements (the fused Cast to float16 that did not round, found 
 test, differed in 10-50% of them).
 
 Exit 0 when every graph agrees, 1 otherwise (the failing models are kept and named), 77
-(CTest's skip) when the onnx package is missing.
+(CTest's skip) when the onnx package is missing, or BACKEND is gpu and there is no GPU.
 
-usage: random_graphs.py BRAZE COUNT SEED
+usage: random_graphs.py BRAZE COUNT SEED [BACKEND]   (BACKEND: emulator, the default, or gpu)
 """
+import json
 import os
 import random
 import re
@@ -63,6 +73,11 @@ class Builder:
     def const(self, values, shape=()):
         n = self.name("c")
         self.inits.append(h.make_tensor(n, self.dtype, list(shape), list(values)))
+        return n
+
+    def int64s(self, values):
+        n = self.name("c")
+        self.inits.append(h.make_tensor(n, T.INT64, [len(values)], list(values)))
         return n
 
     def input(self, shape):
@@ -192,6 +207,92 @@ def gemm_epilogue_graph(seed):
     return b.model([(x, shape)])
 
 
+def attention_graph(seed):
+    """(model, whether braze must make one attention kernel of it)."""
+    rnd = random.Random(seed)
+    dt = rnd.choice([T.FLOAT16, T.BFLOAT16])
+    b = Builder(rnd, dt)
+    batch, kv, ratio = rnd.choice([1, 2]), rnd.choice([1, 2]), rnd.choice([1, 4, 8])
+    heads, d = kv * ratio, rnd.choice([16, 32, 64, 80, 128])
+    sq = rnd.choice([1, 2, 17, 33, 64, 70])
+    causal = sq > 1 and rnd.random() < 0.3
+    sk = sq if causal or rnd.random() < 0.6 else rnd.choice([1, 5, 40, 70])
+    split = rnd.random() < 0.4  # Q, K, V from [B, S, H·D] activations
+
+    def operand(h_, s_, transposed=False):
+        if split:
+            x = b.input([batch, s_, h_ * d])
+            r = b.node("Reshape", [x, b.int64s([batch, s_, h_, d])])
+            return b.node("Transpose", [r], perm=[0, 2, 3, 1] if transposed else [0, 2, 1, 3])
+        return b.input([batch, h_, d, s_] if transposed else [batch, h_, s_, d])
+
+    def repeat(x, s_, last):  # [B, kv, s, last] -> [B, heads, s, last]
+        if ratio == 1:
+            return x
+        u = b.node("Unsqueeze", [x, b.int64s([2])])
+        e = b.node("Expand", [u, b.int64s([batch, kv, ratio, s_, last])])
+        return b.node("Reshape", [e, b.int64s([batch, heads, s_, last])])
+
+    q = operand(heads, sq)
+    # Kᵀ given as [B, kv, D, Sk]: from a split activation a view whose head dim is contiguous
+    # (GPT-2's Transpose to [B, H, D, S]); as an input, keys contiguous in memory, which the
+    # flash kernel does not read (K's head dim must be contiguous): three kernels.
+    pre_transposed_input = False
+    if rnd.random() < 0.3:
+        kt = repeat(operand(kv, sk, transposed=True), d, sk)
+        pre_transposed_input = not split and sk > 1
+    else:
+        kt = b.node("Transpose", [repeat(operand(kv, sk), sk, d)], perm=[0, 1, 3, 2])
+    v = repeat(operand(kv, sk), sk, d)
+    scale, where = d ** -0.5, rnd.choice(["scores", "div", "q", "both"])
+    if where == "q":
+        q = b.node("Mul", [q, b.const([scale])])
+    elif where == "both":
+        q = b.node("Mul", [q, b.const([scale ** 0.5])])
+        kt = b.node("Mul", [kt, b.const([scale ** 0.5])])
+    s = b.node("MatMul", [q, kt])
+    if where == "scores":
+        s = b.node("Mul", [s, b.const([scale])])
+    elif where == "div":
+        s = b.node("Div", [s, b.const([1 / scale])])
+    mask = "causal" if causal else rnd.choice(["none", "additive", "bool"])
+    dead_rows = False
+    if mask == "additive":
+        m = b.input([batch, 1, 1, sk])  # random normal, then scaled into a mask of big negatives
+        s = b.node("Add", [s, b.node("Mul", [b.node("Relu", [m]), b.const([-10000.0])])])
+    elif mask == "bool":
+        m = b.name("live")
+        b.inputs.append(h.make_tensor_value_info(m, T.BOOL, [batch, 1, sq, sk]))
+        s = b.node("Where", [m, s, b.const([-float("inf")])])
+        dead_rows = True  # random booleans: some rows may have no live key
+    elif mask == "causal":
+        live = b.name("c")
+        b.inits.append(h.make_tensor(live, T.BOOL, [sq, sk], [int(j <= i) for i in range(sq) for j in range(sk)]))
+        s = b.node("Where", [live, s, b.const([-float("inf")])])
+    written = rnd.random() < 0.15
+    if written:  # exp(x - max) / sum, as some exports write it
+        mx = b.node("ReduceMax", [s], axes=[-1], keepdims=1)
+        e = b.node("Exp", [b.node("Sub", [s, mx])])
+        p = b.node("Div", [e, b.node("ReduceSum", [e, b.int64s([-1])], keepdims=1)])
+    else:
+        p = b.node("Softmax", [s], axis=-1)
+    if dead_rows or rnd.random() < 0.3:
+        p = b.node("Where", [b.node("IsNaN", [p]), b.const([0.0]), p])
+    o = b.node("MatMul", [p, v])
+    shape = [batch, heads, sq, d]
+    if split or rnd.random() < 0.3:
+        o = b.node("Reshape", [b.node("Transpose", [o], perm=[0, 2, 1, 3]), b.int64s([batch, sq, heads * d])])
+        shape = [batch, sq, heads * d]
+    return b.model([(o, shape)]), not written and not pre_transposed_input
+
+
+def attention_kernels(braze, path):
+    r = subprocess.run([braze, "inspect", path, "--json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    return sum(1 for k in json.loads(r.stdout).get("kernels", []) if k.get("kind") == "attention")
+
+
 def isolated_mismatches(diff_output):
     """True when every output's elements beyond tolerance are at most 1 in 1000 (min 1)."""
     counts = re.findall(r"\s(\d+)/(\d+)\s", diff_output)
@@ -199,19 +300,29 @@ def isolated_mismatches(diff_output):
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         print(__doc__)
         return 2
     braze, count, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    backend = sys.argv[4] if len(sys.argv) == 5 else "emulator"
+    if backend == "gpu" and subprocess.run([braze, "doctor"], capture_output=True, text=True).returncode != 0:
+        print("skipped: no GPU")
+        return 77
     work = tempfile.mkdtemp(prefix="braze_random_graphs_")
     failed = []
-    for kind, make in (("pointwise", pointwise_reduction_graph), ("gemm", gemm_epilogue_graph)):
+    kinds = (("pointwise", lambda x: (pointwise_reduction_graph(x), False)),
+             ("gemm", lambda x: (gemm_epilogue_graph(x), False)), ("attention", attention_graph))
+    for kind, make in kinds:
         for i in range(count):
-            model = make(seed * 100003 + i)
+            model, one_attention = make(seed * 100003 + i)
             onnx.checker.check_model(model, full_check=True)
             path = os.path.join(work, f"{kind}_{i}.onnx")
             onnx.save(model, path)
-            r = subprocess.run([braze, "diff", path, "--a", "emulator", "--b", "reference", "--seed", str(seed + i)],
+            if one_attention and attention_kernels(braze, path) != 1:
+                failed.append(path)
+                print(f"FAIL {path}: not one attention kernel")
+                continue
+            r = subprocess.run([braze, "diff", path, "--a", backend, "--b", "reference", "--seed", str(seed + i)],
                                capture_output=True, text=True, timeout=900)
             if r.returncode == 1 and isolated_mismatches(r.stdout):
                 print(f"agree but for isolated elements: {path}\n{r.stdout}")
@@ -221,7 +332,8 @@ def main():
                 print(f"FAIL {path} (exit {r.returncode})\n{r.stdout}{r.stderr}")
             else:
                 os.remove(path)
-    print(f"{2 * count - len(failed)} of {2 * count} random graphs agree (emulator vs reference)")
+    total = len(kinds) * count
+    print(f"{total - len(failed)} of {total} random graphs agree ({backend} vs reference)")
     if failed:
         print("kept:", *failed, sep="\n  ")
         return 1

@@ -302,9 +302,14 @@ void expand_attention(Expansion& x) {
   const Shape qs = x.shape(h.q), ks = x.shape(h.k);
   const int64_t sq = qs[2], sk = ks[2];
   const double scale = n.has_attr("scale") ? n.attr_float("scale") : 1.0 / std::sqrt(static_cast<double>(qs[3]));
-  const ValueId root = x.scalar(t, std::sqrt(scale));
   const ValueId kt = x.add("Transpose", {repeat_heads(x, h.k, qs[1])}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
-  ValueId s = x.add("MatMul", {x.add("Mul", {h.q, root}), x.add("Mul", {kt, root})});
+  ValueId s;
+  if (scale > 0) {  // sqrt(scale) on each side, as the reference does (no overflow in Q Kᵀ)
+    const ValueId root = x.scalar(t, std::sqrt(scale));
+    s = x.add("MatMul", {x.add("Mul", {h.q, root}), x.add("Mul", {kt, root})});
+  } else {
+    s = x.add("Mul", {x.add("MatMul", {h.q, kt}), x.scalar(t, scale)});
+  }
   const int64_t mode = n.attr_int("qk_matmul_output_mode");
   if (mode < 0 || mode > 3) x.fail(fmt::format("qk_matmul_output_mode {} is not 0 to 3", mode));
   if (mode == 0) x.output(s, 3);
@@ -320,6 +325,8 @@ void expand_attention(Expansion& x) {
     s = x.dtype(mask) == DType::Bool ? x.add("Where", {mask, s, ninf}) : x.add("Add", {s, x.cast(mask, t)});
   }
   if (n.attr_int("is_causal")) {
+    if (sq * sk > (int64_t{1} << 32))
+      x.unsupported(fmt::format("a causal mask of {} x {} elements (braze builds it as a constant)", sq, sk));
     Tensor live(DType::Bool, {sq, sk});
     for (int64_t i = 0; i < sq; ++i)
       for (int64_t j = 0; j < sk; ++j) live.set_f64(i * sk + j, j <= i + past ? 1 : 0);

@@ -79,7 +79,6 @@ def cases():
                            mask=([1, 1, 9, 11], "bool")),
             attention_case(f"attn_float_mask_scale_{tag}", dt, [1, 2, 6, 32], [1, 2, 6, 32], [1, 2, 6, 32],
                            mask=([6, 6], "float"), scale=0.3),
-            attention_case(f"attn_negative_scale_{tag}", dt, [1, 2, 6, 16], [1, 2, 6, 16], [1, 2, 6, 16], scale=-0.2),
             attention_case(f"attn_softcap_{tag}", dt, [1, 2, 8, 16], [1, 2, 8, 16], [1, 2, 8, 16], softcap=2.0),
             attention_case(f"attn_short_mask_{tag}", dt, [1, 1, 4, 16], [1, 1, 6, 16], [1, 1, 6, 16],
                            mask=([4, 4], "bool")),

@@ -307,7 +307,7 @@ void expand_attention(Expansion& x) {
   if (scale > 0) {  // sqrt(scale) on each side, as the reference does (no overflow in Q Kᵀ)
     const ValueId root = x.scalar(t, std::sqrt(scale));
     s = x.add("MatMul", {x.add("Mul", {h.q, root}), x.add("Mul", {kt, root})});
-  } else {
+  } else {  // ONNX's reference takes a negative scale's square root too (NaN); braze applies it
     s = x.add("Mul", {x.add("MatMul", {h.q, kt}), x.scalar(t, scale)});
   }
   const int64_t mode = n.attr_int("qk_matmul_output_mode");

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <map>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "graph/op_context.h"
 #include "graph/parallel.h"
 #include "graph/registry.h"
@@ -19,18 +23,46 @@ bool k_major_candidate(const Graph& g, ValueId a, ValueId b) {
          bv.shape[0] % 8 == 0 && bv.shape[0] > 0 && bv.shape[1] > 0;
 }
 
-// [rows, cols] of 2-byte elements as [cols, rows], in 32 x 32 blocks.
+// An 8 x 8 block of 2-byte elements transposed: src rows `ld_src` apart, dst rows `ld_dst`.
+void transpose_8x8(const uint16_t* src, int64_t ld_src, uint16_t* dst, int64_t ld_dst) {
+#ifdef __SSE2__
+  __m128i r[8], t[8], u[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * ld_src));
+  for (int i = 0; i < 4; ++i) {  // pairs of rows interleaved by element, then by pair, then by quad
+    t[2 * i] = _mm_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 2; ++i) {
+      u[4 * h + 2 * i] = _mm_unpacklo_epi32(t[4 * h + i], t[4 * h + i + 2]);
+      u[4 * h + 2 * i + 1] = _mm_unpackhi_epi32(t[4 * h + i], t[4 * h + i + 2]);
+    }
+  for (int c = 0; c < 4; ++c) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * c) * ld_dst), _mm_unpacklo_epi64(u[c], u[c + 4]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * c + 1) * ld_dst), _mm_unpackhi_epi64(u[c], u[c + 4]));
+  }
+#else
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) dst[j * ld_dst + i] = src[i * ld_src + j];
+#endif
+}
+
+// [rows, cols] of 2-byte elements (rows a multiple of 8) as [cols, rows]: 8 x 8 blocks in
+// 64 x 64 tiles, the last cols % 8 columns one by one.
 Tensor transposed(const Tensor& w) {
   const int64_t rows = w.shape()[0], cols = w.shape()[1];
   Tensor out = Tensor::uninitialized(w.dtype(), {cols, rows});
   const auto* src = static_cast<const uint16_t*>(w.raw());
   auto* dst = static_cast<uint16_t*>(out.raw());
-  constexpr int64_t kB = 32;
+  constexpr int64_t kB = 64;
+  const int64_t whole = cols / 8 * 8;
   for (int64_t r0 = 0; r0 < rows; r0 += kB)
-    for (int64_t c0 = 0; c0 < cols; c0 += kB)
-      for (int64_t r = r0; r < std::min(rows, r0 + kB); ++r)
-        for (int64_t c = c0; c < std::min(cols, c0 + kB); ++c)
-          dst[c * rows + r] = src[r * cols + c];
+    for (int64_t c0 = 0; c0 < whole; c0 += kB)
+      for (int64_t r = r0; r < std::min(rows, r0 + kB); r += 8)
+        for (int64_t c = c0; c < std::min(whole, c0 + kB); c += 8)
+          transpose_8x8(src + r * cols + c, cols, dst + c * rows + r, rows);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = whole; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
   return out;
 }
 

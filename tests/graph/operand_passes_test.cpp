@@ -240,6 +240,16 @@ TEST(OperandPasses, HalfWeightsAreStoredKMajor) {
   }
 }
 
+// A weight of whole 8 x 8 blocks and 5 columns past them (the transpose's two paths) reads
+// the same values k-major.
+TEST(OperandPasses, KMajorWeightsKeepEveryValue) {
+  graph::Graph before = test::graph_from_text(half_weight_product("float16", 21, "MatMul(x2, w)"));
+  graph::Graph after = before;
+  graph::passes::run_pipeline(after);
+  EXPECT_EQ(k_major_weights(after), (std::vector<Shape>{{21, 8}, {21, 8}}));
+  expect_same_outputs(before, after);
+}
+
 // Float32 weights stay [k, n] (the SIMT schedule reads rows of n); so does a weight whose k
 // is not a multiple of 8, and one that is also read by something other than a product.
 TEST(OperandPasses, OtherWeightsStayAsTheyAre) {

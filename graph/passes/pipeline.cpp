@@ -12,6 +12,7 @@
 #include "graph/passes/matmul_rows.h"
 #include "graph/passes/matmul_scale.h"
 #include "graph/passes/sibling_matmuls.h"
+#include "graph/passes/softmax_fusion.h"
 #include "graph/passes/split_to_slices.h"
 #include "graph/passes/weights_k_major.h"
 #include "graph/passes/pass.h"
@@ -25,6 +26,7 @@ constexpr Pass kPasses[] = {
     {"eliminate_identities", eliminate_identities},
     {"split_to_slices", split_to_slices},
     {"fuse_gelu", fuse_gelu},
+    {"fuse_softmax", fuse_softmax},
     {"hoist_matmul_scales", hoist_matmul_scales},
     {"merge_sibling_matmuls", merge_sibling_matmuls},
     {"flatten_matmul_rows", flatten_matmul_rows},

@@ -5,11 +5,14 @@
 //   3. split_to_slices       — each used output of a Split becomes a Slice (a layout op a
 //                              consumer reads as a view);
 //   4. fuse_gelu             — GELU written out (erf or tanh form) becomes one Gelu;
-//   5. hoist_matmul_scales   — scalar factors of a product's operands move after it;
-//   6. flatten_matmul_rows   — a batched MatMul against one matrix is one product of all rows;
-//   7. eliminate_common_subexpressions — merges equal constants and equal nodes;
-//   8. eliminate_dead_code   — removes what the others left unused, and compacts.
-// Folding first exposes identities, sizes and duplicates; the rewrites (3-6) need constant
+//   5. fuse_softmax          — softmax written out (exp(x - max) / sum) becomes one Softmax;
+//   6. hoist_matmul_scales   — scalar factors of a product's operands move after it;
+//   7. merge_sibling_matmuls — products of one activation with constant weights as one;
+//   8. flatten_matmul_rows   — a batched MatMul against one matrix is one product of all rows;
+//   9. store_weights_k_major — half-precision weights of products stored [n, k];
+//  10. eliminate_common_subexpressions — merges equal constants and equal nodes;
+//  11. eliminate_dead_code   — removes what the others left unused, and compacts.
+// Folding first exposes identities, sizes and duplicates; the rewrites (3-9) need constant
 // operands; DCE last cleans up after all of them.
 #pragma once
 

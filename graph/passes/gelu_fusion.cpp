@@ -7,21 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "graph/passes/pass.h"
 #include "graph/registry.h"
 
 namespace braze::graph::passes {
 
 namespace {
-
-struct Uses {
-  std::vector<std::vector<NodeId>> users;
-  const Graph& g;
-  // The one live node reading v, when v has exactly one use and is no graph output.
-  std::optional<NodeId> sole_user(ValueId v) const {
-    if (v == kNoValue || users[v].size() != 1 || g.is_graph_output(v)) return std::nullopt;
-    return users[v][0];
-  }
-};
 
 // True when v is a one-element constant within its type's rounding of `want`.
 bool is_constant_near(const Graph& g, ValueId v, double want) {

@@ -5,26 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "graph/passes/pass.h"
 #include "graph/registry.h"
 
 namespace braze::graph::passes {
 
 namespace {
-
-struct Uses {
-  std::vector<std::vector<NodeId>> users;
-  const Graph& g;
-  // The live nodes reading v, when v is no graph output.
-  const std::vector<NodeId>* readers(ValueId v) const {
-    if (v == kNoValue || g.is_graph_output(v)) return nullptr;
-    return &users[static_cast<size_t>(v)];
-  }
-  std::optional<NodeId> sole_user(ValueId v) const {
-    const std::vector<NodeId>* r = readers(v);
-    if (!r || r->size() != 1) return std::nullopt;
-    return (*r)[0];
-  }
-};
 
 bool is(const Graph& g, NodeId id, const char* op) {
   const Node& n = g.node(id);

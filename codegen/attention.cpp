@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "codegen/attention.h"
+#include "codegen/attention_parts.h"
 #include "codegen/codegen.h"
 #include "graph/cuda_hooks.h"
 #include "graph/registry.h"
@@ -28,7 +29,7 @@ namespace braze::codegen {
 
 namespace {
 
-constexpr int64_t kMaxSharedBytes = 227 * 1024;
+using flash::kMaxSharedBytes;
 
 fusion::Group without(const fusion::Group& group, graph::NodeId drop) {
   fusion::Group sub;
@@ -74,20 +75,6 @@ struct FlashTile {
     return (bm + 4 * int64_t{bn} * ks) * row;
   }
   bool operator==(const FlashTile&) const = default;
-};
-
-// How the kernel reads the value the scores' chain adds (the mask): an index comparison
-// for a constant causal mask, pairs of keys loaded ahead of each tile for a mask stored with
-// its keys contiguous, or (neither) through the emitter, element by element.
-struct MaskRead {
-  graph::ValueId value = graph::kNoValue;
-  std::string causal;                  // for a causal constant: its value at (i, j)
-  int64_t causal_off = 0;              // … live where j <= i + causal_off
-  double causal_dead = 0;              // … its value elsewhere
-  std::string causal_live;             // … its value where live, as a literal
-  bool pairs = false;
-  std::vector<int64_t> batch_stride;   // per output batch dim, elements (0: broadcast)
-  int64_t row_stride = 0;
 };
 
 // The chain's inputs other than the scores and scalars (masks, biases), in order.
@@ -138,7 +125,10 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_
                      graph::cuda_literal("float", dead));
 }
 
-// `scan_constants`: look for a causal pattern in a constant mask (every element read).
+}  // namespace
+
+namespace flash {
+
 MaskRead mask_read(const graph::Graph& g, const AttentionDims& a, bool scan_constants) {
   MaskRead r;
   const std::vector<graph::ValueId> in = chain_inputs(g, a);
@@ -168,10 +158,14 @@ MaskRead mask_read(const graph::Graph& g, const AttentionDims& a, bool scan_cons
   return r;
 }
 
+}  // namespace flash
+
+namespace {
+
 // True when the scores' last op takes a dead element of the causal mask `r` to -inf
 // (at most -1e30), which nothing after it changes: it adds the mask, or it is a Where on the
 // mask whose branch for a dead element is such a constant.
-bool dead_scores_vanish(const graph::Graph& g, const AttentionDims& a, const MaskRead& r) {
+bool dead_scores_vanish(const graph::Graph& g, const AttentionDims& a, const flash::MaskRead& r) {
   const graph::Node& last = g.node(a.match.chain.back());
   if (last.op_type() == "Add") return last.inputs[0] == r.value || last.inputs[1] == r.value;
   if (last.op_type() != "Where" || last.inputs[0] != r.value) return false;
@@ -179,32 +173,30 @@ bool dead_scores_vanish(const graph::Graph& g, const AttentionDims& a, const Mas
   return fill.constant && fill.constant->numel() == 1 && fill.constant->get_f64(0) <= -1e30;
 }
 
-// For each query tile, one past the last key tile it must visit, when the scores' chain ends
-// in a causal constant mask (GPT-2's and Llama's): the later key tiles are dead for every row
-// of the tile. Empty when every tile visits every key tile. Every row has a live key (key 0:
-// off >= 0).
-std::vector<int> key_tile_ends(const graph::Graph& g, const AttentionDims& a, const FlashTile& t, const MaskRead& r) {
+}  // namespace
+
+namespace flash {
+
+// Every row has a live key (key 0: off >= 0).
+std::vector<int> key_tile_ends(const graph::Graph& g, const AttentionDims& a, int bm, int bn, const MaskRead& r) {
   if (r.causal.empty() || !dead_scores_vanish(g, a, r)) return {};
-  const int64_t q_tiles = (a.sq + t.bm - 1) / t.bm, k_tiles = (a.sk + t.bn - 1) / t.bn;
+  const int64_t q_tiles = (a.sq + bm - 1) / bm, k_tiles = (a.sk + bn - 1) / bn;
   std::vector<int> ends(static_cast<size_t>(q_tiles));
   bool any = false;
   for (int64_t qt = 0; qt < q_tiles; ++qt) {
-    const int64_t last_row = std::min(a.sq, (qt + 1) * t.bm) - 1;
-    ends[static_cast<size_t>(qt)] = static_cast<int>(std::min(k_tiles, (last_row + r.causal_off) / t.bn + 1));
+    const int64_t last_row = std::min(a.sq, (qt + 1) * bm) - 1;
+    ends[static_cast<size_t>(qt)] = static_cast<int>(std::min(k_tiles, (last_row + r.causal_off) / bn + 1));
     any = any || ends[static_cast<size_t>(qt)] < k_tiles;
   }
   return any ? ends : std::vector<int>{};
 }
 
-// True when the scores' chain reads nothing past the last key: its inputs besides the
-// scores are scalars and the mask the kernel reads itself (by pairs, or a causal constant).
 bool safe_score(const graph::Graph& g, const AttentionDims& a, const MaskRead& r) {
   for (graph::ValueId v : chain_inputs(g, a))
     if (v != r.value || (!r.pairs && r.causal.empty())) return false;
   return true;
 }
 
-// The mask's element offset for output batch "b".
 std::string mask_batch_offset(const MaskRead& r, const Shape& out_batch) {
   std::string off;
   int64_t inner = 1;
@@ -216,6 +208,10 @@ std::string mask_batch_offset(const MaskRead& r, const Shape& out_batch) {
   }
   return off.empty() ? "0LL" : off;
 }
+
+}  // namespace flash
+
+namespace {
 
 FlashTile tile_of(const Tunables& t) {
   return {t.at("bm"), t.at("bn"), t.count("ks") ? t.at("ks") : 1, t.count("mt") ? t.at("mt") : 1};
@@ -305,25 +301,98 @@ std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::
     Tunables tu = tunables_of(t);
     if (t.shared_bytes(a->d) <= kMaxSharedBytes && std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
   }
+  // On sm_90a the wgmma schedule's candidates too, first where its blocks of 128 query rows
+  // fill the SMs (else those of 64 rows on mma.sync, which the short-sequence rows measured
+  // fastest, lead).
+  const std::vector<Tunables> wg = flash::wgmma_candidates(*a, target);
+  const bool wg_first = (a->sq + 127) / 128 * a->batches >= target.num_sms;
+  c.insert(wg_first ? c.begin() : c.end(), wg.begin(), wg.end());
   return c;
 }
 
 std::string attention_mask_kind(const graph::Graph& g, const AttentionDims& a) {
-  const MaskRead r = mask_read(g, a, true);
+  const flash::MaskRead r = flash::mask_read(g, a, true);
   return r.value == graph::kNoValue ? "none" : !r.causal.empty() ? "causal" : "additive";
 }
+
+namespace flash {
+
+void intercept_reads(Emitter& e, const AttentionDims& a, const MaskRead& mr, std::shared_ptr<bool> live) {
+  const graph::ValueId scores = a.qk.node->outputs[0], prod = a.pv.node->outputs[0];
+  e.set_intercept([=](graph::ValueId v, const std::vector<std::string>&) -> std::optional<std::string> {
+    if (v == scores) return std::string("s");
+    if (v == prod) return std::string("acc");
+    if (v == mr.value && !mr.causal.empty()) return *live ? mr.causal_live : mr.causal;
+    if (v == mr.value && mr.pairs) return std::string("mk");
+    return std::nullopt;
+  });
+}
+
+std::string emit_key_range(Emitter& e, const AttentionDims& a, int bm, int bn, const MaskRead& mr,
+                           const std::vector<int>& ends) {
+  std::string table;
+  for (int x : ends) table += (table.empty() ? "" : ", ") + std::to_string(x);
+  e.line("const int qt = (int)gridDim.x - 1 - (int)blockIdx.x;");
+  e.line(fmt::format("const int q0 = qt * {};", bm));
+  e.line(ends.empty() ? fmt::format("const int kt_end = {};", (a.sk + bn - 1) / bn)
+                      : "const int kt_end = braze_key_tile_end[qt];");
+  if (ends.empty()) return "";
+  // Key tiles wholly below the diagonal for the block's first row (so for all its rows).
+  e.line(fmt::format("const int kt_whole = (q0 + {0} < {1} ? q0 + {0} : {1}) / {2}, kt_live = kt_whole < kt_end ? kt_whole : kt_end;",
+                     mr.causal_off + 1, a.sk, bn));
+  return fmt::format("__device__ const int braze_key_tile_end[] = {{{}}};\n", table);
+}
+
+void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a, const std::shared_ptr<bool>& live,
+                 bool with_live) {
+  std::vector<std::string> coords = graph::cuda_unravel("b", a.qk.out_batch);
+  coords.push_back("i");
+  coords.push_back("j");
+  auto score_lambda = [&](const char* name, bool live_part) {
+    *live = live_part;
+    e.push_scope();
+    e.open(fmt::format("auto {} = [&](int i, int j, float s, float mk) -> float {{", name));
+    const std::string x = e.value_at(g.node(a.match.softmax).inputs[0], coords);
+    e.line(fmt::format("return (float)({});", x));
+    e.close(";");
+    e.pop_scope();
+    *live = false;
+  };
+  score_lambda("score", false);
+  if (with_live) score_lambda("live", true);
+}
+
+std::string mask_args(Emitter& e, const AttentionDims& a, const MaskRead& mr) {
+  return mr.pairs ? fmt::format("{} + {}, {}LL", e.input_param(mr.value), mask_batch_offset(mr, a.qk.out_batch),
+                                mr.row_stride)
+                  : fmt::format("({}*)nullptr, 0LL", graph::cuda_storage_type(a.dtype));
+}
+
+void emit_output(Emitter& e, const graph::Graph& g, const AttentionDims& a, int mt, const std::string& row) {
+  e.open("if (mine) {");
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int mt = 0; mt < {}; ++mt) {{", mt));
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int n = 0; n < {}; ++n) {{", a.d / 8));
+  e.line("#pragma unroll");
+  e.open("for (int r = 0; r < 2; ++r) {");
+  e.line(fmt::format("const long long i = {};", row));
+  e.line("const long long jp = n * 8 + (lane % 4) * 2;");
+  emit_gemm_stores(e, g, a.pv, a.epi, 2, "o[mt][n][2 * r + q]");
+  for (int c = 0; c < 4; ++c) e.close();  // r, n, mt, mine
+}
+
+std::string dead_literal(const AttentionDims& a) { return std::isnan(a.dead) ? "__int_as_float(0x7fc00000)" : "0.f"; }
+
+}  // namespace flash
 
 namespace {
 
 // The kernel; `final_code`: with a constant mask's structure used (a causal mask as an index
 // comparison, its dead key tiles skipped), which reads every element of it. Without, the
 // code is only written to see that it can be (the partitioner's question).
-std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
-                                   std::string* why_not, const Tunables* tune, bool final_code) {
-  std::optional<AttentionDims> ad = attention_dims(g, group, target, why_not);
-  if (!ad) return std::nullopt;
-  const AttentionDims& a = *ad;
-  const FlashTile t = tile_of(tune ? *tune : attention_candidates(g, group, target).front());
+std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& group, const AttentionDims& a,
+                                   const FlashTile& t, std::string* why_not, bool final_code) {
   if (t.mt < 1 || t.mt > 2 || t.bm % (16 * t.mt) || t.bn % 16 || t.bm < 16 || t.bm > 256 || t.bn < 16 ||
       t.bn > 128 || t.ks < 1 || t.ks > 4 || t.threads() > 1024 || t.shared_bytes(a.d) > kMaxSharedBytes) {
     *why_not = fmt::format("flash attention tile {}x{} over {} warp groups of {}-row warps is not supported", t.bm,
@@ -332,86 +401,42 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   }
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
   Emitter e(g, [members](graph::NodeId id) { return members.count(id) != 0; });
-  const graph::ValueId scores = a.qk.node->outputs[0], prod = a.pv.node->outputs[0];
-  const MaskRead mr = mask_read(g, a, final_code);
+  const flash::MaskRead mr = flash::mask_read(g, a, final_code);
   auto live_mask = std::make_shared<bool>(false);  // writing the chain below the diagonal
-  e.set_intercept([=](graph::ValueId v, const std::vector<std::string>&) -> std::optional<std::string> {
-    if (v == scores) return std::string("s");
-    if (v == prod) return std::string("acc");
-    if (v == mr.value && !mr.causal.empty()) return *live_mask ? mr.causal_live : mr.causal;
-    if (v == mr.value && mr.pairs) return std::string("mk");
-    return std::nullopt;
-  });
+  flash::intercept_reads(e, a, mr, live_mask);
   const OperandView &vq = *a.qk.view[0], &vk = *a.qk.view[1], &vv = *a.pv.view[1];
   const std::string pq = e.input_param(vq.root), pk = e.input_param(vk.root), pv = e.input_param(vv.root);
-  const int64_t q_tiles = (a.sq + t.bm - 1) / t.bm, k_tiles = (a.sk + t.bn - 1) / t.bn;
+  const int64_t q_tiles = (a.sq + t.bm - 1) / t.bm;
   e.line("const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;");
-  const std::vector<int> ends = key_tile_ends(g, a, t, mr);
-  std::string table;
-  for (int x : ends) table += (table.empty() ? "" : ", ") + std::to_string(x);
-  e.line("const int qt = (int)gridDim.x - 1 - (int)blockIdx.x;");
-  e.line(fmt::format("const int q0 = qt * {};", t.bm));
-  e.line(ends.empty() ? fmt::format("const int kt_end = {};", k_tiles) : "const int kt_end = braze_key_tile_end[qt];");
-  // Key tiles wholly below the diagonal for the block's first row (so for all its rows).
-  if (!ends.empty())
-    e.line(fmt::format("const int kt_whole = (q0 + {0} < {1} ? q0 + {0} : {1}) / {2}, kt_live = kt_whole < kt_end ? kt_whole : kt_end;",
-                       mr.causal_off + 1, a.sk, t.bn));
+  const std::vector<int> ends = flash::key_tile_ends(g, a, t.bm, t.bn, mr);
+  std::string code = flash::emit_key_range(e, a, t.bm, t.bn, mr, ends);
   e.open(fmt::format("for (long long b = blockIdx.y; b < {}LL; b += gridDim.y) {{", a.batches));
-  // The softmax's input at (b, i, j) from the product's value s.
-  std::vector<std::string> coords = graph::cuda_unravel("b", a.qk.out_batch);
-  coords.push_back("i");
-  coords.push_back("j");
-  auto score_lambda = [&](const char* name, bool live) {
-    *live_mask = live;
-    e.push_scope();
-    e.open(fmt::format("auto {} = [&](int i, int j, float s, float mk) -> float {{", name));
-    const std::string x = e.value_at(g.node(a.match.softmax).inputs[0], coords);
-    e.line(fmt::format("return (float)({});", x));
-    e.close(";");
-    e.pop_scope();
-    *live_mask = false;
-  };
   try {
-    score_lambda("score", false);
-    if (!ends.empty()) score_lambda("live", true);
+    flash::emit_scores(e, g, a, live_mask, !ends.empty());
   } catch (const graph::CudaUnsupported& u) {
     *why_not = "the scores' element-wise chain: " + u.why;
     return std::nullopt;
   }
   e.line(fmt::format("float o[{}][{}][4];", t.mt, a.d / 8));
-  const std::string mask_arg =
-      mr.pairs ? fmt::format("{} + {}, {}LL", e.input_param(mr.value), mask_batch_offset(mr, a.qk.out_batch), mr.row_stride)
-               : fmt::format("({}*)nullptr, 0LL", graph::cuda_storage_type(a.dtype));
   e.line(fmt::format("const bool mine = flash::run<{}, {}, {}>(o, {} + {}, {}LL, {} + {}, {}LL, {} + {}, {}LL, {}, q0, {}, {}, kt_end, {}, "
                      "score, {}, braze_smem);",
-                     mr.pairs ? "true" : "false", safe_score(g, a, mr) ? "true" : "false", ends.empty() ? "false" : "true", pq, operand_view_offset(vq), vq.ld, pk, operand_view_offset(vk),
-                     vk.ld, pv, operand_view_offset(vv), vv.ld, mask_arg, a.sq, a.sk,
-                     std::isnan(a.dead) ? "__int_as_float(0x7fc00000)" : "0.f", ends.empty() ? "score, 0" : "live, kt_live"));
-  // o[mt][n][2 r + q] is output element (i, 8 n + 2 t + q) of row
-  // i = q0 + 16 (mt warp + mt) + g + 8 r, held by group 0's warps.
-  e.open("if (mine) {");
-  e.line("#pragma unroll");
-  e.open(fmt::format("for (int mt = 0; mt < {}; ++mt) {{", t.mt));
-  e.line("#pragma unroll");
-  e.open(fmt::format("for (int n = 0; n < {}; ++n) {{", a.d / 8));
-  e.line("#pragma unroll");
-  e.open("for (int r = 0; r < 2; ++r) {");
-  e.line(fmt::format("const long long i = q0 + (warp % {}) * {} + mt * 16 + lane / 4 + r * 8;", t.bm / (16 * t.mt),
-                     16 * t.mt));
-  e.line("const long long jp = n * 8 + (lane % 4) * 2;");
+                     mr.pairs ? "true" : "false", flash::safe_score(g, a, mr) ? "true" : "false", ends.empty() ? "false" : "true", pq, operand_view_offset(vq), vq.ld, pk, operand_view_offset(vk),
+                     vk.ld, pv, operand_view_offset(vv), vv.ld, flash::mask_args(e, a, mr), a.sq, a.sk,
+                     flash::dead_literal(a), ends.empty() ? "score, 0" : "live, kt_live"));
+  // Group 0's warps hold the output: row i = q0 + 16 (MT warp + mt) + g + 8 r.
   try {
-    emit_gemm_stores(e, g, a.pv, a.epi, 2, "o[mt][n][2 * r + q]");
+    flash::emit_output(e, g, a, t.mt,
+                       fmt::format("q0 + (warp % {}) * {} + mt * 16 + lane / 4 + r * 8", t.bm / (16 * t.mt), 16 * t.mt));
   } catch (const graph::CudaUnsupported& u) {
     *why_not = u.why;
     return std::nullopt;
   }
-  for (int c = 0; c < 5; ++c) e.close();  // r, n, mt, mine, b
+  e.close();  // b
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Attention, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
   kern.grid = {static_cast<unsigned>(q_tiles), static_cast<unsigned>(std::clamp<int64_t>(a.batches, 1, 65535)), 1};
   kern.shared_bytes = static_cast<unsigned>(t.shared_bytes(a.d));
-  std::string code = ends.empty() ? "" : fmt::format("__device__ const int braze_key_tile_end[] = {{{}}};\n", table);
   code += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}{9}) KERNEL_NAME({1}) {{\n"
       "  typedef braze_flash<{2}, {3}, {4}, {5}, {8}, {10}> flash;\n"
@@ -423,19 +448,29 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   return kern;
 }
 
+// The kernel of tunables `tune` (else the heuristic's), on wgmma where they say so.
+std::optional<Kernel> any_flash_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
+                                       std::string* why_not, const Tunables* tune, bool final_code) {
+  std::optional<AttentionDims> a = attention_dims(g, group, target, why_not);
+  if (!a) return std::nullopt;
+  const Tunables t = tune ? *tune : attention_candidates(g, group, target).front();
+  if (t.count("wg")) return flash::wgmma_kernel(g, group, *a, t, why_not, final_code);
+  return flash_kernel(g, group, *a, tile_of(t), why_not, final_code);
+}
+
 }  // namespace
 
 std::string attention_unsupported(const graph::Graph& g, const fusion::Group& group, const Target& target) {
   std::string why;
   if (!attention_dims(g, group, target, &why)) return why;
   // The element-wise chain and the epilogue are written by the emitter: try it.
-  if (!flash_kernel(g, group, target, &why, nullptr, false)) return why;
+  if (!any_flash_kernel(g, group, target, &why, nullptr, false)) return why;
   return "";
 }
 
 std::optional<Kernel> attention_kernel(const graph::Graph& g, const fusion::Group& group,
                                        const Target& target, std::string* why_not, const Tunables* tune) {
-  return flash_kernel(g, group, target, why_not, tune, true);
+  return any_flash_kernel(g, group, target, why_not, tune, true);
 }
 
 }  // namespace braze::codegen

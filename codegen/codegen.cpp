@@ -30,6 +30,7 @@ void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code, un
   if (helpers & kSimtGemmHelpers) source += std::string(device_simt_gemm());
   if (helpers & kWgmmaHelpers) source += std::string(device_wgmma());
   if (helpers & kAttentionHelpers) source += std::string(device_attention());
+  if (helpers & kAttentionWgmmaHelpers) source += std::string(device_attention_wgmma());
   // The name hashes the device helpers too, so that the tuning cache (keyed by name) does
   // not keep a winner timed against helpers that have since changed.
   uint64_t h = XXH3_64bits_withSeed(code.data(), code.size(), XXH3_64bits(source.data(), source.size()));

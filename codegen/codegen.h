@@ -34,6 +34,7 @@ enum DeviceHelpers : unsigned {
   kSimtGemmHelpers = 4,  // device/simt_gemm.cuh: SIMT GEMM main loop
   kWgmmaHelpers = 8,     // device/wgmma.cuh: TMA, mbarriers, wgmma (sm_90a; after kMmaHelpers)
   kAttentionHelpers = 16,  // device/attention.cuh: flash attention (after kMmaHelpers)
+  kAttentionWgmmaHelpers = 32,  // device/attention_wgmma.cuh: flash attention on wgmma (after all three)
 };
 
 // The whole translation unit: device helpers, then "// ---- generated ----", a comment

@@ -142,6 +142,14 @@ bool gemm_tensor_core_types(const graph::Graph& g, const GemmDims& d, const Targ
 // the TMA (wgmma), or empty.
 std::string gemm_tc_operand_problem(const graph::Graph& g, const GemmDims& d, int i);
 std::string gemm_wgmma_operand_problem(const GemmDims& d, int i);
+// The TMA coordinates of output batch "b" along a view's batch dims of non-zero stride, outermost
+// first (at least one: a single matrix is one batch of one).
+std::vector<std::string> tma_batch_coords(const OperandView& v);
+// A view's tensor map over parameter `param`: its contiguous dim (contig elements) first, then
+// its rows, then the batch factors TMA walks (one of size 1 when there are none); boxes of
+// box_contig x box_rows; the base is the view's first element.
+TensorMap tma_view_map(const OperandView& v, size_t param, DType dtype, int64_t contig, int64_t rows,
+                       unsigned box_contig, unsigned box_rows);
 
 // The tensor-core schedule (gemm_tc.cpp): float16 / bfloat16 products, and float32 ones
 // when target.tf32. Empty when it applies to the group on `target`, else why not.

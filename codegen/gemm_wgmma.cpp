@@ -113,18 +113,6 @@ std::vector<TmaBatchDim> tma_batch_dims(const OperandView& v) {
   return out;
 }
 
-// The TMA coordinates of output batch "b" along a view's batch dims (at least one: a
-// single matrix is one batch of one).
-std::vector<std::string> tma_batch_coords(const OperandView& v) {
-  std::vector<std::string> c;
-  for (const TmaBatchDim& t : tma_batch_dims(v)) {
-    std::string digit = t.inner == 1 ? "(int)b" : fmt::format("(int)(b / {})", t.inner);
-    c.push_back(t.outermost ? digit : fmt::format("{} % {}", digit, t.dim.size));
-  }
-  if (c.empty()) c.push_back("0");
-  return c;
-}
-
 // The asm of one m64nNk16 wgmma with fp32 accumulators d[N / 2], A and B from shared memory
 // by descriptor, D += A B; trans_* marks an m- or n-contiguous (MN-major) operand.
 std::string wgmma_step_function(int n, const char* type, bool trans_a, bool trans_b) {
@@ -147,6 +135,40 @@ std::string wgmma_step_function(int n, const char* type, bool trans_a, bool tran
 }
 
 }  // namespace
+
+std::vector<std::string> tma_batch_coords(const OperandView& v) {
+  std::vector<std::string> c;
+  for (const TmaBatchDim& t : tma_batch_dims(v)) {
+    std::string digit = t.inner == 1 ? "(int)b" : fmt::format("(int)(b / {})", t.inner);
+    c.push_back(t.outermost ? digit : fmt::format("{} % {}", digit, t.dim.size));
+  }
+  if (c.empty()) c.push_back("0");
+  return c;
+}
+
+
+TensorMap tma_view_map(const OperandView& v, size_t param, DType dtype, int64_t contig, int64_t rows,
+                       unsigned box_contig, unsigned box_rows) {
+  const uint64_t es = dtype_size(dtype);
+  TensorMap m;
+  m.param = param;
+  m.offset_bytes = static_cast<uint64_t>(v.offset) * es;
+  m.dtype = dtype;
+  m.dims = {static_cast<uint64_t>(contig), static_cast<uint64_t>(rows)};
+  m.strides = {static_cast<uint64_t>(v.ld) * es};
+  m.box = {box_contig, box_rows};
+  for (const TmaBatchDim& t : tma_batch_dims(v)) {
+    m.dims.push_back(static_cast<uint64_t>(t.dim.size));
+    m.strides.push_back(static_cast<uint64_t>(t.dim.stride) * es);
+    m.box.push_back(1);
+  }
+  if (m.dims.size() == 2) {
+    m.dims.push_back(1);
+    m.strides.push_back(static_cast<uint64_t>(v.ld * rows) * es);
+    m.box.push_back(1);
+  }
+  return m;
+}
 
 std::string gemm_wgmma_operand_problem(const GemmDims& d, int i) {
   if (!d.view[i]) return d.no_view[i];
@@ -632,28 +654,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
       if (kern.params[i].value == v) return i;
     return kern.params.size();
   };
-  const uint64_t es = dtype_size(a.dtype);
-  // A view's map: its contiguous matrix dim first, then the other, then the batch factors
-  // TMA walks (one of size 1 when there are none); the base is the view's first element.
   auto map_of = [&](const OperandView& v, int64_t contig, int64_t rows, unsigned box_rows) {
-    TensorMap m;
-    m.param = param_of(v.root);
-    m.offset_bytes = static_cast<uint64_t>(v.offset) * es;
-    m.dtype = a.dtype;
-    m.dims = {static_cast<uint64_t>(contig), static_cast<uint64_t>(rows)};
-    m.strides = {static_cast<uint64_t>(v.ld) * es};
-    m.box = {static_cast<uint32_t>(kBox), box_rows};
-    for (const TmaBatchDim& t : tma_batch_dims(v)) {
-      m.dims.push_back(static_cast<uint64_t>(t.dim.size));
-      m.strides.push_back(static_cast<uint64_t>(t.dim.stride) * es);
-      m.box.push_back(1);
-    }
-    if (m.dims.size() == 2) {
-      m.dims.push_back(1);
-      m.strides.push_back(static_cast<uint64_t>(v.ld * rows) * es);
-      m.box.push_back(1);
-    }
-    return m;
+    return tma_view_map(v, param_of(v.root), a.dtype, contig, rows, kBox, box_rows);
   };
   kern.tensor_maps.push_back(a_mn ? map_of(va, d.m, d.k, kBk) : map_of(va, d.k, d.m, t.bm));
   kern.tensor_maps.push_back(b_mn ? map_of(vb, d.nn, d.k, kBk) : map_of(vb, d.k, d.nn, t.bn));

@@ -112,6 +112,37 @@ std::string masked_attention(int b, int h, int s, int d) {
                      b, h, s, d);
 }
 
+std::string plain_attention(int b, int h, int s, int d) {
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float16[{0},{1},{2},{3}] q, float16[{0},{1},{2},{3}] k, float16[{0},{1},{2},{3}] v) => (float16[{0},{1},{2},{3}] y) {{
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  sc = MatMul(q, kt)  cf = Constant <value = float {{0.088388}}> ()
+      c = CastLike(cf, q)  ss = Mul(sc, c)  p = Softmax <axis = -1> (ss)  y = MatMul(p, v) }})",
+                     b, h, s, d);
+}
+
+// Every candidate (the wgmma schedule's among them on sm_90a) on key loops of many tiles, so
+// that each stage is reused many times: GQA causal at head dim 128 and 1000 keys, and not
+// masked at head dim 64 and 777 keys, against the reference.
+TEST(GpuAttentionAtModelSize, EveryCandidateOnLongKeyLoops) {
+  if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
+  const gpu::EngineOptions o = gpu::default_engine_options();
+  for (const std::string& text : {causal_attention(1, 8, 2, 1000, 128), plain_attention(2, 3, 777, 64)}) {
+    graph::Graph g = test::graph_from_text(text);
+    graph::passes::run_pipeline(g);
+    const std::vector<gpu::Step> base = gpu::generate_steps(g, codegen::plan_for(g, true, o.target), o.target);
+    ASSERT_EQ(base.size(), 1u);
+    const std::vector<Tensor> in = test::random_inputs(g, 67);
+    const Tensor want = runtime::run_reference(g, in).at(0);
+    for (const codegen::Tunables& t : codegen::candidates(g, base[0].group, o.target)) {
+      std::string why, tun;
+      for (const auto& [k, v] : t) tun += fmt::format("{}={} ", k, v);
+      auto engine = test::engine_with(g, base, 0, t, o, &why);
+      ASSERT_TRUE(engine) << tun << why;
+      EXPECT_TRUE(test::tensors_close(test::run_poisoned(engine, in), want)) << tun;
+    }
+  }
+}
+
 TEST(GpuAttentionThroughput, DISABLED_EveryCandidateAtModelSizes) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
   const gpu::EngineOptions o = gpu::default_engine_options();
@@ -120,7 +151,10 @@ TEST(GpuAttentionThroughput, DISABLED_EveryCandidateAtModelSizes) {
       {"gpt2 b1 s1024 causal", causal_attention(1, 12, 12, 1024, 64)},
       {"gpt2 b8 s512 causal", causal_attention(8, 12, 12, 512, 64)},
       {"llama b1 s512 gqa causal", causal_attention(1, 32, 4, 512, 64)},
-      {"llama b1 s2048 gqa causal", causal_attention(1, 32, 4, 2048, 64)}};
+      {"llama b1 s2048 gqa causal", causal_attention(1, 32, 4, 2048, 64)},
+      {"A3 (1,32,2048,128) kv4 causal", causal_attention(1, 32, 4, 2048, 128)},
+      {"A4 (1,32,8192,128) causal", causal_attention(1, 32, 32, 8192, 128)},
+      {"A5 (4,16,4096,128)", plain_attention(4, 16, 4096, 128)}};
   for (const auto& [what, text] : cases) {
     graph::Graph g = test::graph_from_text(text);
     graph::passes::run_pipeline(g);

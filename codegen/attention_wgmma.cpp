@@ -1,0 +1,188 @@
+// The Hopper flash-attention schedule (sm_90a): the attention group's kernel on wgmma, Q, K
+// and V tiles streamed by TMA from the same strided views the mma.sync schedule reads
+// (attention.cpp), one producer warpgroup and one or two consumer warpgroups of 64 query rows
+// each. The device side is braze_flash_wg in codegen/device/attention_wgmma.cuh; the scores'
+// chain, the mask's reads and the output's stores are attention.cpp's (attention_parts.h).
+//
+//   grid (query tiles, batches)   block: warpgroup 0 loads, 1 .. CONS compute 64 rows each
+//   Q [BM, D] ─▶ smem once        K, V [BN, D] ─▶ STAGES smem stages, each on its own barrier
+//
+// TMA maps: the head dim first (boxes of 64, one 128-byte swizzled row), the sequence, then
+// the view's batch factors (GQA's repeated K and V: a stride-0 factor TMA does not walk).
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "codegen/attention_parts.h"
+#include "codegen/codegen.h"
+#include "graph/cuda_hooks.h"
+
+namespace braze::codegen::flash {
+
+namespace {
+
+// bn keys a tile, cons consumer warpgroups of 64 query rows, stages K / V stages.
+struct WgFlash {
+  int bn = 128, cons = 2, stages = 2;
+  int bm() const { return 64 * cons; }
+  int threads() const { return 128 * (cons + 1); }
+  int64_t shared_bytes(int64_t d) const {
+    return (bm() + 2 * int64_t{stages} * bn) * d * 2 + 8 * (1 + 3 * int64_t{stages}) + 1024;
+  }
+  bool operator==(const WgFlash&) const = default;
+};
+
+Tunables tunables_of(const WgFlash& t) {
+  return {{"flash", 1}, {"wg", 1}, {"bn", t.bn}, {"cons", t.cons}, {"stages", t.stages}};
+}
+WgFlash tile_of(const Tunables& t) {
+  return {t.count("bn") ? t.at("bn") : 128, t.count("cons") ? t.at("cons") : 2,
+          t.count("stages") ? t.at("stages") : 2};
+}
+
+// The operands' list of one wgmma's n / 2 accumulators of a thread, d[i / 4][i % 4].
+std::pair<std::string, std::string> accumulators(int n) {
+  std::string list, outs;
+  for (int r = 0; r < n / 2; ++r) {
+    list += fmt::format("{}%{}", r ? ", " : "", r);
+    outs += fmt::format("{}\"+f\"(d[{}][{}])", r ? ", " : "", r / 4, r % 4);
+  }
+  return {list, outs};
+}
+
+// braze_flash_wg's OPS: qk, S (64 x bn) = or += Q Kᵀ, both from shared memory (K-major);
+// pv, O (64 x d) += P V, P's A fragment from registers, V MN-major.
+std::string wgmma_ops(int bn, int d, const char* type) {
+  const auto [ql, qo] = accumulators(bn);
+  const auto [pl, po] = accumulators(d);
+  const int qr = bn / 2, pr = d / 2;
+  return fmt::format(
+      "struct braze_wg_ops {{\n"
+      "  static BRAZE_DEV void qk(float (&d)[{0}][4], unsigned long long da, unsigned long long db, bool acc) {{\n"
+      "    asm volatile(\"{{\\n .reg .pred p;\\n setp.ne.b32 p, %{1}, 0;\\n"
+      " wgmma.mma_async.sync.aligned.m64n{2}k16.f32.{3}.{3} {{{4}}}, %{5}, %{6}, p, 1, 1, 0, 0;\\n}}\\n\"\n"
+      "                 : {7}\n"
+      "                 : \"r\"((int)acc), \"l\"(da), \"l\"(db));\n"
+      "  }}\n"
+      "  static BRAZE_DEV void pv(float (&d)[{8}][4], const unsigned (&a)[4], unsigned long long db) {{\n"
+      "    asm volatile(\"wgmma.mma_async.sync.aligned.m64n{9}k16.f32.{3}.{3} {{{10}}}, {{%{11}, %{12}, %{13}, %{14}}}, %{15}, 1, 1, 1, 1;\\n\"\n"
+      "                 : {16}\n"
+      "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(db));\n"
+      "  }}\n"
+      "}};\n",
+      bn / 8, qr, bn, type, ql, qr + 1, qr + 2, qo, d / 8, d, pl, pr, pr + 1, pr + 2, pr + 3, pr + 4, po);
+}
+
+}  // namespace
+
+std::string wgmma_problem(const AttentionDims& a, const Target& target) {
+  if (!target.sm90a || target.emulated) return "wgmma needs sm_90a";
+  if (a.d != 64 && a.d != 128) return fmt::format("wgmma flash attention: head dim {} (64 or 128)", a.d);
+  if (a.batches > 65535) return "wgmma flash attention: more than 65535 batches";
+  const std::pair<const GemmDims*, int> views[] = {{&a.qk, 0}, {&a.qk, 1}, {&a.pv, 1}};
+  for (const auto& [d, i] : views) {
+    std::string why = gemm_wgmma_operand_problem(*d, i);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+std::vector<Tunables> wgmma_candidates(const AttentionDims& a, const Target& target) {
+  if (!wgmma_problem(a, target).empty()) return {};
+  // Two consumer warpgroups hold 64 x (D + bn) fp32 accumulators a warpgroup in the 168
+  // registers a thread of 384 has (ptxas allocates no more after setmaxnreg: CUDA 13.0): at
+  // D = 128 keys tiles of 96 fit without spills, 112 and 128 spill; at D = 64, 128 fit.
+  const std::initializer_list<WgFlash> d128 = {{96, 2, 2}, {64, 2, 3}, {80, 2, 3}, {64, 2, 4}, {128, 1, 2}, {64, 1, 2}};
+  const std::initializer_list<WgFlash> d64 = {{128, 2, 2}, {64, 2, 3}, {128, 2, 3}, {64, 2, 4}, {128, 1, 2}, {64, 1, 2}};
+  std::vector<Tunables> c;
+  for (WgFlash t : a.d == 128 ? d128 : d64)
+    if (t.shared_bytes(a.d) <= kMaxSharedBytes) c.push_back(tunables_of(t));
+  return c;
+}
+
+std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& group, const AttentionDims& a,
+                                   const Tunables& tune, std::string* why_not, bool final_code) {
+  const WgFlash t = tile_of(tune);
+  if (t.bn % 16 || t.bn < 16 || t.bn > 256 || (t.cons != 1 && t.cons != 2) || t.stages < 2 || t.stages > 4 ||
+      t.shared_bytes(a.d) > kMaxSharedBytes) {
+    *why_not = fmt::format("wgmma flash attention: {}-key tiles, {} consumer warpgroups, {} stages is not supported",
+                           t.bn, t.cons, t.stages);
+    return std::nullopt;
+  }
+  std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
+  Emitter e(g, [members](graph::NodeId id) { return members.count(id) != 0; });
+  const MaskRead mr = mask_read(g, a, final_code);
+  auto live_mask = std::make_shared<bool>(false);
+  intercept_reads(e, a, mr, live_mask);
+  const OperandView &vq = *a.qk.view[0], &vk = *a.qk.view[1], &vv = *a.pv.view[1];
+  e.input_param(vq.root);
+  e.input_param(vk.root);
+  e.input_param(vv.root);
+  // Consumer warp w (0 .. 4 cons - 1) holds rows 16 w ..; the producer's warps store nothing.
+  e.line("const int warp = (int)threadIdx.x / 32 - 4, lane = (int)threadIdx.x % 32;");
+  const std::vector<int> ends = key_tile_ends(g, a, t.bm(), t.bn, mr);
+  std::string code = emit_key_range(e, a, t.bm(), t.bn, mr, ends);
+  e.line("const long long b = blockIdx.y;");
+  try {
+    emit_scores(e, g, a, live_mask, !ends.empty());
+  } catch (const graph::CudaUnsupported& u) {
+    *why_not = "the scores' element-wise chain: " + u.why;
+    return std::nullopt;
+  }
+  // The loads of this batch's boxes: (destination, head-dim column, row, barrier).
+  auto emit_load = [&](const char* name, const OperandView& v, const char* map) {
+    const std::vector<std::string> bc = tma_batch_coords(v);
+    e.line(fmt::format("auto {} = [&](braze_saddr dst, int c0, int row, braze_saddr bar) {{ "
+                       "braze_tma_load_{}d(dst, {}, c0, row, {}, bar); }};",
+                       name, 2 + bc.size(), map, fmt::join(bc, ", ")));
+  };
+  emit_load("load_q", vq, "braze_tmap_q");
+  emit_load("load_k", vk, "braze_tmap_k");
+  emit_load("load_v", vv, "braze_tmap_v");
+  e.line("flash::init(braze_smem);");
+  e.open("if (threadIdx.x < 128) {");
+  e.line("flash::produce(load_q, load_k, load_v, q0, kt_end, braze_smem);");
+  e.line("return;");
+  e.close();
+  e.line(fmt::format("float o[1][{}][4];", a.d / 8));
+  e.line(fmt::format("flash::consume<{}, {}, {}>(o, {}, q0, {}, {}, kt_end, {}, score, {}, braze_smem);",
+                     mr.pairs ? "true" : "false", safe_score(g, a, mr) ? "true" : "false",
+                     ends.empty() ? "false" : "true", mask_args(e, a, mr), a.sq, a.sk, dead_literal(a),
+                     ends.empty() ? "score, 0" : "live, kt_live"));
+  e.line("const bool mine = true;");
+  try {
+    emit_output(e, g, a, 1, "q0 + warp * 16 + lane / 4 + r * 8");
+  } catch (const graph::CudaUnsupported& u) {
+    *why_not = u.why;
+    return std::nullopt;
+  }
+
+  Kernel kern = kernel_record(e, fusion::GroupKind::Attention, group, tunables_of(t));
+  kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
+  kern.grid = {static_cast<unsigned>((a.sq + t.bm() - 1) / t.bm()), static_cast<unsigned>(a.batches), 1};
+  kern.shared_bytes = static_cast<unsigned>(t.shared_bytes(a.d));
+  auto param_of = [&](graph::ValueId v) {
+    for (size_t i = 0; i < kern.params.size(); ++i)
+      if (kern.params[i].value == v) return i;
+    return kern.params.size();
+  };
+  kern.tensor_maps.push_back(tma_view_map(vq, param_of(vq.root), a.dtype, a.d, a.sq, 64, t.bm()));
+  kern.tensor_maps.push_back(tma_view_map(vk, param_of(vk.root), a.dtype, a.d, a.sk, 64, t.bn));
+  kern.tensor_maps.push_back(tma_view_map(vv, param_of(vv.root), a.dtype, a.d, a.sk, 64, t.bn));
+  const char* type = a.dtype == DType::Float16 ? "f16" : "bf16";
+  code += wgmma_ops(t.bn, static_cast<int>(a.d), type);
+  code += fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
+      "const __grid_constant__ braze_tmap braze_tmap_q, const __grid_constant__ braze_tmap braze_tmap_k, "
+      "const __grid_constant__ braze_tmap braze_tmap_v) {{\n"
+      "  typedef braze_flash_wg<{2}, {3}, {4}, {5}, {6}, braze_wg_ops> flash;\n"
+      "  static_assert(flash::kSharedBytes <= {7}, \"the launch's shared memory\");\n"
+      "  BRAZE_DYNAMIC_SMEM(braze_smem, {7});\n{8}}}\n",
+      t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), a.d, t.bn, t.cons, t.stages,
+      kern.shared_bytes, e.body());
+  finish_kernel(g, kern, code, kMmaHelpers | kWgmmaHelpers | kAttentionHelpers | kAttentionWgmmaHelpers);
+  return kern;
+}
+
+}  // namespace braze::codegen::flash

@@ -1,0 +1,195 @@
+// braze flash attention, the forward pass on Hopper (sm_90a): wgmma with TMA and a producer
+// warpgroup, instantiated by codegen/attention_wgmma.cpp; needs mma.cuh, wgmma.cuh and
+// attention.cuh (whose online softmax step it shares) before it.
+//
+// One block takes BM = 64 CONS query rows of one batch (and head), CONS + 1 warpgroups:
+//
+//   warpgroup 0, one thread: TMA-loads the Q tile once, then for each key tile kt the K and V
+//     tiles into stage kt % STAGES (waiting until the consumers have freed it), each on its
+//     own barrier, so that Q Kᵀ can start while V is still landing;
+//   warpgroup 1 + c: query rows 64 c .. 64 c + 63. Per key tile: S = Q Kᵀ (wgmma m64nBNk16,
+//     Q and K from shared memory), the scores' chain and the online softmax in registers (the
+//     wgmma accumulator of each warp is the mma.sync C fragment, so braze_flash's softmax
+//     step serves as it is), then O += P V (wgmma m64nDk16 with P from registers — the C
+//     fragment pairs are its A fragment — and V from shared memory, MN-major).
+//
+// Shared tiles are what the TMA writes with the 128-byte swizzle: rows of 64 elements (128
+// bytes), a head dim of 128 as two such boxes side by side (box h at h x rows x 128 bytes).
+// Q Kᵀ's operands are both K-major (the head dim contiguous); P V's B (V, keys x head dim)
+// is MN-major: its 64-column boxes are LBO = BN x 128 bytes apart, its 8-key groups SBO =
+// 1024. TMA zero-fills rows past the sequences; keys past sk score -inf (the softmax step),
+// so their zero V rows add nothing. Each consumer warp frees a stage once its P V has retired.
+#ifndef BRAZE_ATTENTION_WGMMA_CUH
+#define BRAZE_ATTENTION_WGMMA_CUH
+#ifndef BRAZE_CPU_EMULATION
+
+template <int N>
+BRAZE_DEV void braze_fence_frag(float (&d)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[i][e])::"memory");
+}
+
+// OPS::qk(s, desc_q, desc_k, accumulate) (S = Q Kᵀ, or S += … when accumulate) and
+// OPS::pv(o, a, desc_v) (O += P V, P's A fragment in a) are written by the schedule for the
+// kernel's BN and D (their register lists are literal).
+template <class T, int D, int BN, int CONS, int STAGES, class OPS>
+struct braze_flash_wg {
+  static_assert(D == 64 || D == 128, "head dims of whole 128-byte rows");
+  static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "key tiles of whole k16 steps, a TMA box at most");
+  static_assert(CONS == 1 || CONS == 2, "one or two consumer warpgroups");
+  static_assert(STAGES >= 1 && STAGES <= 4, "1 to 4 stages");
+  typedef braze_flash<T, D, 64, BN> step;  // the online softmax of one warp's 16 rows
+  static constexpr int BM = 64 * CONS, kThreads = 128 * (CONS + 1), kBoxes = D / 64;
+  static constexpr int kQBytes = BM * D * 2, kTileBytes = BN * D * 2;
+  static constexpr int kKOff = kQBytes, kVOff = kKOff + STAGES * kTileBytes, kBarOff = kVOff + STAGES * kTileBytes;
+  static constexpr int kSharedBytes = kBarOff + 8 * (1 + 3 * STAGES) + 1024;  // 1024: the alignment
+  static constexpr float kLog2e = 1.4426950408889634f;
+
+  // Shared memory: the tiles, then the barriers (Q's; each stage's K and V arrivals and its
+  // release by the consumer warps).
+  struct Smem {
+    braze_saddr q, k, v, q_bar, k_full, v_full, empty;
+    BRAZE_DEV explicit Smem(unsigned char* raw) {
+      q = (braze_smem_addr(raw) + 1023u) & ~1023u;
+      k = q + kKOff;
+      v = q + kVOff;
+      q_bar = q + kBarOff;
+      k_full = q_bar + 8;
+      v_full = k_full + 8 * STAGES;
+      empty = v_full + 8 * STAGES;
+    }
+  };
+
+  // The whole block, first: the barriers initialised.
+  static BRAZE_DEV void init(unsigned char* raw) {
+    const Smem sm(raw);
+    if (threadIdx.x == 0) {
+      braze_mbar_init(sm.q_bar, 1);
+      for (int s = 0; s < STAGES; ++s) {
+        braze_mbar_init(sm.k_full + 8 * s, 1);
+        braze_mbar_init(sm.v_full + 8 * s, 1);
+        braze_mbar_init(sm.empty + 8 * s, 4 * CONS);
+      }
+      braze_mbar_init_fence();
+    }
+    __syncthreads();
+  }
+
+  // Warpgroup 0 (whose threads then leave the kernel: were they to return into code that
+  // the consumers' outputs reach, those would be live, in registers the producer gives back).
+  // load_q(dst, c0, row, bar) copies the box of head-dim columns c0 .. c0 + 63 and rows row ..
+  // row + BM - 1 of this batch's Q into dst (load_k, load_v: BN rows of K, V); key tiles
+  // [0, kt_end) are loaded.
+  template <class LoadQ, class LoadK, class LoadV>
+  static BRAZE_DEV void produce(LoadQ load_q, LoadK load_k, LoadV load_v, int q0, int kt_end, unsigned char* raw) {
+    if constexpr (CONS > 1) braze_setmaxnreg_dec<40>();
+    if (threadIdx.x != 0) return;
+    const Smem sm(raw);
+    braze_mbar_arrive_expect(sm.q_bar, kQBytes);
+#pragma unroll
+    for (int h = 0; h < kBoxes; ++h) load_q(sm.q + h * BM * 128, h * 64, q0, sm.q_bar);
+    for (int kt = 0; kt < kt_end; ++kt) {
+      const int s = kt % STAGES;
+      braze_mbar_wait(sm.empty + 8 * s, ((kt / STAGES) & 1) ^ 1);
+      braze_mbar_arrive_expect(sm.k_full + 8 * s, kTileBytes);
+#pragma unroll
+      for (int h = 0; h < kBoxes; ++h) load_k(sm.k + s * kTileBytes + h * BN * 128, h * 64, kt * BN, sm.k_full + 8 * s);
+      braze_mbar_arrive_expect(sm.v_full + 8 * s, kTileBytes);
+#pragma unroll
+      for (int h = 0; h < kBoxes; ++h) load_v(sm.v + s * kTileBytes + h * BN * 128, h * 64, kt * BN, sm.v_full + 8 * s);
+    }
+  }
+
+  // Warpgroups 1 .. CONS. o, m, l, mask, score, live, kt_end, kt_live and dead as
+  // braze_flash::run; the rows of consumer warp w (0 .. 4 CONS - 1) are 16 w .. 16 w + 15.
+  template <bool MASK, bool SAFE, bool LIVE, class Score, class LiveScore>
+  static BRAZE_DEV void consume(float (&o)[1][D / 8][4], const T* mask, long long mask_ld, int q0, int sq, int sk,
+                                int kt_end, float dead, Score score, LiveScore live, int kt_live, unsigned char* raw) {
+    const Smem sm(raw);
+    const braze_saddr s_q = sm.q, s_k = sm.k, s_v = sm.v, q_bar = sm.q_bar, k_full = sm.k_full, v_full = sm.v_full,
+                      empty = sm.empty;
+    const int tid = (int)threadIdx.x, wg = tid / 128;
+    if constexpr (CONS > 1) braze_setmaxnreg_inc<232>();
+    const int cons = wg - 1, cw = (tid / 32) % 4, lane = tid % 32;
+    float m[2], l[2];
+    int rows[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      m[r] = braze_neg_inf();
+      l[r] = 0.f;
+      const int row = q0 + cons * 64 + cw * 16 + lane / 4 + r * 8;
+      rows[r] = row < sq ? row : sq - 1;
+    }
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[0][n][e] = 0.f;
+    braze_mbar_wait(q_bar, 0);
+    const braze_saddr q_rows = s_q + cons * 64 * 128;
+    for (int kt = 0; kt < kt_end; ++kt) {
+      const int s = kt % STAGES;
+      const unsigned phase = (kt / STAGES) & 1;
+      const int j0 = kt * BN + 2 * (lane % 4);
+      braze_vec<T, 2> mk[MASK ? BN / 8 : 1][2];
+      if constexpr (MASK) {
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+          for (int r = 0; r < 2; ++r)
+            if (j0 + n * 8 < sk) mk[n][r] = braze_vload<2>(mask + rows[r] * mask_ld, (long long)(j0 + n * 8));
+            else mk[n][r] = braze_vec<T, 2>{};
+      }
+      // S = Q Kᵀ.
+      float sc[BN / 8][4];
+      braze_mbar_wait(k_full + 8 * s, phase);
+      const braze_saddr tk = s_k + s * kTileBytes;
+      braze_wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)
+        OPS::qk(sc, braze_wgmma_desc(q_rows + (kk / 4) * BM * 128 + (kk % 4) * 32, 16u, 1024u),
+                    braze_wgmma_desc(tk + (kk / 4) * BN * 128 + (kk % 4) * 32, 16u, 1024u), kk > 0);
+      braze_wgmma_commit();
+      braze_wgmma_wait<0>();
+      braze_fence_frag(sc);
+      const bool full = (kt + 1) * BN <= sk;
+      if (LIVE && kt < kt_live)
+        step::template softmax_step<MASK, true>(o[0], m, l, sc, rows, mk, j0, full, sk, live);
+      else
+        step::template softmax_step<MASK, SAFE>(o[0], m, l, sc, rows, mk, j0, full, sk, score);
+      // O += P V.
+      unsigned p[BN / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        p[kk][0] = braze_pack2(sc[2 * kk][0], sc[2 * kk][1], braze_tag<T>{});
+        p[kk][1] = braze_pack2(sc[2 * kk][2], sc[2 * kk][3], braze_tag<T>{});
+        p[kk][2] = braze_pack2(sc[2 * kk + 1][0], sc[2 * kk + 1][1], braze_tag<T>{});
+        p[kk][3] = braze_pack2(sc[2 * kk + 1][2], sc[2 * kk + 1][3], braze_tag<T>{});
+      }
+      braze_mbar_wait(v_full + 8 * s, phase);
+      const braze_saddr tv = s_v + s * kTileBytes;
+      braze_fence_frag(o[0]);
+      braze_wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) OPS::pv(o[0], p[kk], braze_wgmma_desc(tv + kk * 2048, BN * 128, 1024u));
+      braze_wgmma_commit();
+      braze_wgmma_wait<0>();
+      braze_fence_frag(o[0]);
+      if (lane == 0) braze_mbar_arrive(empty + 8 * s);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+      const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) o[0][n][2 * r + c] = l[r] > 0.f ? o[0][n][2 * r + c] * inv : dead;
+    }
+  }
+};
+
+#endif  // BRAZE_CPU_EMULATION
+#endif  // BRAZE_ATTENTION_WGMMA_CUH

@@ -93,7 +93,7 @@ std::optional<AttentionShape> attention_shape(const graph::Graph& g, const fusio
 
 std::string schedule_name(const Kernel& k) {
   auto on = [&](const char* key) { return k.tunables.count(key) && k.tunables.at(key) != 0; };
-  if (k.kind == fusion::GroupKind::Attention) return "flash";
+  if (k.kind == fusion::GroupKind::Attention) return on("wg") ? "flash-wgmma" : "flash";
   if (k.kind != fusion::GroupKind::Gemm) return std::string(fusion::group_kind_name(k.kind));
   return on("wg") ? "wgmma" : on("tc") ? "mma" : "simt";
 }

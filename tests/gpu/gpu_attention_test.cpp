@@ -122,11 +122,12 @@ std::string plain_attention(int b, int h, int s, int d) {
 
 // Every candidate (the wgmma schedule's among them on sm_90a) on key loops of many tiles, so
 // that each stage is reused many times: GQA causal at head dim 128 and 1000 keys, and not
-// masked at head dim 64 and 777 keys, against the reference.
+// masked at head dim 64 and 777 keys, an additive [B, 1, S, S] mask at 300, against the reference.
 TEST(GpuAttentionAtModelSize, EveryCandidateOnLongKeyLoops) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
   const gpu::EngineOptions o = gpu::default_engine_options();
-  for (const std::string& text : {causal_attention(1, 8, 2, 1000, 128), plain_attention(2, 3, 777, 64)}) {
+  for (const std::string& text :
+       {causal_attention(1, 8, 2, 1000, 128), plain_attention(2, 3, 777, 64), masked_attention(2, 3, 300, 64)}) {
     graph::Graph g = test::graph_from_text(text);
     graph::passes::run_pipeline(g);
     const std::vector<gpu::Step> base = gpu::generate_steps(g, codegen::plan_for(g, true, o.target), o.target);

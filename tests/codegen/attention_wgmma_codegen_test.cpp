@@ -1,0 +1,148 @@
+// The Hopper flash-attention schedule's generated CUDA, compiled with NVRTC for sm_90a (no GPU
+// needed): offered on sm_90a only, for head dims 64 and 128; every candidate compiles into
+// PTX with Q Kᵀ on wgmma from shared memory and P V on wgmma with P from registers and V
+// transposed, TMA copies on mbarriers, register reallocation where two consumer warpgroups
+// share the SM, and no spills (ptxas's report); three tensor maps whose boxes are the tiles.
+// Where it applies, the blocks of 128 query rows lead only when they fill the SMs.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "codegen/capabilities.h"
+#include "codegen/codegen.h"
+#include "graph/passes/pipeline.h"
+#include "runtime/gpu/nvrtc.h"
+#include "tests/attention_cases.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+codegen::Target h200a() {
+  codegen::Target t{90, 132};
+  t.sm90a = true;
+  return t;
+}
+
+bool is_wg(const codegen::Tunables& t) { return t.count("wg") && t.at("wg") == 1; }
+
+struct AttentionGroup {
+  graph::Graph g;
+  fusion::Group group;
+};
+
+AttentionGroup attention_group(const std::string& text, const codegen::Target& target) {
+  AttentionGroup a{test::graph_from_text(text), {}};
+  graph::passes::run_pipeline(a.g);
+  for (const fusion::Group& gr : codegen::plan_for(a.g, true, target).groups)
+    if (gr.kind == fusion::GroupKind::Attention) a.group = gr;
+  EXPECT_FALSE(a.group.nodes.empty());
+  return a;
+}
+
+std::string causal_gqa(int h, int hk, int s, int d) {
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float16[1,{0},{2},{3}] q, float16[1,{1},{2},{3}] k, float16[1,{1},{2},{3}] v) => (float16[1,{0},{2},{3}] y) {{
+      a2 = Constant <value = int64[1] {{2}}> ()  es = Constant <value = int64[5] {{1, {1}, {4}, {2}, {3}}}> ()
+      hs = Constant <value = int64[4] {{1, {0}, {2}, {3}}}> ()
+      ku = Unsqueeze(k, a2)  ke = Expand(ku, es)  kr = Reshape(ke, hs)  kt = Transpose <perm = [0, 1, 3, 2]> (kr)
+      vu = Unsqueeze(v, a2)  ve = Expand(vu, es)  vr = Reshape(ve, hs)
+      one = Constant <value = float {{1}}> ()  r = Constant <value = int64[2] {{{2}, {2}}}> ()  full = Expand(one, r)
+      tri = Trilu <upper = 0> (full)  zero = Constant <value = float {{0}}> ()  dead = Equal(tri, zero)
+      nf = Constant <value = float {{-1e30}}> ()  ninf = CastLike(nf, q)  zq = CastLike(zero, q)
+      mask = Where(dead, ninf, zq)
+      sc = MatMul(q, kt)  cf = Constant <value = float {{0.125}}> ()  c = CastLike(cf, q)  ss = Mul(sc, c)
+      sm = Add(ss, mask)  p = Softmax <axis = -1> (sm)  y = MatMul(p, vr) }})",
+                     h, hk, s, d, h / hk);
+}
+
+std::string masked(int b, int h, int s, int d) {
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float16[{0},{1},{2},{3}] q, float16[{0},{1},{2},{3}] k, float16[{0},{1},{2},{3}] v, float16[{0},1,{2},{2}] mask) => (float16[{0},{1},{2},{3}] y) {{
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  sc = MatMul(q, kt)  cf = Constant <value = float {{0.125}}> ()
+      c = CastLike(cf, q)  ss = Mul(sc, c)  sm = Add(ss, mask)  p = Softmax <axis = -1> (sm)  y = MatMul(p, v) }})",
+                     b, h, s, d);
+}
+
+void expect_wgmma_kernels(const AttentionGroup& a, int d, const std::string& type, const std::string& what) {
+  size_t n = 0;
+  for (const codegen::Tunables& t : codegen::candidates(a.g, a.group, h200a())) {
+    if (!is_wg(t)) continue;
+    ++n;
+    const std::string tun = fmt::format("{} bn={} cons={} stages={}", what, t.at("bn"), t.at("cons"), t.at("stages"));
+    codegen::GroupCode gc = codegen::generate(a.g, a.group, h200a(), &t);
+    ASSERT_TRUE(gc.kernel.has_value()) << tun << ": " << gc.fallback_reason;
+    const codegen::Kernel& k = *gc.kernel;
+    EXPECT_EQ(codegen::schedule_name(k), "flash-wgmma");
+    const unsigned bn = static_cast<unsigned>(t.at("bn")), bm = 64u * static_cast<unsigned>(t.at("cons"));
+    EXPECT_EQ(k.block[0], bm * 2 + 128) << tun;
+    EXPECT_LE(k.shared_bytes, 227u * 1024) << tun;
+    ASSERT_EQ(k.tensor_maps.size(), 3u) << tun;
+    const unsigned rows[3] = {bm, bn, bn};
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(k.tensor_maps[i].box[0], 64u) << tun;
+      EXPECT_EQ(k.tensor_maps[i].box[1], rows[i]) << tun;
+      EXPECT_EQ(k.tensor_maps[i].dims[0], static_cast<uint64_t>(d)) << tun;
+      EXPECT_FALSE(k.params.at(k.tensor_maps[i].param).is_output) << tun;
+    }
+    gpu::Compiled comp = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90a"), true, {"--ptxas-options=-v"});
+    ASSERT_FALSE(comp.cubin.empty()) << tun;
+    const std::string& ptx = comp.ptx;
+    const std::string qk = fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{}", bn, type, type);
+    const std::string pv = fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{}", d, type, type);
+    EXPECT_NE(ptx.find(qk), std::string::npos) << tun << " lacks " << qk;
+    EXPECT_NE(ptx.find(pv), std::string::npos) << tun << " lacks " << pv;
+    EXPECT_NE(ptx.find(", 1, 1, 1, 1;"), std::string::npos) << tun << ": P V's B (V) transposed";
+    EXPECT_NE(ptx.find("cp.async.bulk.tensor"), std::string::npos) << tun;
+    EXPECT_NE(ptx.find("mbarrier.try_wait.parity"), std::string::npos) << tun;
+    EXPECT_EQ(ptx.find("setmaxnreg.inc") != std::string::npos, t.at("cons") == 2) << tun;
+    EXPECT_NE(comp.log.find("0 bytes spill stores"), std::string::npos) << tun << ":\n" << comp.log;
+  }
+  EXPECT_GE(n, 5u) << what;
+}
+
+TEST(AttentionWgmmaCodegen, EveryCandidateCompilesToWgmmaWithoutSpills) {
+  for (const char* dtype : {"float16", "bfloat16"}) {
+    const std::string type = std::string(dtype) == "float16" ? "f16" : "bf16";
+    for (const test::AttentionCase& c : test::attention_cases()) {
+      const std::string name = c.name;
+      if (name != "HeadDim128DeadRow" && name != "T5PositionBias") continue;
+      expect_wgmma_kernels(attention_group(test::attention_text(c, dtype), h200a()), name == "HeadDim128DeadRow" ? 128 : 64,
+                           type, name + " " + dtype);
+    }
+  }
+  expect_wgmma_kernels(attention_group(causal_gqa(32, 4, 2048, 128), h200a()), 128, "f16", "GQA causal d128");
+  expect_wgmma_kernels(attention_group(masked(32, 12, 128, 64), h200a()), 64, "f16", "BERT b32");
+}
+
+TEST(AttentionWgmmaCodegen, OnlyOnSm90aAndForHeadDims64And128) {
+  const std::string text = causal_gqa(32, 4, 2048, 128);
+  const AttentionGroup a = attention_group(text, h200a());
+  EXPECT_TRUE(is_wg(codegen::candidates(a.g, a.group, h200a()).front()));
+  codegen::Target plain{90, 132};
+  for (const codegen::Tunables& t : codegen::candidates(a.g, a.group, plain)) EXPECT_FALSE(is_wg(t));
+  codegen::Target emulated = h200a();
+  emulated.emulated = true;
+  for (const codegen::Tunables& t : codegen::candidates(a.g, a.group, emulated)) EXPECT_FALSE(is_wg(t));
+  for (const test::AttentionCase& c : test::attention_cases())
+    if (std::string(c.name) == "CrossHeadDim80") {
+      const AttentionGroup x = attention_group(test::attention_text(c, "float16"), h200a());
+      for (const codegen::Tunables& t : codegen::candidates(x.g, x.group, h200a())) EXPECT_FALSE(is_wg(t));
+    }
+}
+
+// 128-row blocks lead where they fill the 132 SMs (BERT at batch 32: 384 blocks); at batch 8
+// (96 blocks) the 64-row mma.sync blocks do, the wgmma ones still in the search space.
+TEST(AttentionWgmmaCodegen, DefaultFollowsTheBlockCount) {
+  const AttentionGroup b32 = attention_group(masked(32, 12, 128, 64), h200a());
+  EXPECT_TRUE(is_wg(codegen::candidates(b32.g, b32.group, h200a()).front()));
+  const AttentionGroup b8 = attention_group(masked(8, 12, 128, 64), h200a());
+  const std::vector<codegen::Tunables> c8 = codegen::candidates(b8.g, b8.group, h200a());
+  EXPECT_FALSE(is_wg(c8.front()));
+  EXPECT_TRUE(is_wg(c8.back()));
+}
+
+}  // namespace
+}  // namespace braze

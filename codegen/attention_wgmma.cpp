@@ -25,6 +25,7 @@ namespace {
 // bn keys a tile, cons consumer warpgroups of 64 query rows, stages K / V stages.
 struct WgFlash {
   int bn = 128, cons = 2, stages = 2;
+  int pp = 1;  // two consumer warpgroups take turns to issue their products
   int bm() const { return 64 * cons; }
   int threads() const { return 128 * (cons + 1); }
   int64_t shared_bytes(int64_t d) const {
@@ -34,11 +35,13 @@ struct WgFlash {
 };
 
 Tunables tunables_of(const WgFlash& t) {
-  return {{"flash", 1}, {"wg", 1}, {"bn", t.bn}, {"cons", t.cons}, {"stages", t.stages}};
+  Tunables u{{"flash", 1}, {"wg", 1}, {"bn", t.bn}, {"cons", t.cons}, {"stages", t.stages}};
+  if (t.cons == 2) u["pp"] = t.pp;
+  return u;
 }
 WgFlash tile_of(const Tunables& t) {
   return {t.count("bn") ? t.at("bn") : 128, t.count("cons") ? t.at("cons") : 2,
-          t.count("stages") ? t.at("stages") : 2};
+          t.count("stages") ? t.at("stages") : 2, t.count("pp") ? t.at("pp") : 0};
 }
 
 // The operands' list of one wgmma's n / 2 accumulators of a thread, d[i / 4][i % 4].
@@ -93,8 +96,8 @@ std::vector<Tunables> wgmma_candidates(const AttentionDims& a, const Target& tar
   // Two consumer warpgroups hold 64 x (D + bn) fp32 accumulators a warpgroup in the 168
   // registers a thread of 384 has (ptxas allocates no more after setmaxnreg: CUDA 13.0): at
   // D = 128 keys tiles of 96 fit without spills, 112 and 128 spill; at D = 64, 128 fit.
-  const std::initializer_list<WgFlash> d128 = {{96, 2, 2}, {64, 2, 3}, {80, 2, 3}, {64, 2, 4}, {128, 1, 2}, {64, 1, 2}};
-  const std::initializer_list<WgFlash> d64 = {{128, 2, 2}, {64, 2, 3}, {128, 2, 3}, {64, 2, 4}, {128, 1, 2}, {64, 1, 2}};
+  const std::initializer_list<WgFlash> d128 = {{96, 2, 2}, {64, 2, 3}, {80, 2, 3}, {64, 2, 4}, {64, 2, 3, 0}, {128, 1, 2}, {64, 1, 2}};
+  const std::initializer_list<WgFlash> d64 = {{128, 2, 2}, {128, 2, 2, 0}, {64, 2, 3}, {128, 2, 3}, {64, 2, 4}, {128, 1, 2}, {64, 1, 2}};
   std::vector<Tunables> c;
   for (WgFlash t : a.d == 128 ? d128 : d64)
     if (t.shared_bytes(a.d) <= kMaxSharedBytes) c.push_back(tunables_of(t));
@@ -176,11 +179,11 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
       "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
       "const __grid_constant__ braze_tmap braze_tmap_q, const __grid_constant__ braze_tmap braze_tmap_k, "
       "const __grid_constant__ braze_tmap braze_tmap_v) {{\n"
-      "  typedef braze_flash_wg<{2}, {3}, {4}, {5}, {6}, braze_wg_ops> flash;\n"
+      "  typedef braze_flash_wg<{2}, {3}, {4}, {5}, {6}, {9}, braze_wg_ops> flash;\n"
       "  static_assert(flash::kSharedBytes <= {7}, \"the launch's shared memory\");\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {7});\n{8}}}\n",
       t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), a.d, t.bn, t.cons, t.stages,
-      kern.shared_bytes, e.body());
+      kern.shared_bytes, e.body(), t.pp && t.cons == 2 ? "true" : "false");
   finish_kernel(g, kern, code, kMmaHelpers | kWgmmaHelpers | kAttentionHelpers | kAttentionWgmmaHelpers);
   return kern;
 }

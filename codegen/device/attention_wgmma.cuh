@@ -34,7 +34,7 @@ BRAZE_DEV void braze_fence_frag(float (&d)[N][4]) {
 // OPS::qk(s, desc_q, desc_k, accumulate) (S = Q Kᵀ, or S += … when accumulate) and
 // OPS::pv(o, a, desc_v) (O += P V, P's A fragment in a) are written by the schedule for the
 // kernel's BN and D (their register lists are literal).
-template <class T, int D, int BN, int CONS, int STAGES, class OPS>
+template <class T, int D, int BN, int CONS, int STAGES, bool PP, class OPS>
 struct braze_flash_wg {
   static_assert(D == 64 || D == 128, "head dims of whole 128-byte rows");
   static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "key tiles of whole k16 steps, a TMA box at most");
@@ -128,12 +128,41 @@ struct braze_flash_wg {
       for (int e = 0; e < 4; ++e) o[0][n][e] = 0.f;
     braze_mbar_wait(q_bar, 0);
     const braze_saddr q_rows = s_q + cons * 64 * 128;
-    for (int kt = 0; kt < kt_end; ++kt) {
-      const int s = kt % STAGES;
-      const unsigned phase = (kt / STAGES) & 1;
-      const int j0 = kt * BN + 2 * (lane % 4);
-      braze_vec<T, 2> mk[MASK ? BN / 8 : 1][2];
+    // Phase kt issues O += P V of key tile kt - 1 and S = Q Kᵀ of tile kt together, then (once
+    // both have retired) frees tile kt - 1's stage and takes tile kt's softmax. PP: the two
+    // consumer warpgroups take turns to issue a phase's products (named barriers 1 and 2:
+    // warpgroup c waits on 1 + c, which the other arrives at once it has issued its own), so
+    // that one's softmax runs while the other's products keep the tensor cores busy;
+    // warpgroup 0 goes first.
+    constexpr bool kTurns = PP && CONS == 2;
+    float sc[BN / 8][4];
+    unsigned p[BN / 16][4];
+    braze_vec<T, 2> mk[MASK ? BN / 8 : 1][2];
+    // The products are issued unconditionally in each of the three parts below (first tile,
+    // the rest, the last P V), after their tiles' waits: ptxas serialises wgmma's under a
+    // branch, or after a wait's loop between the fence and them.
+    auto turn = [&] {
+      if (kTurns) braze_bar_sync(1 + cons, 256);
+    };
+    auto pass_turn = [&] {
+      if (kTurns) braze_bar_arrive(2 - cons, 256);
+    };
+    auto issue_pv = [&](int kt) {
+      const braze_saddr tv = s_v + (kt % STAGES) * kTileBytes;
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) OPS::pv(o[0], p[kk], braze_wgmma_desc(tv + kk * 2048, BN * 128, 1024u));
+    };
+    auto issue_qk = [&](int kt) {
+      const braze_saddr tk = s_k + (kt % STAGES) * kTileBytes;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)
+        OPS::qk(sc, braze_wgmma_desc(q_rows + (kk / 4) * BM * 128 + (kk % 4) * 32, 16u, 1024u),
+                braze_wgmma_desc(tk + (kk / 4) * BN * 128 + (kk % 4) * 32, 16u, 1024u), kk > 0);
+    };
+    // The mask's pairs for tile kt, loaded while the products run.
+    auto load_mask = [&](int kt) {
       if constexpr (MASK) {
+        const int j0 = kt * BN + 2 * (lane % 4);
 #pragma unroll
         for (int n = 0; n < BN / 8; ++n)
 #pragma unroll
@@ -141,25 +170,23 @@ struct braze_flash_wg {
             if (j0 + n * 8 < sk) mk[n][r] = braze_vload<2>(mask + rows[r] * mask_ld, (long long)(j0 + n * 8));
             else mk[n][r] = braze_vec<T, 2>{};
       }
-      // S = Q Kᵀ.
-      float sc[BN / 8][4];
-      braze_mbar_wait(k_full + 8 * s, phase);
-      const braze_saddr tk = s_k + s * kTileBytes;
-      braze_wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk)
-        OPS::qk(sc, braze_wgmma_desc(q_rows + (kk / 4) * BM * 128 + (kk % 4) * 32, 16u, 1024u),
-                    braze_wgmma_desc(tk + (kk / 4) * BN * 128 + (kk % 4) * 32, 16u, 1024u), kk > 0);
-      braze_wgmma_commit();
+    };
+    auto retire = [&] {
       braze_wgmma_wait<0>();
       braze_fence_frag(sc);
+      braze_fence_frag(o[0]);
+    };
+    auto release = [&](int kt) {
+      if (lane == 0) braze_mbar_arrive(empty + 8 * (kt % STAGES));
+    };
+    // Tile kt's softmax, its P packed as P V's A fragments.
+    auto softmax = [&](int kt) {
+      const int j0 = kt * BN + 2 * (lane % 4);
       const bool full = (kt + 1) * BN <= sk;
       if (LIVE && kt < kt_live)
         step::template softmax_step<MASK, true>(o[0], m, l, sc, rows, mk, j0, full, sk, live);
       else
         step::template softmax_step<MASK, SAFE>(o[0], m, l, sc, rows, mk, j0, full, sk, score);
-      // O += P V.
-      unsigned p[BN / 16][4];
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) {
         p[kk][0] = braze_pack2(sc[2 * kk][0], sc[2 * kk][1], braze_tag<T>{});
@@ -167,16 +194,44 @@ struct braze_flash_wg {
         p[kk][2] = braze_pack2(sc[2 * kk + 1][0], sc[2 * kk + 1][1], braze_tag<T>{});
         p[kk][3] = braze_pack2(sc[2 * kk + 1][2], sc[2 * kk + 1][3], braze_tag<T>{});
       }
-      braze_mbar_wait(v_full + 8 * s, phase);
-      const braze_saddr tv = s_v + s * kTileBytes;
+    };
+    if (kTurns && cons == 1) braze_bar_arrive(1, 256);
+    if (kt_end > 0) {
+      turn();
+      braze_mbar_wait(k_full, 0);
+      braze_wgmma_fence();
+      issue_qk(0);
+      braze_wgmma_commit();
+      pass_turn();
+      load_mask(0);
+      retire();
+      softmax(0);
+      for (int kt = 1; kt < kt_end; ++kt) {
+        turn();
+        braze_mbar_wait(v_full + 8 * ((kt - 1) % STAGES), ((kt - 1) / STAGES) & 1);
+        braze_mbar_wait(k_full + 8 * (kt % STAGES), (kt / STAGES) & 1);
+        braze_fence_frag(o[0]);
+        braze_wgmma_fence();
+        issue_pv(kt - 1);
+        issue_qk(kt);
+        braze_wgmma_commit();
+        pass_turn();
+        load_mask(kt);
+        retire();
+        release(kt - 1);
+        softmax(kt);
+      }
+      turn();
+      braze_mbar_wait(v_full + 8 * ((kt_end - 1) % STAGES), ((kt_end - 1) / STAGES) & 1);
       braze_fence_frag(o[0]);
       braze_wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) OPS::pv(o[0], p[kk], braze_wgmma_desc(tv + kk * 2048, BN * 128, 1024u));
+      issue_pv(kt_end - 1);
       braze_wgmma_commit();
-      braze_wgmma_wait<0>();
-      braze_fence_frag(o[0]);
-      if (lane == 0) braze_mbar_arrive(empty + 8 * s);
+      if (cons == 0) pass_turn();  // warpgroup 1's last turn is nobody's
+      retire();
+      release(kt_end - 1);
+    } else if (kTurns && cons == 0) {
+      braze_bar_sync(1, 256);  // warpgroup 1's first arrival
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {

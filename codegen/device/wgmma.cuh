@@ -70,6 +70,10 @@ BRAZE_DEV void braze_mbar_wait(braze_saddr bar, unsigned parity) {
 BRAZE_DEV void braze_bar_sync(unsigned id, unsigned n) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
+// Arrives at named barrier `id` (of `n` threads) without waiting.
+BRAZE_DEV void braze_bar_arrive(unsigned id, unsigned n) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
 BRAZE_DEV void braze_st_shared_v2(braze_saddr a, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a), "f"(x), "f"(y) : "memory");
 }

@@ -2,7 +2,7 @@
 // needed): offered on sm_90a only, for head dims 64 and 128; every candidate compiles into
 // PTX with Q Kᵀ on wgmma from shared memory and P V on wgmma with P from registers and V
 // transposed, TMA copies on mbarriers, register reallocation where two consumer warpgroups
-// share the SM, and no spills (ptxas's report); three tensor maps whose boxes are the tiles.
+// share the SM, no spills and no wgmma serialised (ptxas's report); three tensor maps whose boxes are the tiles.
 // Where it applies, the blocks of 128 query rows lead only when they fill the SMs.
 #include <gtest/gtest.h>
 
@@ -71,7 +71,8 @@ void expect_wgmma_kernels(const AttentionGroup& a, int d, const std::string& typ
   for (const codegen::Tunables& t : codegen::candidates(a.g, a.group, h200a())) {
     if (!is_wg(t)) continue;
     ++n;
-    const std::string tun = fmt::format("{} bn={} cons={} stages={}", what, t.at("bn"), t.at("cons"), t.at("stages"));
+    const std::string tun = fmt::format("{} bn={} cons={} stages={} pp={}", what, t.at("bn"), t.at("cons"), t.at("stages"),
+                                        t.count("pp") ? t.at("pp") : 0);
     codegen::GroupCode gc = codegen::generate(a.g, a.group, h200a(), &t);
     ASSERT_TRUE(gc.kernel.has_value()) << tun << ": " << gc.fallback_reason;
     const codegen::Kernel& k = *gc.kernel;
@@ -99,6 +100,7 @@ void expect_wgmma_kernels(const AttentionGroup& a, int d, const std::string& typ
     EXPECT_NE(ptx.find("mbarrier.try_wait.parity"), std::string::npos) << tun;
     EXPECT_EQ(ptx.find("setmaxnreg.inc") != std::string::npos, t.at("cons") == 2) << tun;
     EXPECT_NE(comp.log.find("0 bytes spill stores"), std::string::npos) << tun << ":\n" << comp.log;
+    EXPECT_EQ(comp.log.find("serialized"), std::string::npos) << tun << ":\n" << comp.log;  // C7512, C7520
   }
   EXPECT_GE(n, 5u) << what;
 }

@@ -96,8 +96,12 @@ std::vector<Tunables> wgmma_candidates(const AttentionDims& a, const Target& tar
   // Two consumer warpgroups hold 64 x (D + bn) fp32 accumulators a warpgroup in the 168
   // registers a thread of 384 has (ptxas allocates no more after setmaxnreg: CUDA 13.0): at
   // D = 128 keys tiles of 96 fit without spills, 112 and 128 spill; at D = 64, 128 fit.
-  const std::initializer_list<WgFlash> d128 = {{96, 2, 2}, {64, 2, 3}, {80, 2, 3}, {64, 2, 4}, {64, 2, 3, 0}, {128, 1, 2}, {64, 1, 2}};
-  const std::initializer_list<WgFlash> d64 = {{128, 2, 2}, {128, 2, 2, 0}, {64, 2, 3}, {128, 2, 3}, {64, 2, 4}, {128, 1, 2}, {64, 1, 2}};
+  // Three stages where they fit: a stage's V is read a phase after its K, so with two the
+  // next tile's copies start only once the previous phase has retired.
+  const std::initializer_list<WgFlash> d128 = {{96, 2, 3}, {96, 2, 2}, {64, 2, 4}, {80, 2, 3},
+                                               {64, 2, 3, 0}, {128, 1, 2}, {64, 1, 3}};
+  const std::initializer_list<WgFlash> d64 = {{128, 2, 3}, {128, 2, 2}, {128, 2, 4}, {64, 2, 4},
+                                              {128, 2, 3, 0}, {128, 1, 3}, {64, 1, 3}};
   std::vector<Tunables> c;
   for (WgFlash t : a.d == 128 ? d128 : d64)
     if (t.shared_bytes(a.d) <= kMaxSharedBytes) c.push_back(tunables_of(t));

@@ -93,15 +93,13 @@ std::string wgmma_problem(const AttentionDims& a, const Target& target) {
 
 std::vector<Tunables> wgmma_candidates(const AttentionDims& a, const Target& target) {
   if (!wgmma_problem(a, target).empty()) return {};
-  // Two consumer warpgroups hold 64 x (D + bn) fp32 accumulators a warpgroup in the 168
-  // registers a thread of 384 has (ptxas allocates no more after setmaxnreg: CUDA 13.0): at
-  // D = 128 keys tiles of 96 fit without spills, 112 and 128 spill; at D = 64, 128 fit.
-  // Three stages where they fit: a stage's V is read a phase after its K, so with two the
-  // next tile's copies start only once the previous phase has retired.
-  const std::initializer_list<WgFlash> d128 = {{96, 2, 3}, {96, 2, 2}, {64, 2, 4}, {80, 2, 3},
-                                               {64, 2, 3, 0}, {128, 1, 2}, {64, 1, 3}};
-  const std::initializer_list<WgFlash> d64 = {{128, 2, 3}, {128, 2, 2}, {128, 2, 4}, {64, 2, 4},
-                                              {128, 2, 3, 0}, {128, 1, 3}, {64, 1, 3}};
+  // Each consumer thread holds (D + bn) / 2 fp32 accumulators and bn / 4 registers of P in the
+  // 232 registers setmaxnreg gives it (no spills up to 176-key tiles at D = 128, 256 at D = 64,
+  // by ptxas's report). Three stages where they fit: a stage's V is read a phase after its K.
+  const std::initializer_list<WgFlash> d128 = {{128, 2, 2}, {128, 2, 3}, {176, 2, 2}, {96, 2, 3},
+                                               {64, 2, 4}, {128, 2, 2, 0}, {128, 1, 2}, {64, 1, 3}};
+  const std::initializer_list<WgFlash> d64 = {{128, 2, 3}, {192, 2, 3}, {256, 2, 2}, {128, 2, 4},
+                                              {64, 2, 4}, {128, 2, 3, 0}, {128, 1, 3}, {64, 1, 3}};
   std::vector<Tunables> c;
   for (WgFlash t : a.d == 128 ? d128 : d64)
     if (t.shared_bytes(a.d) <= kMaxSharedBytes) c.push_back(tunables_of(t));

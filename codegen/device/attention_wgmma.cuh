@@ -100,6 +100,10 @@ struct braze_flash_wg {
 #pragma unroll
       for (int h = 0; h < kBoxes; ++h) load_v(sm.v + s * kTileBytes + h * BN * 128, h * 64, kt * BN, sm.v_full + 8 * s);
     }
+    // Until the consumers have freed every stage: their waits have no time limit
+    // (braze_mbar_wait_spin), this one's covers them.
+    for (int kt = kt_end > STAGES ? kt_end - STAGES : 0; kt < kt_end; ++kt)
+      braze_mbar_wait(sm.empty + 8 * (kt % STAGES), (kt / STAGES) & 1);
   }
 
   // Warpgroups 1 .. CONS. o, m, l, mask, score, live, kt_end, kt_live and dead as
@@ -126,7 +130,7 @@ struct braze_flash_wg {
     for (int n = 0; n < D / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[0][n][e] = 0.f;
-    braze_mbar_wait(q_bar, 0);
+    braze_mbar_wait_spin(q_bar, 0);
     const braze_saddr q_rows = s_q + cons * 64 * 128;
     // Phase kt issues O += P V of key tile kt - 1 and S = Q Kᵀ of tile kt together, then (once
     // both have retired) frees tile kt - 1's stage and takes tile kt's softmax. PP: the two
@@ -198,7 +202,7 @@ struct braze_flash_wg {
     if (kTurns && cons == 1) braze_bar_arrive(1, 256);
     if (kt_end > 0) {
       turn();
-      braze_mbar_wait(k_full, 0);
+      braze_mbar_wait_spin(k_full, 0);
       braze_wgmma_fence();
       issue_qk(0);
       braze_wgmma_commit();
@@ -208,8 +212,8 @@ struct braze_flash_wg {
       softmax(0);
       for (int kt = 1; kt < kt_end; ++kt) {
         turn();
-        braze_mbar_wait(v_full + 8 * ((kt - 1) % STAGES), ((kt - 1) / STAGES) & 1);
-        braze_mbar_wait(k_full + 8 * (kt % STAGES), (kt / STAGES) & 1);
+        braze_mbar_wait_spin(v_full + 8 * ((kt - 1) % STAGES), ((kt - 1) / STAGES) & 1);
+        braze_mbar_wait_spin(k_full + 8 * (kt % STAGES), (kt / STAGES) & 1);
         braze_fence_frag(o[0]);
         braze_wgmma_fence();
         issue_pv(kt - 1);
@@ -222,7 +226,7 @@ struct braze_flash_wg {
         softmax(kt);
       }
       turn();
-      braze_mbar_wait(v_full + 8 * ((kt_end - 1) % STAGES), ((kt_end - 1) / STAGES) & 1);
+      braze_mbar_wait_spin(v_full + 8 * ((kt_end - 1) % STAGES), ((kt_end - 1) / STAGES) & 1);
       braze_fence_frag(o[0]);
       braze_wgmma_fence();
       issue_pv(kt_end - 1);

@@ -46,6 +46,20 @@ BRAZE_DEV unsigned long long braze_globaltimer() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+// Without the time limit, for warps whose wait cannot outlast another's that has one (a
+// trap in a region after setmaxnreg.inc keeps ptxas, CUDA 13.0, from allocating that region
+// more registers than the kernel's entry has: the flash kernel's consumers spilled at 168).
+BRAZE_DEV void braze_mbar_wait_spin(braze_saddr bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
 BRAZE_DEV void braze_mbar_wait(braze_saddr bar, unsigned parity) {
   unsigned done, tries = 0;
   unsigned long long since = 0;

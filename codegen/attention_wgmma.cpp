@@ -96,7 +96,7 @@ std::vector<Tunables> wgmma_candidates(const AttentionDims& a, const Target& tar
   // Each consumer thread holds (D + bn) / 2 fp32 accumulators and bn / 4 registers of P in the
   // 232 registers setmaxnreg gives it (no spills up to 176-key tiles at D = 128, 256 at D = 64,
   // by ptxas's report). Three stages where they fit: a stage's V is read a phase after its K.
-  const std::initializer_list<WgFlash> d128 = {{128, 2, 2}, {128, 2, 3}, {176, 2, 2}, {96, 2, 3},
+  const std::initializer_list<WgFlash> d128 = {{128, 2, 3}, {128, 2, 2}, {176, 2, 2}, {96, 2, 3},
                                                {64, 2, 4}, {128, 2, 2, 0}, {128, 1, 2}, {64, 1, 3}};
   const std::initializer_list<WgFlash> d64 = {{128, 2, 3}, {192, 2, 3}, {256, 2, 2}, {128, 2, 4},
                                               {64, 2, 4}, {128, 2, 3, 0}, {128, 1, 3}, {64, 1, 3}};

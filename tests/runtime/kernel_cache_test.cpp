@@ -189,6 +189,21 @@ TEST(EngineFile, RoundTripKeepsAttentionSteps) {
   EXPECT_EQ(back.kernel->grid, e->steps()[0].kernel->grid);
   EXPECT_EQ(back.kernel->shared_bytes, e->steps()[0].kernel->shared_bytes);
   EXPECT_EQ(codegen::schedule_name(*back.kernel), "flash");
+  // On sm_90a the wgmma kernel, with its three tensor maps.
+  gpu::EngineOptions oa = gpu::default_engine_options("sm_90a");
+  oa.cache_dir = dir;
+  auto ea = gpu::Engine::build(g, codegen::plan_for(g, true, oa.target), oa);
+  ASSERT_EQ(ea->steps().size(), 1u);
+  gpu::save_engine(dir / "ma.braze", *ea, {"abc", "m.onnx", "0.1.0", "13.0", "sm_90a"});
+  gpu::LoadedEngine la = gpu::load_engine(dir / "ma.braze");
+  const codegen::Kernel& ka = *la.engine->steps()[0].kernel;
+  EXPECT_EQ(codegen::schedule_name(ka), "flash-wgmma");
+  ASSERT_EQ(ka.tensor_maps.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(ka.tensor_maps[i].dims, ea->steps()[0].kernel->tensor_maps[i].dims);
+    EXPECT_EQ(ka.tensor_maps[i].box, ea->steps()[0].kernel->tensor_maps[i].box);
+    EXPECT_EQ(ka.tensor_maps[i].param, ea->steps()[0].kernel->tensor_maps[i].param);
+  }
 }
 
 }  // namespace

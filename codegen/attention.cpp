@@ -305,7 +305,13 @@ std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::
   // of GpuAttentionThroughput) its 128-row blocks were ahead at every model row's size, also
   // where they do not fill the SMs (GPT-2 at batch 1: 96 blocks, 21 us against 28), and even
   // at BERT's 128 keys (10.8 against 11.0 us).
-  const std::vector<Tunables> wg = flash::wgmma_candidates(*a, target);
+  // A causal mask over at most 512 keys: blocks of 64 rows (one consumer warpgroup, 64-key
+  // tiles) balance its triangle better (GPT-2 at batch 8, S = 512: 28.6 us against 31.4;
+  // Llama at S = 512 level, 15.0 against 15.1).
+  std::vector<Tunables> wg = flash::wgmma_candidates(*a, target);
+  if (a->sq <= 512 && attention_mask_kind(g, *a) == "causal")
+    for (size_t k = 0; k < wg.size(); ++k)
+      if (wg[k].at("cons") == 1 && wg[k].at("bn") == 64) std::rotate(wg.begin(), wg.begin() + k, wg.begin() + k + 1);
   c.insert(c.begin(), wg.begin(), wg.end());
   return c;
 }

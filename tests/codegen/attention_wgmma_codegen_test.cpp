@@ -144,6 +144,13 @@ TEST(AttentionWgmmaCodegen, LeadsWhereItApplies) {
     EXPECT_TRUE(is_wg(c.front()));
     EXPECT_FALSE(is_wg(c.back()));
   }
+  // A causal mask over 512 keys: 64-row blocks first; over 2048, 128-row ones.
+  for (int s : {512, 2048}) {
+    const AttentionGroup a = attention_group(causal_gqa(32, 4, s, 64), h200a());
+    const codegen::Tunables t = codegen::candidates(a.g, a.group, h200a()).front();
+    ASSERT_TRUE(is_wg(t));
+    EXPECT_EQ(t.at("cons"), s == 512 ? 1 : 2);
+  }
 }
 
 }  // namespace

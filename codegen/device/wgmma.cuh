@@ -36,46 +36,45 @@ BRAZE_DEV void braze_mbar_arrive_expect(braze_saddr bar, unsigned bytes) {
 BRAZE_DEV void braze_mbar_arrive(braze_saddr bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-// Returns once the barrier's phase of parity `parity` has completed. Each try_wait may
-// suspend the thread for a while; once the wait has lasted 20 s of the GPU's global timer (far
-// beyond any tile's wait, also under compute-sanitizer) the kernel traps, so a copy that
-// never lands fails the launch instead of hanging it (a count of 2^28 tries was minutes or
-// more: try_wait's suspension is system-dependent).
 BRAZE_DEV unsigned long long braze_globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+// True once the barrier's phase of parity `parity` has completed (each try may suspend the
+// thread for a while).
+BRAZE_DEV bool braze_mbar_try_wait(braze_saddr bar, unsigned parity) {
+  unsigned done;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
 // Without the time limit, for warps whose wait cannot outlast another's that has one (a
 // trap in a region after setmaxnreg.inc keeps ptxas, CUDA 13.0, from allocating that region
 // more registers than the kernel's entry has: the flash kernel's consumers spilled at 168).
 BRAZE_DEV void braze_mbar_wait_spin(braze_saddr bar, unsigned parity) {
-  unsigned done;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
+  while (!braze_mbar_try_wait(bar, parity)) {
+  }
 }
+// Returns once the barrier's phase of parity `parity` has completed. Each try_wait may
+// suspend the thread for a while; once the wait has lasted 20 s of the GPU's global timer (far
+// beyond any tile's wait, also under compute-sanitizer) the kernel traps, so a copy that
+// never lands fails the launch instead of hanging it (a count of 2^28 tries was minutes or
+// more: try_wait's suspension is system-dependent).
 BRAZE_DEV void braze_mbar_wait(braze_saddr bar, unsigned parity) {
-  unsigned done, tries = 0;
+  unsigned tries = 0;
   unsigned long long since = 0;
-  do {
+  while (!braze_mbar_try_wait(bar, parity)) {
     if ((++tries & 4095u) == 0) {
       const unsigned long long now = braze_globaltimer();
       if (since == 0) since = now;
       else if (now - since > 20000000000ull) __trap();
     }
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
+  }
 }
 
 // ---- the staged epilogue (gemm_wgmma.cpp, WgTile::se) ----

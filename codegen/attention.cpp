@@ -125,6 +125,17 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_
                      graph::cuda_literal("float", dead));
 }
 
+// True when the scores' last op takes a dead element of the causal mask `r` to -inf
+// (at most -1e30), which nothing after it changes: it adds the mask, or it is a Where on the
+// mask whose branch for a dead element is such a constant.
+bool dead_scores_vanish(const graph::Graph& g, const AttentionDims& a, const flash::MaskRead& r) {
+  const graph::Node& last = g.node(a.match.chain.back());
+  if (last.op_type() == "Add") return last.inputs[0] == r.value || last.inputs[1] == r.value;
+  if (last.op_type() != "Where" || last.inputs[0] != r.value) return false;
+  const graph::Value& fill = g.value(last.inputs[r.causal_dead != 0 ? 1 : 2]);
+  return fill.constant && fill.constant->numel() == 1 && fill.constant->get_f64(0) <= -1e30;
+}
+
 }  // namespace
 
 namespace flash {
@@ -157,25 +168,6 @@ MaskRead mask_read(const graph::Graph& g, const AttentionDims& a, bool scan_cons
   r.pairs = true;
   return r;
 }
-
-}  // namespace flash
-
-namespace {
-
-// True when the scores' last op takes a dead element of the causal mask `r` to -inf
-// (at most -1e30), which nothing after it changes: it adds the mask, or it is a Where on the
-// mask whose branch for a dead element is such a constant.
-bool dead_scores_vanish(const graph::Graph& g, const AttentionDims& a, const flash::MaskRead& r) {
-  const graph::Node& last = g.node(a.match.chain.back());
-  if (last.op_type() == "Add") return last.inputs[0] == r.value || last.inputs[1] == r.value;
-  if (last.op_type() != "Where" || last.inputs[0] != r.value) return false;
-  const graph::Value& fill = g.value(last.inputs[r.causal_dead != 0 ? 1 : 2]);
-  return fill.constant && fill.constant->numel() == 1 && fill.constant->get_f64(0) <= -1e30;
-}
-
-}  // namespace
-
-namespace flash {
 
 // Every row has a live key (key 0: off >= 0).
 std::vector<int> key_tile_ends(const graph::Graph& g, const AttentionDims& a, int bm, int bn, const MaskRead& r) {
@@ -309,9 +301,10 @@ std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::
   // tiles) balance its triangle better (GPT-2 at batch 8, S = 512: 28.6 us against 31.4;
   // Llama at S = 512 level, 15.0 against 15.1).
   std::vector<Tunables> wg = flash::wgmma_candidates(*a, target);
-  if (a->sq <= 512 && attention_mask_kind(g, *a) == "causal")
-    for (size_t k = 0; k < wg.size(); ++k)
-      if (wg[k].at("cons") == 1 && wg[k].at("bn") == 64) std::rotate(wg.begin(), wg.begin() + k, wg.begin() + k + 1);
+  if (!wg.empty() && a->sq <= 512 && attention_mask_kind(g, *a) == "causal") {
+    auto small = std::find_if(wg.begin(), wg.end(), [](const Tunables& t) { return t.at("cons") == 1 && t.at("bn") == 64; });
+    if (small != wg.end()) std::rotate(wg.begin(), small, small + 1);
+  }
   c.insert(c.begin(), wg.begin(), wg.end());
   return c;
 }

@@ -25,7 +25,10 @@
 #ifndef BRAZE_ATTENTION_CUH
 #define BRAZE_ATTENTION_CUH
 
-BRAZE_DEV float braze_exp2(float x) { return exp2f(x); }
+// 2^x for the softmax on the special-function unit (braze_ex2_ftz: one instruction where
+// exp2f takes four, three of them for subnormal results: probabilities below 2^-126, against
+// a row sum of at least 1, and rescalings of what is that much smaller than the row's maximum).
+BRAZE_DEV float braze_exp2(float x) { return braze_ex2_ftz(x); }
 BRAZE_DEV float braze_neg_inf() { return -__int_as_float(0x7f800000); }
 
 // Two floats as the b16 pair of one mma operand register (the first in the low half).

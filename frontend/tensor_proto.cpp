@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "frontend/mapped_file.h"
 #include "frontend/onnx_proto.h"
 #include "frontend/tensor_io.h"
 #include "graph/onnx_dtype.h"
@@ -35,9 +36,13 @@ fs::path resolve_external(const fs::path& model_dir, const std::string& location
   return full;
 }
 
-// Reads `expected` bytes of t's external data into dst.
-void read_external(const onnx::TensorProto& t, const fs::path& model_dir, const std::string& what,
-                   uint64_t expected, void* dst) {
+// Where t's external data lies: its file and offset, with `expected` bytes there (checked).
+struct ExternalData {
+  fs::path file;
+  uint64_t offset;
+};
+ExternalData locate_external(const onnx::TensorProto& t, const fs::path& model_dir, const std::string& what,
+                             uint64_t expected) {
   std::string location;
   uint64_t offset = 0;
   int64_t length = -1;
@@ -53,17 +58,27 @@ void read_external(const onnx::TensorProto& t, const fs::path& model_dir, const 
   fs::path file = resolve_external(model_dir, location, what);
   if (length >= 0 && static_cast<uint64_t>(length) != expected)
     throw UserError(fmt::format("{}: external data length {} disagrees with dims (need {} bytes)", what, length, expected));
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw UserError(fmt::format("{}: cannot open external data file '{}'", what, file.string()));
   std::error_code ec;
+  if (!fs::exists(file, ec)) throw UserError(fmt::format("{}: cannot open external data file '{}'", what, file.string()));
   uint64_t size = fs::file_size(file, ec);
   if (ec || offset > size || size - offset < expected)
     throw UserError(fmt::format("{}: external data file '{}' is too short ({} bytes, need {} at offset {})",
                                 what, file.string(), ec ? 0 : size, expected, offset));
-  in.seekg(static_cast<std::streamoff>(offset));
-  in.read(static_cast<char*>(dst), static_cast<std::streamsize>(expected));
-  if (!in) throw UserError(fmt::format("{}: failed reading external data from '{}'", what, file.string()));
+  return {file, offset};
 }
+
+// Reads `expected` bytes at `at` into dst.
+void read_external(const ExternalData& at, const std::string& what, uint64_t expected, void* dst) {
+  std::ifstream in(at.file, std::ios::binary);
+  if (!in) throw UserError(fmt::format("{}: cannot open external data file '{}'", what, at.file.string()));
+  in.seekg(static_cast<std::streamoff>(at.offset));
+  in.read(static_cast<char*>(dst), static_cast<std::streamsize>(expected));
+  if (!in) throw UserError(fmt::format("{}: failed reading external data from '{}'", what, at.file.string()));
+}
+
+// Large weights at 64-byte-aligned offsets (as ONNX and PyTorch write them) are tensors over
+// the mapped file; the rest are read.
+constexpr uint64_t kMapAtLeast = 64 * 1024;
 
 template <class Field>
 void check_count(const Field& f, int64_t numel, const std::string& what, const char* field) {
@@ -84,8 +99,12 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const fs::path& model_dir, 
   uint64_t nbytes = checked_nbytes(*dt, shape, what);
   int64_t numel = checked_numel(shape, what);
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    const ExternalData at = locate_external(t, model_dir, what, nbytes);
+    if (nbytes >= kMapAtLeast && at.offset % 64 == 0)
+      if (std::shared_ptr<const MappedFile> f = MappedFile::open(at.file); f && f->size() - at.offset >= nbytes)
+        return Tensor::over(*dt, shape, f, f->data() + at.offset);
     Tensor out = Tensor::uninitialized(*dt, shape);
-    read_external(t, model_dir, what, nbytes, out.raw());
+    read_external(at, what, nbytes, out.raw());
     return out;
   }
   Tensor out(*dt, shape);

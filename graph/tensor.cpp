@@ -60,6 +60,15 @@ Tensor Tensor::uninitialized(DType dtype, Shape shape) {
   return t;
 }
 
+Tensor Tensor::over(DType dtype, Shape shape, std::shared_ptr<const void> owner, std::byte* data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = static_cast<int64_t>(checked_nbytes(t.dtype_, t.shape_) / dtype_size(t.dtype_));
+  t.buffer_ = std::shared_ptr<std::byte[]>(std::move(owner), data);
+  return t;
+}
+
 Tensor Tensor::scalar_of(DType dtype, double value) {
   Tensor t(dtype, {});
   t.set_f64(0, value);

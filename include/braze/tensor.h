@@ -39,6 +39,9 @@ class Tensor {
   // (reading weights from a file, converting them), where zero-filling hundreds of MB first
   // is wasted work.
   static Tensor uninitialized(DType dtype, Shape shape);
+  // A tensor over `data`, memory that `owner` keeps alive (a mapped file's bytes): no copy.
+  // Sizes checked; data must hold nbytes and be aligned for the dtype.
+  static Tensor over(DType dtype, Shape shape, std::shared_ptr<const void> owner, std::byte* data);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }

@@ -9,6 +9,8 @@
 // Throws UserError naming the node when an op does not take the target dtype.
 #pragma once
 
+#include <cstdint>
+
 #include "graph/ir.h"
 
 namespace braze::graph::passes {
@@ -19,6 +21,8 @@ int convert_precision(Graph& g, DType to);
 // A float32 tensor rounded to Float16 or BFloat16 (nearest, ties to even; as float_to_half /
 // float_to_bf16 in graph/half.h, in one tight loop: weights are ~10^8 elements).
 Tensor round_floats(const Tensor& f32, DType to);
+// The same over n floats at src into n half values at dst.
+void round_floats(const float* src, uint16_t* dst, int64_t n, DType to);
 
 // The dtype a float32 model computes in at --precision `name`: "fp32" and "tf32" keep
 // float32 (tf32 is a codegen choice, not a dtype: float32 GEMMs on tensor cores with

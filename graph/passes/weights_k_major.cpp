@@ -1,7 +1,10 @@
 #include "graph/passes/weights_k_major.h"
 
+#include <braze/error.h>
+
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -9,17 +12,19 @@
 
 #include "graph/op_context.h"
 #include "graph/parallel.h"
+#include "graph/passes/precision.h"
 #include "graph/registry.h"
 
 namespace braze::graph::passes {
 
 namespace {
 
-// A 2-D half-precision constant of k rows (k a multiple of 8), the B of a product whose A is
-// computed.
-bool k_major_candidate(const Graph& g, ValueId a, ValueId b) {
+// A 2-D constant of k rows (k a multiple of 8), the B of a product whose A is computed; of a
+// half type, or float32 where `store_as` (a half type) is what it becomes.
+bool k_major_candidate(const Graph& g, ValueId a, ValueId b, std::optional<DType> store_as) {
   const Value &av = g.value(a), &bv = g.value(b);
-  return !av.constant && bv.constant && bv.has_shape && bv.shape.size() == 2 && is_half(bv.dtype) &&
+  const bool dtype = store_as ? bv.dtype == DType::Float32 : is_half(bv.dtype);
+  return !av.constant && bv.constant && bv.has_shape && bv.shape.size() == 2 && dtype &&
          bv.shape[0] % 8 == 0 && bv.shape[0] > 0 && bv.shape[1] > 0;
 }
 
@@ -47,22 +52,40 @@ void transpose_8x8(const uint16_t* src, int64_t ld_src, uint16_t* dst, int64_t l
 #endif
 }
 
-// [rows, cols] of 2-byte elements (rows a multiple of 8) as [cols, rows]: 8 x 8 blocks in
-// 64 x 64 tiles, the last cols % 8 columns one by one.
-Tensor transposed(const Tensor& w) {
+// [rows, cols] (rows a multiple of 8) as [cols, rows] of 2-byte elements: 8 x 8 blocks in
+// 64 x 64 tiles, the last cols % 8 columns one by one. A float32 w is rounded to `store_as`
+// on the way, a tile at a time (one pass over the weight, one copy made).
+Tensor transposed(const Tensor& w, std::optional<DType> store_as) {
   const int64_t rows = w.shape()[0], cols = w.shape()[1];
-  Tensor out = Tensor::uninitialized(w.dtype(), {cols, rows});
-  const auto* src = static_cast<const uint16_t*>(w.raw());
+  const bool round = store_as.has_value();
+  Tensor out = Tensor::uninitialized(round ? *store_as : w.dtype(), {cols, rows});
   auto* dst = static_cast<uint16_t*>(out.raw());
+  const auto* src = static_cast<const uint16_t*>(w.raw());
+  const auto* src32 = static_cast<const float*>(w.raw());
+  uint16_t tile[64 * 64];
+  auto at = [&](int64_t r, int64_t c) {
+    if (!round) return src[r * cols + c];
+    uint16_t h;
+    passes::round_floats(src32 + r * cols + c, &h, 1, *store_as);
+    return h;
+  };
   constexpr int64_t kB = 64;
   const int64_t whole = cols / 8 * 8;
   for (int64_t r0 = 0; r0 < rows; r0 += kB)
-    for (int64_t c0 = 0; c0 < whole; c0 += kB)
-      for (int64_t r = r0; r < std::min(rows, r0 + kB); r += 8)
-        for (int64_t c = c0; c < std::min(whole, c0 + kB); c += 8)
-          transpose_8x8(src + r * cols + c, cols, dst + c * rows + r, rows);
+    for (int64_t c0 = 0; c0 < whole; c0 += kB) {
+      const int64_t r1 = std::min(rows, r0 + kB), c1 = std::min(whole, c0 + kB);
+      // The tile's rows, rounded into `tile` (64 apart), or read in place.
+      const uint16_t* from = src + r0 * cols + c0;
+      int64_t ld = cols;
+      if (round) {
+        for (int64_t r = r0; r < r1; ++r) passes::round_floats(src32 + r * cols + c0, tile + (r - r0) * kB, c1 - c0, *store_as);
+        from = tile, ld = kB;
+      }
+      for (int64_t r = r0; r < r1; r += 8)
+        for (int64_t c = c0; c < c1; c += 8) transpose_8x8(from + (r - r0) * ld + (c - c0), ld, dst + c * rows + r, rows);
+    }
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = whole; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
+    for (int64_t c = whole; c < cols; ++c) dst[c * rows + r] = at(r, c);
   return out;
 }
 
@@ -97,41 +120,39 @@ bool is_k_major_weight(const Graph& g, const std::vector<std::vector<NodeId>>& u
 namespace {
 
 // The B of a MatMul / Gemm (transA = transB = 0) that store_weights_k_major transposes.
-bool k_major_product(const Graph& g, const Node& n) {
+bool k_major_product(const Graph& g, const Node& n, std::optional<DType> store_as) {
   const bool gemm = is_plain(n, "Gemm");
   if (!gemm && (!is_plain(n, "MatMul") || n.inputs.size() != 2)) return false;
-  if (!n.has_input(0) || !n.has_input(1) || !k_major_candidate(g, n.inputs[0], n.inputs[1])) return false;
+  if (!n.has_input(0) || !n.has_input(1) || !k_major_candidate(g, n.inputs[0], n.inputs[1], store_as)) return false;
   return !gemm || (n.attr_int("transB") == 0 && n.attr_int("transA") == 0);
 }
 
 // Every such weight transposed, on several threads (BERT-base's 170 MB of them took a quarter
 // of a warm compile on one).
-std::map<ValueId, Tensor> transposed_weights(const Graph& g) {
+std::map<ValueId, Tensor> transposed_weights(const Graph& g, std::optional<DType> store_as) {
   std::vector<ValueId> ws;
   for (NodeId id : g.topo_order()) {
     const Node& n = g.node(id);
-    if (k_major_product(g, n) && std::find(ws.begin(), ws.end(), n.inputs[1]) == ws.end())
+    if (k_major_product(g, n, store_as) && std::find(ws.begin(), ws.end(), n.inputs[1]) == ws.end())
       ws.push_back(n.inputs[1]);
   }
   std::vector<Tensor> out(ws.size());
-  parallel_for(ws.size(), [&](size_t i) { out[i] = transposed(*g.value(ws[i]).constant); });
+  parallel_for(ws.size(), [&](size_t i) { out[i] = transposed(*g.value(ws[i]).constant, store_as); });
   std::map<ValueId, Tensor> by_value;
   for (size_t i = 0; i < ws.size(); ++i) by_value.emplace(ws[i], std::move(out[i]));
   return by_value;
 }
 
-}  // namespace
-
-int store_weights_k_major(Graph& g) {
+int store_k_major(Graph& g, std::optional<DType> store_as) {
   int changed = 0;
   const OpDef& transpose = op("Transpose");
   // One transposed copy of a weight however many products read it (a tied embedding, a
   // weight shared between layers), and one Transpose for its MatMuls.
   std::map<ValueId, ValueId> k_major, view_of;
-  std::map<ValueId, Tensor> copies = transposed_weights(g);
+  std::map<ValueId, Tensor> copies = transposed_weights(g, store_as);
   for (NodeId id : g.topo_order()) {
     const Node& n = g.node(id);
-    if (!k_major_product(g, n)) continue;
+    if (!k_major_product(g, n, store_as)) continue;
     const bool gemm = is_plain(n, "Gemm");
     // Copies: adding values and nodes may move the graph's storage.
     const ValueId wid = n.inputs[1];
@@ -145,7 +166,7 @@ int store_weights_k_major(Graph& g) {
       g.node(id).attrs["transB"] = int64_t{1};
     } else {
       if (!view_of.count(wid)) {
-        const ValueId view = g.add_value(g.unique_name(w.name + "_view"), w.dtype, w.shape);
+        const ValueId view = g.add_value(g.unique_name(w.name + "_view"), g.value(wt).dtype, w.shape);
         const NodeId t = g.add_node(&transpose, node_name + "_weight", {wt}, {view},
                                     {{"perm", std::vector<int64_t>{1, 0}}}, 13);
         infer_node(g, t);
@@ -156,6 +177,15 @@ int store_weights_k_major(Graph& g) {
     ++changed;
   }
   return changed;
+}
+
+}  // namespace
+
+int store_weights_k_major(Graph& g) { return store_k_major(g, std::nullopt); }
+
+int store_weights_k_major_as(Graph& g, DType store_as) {
+  BRAZE_CHECK(is_half(store_as), "store_weights_k_major_as: a half type");
+  return store_k_major(g, store_as);
 }
 
 }  // namespace braze::graph::passes

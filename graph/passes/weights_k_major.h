@@ -22,5 +22,9 @@ namespace braze::graph::passes {
 bool is_k_major_weight(const Graph& g, const std::vector<std::vector<NodeId>>& users, NodeId t);
 
 int store_weights_k_major(Graph& g);
+// The same for float32 weights, rounded to the half type `store_as` as they are transposed:
+// convert_precision's pass over the weights that become k-major (one copy of each, where
+// rounding and then transposing made two).
+int store_weights_k_major_as(Graph& g, DType store_as);
 
 }  // namespace braze::graph::passes

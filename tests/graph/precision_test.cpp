@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "graph/half.h"
 #include "graph/passes/pipeline.h"
 #include "graph/passes/precision.h"
@@ -117,7 +119,6 @@ TEST(Precision, NamesAndErrors) {
   EXPECT_EQ(graph::passes::convert_precision(g, DType::Float32), 0);
 }
 
-}  // namespace
 // A float32 model's "compute this in float" Casts become Casts from the half type to itself
 // at --precision fp16: the pipeline drops them (they would keep ops apart in the plan).
 TEST(Precision, CastsToTheirOwnTypeAreDropped) {
@@ -139,4 +140,52 @@ TEST(Precision, CastsToTheirOwnTypeAreDropped) {
   EXPECT_EQ(g.num_live_nodes(), 3u);
 }
 
+// A float32 weight read as a product's B is rounded as it is stored k-major ([n, k] behind a
+// Transpose): each element the rounding of its float32 value, over whole 64 x 64 tiles, their
+// edges and the columns past the last 8 (72 x 70: k 72, n 70); the float32 weight itself is
+// not converted as well.
+TEST(Precision, ProductWeightsAreRoundedAsTheyAreStoredKMajor) {
+  constexpr int64_t kK = 72, kN = 70;
+  std::string vals;
+  std::vector<float> w(kK * kN);
+  for (int64_t e = 0; e < kK * kN; ++e) {
+    w[e] = std::sin(0.37f * static_cast<float>(e)) * (e % 7 == 0 ? 1e-5f : 3.f);
+    vals += fmt::format("{}{:.9g}", e ? ", " : "", w[e]);
+  }
+  for (DType to : {DType::Float16, DType::BFloat16}) {
+    graph::Graph g = test::graph_from_text(fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+      g (float[5,{0}] x) => (float[5,{1}] y) {{
+        w = Constant <value = float[{0},{1}] {{{2}}}> ()  y = MatMul(x, w) }})", kK, kN, vals));
+    graph::passes::run_pipeline(g);
+    graph::passes::convert_precision(g, to);
+    graph::verify(g);
+    const graph::Node* mm = nullptr;
+    for (graph::NodeId id : g.topo_order())
+      if (g.node(id).op_type() == "MatMul") mm = &g.node(id);
+    ASSERT_NE(mm, nullptr);
+    const graph::Value& view = g.value(mm->inputs[1]);
+    ASSERT_NE(view.producer, graph::kNoNode);
+    const graph::Node& t = g.node(view.producer);
+    ASSERT_EQ(t.op_type(), "Transpose");
+    const Tensor& kmajor = *g.value(t.inputs[0]).constant;
+    ASSERT_EQ(kmajor.dtype(), to);
+    ASSERT_EQ(kmajor.shape(), (Shape{kN, kK}));
+    const auto* h = static_cast<const uint16_t*>(kmajor.raw());
+    size_t bad = 0;
+    for (int64_t i = 0; i < kK; ++i)
+      for (int64_t j = 0; j < kN; ++j) {
+        const uint16_t want = to == DType::Float16 ? float_to_half(w[i * kN + j]) : float_to_bf16(w[i * kN + j]);
+        bad += h[j * kK + i] != want;
+      }
+    EXPECT_EQ(bad, 0u) << dtype_name(to);
+    for (size_t i = 0; i < g.num_values(); ++i) {
+      const graph::Value& v = g.value(static_cast<graph::ValueId>(i));
+      if (v.constant && v.shape == Shape{kK, kN}) {
+        EXPECT_EQ(v.dtype, DType::Float32) << "the [k, n] weight was converted too: " << v.name;
+      }
+    }
+  }
+}
+
+}  // namespace
 }  // namespace braze

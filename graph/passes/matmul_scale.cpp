@@ -48,8 +48,10 @@ std::optional<Scaled> scaled_operand(const Graph& g, const std::vector<std::vect
 
 int hoist_matmul_scales(Graph& g) {
   int changed = 0;
+  // Readers of every value, recomputed after each rewrite (once a node: BERT-base's 1000 nodes
+  // took 12 ms a run).
+  auto users = g.users();
   for (NodeId id : g.topo_order()) {
-    const auto users = g.users();
     Node& n = g.node(id);
     const bool gemm = n.op->name == "Gemm";
     if (!n.op->domain.empty() || (n.op->name != "MatMul" && !gemm)) continue;
@@ -67,6 +69,7 @@ int hoist_matmul_scales(Graph& g) {
     changed += static_cast<int>(dead.size());
     if (gemm) {
       n.attrs["alpha"] = n.attr_float("alpha") * scale;
+      users = g.users();
       continue;
     }
     // MatMul writes a new value; Mul(it, scale) writes the old one, which its users read.
@@ -79,6 +82,7 @@ int hoist_matmul_scales(Graph& g) {
     const ValueId c = g.add_constant(g.unique_name(yv.name + "_scale"), Tensor::scalar_of(yv.dtype, scale));
     NodeId mid = g.add_node(&op("Mul"), g.node(id).name + "_scale", {prod, c}, {y}, {}, 14);
     infer_node(g, mid);
+    users = g.users();
   }
   return changed;
 }

@@ -2,8 +2,15 @@
 
 #include <braze/error.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <new>
 #include <utility>
 #include <vector>
@@ -13,6 +20,7 @@
 #include <xxhash.h>
 
 #include "frontend/tensor_io.h"
+#include "graph/parallel.h"
 #include "graph/registry.h"
 
 namespace braze::gpu {
@@ -29,6 +37,40 @@ constexpr char kMagic[8] = {'B', 'R', 'A', 'Z', 'E', 'E', 'N', 'G'};
 constexpr uint32_t kVersion = 3;
 constexpr size_t kPreamble = 28;
 
+// Writes `parts` one after another into a new file at `path`, in pieces of up to 8 MiB on
+// several threads (the page cache takes copies from threads in parallel: one thread wrote
+// BERT-base's 213 MB in a fifth of a warm compile).
+void write_file(const fs::path& path, const std::vector<std::pair<const char*, size_t>>& parts) {
+  constexpr size_t kPiece = size_t{8} << 20;
+  struct Piece {
+    const char* p;
+    size_t n;
+    uint64_t at;
+  };
+  std::vector<Piece> pieces;
+  uint64_t at = 0;
+  for (const auto& [p, n] : parts)
+    for (size_t o = 0; o < n; o += kPiece) {
+      const size_t len = std::min(kPiece, n - o);
+      pieces.push_back({p + o, len, at});
+      at += len;
+    }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw UserError(fmt::format("{}: cannot open for writing ({})", path.string(), std::strerror(errno)));
+  std::atomic<int> error{0};
+  graph::parallel_for(pieces.size(), [&](size_t i) {
+    for (size_t done = 0; done < pieces[i].n && !error;) {
+      const ssize_t w = ::pwrite(fd, pieces[i].p + done, pieces[i].n - done, static_cast<off_t>(pieces[i].at + done));
+      if (w > 0) done += static_cast<size_t>(w);
+      else if (w < 0 && errno != EINTR) error = errno;
+      else if (w == 0) error = EIO;
+    }
+  });
+  const bool closed = ::close(fd) == 0;
+  if (error || !closed)
+    throw UserError(fmt::format("{}: write failed ({})", path.string(), std::strerror(error ? error.load() : errno)));
+}
+
 // The blobs (weights, attribute tensors, cubins) by reference, in file order: written and
 // hashed from where they live (the engine outlives save_engine), not gathered into one
 // buffer first (BERT-base's 220 MB of weights were copied twice on the way out).
@@ -43,9 +85,7 @@ class Blobs {
   void hash(XXH3_state_t* st) const {
     for (const auto& [p, n] : parts_) XXH3_64bits_update(st, p, n);
   }
-  void write(std::ofstream& out) const {
-    for (const auto& [p, n] : parts_) out.write(p, static_cast<std::streamsize>(n));
-  }
+  const std::vector<std::pair<const char*, size_t>>& parts() const { return parts_; }
 
  private:
   std::vector<std::pair<const char*, size_t>> parts_;
@@ -132,6 +172,13 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
   for (const auto& o : g.outputs()) outputs.push_back({{"name", o.name}, {"value", o.value}});
   h["graph"] = {{"name", g.name}, {"values", values}, {"nodes", nodes}, {"inputs", g.inputs()}, {"outputs", outputs}};
   json steps = json::array();
+  // Identical kernels share one cubin (BERT-base's 86 steps run 9).
+  std::map<std::string_view, json> cubins;
+  auto cubin_ref = [&](const std::string& c) {
+    auto [it, fresh] = cubins.try_emplace(std::string_view(c));
+    if (fresh) it->second = blobs.add(c.data(), c.size());
+    return it->second;
+  };
   for (const Step& s : engine.steps()) {
     json sj = {{"kind", fusion::group_kind_name(s.group.kind)}, {"nodes", s.group.nodes},
                {"inputs", s.group.inputs}, {"outputs", s.group.outputs}, {"fallback", s.fallback_reason}};
@@ -154,7 +201,7 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
                       {"empty", k.empty_launch},
                       {"tensor_maps", maps},
                       {"tunables", k.tunables},
-                      {"cubin", blobs.add(s.cubin.data(), s.cubin.size())}};
+                      {"cubin", cubin_ref(s.cubin)}};
     }
     steps.push_back(sj);
   }
@@ -163,24 +210,23 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
   fs::path tmp = path;
   tmp += ".tmp";
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
-    uint32_t version = kVersion;
-    uint64_t len = header.size();
+    const uint32_t version = kVersion;
+    const uint64_t len = header.size();
     XXH3_state_t* st = XXH3_createState();
     if (!st) throw std::bad_alloc();
     XXH3_64bits_reset(st);
     XXH3_64bits_update(st, header.data(), header.size());
     blobs.hash(st);
-    uint64_t sum = XXH3_64bits_digest(st);
+    const uint64_t sum = XXH3_64bits_digest(st);
     XXH3_freeState(st);
-    out.write(kMagic, 8);
-    out.write(reinterpret_cast<const char*>(&version), 4);
-    out.write(reinterpret_cast<const char*>(&len), 8);
-    out.write(reinterpret_cast<const char*>(&sum), 8);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    blobs.write(out);
-    if (!out) throw UserError(fmt::format("{}: write failed", path.string()));
+    char preamble[kPreamble];
+    std::memcpy(preamble, kMagic, 8);
+    std::memcpy(preamble + 8, &version, 4);
+    std::memcpy(preamble + 12, &len, 8);
+    std::memcpy(preamble + 20, &sum, 8);
+    std::vector<std::pair<const char*, size_t>> parts = {{preamble, kPreamble}, {header.data(), header.size()}};
+    parts.insert(parts.end(), blobs.parts().begin(), blobs.parts().end());
+    write_file(tmp, parts);
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);

@@ -25,6 +25,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::filesystem::path& 
   const auto key = std::make_tuple(path.string(), static_cast<uint64_t>(st.st_size),
                                    static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
   std::lock_guard<std::mutex> lock(m);
+  std::erase_if(open_files, [](const auto& kv) { return kv.second.expired(); });
   if (auto f = open_files[key].lock()) {
     ::close(fd);
     return f;

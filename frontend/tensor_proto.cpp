@@ -41,8 +41,8 @@ struct ExternalData {
   fs::path file;
   uint64_t offset;
 };
-ExternalData locate_external(const onnx::TensorProto& t, const fs::path& model_dir, const std::string& what,
-                             uint64_t expected) {
+ExternalData locate_external(const onnx::TensorProto& t, const fs::path& model_dir,
+                             const std::string& what, uint64_t expected) {
   std::string location;
   uint64_t offset = 0;
   int64_t length = -1;
@@ -57,9 +57,11 @@ ExternalData locate_external(const onnx::TensorProto& t, const fs::path& model_d
   }
   fs::path file = resolve_external(model_dir, location, what);
   if (length >= 0 && static_cast<uint64_t>(length) != expected)
-    throw UserError(fmt::format("{}: external data length {} disagrees with dims (need {} bytes)", what, length, expected));
+    throw UserError(fmt::format("{}: external data length {} disagrees with dims (need {} bytes)",
+                                what, length, expected));
   std::error_code ec;
-  if (!fs::exists(file, ec)) throw UserError(fmt::format("{}: cannot open external data file '{}'", what, file.string()));
+  if (!fs::exists(file, ec))
+    throw UserError(fmt::format("{}: cannot open external data file '{}'", what, file.string()));
   uint64_t size = fs::file_size(file, ec);
   if (ec || offset > size || size - offset < expected)
     throw UserError(fmt::format("{}: external data file '{}' is too short ({} bytes, need {} at offset {})",
@@ -70,10 +72,13 @@ ExternalData locate_external(const onnx::TensorProto& t, const fs::path& model_d
 // Reads `expected` bytes at `at` into dst.
 void read_external(const ExternalData& at, const std::string& what, uint64_t expected, void* dst) {
   std::ifstream in(at.file, std::ios::binary);
-  if (!in) throw UserError(fmt::format("{}: cannot open external data file '{}'", what, at.file.string()));
+  if (!in)
+    throw UserError(fmt::format("{}: cannot open external data file '{}'", what, at.file.string()));
   in.seekg(static_cast<std::streamoff>(at.offset));
   in.read(static_cast<char*>(dst), static_cast<std::streamsize>(expected));
-  if (!in) throw UserError(fmt::format("{}: failed reading external data from '{}'", what, at.file.string()));
+  if (!in)
+    throw UserError(
+        fmt::format("{}: failed reading external data from '{}'", what, at.file.string()));
 }
 
 // Large weights at 64-byte-aligned offsets (as ONNX and PyTorch write them) are tensors over
@@ -101,7 +106,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const fs::path& model_dir, 
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     const ExternalData at = locate_external(t, model_dir, what, nbytes);
     if (nbytes >= kMapAtLeast && at.offset % 64 == 0)
-      if (std::shared_ptr<const MappedFile> f = MappedFile::open(at.file); f && f->size() - at.offset >= nbytes)
+      if (std::shared_ptr<const MappedFile> f = MappedFile::open(at.file);
+          f && f->size() - at.offset >= nbytes)
         return Tensor::over(*dt, shape, f, f->data() + at.offset);
     Tensor out = Tensor::uninitialized(*dt, shape);
     read_external(at, what, nbytes, out.raw());

@@ -33,7 +33,8 @@ namespace {
 // Eight floats at a time by the F16C conversion (round to nearest even, as float_to_half), a
 // block holding a NaN by float_to_half (one NaN pattern, where the instruction keeps payloads).
 // Returns how many elements it converted: a multiple of 8.
-__attribute__((target("avx,f16c"))) int64_t round_floats_f16c(const float* src, uint16_t* dst, int64_t n) {
+__attribute__((target("avx,f16c"))) int64_t round_floats_f16c(const float* src, uint16_t* dst,
+                                                              int64_t n) {
   int64_t e = 0;
   for (; e + 8 <= n; e += 8) {
     const __m256 x = _mm256_loadu_ps(src + e);
@@ -41,7 +42,8 @@ __attribute__((target("avx,f16c"))) int64_t round_floats_f16c(const float* src, 
       for (int k = 0; k < 8; ++k) dst[e + k] = float_to_half(src[e + k]);
       continue;
     }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + e), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + e),
+                     _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
   }
   return e;
 }
@@ -53,7 +55,8 @@ __attribute__((target("avx,f16c"))) int64_t round_floats_f16c(const float* src, 
 Tensor round_floats(const Tensor& f32, DType to) {
   BRAZE_CHECK(f32.dtype() == DType::Float32 && is_half(to), "round_floats: float32 to a half type");
   Tensor t = Tensor::uninitialized(to, f32.shape());
-  round_floats(static_cast<const float*>(f32.raw()), static_cast<uint16_t*>(t.raw()), t.numel(), to);
+  round_floats(static_cast<const float*>(f32.raw()), static_cast<uint16_t*>(t.raw()), t.numel(),
+               to);
   return t;
 }
 
@@ -108,7 +111,8 @@ int convert_precision(Graph& g, DType to) {
   std::vector<ValueId> weights;
   for (size_t i = 0; i < g.num_values(); ++i) {
     const Value& v = g.value(static_cast<ValueId>(i));
-    if (v.constant && v.dtype == DType::Float32 && read[i] && !shape_read[i]) weights.push_back(static_cast<ValueId>(i));
+    if (v.constant && v.dtype == DType::Float32 && read[i] && !shape_read[i])
+      weights.push_back(static_cast<ValueId>(i));
   }
   parallel_for(weights.size(), [&](size_t w) {  // each job its own value
     Value& v = g.value(weights[w]);

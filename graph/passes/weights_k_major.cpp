@@ -78,11 +78,13 @@ Tensor transposed(const Tensor& w, std::optional<DType> store_as) {
       const uint16_t* from = src + r0 * cols + c0;
       int64_t ld = cols;
       if (round) {
-        for (int64_t r = r0; r < r1; ++r) passes::round_floats(src32 + r * cols + c0, tile + (r - r0) * kB, c1 - c0, *store_as);
+        for (int64_t r = r0; r < r1; ++r)
+          passes::round_floats(src32 + r * cols + c0, tile + (r - r0) * kB, c1 - c0, *store_as);
         from = tile, ld = kB;
       }
       for (int64_t r = r0; r < r1; r += 8)
-        for (int64_t c = c0; c < c1; c += 8) transpose_8x8(from + (r - r0) * ld + (c - c0), ld, dst + c * rows + r, rows);
+        for (int64_t c = c0; c < c1; c += 8)
+          transpose_8x8(from + (r - r0) * ld + (c - c0), ld, dst + c * rows + r, rows);
     }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = whole; c < cols; ++c) dst[c * rows + r] = at(r, c);
@@ -123,7 +125,9 @@ namespace {
 bool k_major_product(const Graph& g, const Node& n, std::optional<DType> store_as) {
   const bool gemm = is_plain(n, "Gemm");
   if (!gemm && (!is_plain(n, "MatMul") || n.inputs.size() != 2)) return false;
-  if (!n.has_input(0) || !n.has_input(1) || !k_major_candidate(g, n.inputs[0], n.inputs[1], store_as)) return false;
+  if (!n.has_input(0) || !n.has_input(1) ||
+      !k_major_candidate(g, n.inputs[0], n.inputs[1], store_as))
+    return false;
   return !gemm || (n.attr_int("transB") == 0 && n.attr_int("transA") == 0);
 }
 
@@ -137,7 +141,8 @@ std::map<ValueId, Tensor> transposed_weights(const Graph& g, std::optional<DType
       ws.push_back(n.inputs[1]);
   }
   std::vector<Tensor> out(ws.size());
-  parallel_for(ws.size(), [&](size_t i) { out[i] = transposed(*g.value(ws[i]).constant, store_as); });
+  parallel_for(ws.size(),
+               [&](size_t i) { out[i] = transposed(*g.value(ws[i]).constant, store_as); });
   std::map<ValueId, Tensor> by_value;
   for (size_t i = 0; i < ws.size(); ++i) by_value.emplace(ws[i], std::move(out[i]));
   return by_value;
@@ -166,7 +171,8 @@ int store_k_major(Graph& g, std::optional<DType> store_as) {
       g.node(id).attrs["transB"] = int64_t{1};
     } else {
       if (!view_of.count(wid)) {
-        const ValueId view = g.add_value(g.unique_name(w.name + "_view"), g.value(wt).dtype, w.shape);
+        const ValueId view =
+            g.add_value(g.unique_name(w.name + "_view"), g.value(wt).dtype, w.shape);
         const NodeId t = g.add_node(&transpose, node_name + "_weight", {wt}, {view},
                                     {{"perm", std::vector<int64_t>{1, 0}}}, 13);
         infer_node(g, t);

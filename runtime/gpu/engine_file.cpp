@@ -57,19 +57,26 @@ void write_file(const fs::path& path, const std::vector<std::pair<const char*, s
       at += len;
     }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw UserError(fmt::format("{}: cannot open for writing ({})", path.string(), std::strerror(errno)));
+  if (fd < 0)
+    throw UserError(
+        fmt::format("{}: cannot open for writing ({})", path.string(), std::strerror(errno)));
   std::atomic<int> error{0};
   graph::parallel_for(pieces.size(), [&](size_t i) {
     for (size_t done = 0; done < pieces[i].n && !error;) {
-      const ssize_t w = ::pwrite(fd, pieces[i].p + done, pieces[i].n - done, static_cast<off_t>(pieces[i].at + done));
-      if (w > 0) done += static_cast<size_t>(w);
-      else if (w < 0 && errno != EINTR) error = errno;
-      else if (w == 0) error = EIO;
+      const ssize_t w = ::pwrite(fd, pieces[i].p + done, pieces[i].n - done,
+                                 static_cast<off_t>(pieces[i].at + done));
+      if (w > 0)
+        done += static_cast<size_t>(w);
+      else if (w < 0 && errno != EINTR)
+        error = errno;
+      else if (w == 0)
+        error = EIO;
     }
   });
   const bool closed = ::close(fd) == 0;
   if (error || !closed)
-    throw UserError(fmt::format("{}: write failed ({})", path.string(), std::strerror(error ? error.load() : errno)));
+    throw UserError(fmt::format("{}: write failed ({})", path.string(),
+                                std::strerror(error ? error.load() : errno)));
 }
 
 // The blobs (weights, attribute tensors, cubins) by reference, in file order: written and
@@ -225,7 +232,8 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
     std::memcpy(preamble + 8, &version, 4);
     std::memcpy(preamble + 12, &len, 8);
     std::memcpy(preamble + 20, &sum, 8);
-    std::vector<std::pair<const char*, size_t>> parts = {{preamble, kPreamble}, {header.data(), header.size()}};
+    std::vector<std::pair<const char*, size_t>> parts = {{preamble, kPreamble},
+                                                         {header.data(), header.size()}};
     parts.insert(parts.end(), blobs.parts().begin(), blobs.parts().end());
     write_file(tmp, parts);
   }

@@ -24,13 +24,15 @@ std::string file_bytes(const fs::path& p) {
 // y = Add(Add(x, big), small): big (32768 floats at offset 0, mapped) and small (32768 floats
 // at offset 131076, not 64-byte aligned: read), both from weights.bin.
 TEST(ExternalData, MappedAndReadWeightsHoldTheFilesBytes) {
-  const fs::path d = fs::temp_directory_path() / ("braze_external_test_" + std::to_string(::getpid()));
+  const fs::path d =
+      fs::temp_directory_path() / ("braze_external_test_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   constexpr int64_t kN = 32768;
   constexpr uint64_t kSmallAt = kN * 4 + 4;
   std::vector<float> big(kN), small(kN);
-  for (int64_t i = 0; i < kN; ++i) big[i] = 0.5f * static_cast<float>(i), small[i] = -static_cast<float>(i) - 1;
+  for (int64_t i = 0; i < kN; ++i)
+    big[i] = 0.5f * static_cast<float>(i), small[i] = -static_cast<float>(i) - 1;
   {
     std::ofstream out(d / "weights.bin", std::ios::binary);
     out.write(reinterpret_cast<const char*>(big.data()), kN * 4);
@@ -48,7 +50,8 @@ TEST(ExternalData, MappedAndReadWeightsHoldTheFilesBytes) {
     t->add_dims(kN);
     t->set_data_location(onnx::TensorProto::EXTERNAL);
     for (auto [k, v] : {std::pair<std::string, std::string>{"location", "weights.bin"},
-                        {"offset", std::to_string(offset)}, {"length", std::to_string(kN * 4)}}) {
+                        {"offset", std::to_string(offset)},
+                        {"length", std::to_string(kN * 4)}}) {
       auto* kv = t->add_external_data();
       kv->set_key(k);
       kv->set_value(v);
@@ -77,7 +80,8 @@ TEST(ExternalData, MappedAndReadWeightsHoldTheFilesBytes) {
 
   // A file shorter than the weights it should hold is an error naming it.
   fs::resize_file(d / "weights.bin", kN * 4 + 100);
-  test::expect_user_error([&] { frontend::import_model_file(d / "model.onnx"); }, {"weights.bin", "too short"});
+  test::expect_user_error([&] { frontend::import_model_file(d / "model.onnx"); },
+                          {"weights.bin", "too short"});
   fs::remove_all(d);
 }
 

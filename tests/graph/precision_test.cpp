@@ -155,7 +155,8 @@ TEST(Precision, ProductWeightsAreRoundedAsTheyAreStoredKMajor) {
   for (DType to : {DType::Float16, DType::BFloat16}) {
     graph::Graph g = test::graph_from_text(fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
       g (float[5,{0}] x) => (float[5,{1}] y) {{
-        w = Constant <value = float[{0},{1}] {{{2}}}> ()  y = MatMul(x, w) }})", kK, kN, vals));
+        w = Constant <value = float[{0},{1}] {{{2}}}> ()  y = MatMul(x, w) }})",
+                                                       kK, kN, vals));
     graph::passes::run_pipeline(g);
     graph::passes::convert_precision(g, to);
     graph::verify(g);
@@ -174,7 +175,8 @@ TEST(Precision, ProductWeightsAreRoundedAsTheyAreStoredKMajor) {
     size_t bad = 0;
     for (int64_t i = 0; i < kK; ++i)
       for (int64_t j = 0; j < kN; ++j) {
-        const uint16_t want = to == DType::Float16 ? float_to_half(w[i * kN + j]) : float_to_bf16(w[i * kN + j]);
+        const uint16_t want =
+            to == DType::Float16 ? float_to_half(w[i * kN + j]) : float_to_bf16(w[i * kN + j]);
         bad += h[j * kK + i] != want;
       }
     EXPECT_EQ(bad, 0u) << dtype_name(to);

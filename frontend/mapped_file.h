@@ -1,7 +1,7 @@
 // A file mapped into memory for reading (the importer's external weights): the tensors over
-// it share its pages with the page cache instead of copying them into fresh memory (BERT-base's
-// 435 MB of float32 weights were a quarter of a warm compile, most of it the kernel zeroing
-// and faulting in pages for the copy). The mapping is private and writable: a write to a
+// it share its pages with the page cache instead of copying them into fresh memory (the kernel
+// zeroing and faulting in pages for the copy was most of an import; bench/MODELS.md, compile
+// time). The mapping is private and writable: a write to a
 // tensor over it copies that page, never the file. It lives while any tensor over it does.
 // Caveat of any mapping: a file truncated by another process while mapped faults on access.
 #pragma once

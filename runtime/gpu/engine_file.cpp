@@ -33,14 +33,13 @@ namespace {
 // Layout: magic, format version (u32), header length (u64), XXH3-64 of everything after it
 // (u64), the JSON header, the blobs. Version 2 added the checksum: a flipped bit in a weight
 // would otherwise load without complaint and compute something else. Version 4 keeps each
-// kernel's source as a blob (escaped into the JSON, BERT-base's 86 sources were 4.4 MB of it).
+// kernel's source as a blob (escaping sources into the JSON was most of the header's cost).
 constexpr char kMagic[8] = {'B', 'R', 'A', 'Z', 'E', 'E', 'N', 'G'};
 constexpr uint32_t kVersion = 4;
 constexpr size_t kPreamble = 28;
 
 // Writes `parts` one after another into a new file at `path`, in pieces of up to 8 MiB on
-// several threads (the page cache takes copies from threads in parallel: one thread wrote
-// BERT-base's 213 MB in a fifth of a warm compile).
+// several threads (the page cache takes copies from threads in parallel).
 void write_file(const fs::path& path, const std::vector<std::pair<const char*, size_t>>& parts) {
   constexpr size_t kPiece = size_t{8} << 20;
   struct Piece {
@@ -180,7 +179,7 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
   for (const auto& o : g.outputs()) outputs.push_back({{"name", o.name}, {"value", o.value}});
   h["graph"] = {{"name", g.name}, {"values", values}, {"nodes", nodes}, {"inputs", g.inputs()}, {"outputs", outputs}};
   json steps = json::array();
-  // Identical kernels share one cubin (BERT-base's 86 steps run 9).
+  // Identical kernels share one cubin.
   std::map<std::string_view, json> cubins;
   auto cubin_ref = [&](const std::string& c) {
     auto [it, fresh] = cubins.try_emplace(std::string_view(c));

@@ -67,9 +67,10 @@ struct WgTile {
   int se = 0;  // 0: no staging, else the staged block is 32 se columns wide
   int sr = 0;  // se: 0 unrolled, 1 rolled, 2 blocks unrolled and 32 elements a step rolled
   int rr = 8;   // raster: the walk takes rr rows of tiles at a time (emit_gemm_tile_origin)
-  int consumers() const { return pp ? 2 : bm / 64; }
+  int cw = 1;   // cooperative: 64-row blocks a consumer computes (2: 256 x bn as two 128-row halves)
+  int consumers() const { return pp ? 2 : bm / (64 * cw); }
   int turn_bytes() const { return pp ? 16 : 0; }
-  int row_blocks() const { return pp ? bm / 64 : 1; }  // 64-row blocks a consumer computes
+  int row_blocks() const { return pp ? bm / 64 : cw; }  // 64-row blocks a consumer computes
   int threads() const { return 128 * (1 + consumers()); }
   int64_t a_bytes() const { return int64_t{bm} * kBk * 2; }
   int64_t stage_bytes() const { return int64_t{bm + bn} * kBk * 2; }
@@ -92,6 +93,7 @@ Tunables tunables_of(const WgTile& t) {
   if (t.se) u["se"] = t.se;
   if (t.sr) u["sr"] = t.sr;
   if (t.rr != 8) u["rr"] = t.rr;
+  if (t.cw != 1) u["cw"] = t.cw;
   return u;
 }
 
@@ -279,11 +281,15 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
                                {64, 256, 4, true, 4, 1}, {64, 256, 4, true, 2, 1},
                                {128, 256, 4, false, 2, 1}, {64, 64, 8},
                                {64, 256, 4, true, 4, 2},   {64, 256, 4, true, 2, 2},
-                               {128, 256, 4, false, 1, 0, 16}};
+                               {128, 256, 4, false, 1, 0, 16},
+                               {128, 128, 6, true, 2, 2},  {128, 128, 5, true, 4, 2},
+                               {128, 192, 4, true, 2, 2},  {256, 128, 4, false, 1, 0, 8, 2},
+                               {256, 128, 4, false, 2, 2, 8, 2}};
   // Moves the bm x bn tile (ping-pong or not, its epilogue staged or not) to the front.
   auto lead = [&](int bm, int bn, bool pp, int se = 0, int sr = 0, int rr = 8) {
     auto it = std::find_if(tiles.begin(), tiles.end(), [&](const WgTile& t) {
-      return t.bm == bm && t.bn == bn && t.pp == pp && t.se == se && t.sr == sr && t.rr == rr;
+      return t.bm == bm && t.bn == bn && t.pp == pp && t.se == se && t.sr == sr && t.rr == rr &&
+             t.cw == 1;
     });
     std::rotate(tiles.begin(), it, it + 1);
   };
@@ -314,7 +320,7 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
     for (const WgTile& t : {any, other, fit}) {
       auto same = [&](const WgTile& u) {
         return u.bm == t.bm && u.bn == t.bn && u.pp == t.pp && u.se == t.se && u.sr == t.sr &&
-               u.rr == t.rr;
+               u.rr == t.rr && u.cw == t.cw;
       };
       tiles.erase(std::remove_if(tiles.begin(), tiles.end(), same), tiles.end());
       tiles.insert(tiles.begin(), t);
@@ -342,10 +348,12 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   std::string why = gemm_wgmma_unsupported(g, group, d, target);
   const WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
                  tune.count("pp") && tune.at("pp") != 0, tune.count("se") ? tune.at("se") : 0,
-                 tune.count("sr") ? tune.at("sr") : 0, tune.count("rr") ? tune.at("rr") : 8};
+                 tune.count("sr") ? tune.at("sr") : 0, tune.count("rr") ? tune.at("rr") : 8,
+                 tune.count("cw") ? tune.at("cw") : 1};
   if (why.empty() &&
-      ((t.bm != 64 && t.bm != 128) || t.bn % bn_step(d) != 0 || t.bn < 16 || t.bn > 256 ||
-       t.stages < 2 || t.row_blocks() * t.bn > 256 ||
+      ((t.bm != 64 && t.bm != 128 && t.bm != 256) || (t.cw != 1 && (t.cw != 2 || t.pp)) ||
+       t.bm % (64 * t.cw) != 0 || (t.bm == 256 && (t.pp || t.cw != 2)) || t.bn % bn_step(d) != 0 || t.bn < 16 || t.bn > 256 ||
+       t.stages < 2 || t.row_blocks() * t.bn > 384 ||
        (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) || t.sr < 0 ||
        t.sr > 2 || (t.sr == 2 && t.stage_cols() % 64 != 0) || t.rr < 1 || t.rr > 64 ||
        (t.se && t.bn % t.stage_cols() != 0) || t.shared_bytes() > kMaxSharedBytes))
@@ -444,8 +452,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.line("return;");
   e.close();  // producer
 
-  // The consumers. Cooperative: warpgroup 1 + cons computes rows 64 cons .. 64 cons + 63 of
-  // the block's tile. pp: warpgroup 1 + cons computes tiles cons, cons + 2, … of the block's
+  // The consumers. Cooperative: warpgroup 1 + cons computes rows 64 cw cons .. 64 cw (cons +
+  // 1) - 1 of the block's tile. pp: warpgroup 1 + cons computes tiles cons, cons + 2, … of the block's
   // walk, whose k-tiles are the producer's (position in the walk) * KTILES onwards.
   if (t.consumers() > 1) e.line("braze_setmaxnreg_inc<232>();");
   const int regs = t.bn / 2;
@@ -469,7 +477,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   }
   // accum[mi] holds rows 64 mi .. 64 mi + 63 of the warpgroup's rows, which begin at row0.
   const int mw = t.row_blocks();
-  const std::string row0 = t.pp ? "0" : "cons * 64";
+  const std::string row0 = t.pp ? "0" : fmt::format("cons * {}", 64 * t.cw);
   e.line(fmt::format("float accum[{}][{}];", mw, regs));
   e.line("#pragma unroll");
   e.line(fmt::format("for (int r = 0; r < {}; ++r) {{", regs));

@@ -106,9 +106,8 @@ TEST_P(GpuGemmWgmma, EveryCandidateAgreesWithMmaSyncAndFloat64) {
   for (const codegen::Tunables& t : codegen::candidates(g, base[gemm].group, o.target)) {
     if (!t.count("wg")) continue;
     ++tried;
-    std::string what =
-        fmt::format("{} bm={} bn={} stages={} pp={} se={}", c.name, t.at("bm"), t.at("bn"),
-                    t.at("stages"), t.count("pp") ? t.at("pp") : 0, t.count("se") ? t.at("se") : 0);
+    std::string what = c.name;
+    for (const auto& [key, v] : t) what += fmt::format(" {}={}", key, v);
     auto engine = test::engine_with(g, base, gemm, t, o, &why);
     ASSERT_TRUE(engine) << what << ": " << why;
     for (int rep = 0; rep < 2; ++rep) {  // twice: a race need not strike every run

@@ -3,6 +3,7 @@
 #include <braze/error.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,15 +39,15 @@ constexpr char kMagic[8] = {'B', 'R', 'A', 'Z', 'E', 'E', 'N', 'G'};
 constexpr uint32_t kVersion = 4;
 constexpr size_t kPreamble = 28;
 
-// Writes `parts` one after another into a new file at `path`, in pieces of up to 8 MiB on
-// several threads (the page cache takes copies from threads in parallel).
-void write_file(const fs::path& path, const std::vector<std::pair<const char*, size_t>>& parts) {
+struct Piece {
+  const char* p;
+  size_t n;
+  uint64_t at;
+};
+
+// `parts` in pieces of up to 8 MiB at their offsets in the file.
+std::vector<Piece> pieces_of(const std::vector<std::pair<const char*, size_t>>& parts) {
   constexpr size_t kPiece = size_t{8} << 20;
-  struct Piece {
-    const char* p;
-    size_t n;
-    uint64_t at;
-  };
   std::vector<Piece> pieces;
   uint64_t at = 0;
   for (const auto& [p, n] : parts)
@@ -55,27 +56,57 @@ void write_file(const fs::path& path, const std::vector<std::pair<const char*, s
       pieces.push_back({p + o, len, at});
       at += len;
     }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  return pieces;
+}
+
+// Copies the pieces into the file through a shared mapping of it, on several threads (the
+// kernel takes page faults on a file from threads in parallel; buffered writes to one file
+// hold its inode's lock, and threads writing in parallel only spun on it). The file's blocks
+// are allocated first, so that a full disk is an error here rather than a fault on a page
+// of the mapping. Returns 0, an errno value, or -1 where the file cannot be mapped (the
+// caller writes it instead).
+int write_mapped(int fd, const std::vector<Piece>& pieces, uint64_t size) {
+  if (size == 0) return -1;
+  const int e = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
+  if (e == EOPNOTSUPP || e == EINVAL) return -1;
+  if (e != 0) return e;
+  void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) return -1;
+  char* base = static_cast<char*>(m);
+  graph::parallel_for(pieces.size(),
+                      [&](size_t i) { std::memcpy(base + pieces[i].at, pieces[i].p, pieces[i].n); });
+  return ::munmap(m, size) == 0 ? 0 : errno;
+}
+
+// The pieces by pwrite, one after another.
+int write_pieces(int fd, const std::vector<Piece>& pieces) {
+  for (const Piece& pc : pieces)
+    for (size_t done = 0; done < pc.n;) {
+      const ssize_t w = ::pwrite(fd, pc.p + done, pc.n - done, static_cast<off_t>(pc.at + done));
+      if (w > 0)
+        done += static_cast<size_t>(w);
+      else if (w == 0)
+        return EIO;
+      else if (errno != EINTR)
+        return errno;
+    }
+  return 0;
+}
+
+// Writes `parts` one after another into a new file at `path`.
+void write_file(const fs::path& path, const std::vector<std::pair<const char*, size_t>>& parts) {
+  const std::vector<Piece> pieces = pieces_of(parts);
+  const uint64_t size = pieces.empty() ? 0 : pieces.back().at + pieces.back().n;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     throw UserError(
         fmt::format("{}: cannot open for writing ({})", path.string(), std::strerror(errno)));
-  std::atomic<int> error{0};
-  graph::parallel_for(pieces.size(), [&](size_t i) {
-    for (size_t done = 0; done < pieces[i].n && !error;) {
-      const ssize_t w = ::pwrite(fd, pieces[i].p + done, pieces[i].n - done,
-                                 static_cast<off_t>(pieces[i].at + done));
-      if (w > 0)
-        done += static_cast<size_t>(w);
-      else if (w < 0 && errno != EINTR)
-        error = errno;
-      else if (w == 0)
-        error = EIO;
-    }
-  });
+  int error = write_mapped(fd, pieces, size);
+  if (error < 0) error = write_pieces(fd, pieces);
   const bool closed = ::close(fd) == 0;
   if (error || !closed)
     throw UserError(fmt::format("{}: write failed ({})", path.string(),
-                                std::strerror(error ? error.load() : errno)));
+                                std::strerror(error ? error : errno)));
 }
 
 // The blobs (weights, attribute tensors, cubins) by reference, in file order: written and

@@ -30,6 +30,7 @@ class Emitter {
   // its answer, when it gives one, is v's value at `coords`.
   using Intercept = std::function<std::optional<std::string>(graph::ValueId v, const std::vector<std::string>& coords)>;
   void set_intercept(Intercept f) { intercept_ = std::move(f); }
+  const Intercept& intercept() const { return intercept_; }
 
   // Binds v at `coords` to `expr` for the current scope, as if value_at had computed it
   // (a schedule that loaded the value itself: a row staged in shared memory).

@@ -11,6 +11,7 @@
 #include <braze/error.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include <fmt/format.h>
@@ -206,21 +207,53 @@ Emitter gemm_emitter(const graph::Graph& g, const fusion::Group& group, const Ge
   return e;
 }
 
-std::string emit_gemm_value(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                            const GemmEpilogue& epi, const std::string& sum) {
+namespace {
+
+// `s` with the identifier `name` (not part of a longer one) replaced by `by`.
+std::string replace_identifier(const std::string& s, const std::string& name, const std::string& by) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string out;
+  for (size_t p = 0; p < s.size();) {
+    if (s.compare(p, name.size(), name) == 0 && (p == 0 || !ident(s[p - 1])) &&
+        (p + name.size() == s.size() || !ident(s[p + name.size()]))) {
+      out += by;
+      p += name.size();
+    } else {
+      out += s[p++];
+    }
+  }
+  return out;
+}
+
+// emit_gemm_value with the product element's column `j` (an expression) and its
+// accumulator named `acc`.
+std::string emit_gemm_value_at(Emitter& e, const graph::Graph& g, const GemmDims& d,
+                               const GemmEpilogue& epi, const std::string& sum,
+                               const std::string& j, const std::string& acc_name) {
   const graph::Node& n = *d.node;
   const std::string acc = graph::cuda_compute_type(g.value(n.outputs[0]).dtype);
   std::string value =
       d.alpha == 1 ? sum : fmt::format("{} * {}", graph::cuda_literal(acc, d.alpha), sum);
   if (n.op_type() == "Gemm" && n.has_input(2) && d.beta != 0) {
     const graph::Value& c = g.value(n.inputs[2]);
-    std::vector<std::string> cc = broadcast_coords({"i", "j"}, {d.m, d.nn}, c.shape);
+    std::vector<std::string> cc = broadcast_coords({"i", j}, {d.m, d.nn}, c.shape);
     std::string cval = e.value_at(n.inputs[2], cc);
     value += d.beta == 1 ? " + " + cval
                          : fmt::format(" + {} * {}", graph::cuda_literal(acc, d.beta), cval);
   }
-  e.line(fmt::format("const {} acc = {};", acc, value));
-  return epi.out == n.outputs[0] ? "acc" : e.value_at(epi.out, epi.out_coords);
+  e.line(fmt::format("const {} {} = {};", acc, acc_name, value));
+  if (epi.out == n.outputs[0]) return acc_name;
+  std::vector<std::string> coords = epi.out_coords;
+  if (j != "j")
+    for (std::string& c : coords) c = replace_identifier(c, "j", j);
+  return e.value_at(epi.out, coords);
+}
+
+}  // namespace
+
+std::string emit_gemm_value(Emitter& e, const graph::Graph& g, const GemmDims& d,
+                            const GemmEpilogue& epi, const std::string& sum) {
+  return emit_gemm_value_at(e, g, d, epi, sum, "j", "acc");
 }
 
 void emit_gemm_store(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
@@ -281,21 +314,34 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
     return;
   }
   // The output's last dim is j, a multiple of `width` long: the elements are all in range or
-  // none, adjacent, and aligned to the vector.
+  // none, adjacent, and aligned to the vector. The lanes are written out one after another,
+  // lane q at column (j + q), so that an input read at the output's column (a residual, a
+  // bias) is one vector load shared by the lanes (Emitter::set_lanes), not `width` loads.
   const std::string ct = graph::cuda_compute_type(ov.dtype), st = graph::cuda_storage_type(ov.dtype);
   e.open(in_range ? std::string("{") : fmt::format("if (i < {}LL && jp < {}LL) {{", d.m, d.nn));
-  e.line(fmt::format("{} res[{}];", ct, width));
+  e.line(fmt::format("{} acc_q[{}];", graph::cuda_compute_type(g.value(d.node->outputs[0]).dtype), width));
   e.line("#pragma unroll");
-  e.open(fmt::format("for (int q = 0; q < {}; ++q) {{", width));
-  e.line("const long long j = jp + q;");
-  e.push_scope();
-  e.line(fmt::format("res[q] = {};", emit_gemm_value(e, g, d, epi, sum_q)));
-  e.pop_scope();
-  e.close();
+  e.line(fmt::format("for (int q = 0; q < {}; ++q) acc_q[q] = {};", width, sum_q));
   e.line("const long long j = jp;");
+  e.push_scope();
+  e.set_lanes("j", width);
+  const Emitter::Intercept outer = e.intercept();
+  const graph::ValueId prod = d.node->outputs[0];
   std::string packed;
-  for (int q = 0; q < width; ++q)
-    packed += fmt::format("{}braze_pack(braze_tag<{}>(), res[{}])", q ? ", " : "", st, q);
+  for (int q = 0; q < width; ++q) {
+    const std::string acc = fmt::format("acc{}", q);
+    e.set_intercept([&outer, prod, acc](graph::ValueId v, const std::vector<std::string>& c)
+                        -> std::optional<std::string> {
+      if (v == prod) return acc;
+      return outer ? outer(v, c) : std::nullopt;
+    });
+    const std::string r = emit_gemm_value_at(e, g, d, epi, fmt::format("acc_q[{}]", q),
+                                             Emitter::lane_expr("j", q), acc);
+    packed += fmt::format("{}braze_pack(braze_tag<{}>(), ({}){})", q ? ", " : "", st, ct, r);
+  }
+  e.set_intercept(outer);
+  e.set_lanes("", 1);
+  e.pop_scope();
   e.line(fmt::format("braze_vstore_typed<{}>({}, {}, braze_vec<{}, {}>{{{{{}}}}});", width,
                      e.output_param(epi.out), gemm_store_offset(epi, g), st, width, packed));
   e.close();

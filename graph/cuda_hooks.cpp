@@ -61,15 +61,57 @@ std::string cuda_literal(const std::string& type, double v) {
   return f ? s + "f" : s;
 }
 
+namespace {
+
+// If `s` is "(F % nLL)", F; else empty.
+std::string dividend_of_mod(const std::string& s, int64_t n) {
+  const std::string tail = fmt::format(" % {}LL)", n);
+  if (s.size() <= tail.size() + 1 || s.front() != '(' ||
+      s.compare(s.size() - tail.size(), tail.size(), tail) != 0)
+    return "";
+  std::string f = s.substr(1, s.size() - tail.size() - 1);
+  int depth = 0;  // F must be one expression: "(a) + (b % 6LL)" is not "(F % 6LL)"
+  for (char ch : f)
+    if ((depth += ch == '(' ? 1 : ch == ')' ? -1 : 0) < 0) return "";
+  return depth == 0 ? f : "";
+}
+
+}  // namespace
+
 std::string cuda_linearize(const std::vector<std::string>& coords, const Shape& shape) {
-  std::string out;
+  // The dims that are not 1, outermost first: coordinate, size, stride.
+  struct Dim {
+    std::string c;
+    int64_t size, stride;
+  };
+  std::vector<Dim> dims;
   int64_t stride = 1;
   for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] != 1) {
-      std::string term = stride == 1 ? coords[d] : fmt::format("{} * {}LL", coords[d], stride);
-      out = out.empty() ? term : term + " + " + out;
-    }
+    if (shape[d] != 1) dims.insert(dims.begin(), Dim{coords[d], shape[d], stride});
     stride *= shape[d];
+  }
+  // Coordinates that cuda_unravel split from one index F, recombined: (F / n) n s + (F % n) s
+  // is F s, and ((F / n) % m) n s + (F % n) s is (F % (m n)) s, for any integer F under C's
+  // truncating division (an epilogue through a Reshape of [4096, 768] to [32, 128, 768] reads
+  // i * 768 + j, not (i / 128) * 98304 + (i % 128) * 768 + j).
+  for (size_t d = dims.size(); d-- > 1;) {
+    Dim &outer = dims[d - 1], &inner = dims[d];
+    const std::string f = dividend_of_mod(inner.c, inner.size);
+    if (f.empty()) continue;
+    std::string merged;
+    if (outer.c == fmt::format("({} / {}LL)", f, inner.size))
+      merged = f;
+    else if (outer.c == fmt::format("(({} / {}LL) % {}LL)", f, inner.size, outer.size))
+      merged = fmt::format("({} % {}LL)", f, outer.size * inner.size);
+    else
+      continue;
+    outer = Dim{merged, outer.size * inner.size, inner.stride};
+    dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(d));  // next: outer's own outer
+  }
+  std::string out;
+  for (const Dim& dm : dims) {
+    std::string term = dm.stride == 1 ? dm.c : fmt::format("{} * {}LL", dm.c, dm.stride);
+    out = out.empty() ? term : out + " + " + term;
   }
   return out.empty() ? "0LL" : "(" + out + ")";
 }

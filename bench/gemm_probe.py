@@ -40,6 +40,7 @@ SHAPES = {
     "b1_ffn_down": (1, 128, 768, 3072, "bias"),
     "b32_qkv": (1, 4096, 2304, 768, "bias"),
     "b32_ffn_up": (1, 4096, 3072, 768, "bias_gelu"),
+    "b32_ffn_up_nogelu": (1, 4096, 3072, 768, "bias"),  # what GELU costs in b32_ffn_up
     "b32_ffn_down": (1, 4096, 768, 3072, "bias"),
     "b32_out_proj": (1, 4096, 768, 768, "bias"),
 }

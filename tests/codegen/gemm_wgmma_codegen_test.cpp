@@ -202,8 +202,10 @@ TEST(GemmWgmmaCodegen, EpilogueThroughAReshapeIndexesTheBiasByJ) {
 
 // BERT-base b32's products (M = 4096, weights k-major as store_weights_k_major stores them,
 // the epilogues the model fuses): every candidate compiles; ptxas's registers and spills are
-// printed for each (what --tune will time), and the untuned default spills nothing.
-TEST(GemmWgmmaCodegen, BertB32CandidatesReportRegistersAndTheDefaultDoesNotSpill) {
+// printed for each (what --tune will time), and the untuned default spills at most 64 bytes
+// (the ping-pong 128 x 192, 192 accumulators a thread, spills 48 bytes on the QKV product and
+// is still its fastest tile by 11% on the H200: bench/RESULTS.md, 2026-12-04).
+TEST(GemmWgmmaCodegen, BertB32CandidatesReportRegistersAndTheDefaultSpillsLittle) {
   const std::vector<std::pair<const char*, std::string>> products = {
       {"ffn_up_gelu", R"(<ir_version: 8, opset_import: ["" : 20]>
         g (float16[4096,768] a, float16[3072,768] w, float16[3072] c) => (float16[4096,3072] y) {
@@ -230,7 +232,10 @@ TEST(GemmWgmmaCodegen, BertB32CandidatesReportRegistersAndTheDefaultDoesNotSpill
                   used == std::string::npos ? "?" : c.log.substr(used, c.log.find('\n', used) - used).c_str());
       if (spills) std::printf("%-12s   spills: %s\n", what, c.log.c_str());
       if (i == 0) {
-        EXPECT_FALSE(spills) << what << "'s default spills:\n" << c.log;
+        const size_t at = c.log.find(" bytes spill stores");
+        ASSERT_NE(at, std::string::npos) << c.log;
+        const size_t from = c.log.find_last_of(' ', at - 1) + 1;
+        EXPECT_LE(std::stoi(c.log.substr(from, at - from)), 64) << what << "'s default spills:\n" << c.log;
       }
     }
   }

@@ -494,14 +494,13 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     for (int mi = 0; mi < mw; ++mi) e.line(fmt::format("braze_fence_regs(accum[{}]);", mi));
   };
   // Descriptors: a k16 step is 32 bytes along a k-contiguous row, 16 rows (2048 bytes) down
-  // an MN-major box.
-  const std::string a_desc =
-      a_mn ? fmt::format("braze_wgmma_desc(sa + ({} + 64 * mi) * 128u + kk * 2048u, {}u, 1024u)",
-                         row0, kBox * 128)
-           : fmt::format("braze_wgmma_desc(sa + ({} + 64 * mi) * 128u + kk * 32u, 16u, 1024u)", row0);
-  const std::string b_desc = b_mn ? fmt::format("braze_wgmma_desc(sb + kk * 2048u, {}u, 1024u)",
-                                                kBox * 128)
-                                  : "braze_wgmma_desc(sb + kk * 32u, 16u, 1024u)";
+  // an MN-major box. Each is its stage's descriptor (da / db, made once a k-tile) plus the
+  // operand's offset in 16-byte units (the address field's unit; shared addresses are under
+  // 2^18, so the field never carries): a 32-bit add a wgmma operand, not the masks, shifts
+  // and ORs of making it from the address.
+  const std::string a_desc = fmt::format("braze_wgmma_desc_plus(da, ({} + 64 * mi) * 8u + kk * {}u)",
+                                         row0, a_mn ? 128 : 2);
+  const std::string b_desc = fmt::format("braze_wgmma_desc_plus(db, kk * {}u)", b_mn ? 128 : 2);
   e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles));
   e.line("const int gk = gk0 + kt;");
   e.line(fmt::format("const int s = gk % {};", t.stages));
@@ -513,6 +512,9 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
                        ktiles - 1));
   e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u;", t.stage_bytes(),
                      t.a_bytes()));
+  e.line(fmt::format("const unsigned long long da = braze_wgmma_desc(sa, {}u, 1024u), "
+                     "db = braze_wgmma_desc(sb, {}u, 1024u);",
+                     a_mn ? kBox * 128 : 16, b_mn ? kBox * 128 : 16));
   fence_accum();
   e.line("braze_wgmma_fence();");
   e.line("#pragma unroll");

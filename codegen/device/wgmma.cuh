@@ -134,6 +134,11 @@ BRAZE_DEV unsigned long long braze_wgmma_desc(braze_saddr addr, unsigned lbo, un
          (unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16 |
          (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32 | 1ull << 62;
 }
+// The descriptor `d` moved `units` 16-byte units on: a 32-bit add to its low word (the start
+// address field, bits 0-13, never carries: shared addresses are under 2^18).
+BRAZE_DEV unsigned long long braze_wgmma_desc_plus(unsigned long long d, unsigned units) {
+  return (d & 0xFFFFFFFF00000000ull) | (unsigned)((unsigned)d + units);
+}
 // Orders this warpgroup's register accesses before the wgmma's that follow.
 BRAZE_DEV void braze_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 BRAZE_DEV void braze_wgmma_commit() {

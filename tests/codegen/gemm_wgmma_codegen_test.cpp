@@ -138,8 +138,14 @@ codegen::Tunables default_of(int m, int n, int k, bool b_kmajor = false) {
 TEST(GemmWgmmaCodegen, DefaultTileFollowsTheOutputSize) {
   const codegen::Tunables big = default_of(4096, 3072, 768);
   EXPECT_TRUE(is_wg(big));
-  EXPECT_EQ(big.at("bn"), 256);
+  EXPECT_EQ(big.at("bn"), 192) << "4 waves of 128 x 192 cost what 6 of 64 x 256 do";
   EXPECT_EQ(big.count("pp"), 1u) << "12 k-tiles a tile, 384 tiles: ping-pong";
+  const codegen::Tunables qkv = default_of(4096, 2304, 768);
+  EXPECT_EQ(qkv.at("bm"), 128);
+  EXPECT_EQ(qkv.at("bn"), 192) << "2.9 waves of 128 x 192 against 4.4 of 64 x 256";
+  EXPECT_EQ(qkv.count("pp"), 1u);
+  const codegen::Tunables odd = default_of(4096, 2560, 768);
+  EXPECT_EQ(odd.at("bn"), 256) << "64 x 256: 4.8 waves (5 x 16384 per SM); 128 x 192: 3.4 (4 x 24576)";
   const codegen::Tunables deep = default_of(8192, 8192, 4096);
   EXPECT_EQ(deep.at("bm"), 128);
   EXPECT_EQ(deep.at("bn"), 256);

@@ -75,6 +75,9 @@ std::string gemm_batch_offset(const Shape& out_batch, const Shape& shape);
 struct StoreTerm {
   char var;  // 'b', 'i' or 'j'
   int64_t div = 1, size = 1, out_stride = 1;
+  // The outermost digit of its variable (div · size reaches the variable's extent): stores
+  // happen only with the variable in range, so the digit needs no modulo.
+  bool top = false;
 };
 struct StoreMap {
   std::vector<StoreTerm> terms;

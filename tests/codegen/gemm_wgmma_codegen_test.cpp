@@ -203,6 +203,27 @@ TEST(GemmWgmmaCodegen, EpilogueThroughAReshapeIndexesTheBiasByJ) {
   const std::string& src = gc.kernel->source;
   EXPECT_NE(src.find(", (j));"), std::string::npos) << "the bias read at j";
   EXPECT_EQ(src.find("2304LL + j) % 2304LL"), std::string::npos);
+  // The store: the reshape's two digits of i are one term, and neither i nor j (both
+  // guarded to their range) takes a modulo.
+  EXPECT_NE(src.find("(long long)((unsigned)(i) * 2304u + (unsigned)(j))"), std::string::npos) << src;
+  EXPECT_EQ(src.find("% 2304u"), std::string::npos);
+  EXPECT_EQ(src.find("(unsigned)(i) / 128u"), std::string::npos);
+}
+
+// A store through a layout that permutes digits keeps them apart (attention's [b·h, s, d]
+// product stored as [b, s, h, d]): b splits into b / 12 and b % 12, the top digit without
+// a modulo.
+TEST(GemmWgmmaCodegen, StoresThroughAPermutationKeepTheirDigits) {
+  test::GemmGroup gg = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[24,128,128] p, float16[24,128,64] v) => (float16[2,128,12,64] y) {
+      m = MatMul(p, v)  s = Constant <value = int64[4] {2, 12, 128, 64}> ()
+      r = Reshape(m, s)  y = Transpose <perm = [0, 2, 1, 3]> (r) })");
+  codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a());
+  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+  const std::string& src = gc.kernel->source;
+  EXPECT_NE(src.find("((unsigned)(b) / 12u) * 98304u + (unsigned)(i) * 768u + ((unsigned)(b) % 12u) * 64u + (unsigned)(j)"),
+            std::string::npos)
+      << src;
 }
 
 

@@ -25,7 +25,8 @@ import sys
 import numpy as np
 
 # name: (batch, m, n, k, epilogue); epilogue "" (none), "bias" (an Add), "bias_gelu",
-# "gemm_bias" (a Gemm with the bias as C)
+# "bias_residual" (an Add of the bias, then of an [m, n] input), "gemm_bias" (a Gemm with the
+# bias as C)
 SHAPES = {
     "bert_qkv": (1, 1024, 2304, 768, "bias"),
     "gpt2_qkv": (1, 1024, 2304, 768, "gemm_bias"),
@@ -42,6 +43,7 @@ SHAPES = {
     "b32_ffn_up": (1, 4096, 3072, 768, "bias_gelu"),
     "b32_ffn_up_nogelu": (1, 4096, 3072, 768, "bias"),  # what GELU costs in b32_ffn_up
     "b32_ffn_down": (1, 4096, 768, 3072, "bias"),
+    "b32_ffn_down_res": (1, 4096, 768, 3072, "bias_residual"),  # as in the model
     "b32_out_proj": (1, 4096, 768, 768, "bias"),
 }
 
@@ -71,6 +73,11 @@ def build_onnx(path, b, m, n, k, epi):
     if epi.endswith("gelu"):
         nodes.append(h.make_node("Gelu", [last], ["y2"]))
         last = "y2"
+    if epi.endswith("residual"):  # BERT's FFN down and output projection: + the block's input
+        out = [m, n] if b == 1 else [b, m, n]
+        inputs.append(h.make_tensor_value_info("r", T.FLOAT16, out))
+        nodes.append(h.make_node("Add", [last, "r"], ["y3"]))
+        last = "y3"
     out_shape = [m, n] if b == 1 else [b, m, n]
     g = h.make_graph(nodes, "gemm", inputs, [h.make_tensor_value_info(last, T.FLOAT16, out_shape)], inits)
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 20)]), path)

@@ -36,36 +36,50 @@ BRAZE_DEV float braze_ex2_ftz(float x) {
   return y < 1.17549435e-38f ? 0.f : y;
 }
 #endif
-// GELU (erf form) for float16 and bfloat16 results, in 14-15 instructions against ~24 for
-// braze_gelu_erf: x Φ(x) with Φ(-|x|) = erfc(u) / 2 = 2^q (u = |x| / √2), q = P(min(s, s_max))
-// - s², s = u √log2e, where P fits log2(erfcx(u)) - 1 on [0, s_max]. Unlike 1 + erf(x / √2),
-// which cancels for negative x (float16 rounds 97 K of 2 M points on [-12, 12] off the exact
-// GELU, the f16 form 1.4 K), Φ keeps its relative accuracy. NaN is NaN, +inf inf, -inf NaN
-// (-inf times 0), as braze_gelu_erf. c: P's coefficients, highest degree first.
+// min(a, b), NaN where either is NaN (min.NaN, one instruction from sm_80 on).
+#ifndef BRAZE_CPU_EMULATION
+BRAZE_DEV float braze_min_nan(float a, float b) {
+  float y;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+  return y;
+}
+#else
+BRAZE_DEV float braze_min_nan(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
+#endif
+// GELU (erf form) for float16 and bfloat16 results, in 10 (float16) or 12 (bfloat16) arithmetic
+// instructions and one ex2 against ~24 for braze_gelu_erf: x Φ(x) = max(x, 0) - |x| Φ(-|x|),
+// Φ(-t) = 2^P(t) for t = |x|, P a polynomial fitted (weighted minimax) to log2 Φ(-t) on
+// [0, t_max] with a negative leading coefficient. Unlike 1 + erf(x / √2), which cancels for
+// negative x, Φ(-t) keeps its relative accuracy; the one fused multiply-add rounds once.
+// Every instruction counts: a GEMM epilogue's arithmetic takes issue slots from the tensor cores
+// of the warpgroup beside it (bench/micro/wgmma_overlap.cu), so there is no clamp, select or
+// second product: t = |min.NaN(x, t_max)| is t_max for x above it (where |x| Φ(-|x|) is below
+// half an ulp of x), |x| below -t_max, where P falls to -inf and the product rounds to -0, and
+// NaN for NaN. +inf gives +inf, -inf NaN (inf times 0), as braze_gelu_erf. c: P's
+// coefficients, highest degree first.
 template <int N>
-BRAZE_DEV float braze_gelu_erf_poly(float x, float s_max, const float (&c)[N]) {
-  const float s = fabsf(x) * 0.8493218f;  // √log2e / √2
-  const float t = fminf(s, s_max);
+BRAZE_DEV float braze_gelu_erf_poly(float x, float t_max, const float (&c)[N]) {
+  const float t = fabsf(braze_min_nan(x, t_max));
   float p = c[0];
 #pragma unroll
   for (int i = 1; i < N; ++i) p = fmaf(p, t, c[i]);
-  const float h = braze_ex2_ftz(fmaf(-s, s, p));
-  return x * (x >= 0.f ? 1.f - h : h);
+  return fmaf(-t, braze_ex2_ftz(p), fmaxf(x, 0.f));
 }
-// float16: P of degree 7 on u in [0, 4], within 5.6e-6: Φ within 4e-6 relative (1/250 of a
-// float16 ulp) for x > -5.6; below, where GELU(x) rounds to 0 or one float16 subnormal, the
-// clamp leaves Φ too large by at most the factor u / 4.
+// float16: degree 7 on [0, 5.7545] (|x| Φ(-|x|) = 2.5e-8 at t_max, rounding to -0 past it):
+// Φ(-t) within 5.8e-6 relative (1/85 of a float16 ulp) wherever x Φ(x) is a normal float16,
+// |x| Φ(-|x|) within 3.5e-10 (1/170 of the smallest subnormal) below.
 BRAZE_DEV float braze_gelu_erf_f16(float x) {
-  const float c[] = {-5.699346e-06f, 1.6330271e-04f, -2.1010824e-03f, 1.633855e-02f,
-                     -8.805948e-02f, 3.644234e-01f,  -1.3554922f,     -9.9999535e-01f};
-  return braze_gelu_erf_poly(x, 4.8044896f, c);
+  const float c[] = {-9.823185e-07f, 4.8779602e-05f, -8.5565395e-04f, 8.294136e-03f,
+                     -5.3652544e-02f, -4.5867002e-01f, -1.1512011f,     -9.999972e-01f};
+  return braze_gelu_erf_poly(x, 5.7545202f, c);
 }
-// bfloat16 (float's range): P of degree 8 on u in [0, 9.3], past which Φ(-|x|) is below
-// 2^-126 and flushes to 0: Φ within 1.5e-4 relative (1/25 of a bfloat16 ulp).
+// bfloat16 (float's range): degree 9 on [0, 13.158541], past which |x| Φ(-|x|) is below 1e-38
+// and 2^P flushes to 0: Φ(-t) within 4.9e-5 relative (1/80 of a bfloat16 ulp) where the result
+// is above 1e-36, within 3.2e-4 (1/12 ulp) down to the smallest normal float.
 BRAZE_DEV float braze_gelu_erf_bf16(float x) {
-  const float c[] = {1.01569555e-07f, -5.4823104e-06f, 1.275452e-04f, -1.6897933e-03f, 1.4288136e-02f,
-                     -8.2999736e-02f, 3.5854864e-01f,  -1.3529385f,   -1.0001798f};
-  return braze_gelu_erf_poly(x, 11.170439f, c);
+  const float c[] = {-2.1437965e-09f, 1.5248477e-07f, -4.7812377e-06f, 8.753948e-05f, -1.0487353e-03f,
+                     8.783389e-03f,   -5.423052e-02f, -4.584682e-01f,  -1.1511282f,   -1.0000207f};
+  return braze_gelu_erf_poly(x, 13.158541f, c);
 }
 BRAZE_DEV float braze_gelu_tanh(float x) {
   return 0.5f * x * (1.f + tanhf(0.797884560802865355f * (x + 0.044715f * x * x * x)));

@@ -172,41 +172,6 @@ TensorMap tma_view_map(const OperandView& v, size_t param, DType dtype, int64_t 
   return m;
 }
 
-namespace {
-
-// Inputs the epilogue reads by row (a residual; not a bias, which every tile shares) are
-// asked into L2 before the k-loop, one 32-column step of the warpgroup's `rows` x `bn` at a
-// time, so that its reads, a 32-column block at a time between barriers, do not each wait
-// for DRAM: BERT-base b32's FFN down took 35.5 us with the residual Add fused against 32.7
-// without it (H200, 2026-12-04). Nothing is emitted where no input moves with the row.
-void emit_epilogue_prefetch(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                            const GemmEpilogue& epi, int rows, int bn, const std::string& row0) {
-  const int steps = (bn + 31) / 32;
-  const size_t at = e.mark();
-  e.open("{");
-  e.line("#pragma unroll 1");
-  e.open(fmt::format("for (int pf = (int)threadIdx.x % 128; pf < {}; pf += 128) {{", rows * steps));
-  e.line(fmt::format("const long long i = i0 + {} + pf / {}, j = j0 + (pf % {}) * 32;", row0, steps, steps));
-  e.open(fmt::format("if (i < {}LL && j < {}LL) {{", d.m, d.nn));
-  e.push_scope();
-  e.set_prefetch("i");
-  bool rows_read = false;
-  try {
-    emit_gemm_value(e, g, d, epi, "0.f");
-    rows_read = e.prefetched_rows();
-  } catch (const graph::CudaUnsupported&) {
-    // The epilogue's own emission reports it.
-  }
-  e.set_prefetch("");
-  e.pop_scope();
-  e.close();
-  e.close();
-  e.close();
-  if (!rows_read) e.rewind(at);
-}
-
-}  // namespace
-
 std::string gemm_wgmma_operand_problem(const GemmDims& d, int i) {
   if (!d.view[i]) return d.no_view[i];
   std::vector<TmaBatchDim> dims = tma_batch_dims(*d.view[i]);
@@ -520,7 +485,6 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // accum[mi] holds rows 64 mi .. 64 mi + 63 of the warpgroup's rows, which begin at row0.
   const int mw = t.row_blocks();
   const std::string row0 = t.pp ? "0" : fmt::format("cons * {}", 64 * t.cw);
-  emit_epilogue_prefetch(e, g, d, epi, 64 * mw, t.bn, row0);
   e.line(fmt::format("float accum[{}][{}];", mw, regs));
   e.line("#pragma unroll");
   e.line(fmt::format("for (int r = 0; r < {}; ++r) {{", regs));

@@ -30,17 +30,6 @@ BRAZE_DEV unsigned long long braze_load(const unsigned short* p, long long i) { 
 BRAZE_DEV unsigned long long braze_load(const unsigned char* p, long long i) { return p[i]; }
 BRAZE_DEV bool braze_load(const bool* p, long long i) { return p[i]; }
 
-// Asks for the 128-byte line holding p[i] in L2 ahead of its read (GEMM epilogue inputs,
-// fetched while the tile's k-loop runs); nothing in the CPU emulator.
-template <class T>
-BRAZE_DEV void braze_prefetch_l2(const T* p, long long i) {
-#ifndef BRAZE_CPU_EMULATION
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p + i));
-#else
-  (void)p, (void)i;
-#endif
-}
-
 // Stores round to nearest even for the half types and wrap for narrow integers.
 BRAZE_DEV void braze_store(float* p, long long i, float v) { p[i] = v; }
 BRAZE_DEV void braze_store(__half* p, long long i, float v) { p[i] = __float2half_rn(v); }

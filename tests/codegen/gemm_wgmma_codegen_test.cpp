@@ -210,31 +210,6 @@ TEST(GemmWgmmaCodegen, EpilogueThroughAReshapeIndexesTheBiasByJ) {
   EXPECT_EQ(src.find("(unsigned)(i) / 128u"), std::string::npos);
 }
 
-// An input the epilogue reads by row (a residual) is asked into L2 before the k-loop, at
-// the row and 32-column step each thread takes; a bias alone (the same for every tile's rows)
-// is not.
-TEST(GemmWgmmaCodegen, ResidualsArePrefetchedIntoL2BeforeTheKLoop) {
-  test::GemmGroup res = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
-    g (float16[4096,3072] a, float16[768,3072] w, float16[768] c, float16[4096,768] r) => (float16[4096,768] y) {
-      m = Gemm <transB = 1> (a, w)  mb = Add(m, c)  y = Add(mb, r) })");
-  codegen::GroupCode gc = codegen::generate(res.g, res.group, h200a());
-  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
-  const std::string& src = gc.kernel->source;
-  const size_t pf = src.find("braze_prefetch_l2(in3, (i * 768LL + j));"), loop = src.find("braze_wgmma_step(accum");
-  ASSERT_NE(pf, std::string::npos) << src;
-  EXPECT_LT(pf, loop) << "before the k-loop";
-  EXPECT_NE(src.find("j = j0 + (pf % 6) * 32;"), std::string::npos) << src;
-  const gpu::Compiled comp = gpu::nvrtc_compile(src, gc.kernel->name, gpu::Arch::parse("sm_90a"), true);
-  EXPECT_NE(comp.ptx.find("prefetch.global.L2"), std::string::npos);
-
-  test::GemmGroup bias = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
-    g (float16[4096,3072] a, float16[768,3072] w, float16[768] c) => (float16[4096,768] y) {
-      m = Gemm <transB = 1> (a, w)  y = Add(m, c) })");
-  gc = codegen::generate(bias.g, bias.group, h200a());
-  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
-  EXPECT_EQ(gc.kernel->source.find("braze_prefetch_l2(in"), std::string::npos);
-}
-
 // A store through a layout that permutes digits keeps them apart (attention's [b·h, s, d]
 // product stored as [b, s, h, d]): b splits into b / 12 and b % 12, the top digit without
 // a modulo.

@@ -3,7 +3,9 @@
 // one unit in the last place off (the rounding of a float within 5.8e-6 / 3.2e-4 relative of
 // x Φ(x): ops.cuh's braze_gelu_erf_f16 / _bf16) and off at all on under 1% of the values;
 // NaN where the exact value is NaN (x = -inf: -inf times 0, as in the reference executor),
-// +inf at +inf. Shared by the emulator's and the GPU's tests.
+// +inf at +inf. The tanh form (approximate = "tanh") into float16 likewise
+// (braze_gelu_tanh_f16), against x / (1 + e^(-2u)) in double. Shared by the emulator's and
+// the GPU's tests.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -36,13 +38,21 @@ inline Tensor gelu_sweep_input(DType dt) {
   return t;
 }
 
-inline std::string gelu_sweep_model(DType dt, int64_t n) {
+inline std::string gelu_sweep_model(DType dt, int64_t n, bool tanh_form = false) {
   const std::string type = dt == DType::Float16 ? "float16" : "bfloat16";
   const std::string v = type + "[" + std::to_string(n) + "]";
-  return R"(<ir_version: 8, opset_import: ["" : 20]> g ()" + v + " x) => (" + v + " y) { y = Gelu(x) }";
+  return R"(<ir_version: 8, opset_import: ["" : 20]> g ()" + v + " x) => (" + v + " y) { y = Gelu " +
+         (tanh_form ? "<approximate = \"tanh\"> " : "") + "(x) }";
 }
 
-inline void expect_gelu_sweep(const Tensor& in, const Tensor& got) {
+// GELU of finite x in double: x Φ(x), or the tanh form as x / (1 + e^(-2u)) (no cancellation).
+inline double gelu_exact(double x, bool tanh_form) {
+  if (!tanh_form) return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+  const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  return x / (1.0 + std::exp(-2.0 * u));
+}
+
+inline void expect_gelu_sweep(const Tensor& in, const Tensor& got, bool tanh_form = false) {
   ASSERT_EQ(got.dtype(), in.dtype());
   ASSERT_EQ(got.numel(), in.numel());
   const DType dt = in.dtype();
@@ -51,7 +61,7 @@ inline void expect_gelu_sweep(const Tensor& in, const Tensor& got) {
   for (int64_t i = 0; i < in.numel(); ++i) {
     const uint16_t xb = in.data<uint16_t>()[i], gb = got.data<uint16_t>()[i];
     const double x = half_bits_value(dt, xb);
-    const double exact = x == -INFINITY ? NAN : x == INFINITY ? x : 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    const double exact = x == -INFINITY ? NAN : x == INFINITY ? x : gelu_exact(x, tanh_form);
     const float want_f = static_cast<float>(exact);
     const uint16_t wb = dt == DType::Float16 ? float_to_half(want_f) : float_to_bf16(want_f);
     const double g = half_bits_value(dt, gb), w = half_bits_value(dt, wb);

@@ -89,6 +89,21 @@ TEST(PointwiseCodegen, GeluIntoHalfTypesTakesTheShortForm) {
   }
 }
 
+// Gelu's tanh form: braze_gelu_tanh_f16 where the result is float16, tanhf's braze_gelu_tanh
+// elsewhere.
+TEST(PointwiseCodegen, TanhGeluIntoFloat16TakesTheShortForm) {
+  for (const char* type : {"float", "float16", "bfloat16"}) {
+    auto ks = kernels_of(std::string(R"(<ir_version: 8, opset_import: ["" : 20]>
+      g ()") + type + "[4,9] x) => (" + type + "[4,9] y) { y = Gelu <approximate = \"tanh\"> (x) }");
+    ASSERT_EQ(ks.size(), 1u);
+    expect_compiles(ks[0]);
+    const std::string body = ks[0].source.substr(ks[0].source.find("// ---- generated ----"));
+    const std::string t = type;
+    EXPECT_EQ(body.find("braze_gelu_tanh_f16(") != std::string::npos, t == "float16") << body;
+    EXPECT_EQ(body.find("braze_gelu_tanh(") != std::string::npos, t != "float16") << body;
+  }
+}
+
 TEST(PointwiseCodegen, EveryElementwiseOpCompiles) {
   auto ks = kernels_of(R"(
     <ir_version: 8, opset_import: ["" : 18]>

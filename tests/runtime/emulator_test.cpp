@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -179,20 +180,21 @@ TEST(Emulator, Einsum) {
     g (int64[3,4] a, int64[4,2,3] b) => (int64[2,3] y) { y = Einsum <equation = "ij,jki->ki"> (a, b) })");
 }
 
-// Gelu into float16 / bfloat16 (braze_gelu_erf_f16 / _bf16) over every value of the type in
-// [-12, 12]: within one unit in the last place of the exact value (tests/gelu_sweep.h).
+// Gelu into float16 / bfloat16 (braze_gelu_erf_f16 / _bf16; braze_gelu_tanh_f16) over every
+// value of the type in [-12, 12]: within one unit in the last place of the exact value (tests/gelu_sweep.h).
 TEST(Emulator, GeluIntoHalfTypesIsWithinAnUlp) {
-  for (DType dt : {DType::Float16, DType::BFloat16}) {
-    SCOPED_TRACE(dtype_name(dt));
+  // The erf form into both types, the tanh form into float16 (braze_gelu_tanh_f16).
+  for (auto [dt, tanh_form] : {std::pair{DType::Float16, false}, {DType::BFloat16, false}, {DType::Float16, true}}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)) + (tanh_form ? ", tanh form" : ", erf form"));
     const Tensor in = test::gelu_sweep_input(dt);
-    graph::Graph g = test::graph_from_text(test::gelu_sweep_model(dt, in.numel()));
+    graph::Graph g = test::graph_from_text(test::gelu_sweep_model(dt, in.numel(), tanh_form));
     std::vector<std::string> fallbacks;
     runtime::EmulatorOptions opts;
     opts.fallbacks = &fallbacks;
     std::vector<Tensor> got = runtime::run_emulated(g, fusion::plan_unfused(g), {in}, opts);
     EXPECT_TRUE(fallbacks.empty());
     ASSERT_EQ(got.size(), 1u);
-    test::expect_gelu_sweep(in, got[0]);
+    test::expect_gelu_sweep(in, got[0], tanh_form);
   }
 }
 

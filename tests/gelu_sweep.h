@@ -3,8 +3,8 @@
 // one unit in the last place off (the rounding of a float within 5.8e-6 / 3.2e-4 relative of
 // x Φ(x): ops.cuh's braze_gelu_erf_f16 / _bf16) and off at all on under 1% of the values;
 // NaN where the exact value is NaN (x = -inf: -inf times 0, as in the reference executor),
-// +inf at +inf. The tanh form (approximate = "tanh") into float16 likewise
-// (braze_gelu_tanh_f16), against x / (1 + e^(-2u)) in double. Shared by the emulator's and
+// +inf at +inf. The tanh form (approximate = "tanh") likewise (braze_gelu_tanh_f16 /
+// braze_gelu_tanh), against x / (1 + e^(-2u)) in double. Shared by the emulator's and
 // the GPU's tests.
 #pragma once
 

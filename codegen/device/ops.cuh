@@ -90,8 +90,14 @@ BRAZE_DEV float braze_gelu_tanh_f16(float x) {
   const float w = x * fmaf(-0.10294324f, x * x, -2.3022082f);
   return __fdividef(x, 1.f + braze_ex2_ftz(w));
 }
+// The same quotient in float with expf and IEEE division (bfloat16 and float results), as
+// x e^-w / (1 + e^-w) where w = -2u > 0 so that e^-w stays in range (a normal bfloat16 result
+// down to x = -10.1 has e^w past float's range): 0.5 x (1 + tanhf(u)) lost its relative
+// accuracy to the cancellation for x below about -5 (1 + tanh u under 1e-5) and was 0 below
+// about -8.
 BRAZE_DEV float braze_gelu_tanh(float x) {
-  return 0.5f * x * (1.f + tanhf(0.797884560802865355f * (x + 0.044715f * x * x * x)));
+  const float w = x * fmaf(-0.071354816f, x * x, -1.5957691f), e = expf(-fabsf(w));
+  return w > 0.f ? x * e / (1.f + e) : x / (1.f + e);
 }
 BRAZE_DEV double braze_gelu_tanh(double x) {
   return 0.5 * x * (1.0 + tanh(0.797884560802865355 * (x + 0.044715 * x * x * x)));

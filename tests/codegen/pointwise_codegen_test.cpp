@@ -89,8 +89,8 @@ TEST(PointwiseCodegen, GeluIntoHalfTypesTakesTheShortForm) {
   }
 }
 
-// Gelu's tanh form: braze_gelu_tanh_f16 where the result is float16, tanhf's braze_gelu_tanh
-// elsewhere.
+// Gelu's tanh form: braze_gelu_tanh_f16 where the result is float16, braze_gelu_tanh (expf and
+// an IEEE division) elsewhere.
 TEST(PointwiseCodegen, TanhGeluIntoFloat16TakesTheShortForm) {
   for (const char* type : {"float", "float16", "bfloat16"}) {
     auto ks = kernels_of(std::string(R"(<ir_version: 8, opset_import: ["" : 20]>

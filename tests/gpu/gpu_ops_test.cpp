@@ -57,12 +57,14 @@ TEST_P(GpuOps, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Cases, GpuOps, ::testing::ValuesIn(test::op_cases()),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// Gelu into float16 / bfloat16 (braze_gelu_erf_f16 / _bf16, braze_gelu_tanh_f16; ex2.approx
-// on the GPU) over every value of the type in [-12, 12]: within one unit in the last place of the exact value.
+// Gelu into float16 / bfloat16 (braze_gelu_erf_f16 / _bf16, braze_gelu_tanh_f16 /
+// braze_gelu_tanh; ex2.approx on the GPU) over every value of the type in [-12, 12]: within
+// one unit in the last place of the exact value.
 TEST(GpuGelu, IntoHalfTypesIsWithinAnUlp) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
-  // The erf form into both types, the tanh form into float16 (braze_gelu_tanh_f16).
-  for (auto [dt, tanh_form] : {std::pair{DType::Float16, false}, {DType::BFloat16, false}, {DType::Float16, true}}) {
+  // Both forms into both types (the tanh form: braze_gelu_tanh_f16 / braze_gelu_tanh).
+  for (auto [dt, tanh_form] : {std::pair{DType::Float16, false}, {DType::BFloat16, false}, {DType::Float16, true},
+                                 {DType::BFloat16, true}}) {
     SCOPED_TRACE(std::string(dtype_name(dt)) + (tanh_form ? ", tanh form" : ", erf form"));
     const Tensor in = test::gelu_sweep_input(dt);
     graph::Graph g = test::graph_from_text(test::gelu_sweep_model(dt, in.numel(), tanh_form));

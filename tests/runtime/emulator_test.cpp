@@ -180,11 +180,13 @@ TEST(Emulator, Einsum) {
     g (int64[3,4] a, int64[4,2,3] b) => (int64[2,3] y) { y = Einsum <equation = "ij,jki->ki"> (a, b) })");
 }
 
-// Gelu into float16 / bfloat16 (braze_gelu_erf_f16 / _bf16; braze_gelu_tanh_f16) over every
-// value of the type in [-12, 12]: within one unit in the last place of the exact value (tests/gelu_sweep.h).
+// Gelu into float16 / bfloat16 (braze_gelu_erf_f16 / _bf16; braze_gelu_tanh_f16 /
+// braze_gelu_tanh) over every value of the type in [-12, 12]: within one unit in the last
+// place of the exact value (tests/gelu_sweep.h).
 TEST(Emulator, GeluIntoHalfTypesIsWithinAnUlp) {
-  // The erf form into both types, the tanh form into float16 (braze_gelu_tanh_f16).
-  for (auto [dt, tanh_form] : {std::pair{DType::Float16, false}, {DType::BFloat16, false}, {DType::Float16, true}}) {
+  // Both forms into both types (the tanh form: braze_gelu_tanh_f16 / braze_gelu_tanh).
+  for (auto [dt, tanh_form] : {std::pair{DType::Float16, false}, {DType::BFloat16, false}, {DType::Float16, true},
+                                 {DType::BFloat16, true}}) {
     SCOPED_TRACE(std::string(dtype_name(dt)) + (tanh_form ? ", tanh form" : ", erf form"));
     const Tensor in = test::gelu_sweep_input(dt);
     graph::Graph g = test::graph_from_text(test::gelu_sweep_model(dt, in.numel(), tanh_form));

@@ -36,15 +36,22 @@ BRAZE_DEV float braze_ex2_ftz(float x) {
   return y < 1.17549435e-38f ? 0.f : y;
 }
 #endif
-// min(a, b), NaN where either is NaN (min.NaN, one instruction from sm_80 on).
-#ifndef BRAZE_CPU_EMULATION
-BRAZE_DEV float braze_min_nan(float a, float b) {
+// NaN-propagating max / min (fmaxf would drop the NaN): on sm_80 and newer max.NaN /
+// min.NaN, one instruction each; a compare, a select and fmaxf / fminf before.
+#if !defined(BRAZE_CPU_EMULATION) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+BRAZE_DEV float braze_max(float a, float b) {
+  float y;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+  return y;
+}
+BRAZE_DEV float braze_min(float a, float b) {
   float y;
   asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
   return y;
 }
 #else
-BRAZE_DEV float braze_min_nan(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
+BRAZE_DEV float braze_max(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b); }
+BRAZE_DEV float braze_min(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b); }
 #endif
 // GELU (erf form) for float16 and bfloat16 results, in 10 (float16) or 12 (bfloat16) arithmetic
 // instructions and one ex2 against ~24 for braze_gelu_erf: x Φ(x) = max(x, 0) - |x| Φ(-|x|),
@@ -53,13 +60,13 @@ BRAZE_DEV float braze_min_nan(float a, float b) { return (a != a || b != b) ? a 
 // negative x, Φ(-t) keeps its relative accuracy; the one fused multiply-add rounds once.
 // Every instruction counts: a GEMM epilogue's arithmetic takes issue slots from the tensor cores
 // of the warpgroup beside it (bench/micro/wgmma_overlap.cu), so there is no clamp, select or
-// second product: t = |min.NaN(x, t_max)| is t_max for x above it (where |x| Φ(-|x|) is below
-// half an ulp of x), |x| below -t_max, where P falls to -inf and the product rounds to -0, and
-// NaN for NaN. +inf gives +inf, -inf NaN (inf times 0), as braze_gelu_erf. c: P's
-// coefficients, highest degree first.
+// second product: t = |braze_min(x, t_max)| (min.NaN from sm_80 on) is t_max for x above it
+// (where |x| Φ(-|x|) is below half an ulp of x), |x| below -t_max, where P falls to -inf and
+// the product rounds to -0, and NaN for NaN. +inf gives +inf, -inf NaN (inf times 0), as
+// braze_gelu_erf. c: P's coefficients, highest degree first.
 template <int N>
 BRAZE_DEV float braze_gelu_erf_poly(float x, float t_max, const float (&c)[N]) {
-  const float t = fabsf(braze_min_nan(x, t_max));
+  const float t = fabsf(braze_min(x, t_max));
   float p = c[0];
 #pragma unroll
   for (int i = 1; i < N; ++i) p = fmaf(p, t, c[i]);
@@ -103,9 +110,7 @@ BRAZE_DEV double braze_gelu_tanh(double x) {
   return 0.5 * x * (1.0 + tanh(0.797884560802865355 * (x + 0.044715 * x * x * x)));
 }
 
-// NaN-propagating max / min (fmaxf would drop the NaN).
-BRAZE_DEV float braze_max(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b); }
-BRAZE_DEV float braze_min(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b); }
+// The other types' braze_max / braze_min (float's are above, before the GELU that uses them).
 BRAZE_DEV double braze_max(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
 BRAZE_DEV double braze_min(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
 BRAZE_DEV long long braze_max(long long a, long long b) { return a > b ? a : b; }

@@ -104,6 +104,23 @@ TEST(PointwiseCodegen, TanhGeluIntoFloat16TakesTheShortForm) {
   }
 }
 
+// braze_min / braze_max (Min, Max, GELU into float16): min.NaN / max.NaN from sm_80 on, the
+// compare-and-select below it (braze targets sm_70 on; this NVRTC compiles sm_75 on).
+TEST(PointwiseCodegen, NanPropagatingMinMaxCompileForEveryArch) {
+  auto ks = kernels_of(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[4,9] x, float[4,9] a, float[4,9] b) => (float16[4,9] y, float[4,9] lo, float[4,9] hi) {
+      y = Gelu(x)  lo = Min(a, b)  hi = Max(a, b) })");
+  ASSERT_EQ(ks.size(), 3u);
+  for (const codegen::Kernel& k : ks)
+    for (const char* arch : {"sm_75", "sm_80", "sm_90"}) {
+      SCOPED_TRACE(k.name + " " + arch);
+      gpu::Compiled c = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse(arch), true);
+      EXPECT_FALSE(c.cubin.empty());
+      const bool one = c.ptx.find("min.NaN.f32") != std::string::npos || c.ptx.find("max.NaN.f32") != std::string::npos;
+      EXPECT_EQ(one, std::string(arch) != "sm_75");
+    }
+}
+
 TEST(PointwiseCodegen, EveryElementwiseOpCompiles) {
   auto ks = kernels_of(R"(
     <ir_version: 8, opset_import: ["" : 18]>

@@ -45,6 +45,8 @@ SHAPES = {
     "b32_ffn_down": (1, 4096, 768, 3072, "bias"),
     "b32_ffn_down_res": (1, 4096, 768, 3072, "bias_residual"),  # as in the model
     "b32_out_proj": (1, 4096, 768, 768, "bias"),
+    "b32_out_proj_res": (1, 4096, 768, 768, "bias_residual"),  # BERT b32's; GPT-2 b8 s512's
+    "ffn_down_res": (1, 1024, 768, 3072, "bias_residual"),  # BERT b8's FFN down as in the model
 }
 
 

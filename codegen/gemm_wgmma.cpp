@@ -180,7 +180,7 @@ namespace {
 int epilogue_prefetch() {
   const char* v = std::getenv("BRAZE_EPI_PREFETCH");
   const int k = v ? std::atoi(v) : 2;
-  return k >= 0 && k <= 3 ? k : 0;
+  return k >= 0 && k <= 5 ? k : 0;
 }
 
 // Inputs the epilogue reads by row (a residual; not a bias, which every tile shares) are
@@ -195,12 +195,17 @@ int epilogue_prefetch() {
 void emit_epilogue_prefetch(Emitter& e, const graph::Graph& g, const GemmDims& d,
                             const GemmEpilogue& epi, int bm, int bn, int64_t tiles,
                             int tiles_ahead, const std::function<void()>& tile_origin) {
-  const int kind = epilogue_prefetch();
+  const int kind0 = epilogue_prefetch();
+  // 4: the warps stay ~5 us and prefetch nothing; 5: as 2 after ~0.4 us a k-tile (experiment).
+  const int kind = kind0 >= 4 ? 2 : kind0;
   const int step = kind == 3 ? 16 : kind == 2 ? 64 : 32;  // columns a prefetch
   const int steps = (bn + step - 1) / step, per_thread = (bm * steps + 95) / 96;
   const size_t at = e.mark();
   e.open("else if (threadIdx.x >= 32) {");
   e.line("unsigned short pf_sink = 0;");
+  if (kind0 == 4) e.line("for (int w = 0; w < 5; ++w) __nanosleep(1000);");
+  if (kind0 == 5) e.line(fmt::format("for (int w = 0; w < {}; ++w) __nanosleep(1000);", std::max<int64_t>(1, (d.k / 64) * 4 / 10)));
+  if (kind0 == 4) e.line("if (threadIdx.x < 1000) return;");
   e.open(fmt::format("for (int tl = blockIdx.x, n = 0; tl < {} && n < {}; tl += gridDim.x, ++n) {{",
                      tiles, tiles_ahead));
   tile_origin();

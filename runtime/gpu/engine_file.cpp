@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -100,8 +101,21 @@ void write_file(const fs::path& path, const std::vector<std::pair<const char*, s
   if (fd < 0)
     throw UserError(
         fmt::format("{}: cannot open for writing ({})", path.string(), std::strerror(errno)));
-  int error = write_mapped(fd, pieces, size);
-  if (error < 0) error = write_pieces(fd, pieces);
+  // The file's blocks first, so that a full disk fails here, then pwrite from one thread:
+  // a shared mapping filled on several threads (until 2026-12-04) had the kernel zero every
+  // page of the fresh file before the copy wrote it (46% of a warm BERT-base compile's
+  // samples in zero_user_segments); pwrite of whole pages does not (bench/micro/
+  // engine_write.cpp: 228 MB to ext4 in 0.064 s against 0.088 on the GPU machine).
+  if (std::getenv("BRAZE_ENGINE_MMAP")) {  // experiment
+    int error = write_mapped(fd, pieces, size);
+    if (error < 0) error = write_pieces(fd, pieces);
+    ::close(fd);
+    if (error) throw UserError("write failed");
+    return;
+  }
+  int error = size ? ::posix_fallocate(fd, 0, static_cast<off_t>(size)) : 0;
+  if (error == EOPNOTSUPP || error == EINVAL) error = 0;
+  if (!error) error = write_pieces(fd, pieces);
   const bool closed = ::close(fd) == 0;
   if (error || !closed)
     throw UserError(fmt::format("{}: write failed ({})", path.string(),

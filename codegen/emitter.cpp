@@ -3,7 +3,6 @@
 #include <braze/error.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -23,22 +22,6 @@ std::vector<std::string> broadcast_coords(const std::vector<std::string>& coords
   for (size_t d = 0; d < in.size(); ++d) c[d] = in[d] == 1 ? "0LL" : coords[off + d];
   return c;
 }
-
-namespace {
-
-bool identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-// Whether identifier `var` occurs in expression `expr` (as itself, not inside a longer name).
-bool mentions(const std::string& expr, const std::string& var) {
-  for (size_t at = expr.find(var); at != std::string::npos; at = expr.find(var, at + 1)) {
-    const size_t end = at + var.size();
-    if ((at == 0 || !identifier_char(expr[at - 1])) && (end == expr.size() || !identifier_char(expr[end])))
-      return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 Emitter::Emitter(const graph::Graph& g, std::function<bool(NodeId)> in_group)
     : g_(g), in_group_(std::move(in_group)) {}
@@ -258,14 +241,6 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
         return graph::cuda_literal(type, is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)));
     }
     std::string p = input_param(v);
-    if (!prefetch_var_.empty()) {
-      // Only what moves with the row: a bias is the same for every tile and stays cached.
-      if (std::any_of(coords.begin(), coords.end(), [&](const std::string& c) { return mentions(c, prefetch_var_); })) {
-        line(fmt::format("{}({}, {});", prefetch_fn_, p, graph::cuda_linearize(coords, val.shape)));
-        prefetched_rows_ = true;
-      }
-      return graph::cuda_literal(type, 0);
-    }
     if (vec_ > 1 && !coords.empty() && val.shape.back() % vec_ == 0) {
       int lane = -1;
       for (int k = 0; k < vec_; ++k)

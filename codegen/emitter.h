@@ -51,20 +51,6 @@ class Emitter {
     return k == 0 ? var : "(" + var + " + " + std::to_string(k) + "LL)";
   }
 
-  // Prefetch mode (`row_var` not empty): a load of a group input whose index mentions
-  // `row_var` (a residual's; not a bias's) becomes a call of `fn` (a prelude prefetch) with
-  // its pointer and index; every load reads as 0, and the computation around them is dead
-  // code. prefetched_rows(): whether any call was emitted.
-  void set_prefetch(const std::string& row_var, const std::string& fn = "braze_prefetch_l2") {
-    prefetch_var_ = row_var;
-    prefetch_fn_ = fn;
-    prefetched_rows_ = false;
-  }
-  bool prefetched_rows() const { return prefetched_rows_; }
-  // The body's length now, and back to it (a block of lines that turned out not needed).
-  size_t mark() const { return body_.size(); }
-  void rewind(size_t mark) { body_.resize(mark); }
-
   std::string fresh(const std::string& prefix);
   std::string let(const std::string& type, const std::string& expr);
   void line(const std::string& s);
@@ -100,8 +86,6 @@ class Emitter {
   Intercept intercept_;
   std::string lane_var_;
   int vec_ = 1;
-  std::string prefetch_var_, prefetch_fn_;
-  bool prefetched_rows_ = false;
   std::string body_;
   int indent_ = 1;
   int counter_ = 0;

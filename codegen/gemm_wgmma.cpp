@@ -27,8 +27,6 @@
 // take whole tiles in turns and walk the tiles, batches included, across blockIdx.x.
 // Either shape may stage its epilogue through shared memory (se, see WgTile).
 #include <algorithm>
-#include <cstdlib>
-#include <functional>
 #include <limits>
 
 #include <fmt/format.h>
@@ -173,68 +171,6 @@ TensorMap tma_view_map(const OperandView& v, size_t param, DType dtype, int64_t 
   }
   return m;
 }
-
-namespace {
-
-// Experiment: BRAZE_EPI_PREFETCH = 0 (none), 1, 2 or 3 (braze_prefetch_l2, _ld, _bulk).
-int epilogue_prefetch() {
-  const char* v = std::getenv("BRAZE_EPI_PREFETCH");
-  const int k = v ? std::atoi(v) : 2;
-  return k >= 0 && k <= 5 ? k : 0;
-}
-
-// Inputs the epilogue reads by row (a residual; not a bias, which every tile shares) are
-// asked into L2 by the producer warpgroup's three idle warps (warps 1-3) when the block
-// starts, for the first tile of each consumer's walk (`tiles_ahead` tiles from blockIdx.x,
-// gridDim.x apart), one 32-column step of a row at a time: a tile's epilogue then reads
-// them from L2, not DRAM. BERT-base b32's FFN down took 35.5 us with the residual Add fused
-// against 32.7 without it (H200, 2026-12-04): in a one-wave product every tile's epilogue
-// runs at once, after the k-loops. The consumers must not issue them (66cec35: a
-// prefetch.global.L2 holds its warp; 45.9 us). Nothing is emitted where no input moves with
-// the row. `tile_origin` emits i0, j0 and b of tile "tl".
-void emit_epilogue_prefetch(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                            const GemmEpilogue& epi, int bm, int bn, int64_t tiles,
-                            int tiles_ahead, const std::function<void()>& tile_origin) {
-  const int kind0 = epilogue_prefetch();
-  // 4: the warps stay ~5 us and prefetch nothing; 5: as 2 after ~0.4 us a k-tile (experiment).
-  const int kind = kind0 >= 4 ? 2 : kind0;
-  const int step = kind == 3 ? 16 : kind == 2 ? 64 : 32;  // columns a prefetch
-  const int steps = (bn + step - 1) / step, per_thread = (bm * steps + 95) / 96;
-  const size_t at = e.mark();
-  e.open("else if (threadIdx.x >= 32) {");
-  e.line("unsigned short pf_sink = 0;");
-  if (kind0 == 4) e.line("for (int w = 0; w < 5; ++w) __nanosleep(1000);");
-  if (kind0 == 5) e.line(fmt::format("for (int w = 0; w < {}; ++w) __nanosleep(1000);", std::max<int64_t>(1, (d.k / 64) * 4 / 10)));
-  if (kind0 == 4) e.line("if (threadIdx.x < 1000) return;");
-  e.open(fmt::format("for (int tl = blockIdx.x, n = 0; tl < {} && n < {}; tl += gridDim.x, ++n) {{",
-                     tiles, tiles_ahead));
-  tile_origin();
-  e.line("#pragma unroll");
-  e.open(fmt::format("for (int u = 0; u < {}; ++u) {{", per_thread));
-  e.line("const int pf = (int)threadIdx.x - 32 + 96 * u;");
-  e.line(fmt::format("const long long i = i0 + pf / {}, j = j0 + (pf % {}) * {};", steps, steps, step));
-  e.open(fmt::format("if (pf < {} && i < {}LL && j < {}LL) {{", bm * steps, d.m, d.nn));
-  e.push_scope();
-  static const char* const kFns[] = {"", "braze_prefetch_l2", "pf_sink ^= braze_prefetch_l2_ld", "braze_prefetch_l2_bulk"};
-  e.set_prefetch("i", kFns[kind]);
-  bool rows_read = false;
-  try {
-    emit_gemm_value(e, g, d, epi, "0.f");
-    rows_read = e.prefetched_rows();
-  } catch (const graph::CudaUnsupported&) {
-    // The epilogue's own emission reports it.
-  }
-  e.set_prefetch("");
-  e.pop_scope();
-  e.close();  // in range
-  e.close();  // u
-  e.close();  // tl
-  e.line("braze_sink(pf_sink);");
-  e.close();  // else
-  if (!rows_read) e.rewind(at);
-}
-
-}  // namespace
 
 std::string gemm_wgmma_operand_problem(const GemmDims& d, int i) {
   if (!d.view[i]) return d.no_view[i];
@@ -520,11 +456,6 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   e.close();  // kt
   if (t.pp) e.close();  // tl
   e.close();  // thread 0
-  if (epilogue_prefetch())
-    emit_epilogue_prefetch(e, g, d, epi, t.bm, t.bn, t.pp ? tiles : grid_x * d.batches, t.pp ? 2 : 1,
-                           [&] {
-                             if (t.pp) emit_tile("tl");  // else the block's i0, j0 and b
-                           });
   e.line("return;");
   e.close();  // producer
 

@@ -30,37 +30,6 @@ BRAZE_DEV unsigned long long braze_load(const unsigned short* p, long long i) { 
 BRAZE_DEV unsigned long long braze_load(const unsigned char* p, long long i) { return p[i]; }
 BRAZE_DEV bool braze_load(const bool* p, long long i) { return p[i]; }
 
-// Asks for p[i]'s line in L2 ahead of its read (a GEMM epilogue's residual, fetched by the
-// producer warpgroup's idle warps while the tile's k-loop runs); nothing in the CPU
-// emulator. Three ways (experiment): prefetch.global.L2; a volatile load whose value is
-// dropped (the warp does not wait for it); cp.async.bulk.prefetch.L2 of the 16 bytes
-// holding p[i].
-#ifndef BRAZE_CPU_EMULATION
-template <class T>
-BRAZE_DEV void braze_prefetch_l2(const T* p, long long i) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p + i));
-}
-template <class T>
-BRAZE_DEV unsigned short braze_prefetch_l2_ld(const T* p, long long i) {
-  unsigned short v;
-  asm volatile("ld.volatile.global.L2::128B.u16 %0, [%1];" : "=h"(v) : "l"(reinterpret_cast<const unsigned short*>(p + i)));
-  return v;
-}
-BRAZE_DEV void braze_sink(unsigned short v) { asm volatile("" ::"h"(v)); }
-template <class T>
-BRAZE_DEV void braze_prefetch_l2_bulk(const T* p, long long i) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], 16;" ::"l"(reinterpret_cast<unsigned long long>(p + i) & ~15ull) : "memory");
-}
-#else
-template <class T>
-BRAZE_DEV void braze_prefetch_l2(const T*, long long) {}
-template <class T>
-BRAZE_DEV unsigned short braze_prefetch_l2_ld(const T*, long long) { return 0; }
-BRAZE_DEV void braze_sink(unsigned short) {}
-template <class T>
-BRAZE_DEV void braze_prefetch_l2_bulk(const T*, long long) {}
-#endif
-
 // Stores round to nearest even for the half types and wrap for narrow integers.
 BRAZE_DEV void braze_store(float* p, long long i, float v) { p[i] = v; }
 BRAZE_DEV void braze_store(__half* p, long long i, float v) { p[i] = __float2half_rn(v); }

@@ -3,12 +3,13 @@
 #include <braze/error.h>
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -62,20 +63,20 @@ std::vector<Piece> pieces_of(const std::vector<std::pair<const char*, size_t>>& 
 // Copies the pieces into the file through a shared mapping of it, on several threads (the
 // kernel takes page faults on a file from threads in parallel; buffered writes to one file
 // hold its inode's lock, and threads writing in parallel only spun on it). The file's blocks
-// are allocated first, so that a full disk is an error here rather than a fault on a page
-// of the mapping. Returns 0, an errno value, or -1 where the file cannot be mapped (the
+// are allocated first. Returns 0, an errno value, or -1 where the file cannot be mapped (the
 // caller writes it instead).
 int write_mapped(int fd, const std::vector<Piece>& pieces, uint64_t size) {
-  if (size == 0) return -1;
-  const int e = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
-  if (e == EOPNOTSUPP || e == EINVAL) return -1;
-  if (e != 0) return e;
   void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) return -1;
   char* base = static_cast<char*>(m);
   graph::parallel_for(pieces.size(),
                       [&](size_t i) { std::memcpy(base + pieces[i].at, pieces[i].p, pieces[i].n); });
   return ::munmap(m, size) == 0 ? 0 : errno;
+}
+
+bool on_tmpfs(int fd) {
+  struct statfs fs;
+  return ::fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 }
 
 // The pieces by pwrite, one after another.
@@ -101,21 +102,18 @@ void write_file(const fs::path& path, const std::vector<std::pair<const char*, s
   if (fd < 0)
     throw UserError(
         fmt::format("{}: cannot open for writing ({})", path.string(), std::strerror(errno)));
-  // The file's blocks first, so that a full disk fails here, then pwrite from one thread:
-  // a shared mapping filled on several threads (until 2026-12-04) had the kernel zero every
-  // page of the fresh file before the copy wrote it (46% of a warm BERT-base compile's
-  // samples in zero_user_segments); pwrite of whole pages does not (bench/micro/
-  // engine_write.cpp: 228 MB to ext4 in 0.064 s against 0.088 on the GPU machine).
-  if (std::getenv("BRAZE_ENGINE_MMAP")) {  // experiment
-    int error = write_mapped(fd, pieces, size);
-    if (error < 0) error = write_pieces(fd, pieces);
-    ::close(fd);
-    if (error) throw UserError("write failed");
-    return;
-  }
+  // The file's blocks first, so that a full disk fails here rather than as a fault on a
+  // page of the mapping. Then, on a disk's file system, pwrite from one thread: there a
+  // shared mapping had the kernel zero each page of the fresh file before the copy wrote it
+  // (GPU machine, ext4, BERT-base b32 warm: engine file 0.10-0.12 s against 0.15-0.18, system
+  // time 0.45 s against 1.9); in memory (tmpfs) the mapping filled on several threads is the
+  // faster (0.08 s against 0.11). bench/MODELS.md, 2026-12-04 (session 22).
   int error = size ? ::posix_fallocate(fd, 0, static_cast<off_t>(size)) : 0;
   if (error == EOPNOTSUPP || error == EINVAL) error = 0;
-  if (!error) error = write_pieces(fd, pieces);
+  if (!error) {
+    error = size && on_tmpfs(fd) ? write_mapped(fd, pieces, size) : -1;
+    if (error < 0) error = write_pieces(fd, pieces);
+  }
   const bool closed = ::close(fd) == 0;
   if (error || !closed)
     throw UserError(fmt::format("{}: write failed ({})", path.string(),

@@ -210,35 +210,6 @@ TEST(GemmWgmmaCodegen, EpilogueThroughAReshapeIndexesTheBiasByJ) {
   EXPECT_EQ(src.find("(unsigned)(i) / 128u"), std::string::npos);
 }
 
-// An input the epilogue reads by row (a residual) is asked into L2 by the producer
-// warpgroup's idle warps at the tile's rows and 64-column steps, never by the consumers;
-// a bias alone (the same for every tile's rows) is not.
-TEST(GemmWgmmaCodegen, ResidualsAreAskedIntoL2ByTheIdleProducerWarps) {
-  test::GemmGroup res = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
-    g (float16[4096,3072] a, float16[768,3072] w, float16[768] c, float16[4096,768] r) => (float16[4096,768] y) {
-      m = Gemm <transB = 1> (a, w)  mb = Add(m, c)  y = Add(mb, r) })");
-  codegen::GroupCode gc = codegen::generate(res.g, res.group, h200a());
-  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
-  const std::string& src = gc.kernel->source;
-  const size_t idle = src.find("else if (threadIdx.x >= 32) {"), pf = src.find("braze_prefetch_l2_ld(in3, (i * 768LL + j));");
-  ASSERT_NE(idle, std::string::npos) << src;
-  ASSERT_NE(pf, std::string::npos) << src;
-  EXPECT_LT(idle, pf);
-  EXPECT_LT(pf, src.find("braze_setmaxnreg_inc<")) << "in the producer warpgroup, before the consumers";
-  EXPECT_EQ(src.find("braze_prefetch_l2_ld(in2"), std::string::npos) << "not the bias";
-  EXPECT_NE(src.find("j = j0 + (pf % 3) * 64;"), std::string::npos) << src;
-  const gpu::Compiled comp = gpu::nvrtc_compile(src, gc.kernel->name, gpu::Arch::parse("sm_90a"), true);
-  EXPECT_NE(comp.ptx.find("ld.volatile.global.L2::128B.u16"), std::string::npos);
-
-  test::GemmGroup bias = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
-    g (float16[4096,3072] a, float16[768,3072] w, float16[768] c) => (float16[4096,768] y) {
-      m = Gemm <transB = 1> (a, w)  y = Add(m, c) })");
-  gc = codegen::generate(bias.g, bias.group, h200a());
-  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
-  EXPECT_EQ(gc.kernel->source.find("braze_prefetch_l2_ld(in"), std::string::npos);
-  EXPECT_EQ(gc.kernel->source.find("threadIdx.x >= 32"), std::string::npos);
-}
-
 // A store through a layout that permutes digits keeps them apart (attention's [b·h, s, d]
 // product stored as [b, s, h, d]): b splits into b / 12 and b % 12, the top digit without
 // a modulo.

@@ -133,6 +133,32 @@ TEST(EngineFile, RoundTripKeepsGraphKernelsAndWeights) {
   EXPECT_THROW(gpu::load_engine(dir / "junk.braze"), UserError);
 }
 
+// Engine files are written by pwrite on a disk's file system and through a shared mapping
+// on tmpfs: the same bytes either way, and both load.
+TEST(EngineFile, DiskAndMemoryFileSystemsGetTheSameBytes) {
+  const fs::path shm = "/dev/shm";
+  if (!fs::is_directory(shm)) GTEST_SKIP() << "no /dev/shm here";
+  fs::path dir = fresh_dir("engine_fs");
+  fs::create_directories(dir);
+  graph::Graph g = test::graph_from_text(kModel);
+  graph::passes::run_pipeline(g);
+  gpu::EngineOptions o = gpu::default_engine_options("sm_90");
+  o.cache_dir = dir;
+  auto e = gpu::Engine::build(g, fusion::plan_unfused(g), o);
+  const fs::path in_memory = shm / ("braze_engine_test_" + std::to_string(::getpid()) + ".braze");
+  gpu::save_engine(dir / "m.braze", *e, {"abc", "m.onnx", "0.1.0", "13.0", "sm_90"});
+  gpu::save_engine(in_memory, *e, {"abc", "m.onnx", "0.1.0", "13.0", "sm_90"});
+  auto bytes_of = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string disk = bytes_of(dir / "m.braze"), memory = bytes_of(in_memory);
+  EXPECT_GT(disk.size(), 100u);
+  EXPECT_EQ(disk, memory);
+  EXPECT_EQ(gpu::load_engine(in_memory).engine->steps().size(), e->steps().size());
+  fs::remove(in_memory);
+}
+
 TEST(EngineFile, RoundTripKeepsTensorMaps) {
   // A float16 product compiled for sm_90a takes the wgmma schedule and its two TMA maps.
   fs::path dir = fresh_dir("engine_tmaps");

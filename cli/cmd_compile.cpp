@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <future>
 #include <iostream>
 #include <memory>
 
@@ -15,7 +13,6 @@
 #include "cli/commands.h"
 #include "cli/gpu_build.h"
 #include "frontend/tensor_io.h"
-#include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine_file.h"
 #include "runtime/gpu/nvrtc.h"
 
@@ -35,11 +32,6 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 int run_compile(const CompileOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  // The CUDA driver initialises (cuInit: 0.18-0.22 s on the H200 machine, 2026-12-04) beside
-  // the import and the precision conversion; the first call that needs it (the target's arch
-  // and SM count, once the graph is ready to plan) waits for it. The future's destructor
-  // waits too, on every way out of here.
-  std::future<bool> driver = std::async(std::launch::async, [] { return gpu::gpu_available(); });
   LoadedModel m = load_model(o.model);
   const double load_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
@@ -68,12 +60,6 @@ int run_compile(const CompileOptions& o) {
       r.codegen_seconds, r.compile_seconds, r.tune_seconds > 0 ? fmt::format(", tuning {:.2f} s", r.tune_seconds) : "",
       write_s);
   std::cout << fmt::format("wrote {} (model hash {})\n", o.output, info.model_hash);
-  if (std::getenv("BRAZE_QUICK_EXIT")) {  // experiment
-    driver.wait();
-    std::cout.flush();
-    std::cerr.flush();
-    std::_Exit(0);
-  }
   return 0;
 }
 

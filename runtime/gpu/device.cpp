@@ -39,7 +39,7 @@ const Context& context() {
 
 }  // namespace
 
-Arch DeviceInfo::arch() const {
+Arch device_arch(int cc_major, int cc_minor) {
   Arch a;
   a.major = cc_major;
   a.minor = cc_minor;
@@ -48,6 +48,8 @@ Arch DeviceInfo::arch() const {
   a.accelerated = cc_major == 9 && cc_minor == 0;
   return a;
 }
+
+Arch DeviceInfo::arch() const { return device_arch(cc_major, cc_minor); }
 
 const DeviceInfo& device_info() { return context().info; }
 

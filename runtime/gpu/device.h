@@ -20,6 +20,9 @@ struct DeviceInfo {
   Arch arch() const;  // sm_XY of the device
 };
 
+// The arch braze compiles for on a device of compute capability major.minor (sm_90a on 9.0).
+Arch device_arch(int cc_major, int cc_minor);
+
 // Throws DeviceError when there is no usable GPU.
 const DeviceInfo& device_info();
 // Makes device 0's primary context current on the calling thread (retained once).

@@ -14,6 +14,7 @@
 #include "graph/parallel.h"
 #include "runtime/gpu/autotune.h"
 #include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/device_summary.h"
 #include "runtime/gpu/memory_plan.h"
 
 namespace braze::gpu {
@@ -23,12 +24,14 @@ using graph::ValueId;
 
 EngineOptions default_engine_options(const std::string& arch) {
   EngineOptions o;
+  // Device 0's arch and SM count without a context, remembered per machine (device_summary.h).
+  const std::optional<DeviceSummary> dev = device_summary(o.cache_dir);
   if (!arch.empty()) {
     o.arch = Arch::parse(arch);
-  } else if (gpu_available()) {
-    o.arch = device_info().arch();
+  } else if (dev) {
+    o.arch = dev->arch;
   }
-  if (gpu_available()) o.target.num_sms = device_info().sms;
+  if (dev) o.target.num_sms = dev->sms;
   o.target.sm = o.arch.major * 10 + o.arch.minor;
   o.target.sm90a = o.arch.accelerated && o.target.sm == 90;
   return o;

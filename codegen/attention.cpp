@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -114,9 +115,21 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_
     return x;
   };
   const uint32_t live_bits = bits(0), dead_bits = off + 1 < a.sk ? bits(off + 1) : (boolean ? !live_bits : 0);
-  for (int64_t i = 0; i < a.sq; ++i)
-    for (int64_t j = 0; j < a.sk; ++j)
-      if (bits(i * a.sk + j) != (j <= i + off ? live_bits : dead_bits)) return "";
+  // Row by row against a row of live and a row of dead elements (memcmp; element by element
+  // this scan was 9% of a warm GPT-2 b1 s1024 compile, 12 masks of 1024 x 1024).
+  const size_t row_bytes = static_cast<size_t>(a.sk) * es;
+  std::vector<unsigned char> live_row(row_bytes), dead_row(row_bytes);
+  for (int64_t j = 0; j < a.sk; ++j) {
+    std::memcpy(live_row.data() + static_cast<size_t>(j) * es, &live_bits, es);
+    std::memcpy(dead_row.data() + static_cast<size_t>(j) * es, &dead_bits, es);
+  }
+  for (int64_t i = 0; i < a.sq; ++i) {
+    const unsigned char* row = raw + static_cast<size_t>(i) * row_bytes;
+    const size_t live_bytes = static_cast<size_t>(std::min(a.sk, i + off + 1)) * es;  // j <= i + off
+    if (std::memcmp(row, live_row.data(), live_bytes) != 0 ||
+        std::memcmp(row + live_bytes, dead_row.data(), row_bytes - live_bytes) != 0)
+      return "";
+  }
   *off_out = off;
   *dead_out = dead;
   *live_out = boolean ? (live != 0 ? "true" : "false") : graph::cuda_literal("float", live);

@@ -5,10 +5,14 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "codegen/capabilities.h"
 #include "codegen/codegen.h"
@@ -84,6 +88,34 @@ std::string flash_source(const std::string& name) {
 // only key tile 0, so its key loop stops there; the second (rows 64-71) visits both.
 TEST(AttentionPlans, CausalConstantMaskSkipsDeadKeyTiles) {
   EXPECT_NE(flash_source("Gpt2Causal").find("braze_key_tile_end[] = {1, 2};"), std::string::npos);
+}
+
+// A constant mask recognised as causal is checked element by element (row by row): one
+// element off the triangle, above or below the diagonal, and the mask is loaded as it is.
+TEST(AttentionPlans, AConstantMaskOneElementOffTheTriangleIsNotCausal) {
+  for (const auto& [qi, kj] : std::vector<std::pair<int64_t, int64_t>>{{40, 3}, {5, 60}, {71, 71}}) {
+    graph::Graph g = test::graph_from_text(test::attention_text(attention_case("Gpt2Causal"), "float16"));
+    graph::passes::run_pipeline(g);
+    int changed = 0;
+    for (size_t v = 0; v < g.num_values(); ++v) {
+      graph::Value& val = g.value(static_cast<graph::ValueId>(v));
+      if (!val.constant || val.shape.size() < 2 || val.shape.back() != 72 || val.shape[val.shape.size() - 2] != 72) continue;
+      Tensor t = val.constant->clone();
+      const int64_t at = qi * 72 + kj;
+      t.set_f64(at, t.get_f64(at) == 0 ? -INFINITY : 0.0);  // live <-> dead
+      val.constant = std::make_shared<const Tensor>(std::move(t));
+      ++changed;
+    }
+    ASSERT_EQ(changed, 1) << "the case's one 72 x 72 mask";
+    const codegen::Target target = runtime::emulator_target({});
+    const fusion::Plan plan = codegen::plan_for(g, true, target);
+    ASSERT_EQ(plan.groups.size(), 1u);
+    const codegen::Tunables t{{"flash", 1}, {"bm", 64}, {"bn", 64}};
+    codegen::GroupCode gc = codegen::generate(g, plan.groups[0], target, &t);
+    ASSERT_TRUE(gc.kernel) << gc.fallback_reason;
+    EXPECT_EQ(gc.kernel->source.find("braze_key_tile_end"), std::string::npos) << qi << ", " << kj;
+    EXPECT_EQ(gc.kernel->source.find("(j <= i + "), std::string::npos) << qi << ", " << kj;
+  }
 }
 
 // A boolean causal mask through Where(Not(tril), -inf, scores): the same index comparison

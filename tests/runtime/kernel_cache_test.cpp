@@ -133,6 +133,15 @@ TEST(EngineFile, RoundTripKeepsGraphKernelsAndWeights) {
   EXPECT_THROW(gpu::load_engine(dir / "junk.braze"), UserError);
 }
 
+// kModel's unfused engine for sm_90, its kernels cached in `dir`.
+std::shared_ptr<gpu::Engine> model_engine(const fs::path& dir) {
+  graph::Graph g = test::graph_from_text(kModel);
+  graph::passes::run_pipeline(g);
+  gpu::EngineOptions o = gpu::default_engine_options("sm_90");
+  o.cache_dir = dir;
+  return gpu::Engine::build(g, fusion::plan_unfused(g), o);
+}
+
 // Engine files are written by pwrite on a disk's file system and through a shared mapping
 // on tmpfs: the same bytes either way, and both load.
 TEST(EngineFile, DiskAndMemoryFileSystemsGetTheSameBytes) {
@@ -140,11 +149,7 @@ TEST(EngineFile, DiskAndMemoryFileSystemsGetTheSameBytes) {
   if (!fs::is_directory(shm)) GTEST_SKIP() << "no /dev/shm here";
   fs::path dir = fresh_dir("engine_fs");
   fs::create_directories(dir);
-  graph::Graph g = test::graph_from_text(kModel);
-  graph::passes::run_pipeline(g);
-  gpu::EngineOptions o = gpu::default_engine_options("sm_90");
-  o.cache_dir = dir;
-  auto e = gpu::Engine::build(g, fusion::plan_unfused(g), o);
+  auto e = model_engine(dir);
   const fs::path in_memory = shm / ("braze_engine_test_" + std::to_string(::getpid()) + ".braze");
   gpu::save_engine(dir / "m.braze", *e, {"abc", "m.onnx", "0.1.0", "13.0", "sm_90"});
   gpu::save_engine(in_memory, *e, {"abc", "m.onnx", "0.1.0", "13.0", "sm_90"});

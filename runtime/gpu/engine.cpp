@@ -276,6 +276,11 @@ void Engine::load() const {
       const Tensor& t = *graph_.value(static_cast<ValueId>(v)).constant;
       if (t.nbytes()) BRAZE_CU(cuMemcpyHtoD, weights_.ptr() + slots_[v].offset, t.raw(), t.nbytes());
     }
+    // From pageable memory cuMemcpyHtoD returns once the bytes are staged, before their DMA
+    // has landed, and sessions launch on streams that do not wait for the legacy stream's
+    // work (CU_STREAM_NON_BLOCKING): wait for the weights here, or a first kernel may read
+    // them half written (CUDA driver API, "API synchronization behavior").
+    BRAZE_CU(cuCtxSynchronize);
   });
 }
 

@@ -79,13 +79,18 @@ void Session::run_fallback(const Step& step) {
       if (v == kNoValue) continue;
       const Tensor& t = outs[i];
       if (engine_->slots().at(v).where == Slot::Arena) {
-        if (t.nbytes()) BRAZE_CU(cuMemcpyHtoD, address(*engine_, arena_, v), t.raw(), t.nbytes());
+        // On the session's stream, so that the next kernels wait for it (a plain cuMemcpyHtoD
+        // runs on the legacy stream, which a non-blocking stream does not wait for, and
+        // returns before its DMA from pageable memory has landed).
+        if (t.nbytes())
+          BRAZE_CU(cuMemcpyHtoDAsync, address(*engine_, arena_, v), t.raw(), t.nbytes(), stream_);
       } else {
         host_values_[v] = t;
       }
       host[v] = std::move(outs[i]);
     }
   }
+  BRAZE_CU(cuStreamSynchronize, stream_);  // the copies read `host`, freed on return
 }
 
 void Session::upload(const std::vector<Tensor>& inputs) {

@@ -3,7 +3,9 @@
 // remembered in the cache directory under the GPUs' UUIDs, the driver's version and the
 // CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER that pick device 0. `braze compile` on a GPU
 // machine spent 0.1-0.2 s in cuInit and ~0.1 s more in the driver's teardown at exit, a third
-// of a warm BERT-base compile (H200 machine, 2026-12-04).
+// of a warm BERT-base compile (H200 machine, 2026-12-04). Not in the identity: a GPU's MIG
+// partitioning (device 0 a MIG instance of fewer SMs); the README says to delete the file
+// after changing it (a stale SM count only makes tiles fit the device less well).
 #pragma once
 
 #include <filesystem>

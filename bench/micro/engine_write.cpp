@@ -2,7 +2,10 @@
 // times each, into a new file at PATH: posix_fallocate + a shared mapping filled by THREADS
 // threads (what runtime/gpu/engine_file.cpp does), pwrite in 8 MiB pieces from one thread,
 // and posix_fallocate + the same pwrites. On the 2-core CPU machine (ext4, 2026-12-04):
-// 0.062 / 0.052 / 0.038 s; to tmpfs 0.12 / 0.09 / 0.09 s. Not yet run on the GPU machine.
+// 0.062 / 0.052 / 0.038 s; to tmpfs 0.12 / 0.09 / 0.09 s. On the H200 machine (16 threads,
+// 2026-12-04, session 22): /tmp (ext4) 0.086-0.091 / 0.069-0.071 / 0.063-0.064 s, /dev/shm
+// 0.049-0.075 / 0.102-0.106 / 0.104-0.113 s — hence engine files by fallocate + pwrite on
+// disks and through the mapping on tmpfs (runtime/gpu/engine_file.cpp).
 //
 //   g++ -O2 -pthread -o /tmp/engine_write bench/micro/engine_write.cpp
 //   /tmp/engine_write /tmp/x.bin 16; /tmp/engine_write /dev/shm/x.bin 16
@@ -36,7 +39,8 @@ int main(int argc, char** argv) {
         munmap(m, n);
       } else {
         if (mode == 2) posix_fallocate(fd, 0, n);
-        for (size_t at = 0; at < n; at += 8u << 20) pwrite(fd, buf.data() + at, std::min<size_t>(8u << 20, n - at), at);
+        for (size_t at = 0; at < n; at += 8u << 20)
+          if (pwrite(fd, buf.data() + at, std::min<size_t>(8u << 20, n - at), at) < 0) perror("pwrite");
       }
       close(fd);
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

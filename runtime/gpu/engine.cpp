@@ -279,8 +279,9 @@ void Engine::load() const {
     // From pageable memory cuMemcpyHtoD returns once the bytes are staged, before their DMA
     // has landed, and sessions launch on streams that do not wait for the legacy stream's
     // work (CU_STREAM_NON_BLOCKING): wait for the weights here, or a first kernel may read
-    // them half written (CUDA driver API, "API synchronization behavior").
-    BRAZE_CU(cuCtxSynchronize);
+    // them half written (CUDA driver API, "API synchronization behavior"). The legacy stream
+    // only: other threads' sessions on this context run on.
+    BRAZE_CU(cuStreamSynchronize, CU_STREAM_LEGACY);
   });
 }
 

@@ -1,5 +1,7 @@
 #include "tests/test_util.h"
 
+#include <unistd.h>
+
 #include "frontend/onnx_proto.h"
 #include "runtime/compare.h"
 #include "runtime/inputs.h"
@@ -67,6 +69,14 @@ Tensor iota(const Shape& shape) {
 
 void expect_import_error(const std::string& model, const std::vector<std::string>& parts) {
   expect_user_error([&] { graph_from_text(model); }, parts);
+}
+
+std::filesystem::path temp_dir(const std::string& suite, const std::string& name) {
+  std::filesystem::path p =
+      std::filesystem::temp_directory_path() / ("braze_" + suite + "_" + std::to_string(::getpid())) / name;
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p;
 }
 
 }  // namespace braze::test

@@ -6,6 +6,7 @@
 #include <braze/tensor.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -58,5 +59,8 @@ void expect_user_error(F&& f, const std::vector<std::string>& parts) {
 
 // Imports `model` (ONNX text syntax) and expects a UserError containing every one of `parts`.
 void expect_import_error(const std::string& model, const std::vector<std::string>& parts);
+
+// An empty folder <temp>/braze_<suite>_<pid>/<name> (made anew: what was there is removed).
+std::filesystem::path temp_dir(const std::string& suite, const std::string& name);
 
 }  // namespace braze::test

@@ -36,13 +36,6 @@ Result braze(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("braze_cli_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
 // The model in ONNX text syntax `text`, written to `path`.
 fs::path write_text_model(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << frontend::parse_model_text(text).SerializeAsString();
@@ -64,7 +57,7 @@ TEST(Cli, Version) {
 }
 
 TEST(Cli, RunWritesOutputsAndChecksThem) {
-  fs::path d = temp_dir("run");
+  fs::path d = test::temp_dir("cli_test", "run");
   fs::path model = write_model(d);
   Tensor x = test::floats({2, 3}, {0.5f, 1.f, -1.f, -2.f, 3.f, 0.25f});
   frontend::write_tensor_pb(d / "input_0.pb", x, "x");
@@ -86,14 +79,14 @@ TEST(Cli, RunWritesOutputsAndChecksThem) {
 }
 
 TEST(Cli, RunOnRandomInputs) {
-  fs::path d = temp_dir("random");
+  fs::path d = test::temp_dir("cli_test", "random");
   Result r = braze("run " + write_model(d).string() + " --seed 3");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("is random float32[2,3] (seed 3)"), std::string::npos) << r.out;
 }
 
 TEST(Cli, InputOfTheWrongShapeOrDtype) {
-  fs::path d = temp_dir("wrong_input");
+  fs::path d = test::temp_dir("cli_test", "wrong_input");
   fs::path model = write_model(d);
   frontend::write_tensor_pb(d / "bad_shape.pb", test::floats({3, 2}, {1, 2, 3, 4, 5, 6}), "x");
   Result r = braze(fmt::format("run {} --inputs {} --shapes x:2x3", model.string(), (d / "bad_shape.pb").string()));
@@ -108,7 +101,7 @@ TEST(Cli, InputOfTheWrongShapeOrDtype) {
 // --int-range is inclusive at both ends, and must fit the dtype of every integer input it
 // fills (it used to wrap into int8 inputs, and to reject a HI of INT64_MAX by overflowing).
 TEST(Cli, IntRangeFitsTheInputs) {
-  fs::path d = temp_dir("int_range");
+  fs::path d = test::temp_dir("cli_test", "int_range");
   auto model = [&](const char* dtype) {
     return write_text_model(d / fmt::format("{}.onnx", dtype), fmt::format(R"(
       <ir_version: 8, opset_import: ["" : 17]>
@@ -135,7 +128,7 @@ TEST(Cli, IntRangeFitsTheInputs) {
 // numpy has no bfloat16: bfloat16 outputs are written as float32 files holding them exactly,
 // and float32 files holding exact bfloat16 values are read back for bfloat16 inputs.
 TEST(Cli, BFloat16InputsFromFloat32Files) {
-  fs::path d = temp_dir("bf16_inputs");
+  fs::path d = test::temp_dir("cli_test", "bf16_inputs");
   const fs::path model = write_text_model(d / "bf16.onnx", R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (bfloat16[2,3] x) => (bfloat16[2,3] y) { y = Add(x, x) })");
@@ -154,7 +147,7 @@ TEST(Cli, BFloat16InputsFromFloat32Files) {
 }
 
 TEST(Cli, CorruptInputHeaderIsEscapedInTheMessage) {
-  fs::path d = temp_dir("corrupt_npy");
+  fs::path d = test::temp_dir("cli_test", "corrupt_npy");
   fs::path model = write_model(d);
   std::string header = "{'descr': '<f4\xf9', 'fortran_order': False, 'shape': (2, 3), }";
   header.append(64 - (10 + header.size() + 1) % 64, ' ');
@@ -167,7 +160,7 @@ TEST(Cli, CorruptInputHeaderIsEscapedInTheMessage) {
 }
 
 TEST(Cli, BadModelFilesExitTwoWithAMessage) {
-  fs::path d = temp_dir("bad_models");
+  fs::path d = test::temp_dir("cli_test", "bad_models");
   std::ofstream(d / "empty.onnx").close();
   std::ofstream(d / "text.onnx") << "hello";
   for (const char* f : {"missing.onnx", "empty.onnx", "text.onnx"}) {
@@ -184,7 +177,7 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(braze("run x.onnx --backend nowhere").code, 2);
   // Counts and tolerances out of range (iters 0 left nothing to take a median of; a NaN or
   // negative tolerance fell back to the default, inf passed everything).
-  fs::path d = temp_dir("usage");
+  fs::path d = test::temp_dir("cli_test", "usage");
   const std::string model = write_model(d).string();
   for (const char* args : {"bench {} --iters 0", "bench {} --warmup -1", "diff {} --rtol nan", "diff {} --atol -1",
                            "diff {} --atol inf", "doctor --megabytes 0{}", "doctor --iters 0{}"}) {
@@ -200,7 +193,7 @@ TEST(Cli, UsageErrorsExitTwo) {
 // overflow (3e9 x 3e9 float32 wrapped to 16 million TiB, and a wrap to a small size would
 // let the kernel write past its buffer).
 TEST(Cli, ValuesLargerThanAnyGpuAreRefused) {
-  fs::path d = temp_dir("huge");
+  fs::path d = test::temp_dir("cli_test", "huge");
   const fs::path p = write_text_model(d / "huge.onnx", R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[1] x) => (float[3000000000,3000000000] y)
@@ -214,7 +207,7 @@ TEST(Cli, ValuesLargerThanAnyGpuAreRefused) {
 // Options that shape how a model is compiled are refused for an engine (they were ignored:
 // `run m.braze --shapes x:4x3` ran the engine's [2,3]).
 TEST(Cli, CompileOptionsAreRefusedForEngines) {
-  fs::path d = temp_dir("engine_options");
+  fs::path d = test::temp_dir("cli_test", "engine_options");
   const std::string engine = (d / "m.braze").string();
   ASSERT_EQ(braze(fmt::format("compile {} -o {} --arch sm_90", write_model(d).string(), engine)).code, 0);
   for (const char* opt : {"--shapes x:4x3", "--precision fp16", "--no-fuse", "--tune", "--arch sm_80"}) {
@@ -255,7 +248,7 @@ TEST(Cli, CompileOptionsAreRefusedForEngines) {
 // engine as an ONNX model: "does not parse as a ModelProto"). Without a GPU it then says
 // there is nothing to time (exit 1); too many files is an error naming the engine's inputs.
 TEST(Cli, BenchAnEngineOnGivenInputs) {
-  fs::path d = temp_dir("bench_engine_inputs");
+  fs::path d = test::temp_dir("cli_test", "bench_engine_inputs");
   const std::string engine = (d / "m.braze").string();
   ASSERT_EQ(braze(fmt::format("compile {} -o {} --arch sm_90", write_model(d).string(), engine)).code, 0);
   frontend::write_npy(d / "x.npy", test::floats({2, 3}, {0.5f, 1.f, -1.f, -2.f, 3.f, 0.25f}));
@@ -271,7 +264,7 @@ TEST(Cli, BenchAnEngineOnGivenInputs) {
 // for (sm_72, sm_91 and sm_999 used to fail inside the first kernel's compilation, an
 // internal error with the kernel's source), as is the "a" suffix before sm_90a.
 TEST(Cli, ArchitecturesNvrtcCannotCompileFor) {
-  fs::path d = temp_dir("arch");
+  fs::path d = test::temp_dir("cli_test", "arch");
   const std::string model = write_model(d).string(), out = (d / "m.braze").string();
   for (const char* arch : {"sm_72", "sm_91", "sm_999"}) {
     Result r = braze(fmt::format("compile {} -o {} --arch {}", model, out, arch));
@@ -288,7 +281,7 @@ TEST(Cli, ArchitecturesNvrtcCannotCompileFor) {
 // --precision fp16: the emulated kernels run the model in float16 and diff reports the
 // error against the float32 reference, with the relative L2 error.
 TEST(Cli, DiffAtReducedPrecision) {
-  fs::path d = temp_dir("precision");
+  fs::path d = test::temp_dir("cli_test", "precision");
   fs::path m = write_model(d);
   Result r = braze(fmt::format("diff {} --a emulator --b reference --precision fp16", m.string()));
   EXPECT_EQ(r.code, 0) << r.out;
@@ -323,7 +316,7 @@ double diff_rel_l2(const std::string& out, const std::string& name) {
 // with tf32 operands (here on the emulator), within 1e-3 relative L2 of the reference;
 // fp32 keeps the exact SIMT kernel. compile records the precision in the engine file.
 TEST(Cli, Tf32Precision) {
-  fs::path d = temp_dir("tf32");
+  fs::path d = test::temp_dir("cli_test", "tf32");
   fs::path m = write_matmul_model(d);
   Result r = braze(fmt::format("diff {} --a emulator --b reference --precision tf32", m.string()));
   EXPECT_EQ(r.code, 0) << r.out;
@@ -354,7 +347,7 @@ TEST(Cli, Tf32Precision) {
 }
 
 TEST(Cli, InspectJson) {
-  fs::path d = temp_dir("inspect");
+  fs::path d = test::temp_dir("cli_test", "inspect");
   Result r = braze("inspect --json " + write_model(d).string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("\"op_counts\""), std::string::npos) << r.out;
@@ -362,7 +355,7 @@ TEST(Cli, InspectJson) {
 }
 
 TEST(Cli, ConformanceOnOneCase) {
-  fs::path d = temp_dir("conformance");
+  fs::path d = test::temp_dir("cli_test", "conformance");
   fs::path c = d / "relu_case";
   fs::create_directories(c / "test_data_set_0");
   write_model(c);

@@ -14,14 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh folder under the test's temp dir.
-fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("braze_import_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
 void write(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary) << bytes;
 }
@@ -50,20 +42,20 @@ TEST(ImportErrors, MissingFile) {
 }
 
 TEST(ImportErrors, EmptyFile) {
-  fs::path d = temp_dir("empty");
+  fs::path d = test::temp_dir("import_test", "empty");
   write(d / "model.onnx", "");
   EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "empty");
 }
 
 TEST(ImportErrors, TruncatedFile) {
   std::string bytes = small_model().SerializeAsString();
-  fs::path d = temp_dir("truncated");
+  fs::path d = test::temp_dir("import_test", "truncated");
   write(d / "model.onnx", bytes.substr(0, bytes.size() / 2));
   EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "not an ONNX model");
 }
 
 TEST(ImportErrors, NotOnnx) {
-  fs::path d = temp_dir("text");
+  fs::path d = test::temp_dir("import_test", "text");
   write(d / "model.onnx", "this is a text file, not a protobuf\n");
   EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "not an ONNX model");
 }
@@ -118,8 +110,8 @@ TEST(ImportErrors, DimsWhoseProductOverflows) {
 }
 
 TEST(ImportErrors, ExternalDataMustStayInTheModelFolder) {
-  fs::path d = temp_dir("external");
-  fs::path outside = temp_dir("external_outside");
+  fs::path d = test::temp_dir("import_test", "external");
+  fs::path outside = test::temp_dir("import_test", "external_outside");
   write(d / "weights.bin", std::string(16, '\0'));
   write(outside / "secret.bin", std::string(16, '\0'));
   fs::create_symlink(outside / "secret.bin", d / "link.bin");
@@ -203,7 +195,7 @@ TEST(ImportSymbolicDims, DefaultToOneWithANote) {
 }
 
 TEST(TensorFiles, NpyRoundTripAndBadFiles) {
-  fs::path d = temp_dir("npy");
+  fs::path d = test::temp_dir("import_test", "npy");
   Tensor t = test::random(DType::Float16, {3, 5}, 7);
   frontend::write_npy(d / "t.npy", t);
   EXPECT_TRUE(frontend::read_tensor_file(d / "t.npy").tensor.bitwise_equal(t));

@@ -1,13 +1,13 @@
 // device_summary on the GPU: what it remembers is what the driver says, and a second call
 // reads it back from the cache directory.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/device.h"
 #include "runtime/gpu/device_summary.h"
+#include "tests/test_util.h"
 
 namespace braze {
 namespace {
@@ -16,8 +16,7 @@ namespace fs = std::filesystem;
 
 TEST(GpuDevice, SummaryMatchesTheDriverAndIsRemembered) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
-  const fs::path cache = fs::temp_directory_path() / ("braze_gpu_device_test_" + std::to_string(::getpid()));
-  fs::remove_all(cache);
+  const fs::path cache = test::temp_dir("gpu_device_test", "cache");
   const gpu::DeviceInfo& d = gpu::device_info();
   std::optional<gpu::DeviceSummary> first = gpu::device_summary(cache);
   ASSERT_TRUE(first.has_value());

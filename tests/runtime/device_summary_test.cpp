@@ -12,22 +12,16 @@
 
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/device_summary.h"
+#include "tests/test_util.h"
 
 namespace braze {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fresh(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("braze_device_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 // A /proc/driver/nvidia as the driver lays it out (2026: 580.x), with `uuids` GPUs.
 fs::path fake_proc(const std::string& name, const std::vector<std::string>& uuids) {
-  fs::path root = fresh(name);
+  fs::path root = test::temp_dir("device_test", name);
   std::ofstream(root / "version") << "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build\n"
                                   << "GCC version:  gcc version 15.3.0 (GCC)\n";
   for (size_t i = 0; i < uuids.size(); ++i) {
@@ -51,7 +45,7 @@ TEST(DeviceSummary, IdentityNamesTheDriverEachGpuAndTheDeviceChoice) {
   EXPECT_NE(gpu::device_identity(proc), id) << "another device 0";
   ::unsetenv("CUDA_VISIBLE_DEVICES");
   // No driver files, no GPUs, or a GPU without a UUID: nothing to remember it by.
-  EXPECT_EQ(gpu::device_identity(fresh("none") / "absent"), "");
+  EXPECT_EQ(gpu::device_identity(test::temp_dir("device_test", "none") / "absent"), "");
   EXPECT_EQ(gpu::device_identity(fake_proc("zero", {})), "");
   const fs::path blank = fake_proc("blank", {"GPU-1"});
   std::ofstream(blank / "gpus" / "0000:00:06.0" / "information") << "Model: NVIDIA H200\n";
@@ -60,7 +54,7 @@ TEST(DeviceSummary, IdentityNamesTheDriverEachGpuAndTheDeviceChoice) {
 
 TEST(DeviceSummary, ARememberedDeviceNeedsNoDriver) {
   ::unsetenv("CUDA_VISIBLE_DEVICES");
-  const fs::path proc = fake_proc("known", {"GPU-48e29482-a151"}), cache = fresh("cache");
+  const fs::path proc = fake_proc("known", {"GPU-48e29482-a151"}), cache = test::temp_dir("device_test", "cache");
   nlohmann::json j;
   j[gpu::device_identity(proc)] = {{"cc", {9, 0}}, {"sms", 132}, {"name", "NVIDIA H200"}};
   j["another machine"] = {{"cc", {8, 0}}, {"sms", 108}, {"name", "NVIDIA A100"}};
@@ -77,7 +71,7 @@ TEST(DeviceSummary, ARememberedDeviceNeedsNoDriver) {
 TEST(DeviceSummary, UnknownOrDamagedEntriesAskTheDriver) {
   if (gpu::gpu_available()) GTEST_SKIP() << "a driver is here: tests/gpu/gpu_device_test.cpp covers it";
   ::unsetenv("CUDA_VISIBLE_DEVICES");
-  const fs::path proc = fake_proc("unknown", {"GPU-48e29482-a151"}), cache = fresh("cache2");
+  const fs::path proc = fake_proc("unknown", {"GPU-48e29482-a151"}), cache = test::temp_dir("device_test", "cache2");
   EXPECT_FALSE(gpu::device_summary(cache, proc).has_value());
   EXPECT_FALSE(fs::exists(cache / "devices.json"));
   for (const char* bad : {R"({"ID": {"cc": [9], "sms": 132, "name": "x"}})", R"({"ID": {"cc": [9, 0], "sms": -1, "name": "x"}})",

@@ -3,6 +3,7 @@
 #include <braze/error.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -22,6 +23,22 @@ std::vector<std::string> broadcast_coords(const std::vector<std::string>& coords
   for (size_t d = 0; d < in.size(); ++d) c[d] = in[d] == 1 ? "0LL" : coords[off + d];
   return c;
 }
+
+namespace {
+
+bool identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Whether identifier `var` occurs in expression `expr` (as itself, not inside a longer name).
+bool mentions(const std::string& expr, const std::string& var) {
+  for (size_t at = expr.find(var); at != std::string::npos; at = expr.find(var, at + 1)) {
+    const size_t end = at + var.size();
+    if ((at == 0 || !identifier_char(expr[at - 1])) && (end == expr.size() || !identifier_char(expr[end])))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 Emitter::Emitter(const graph::Graph& g, std::function<bool(NodeId)> in_group)
     : g_(g), in_group_(std::move(in_group)) {}
@@ -241,6 +258,7 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
         return graph::cuda_literal(type, is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)));
     }
     std::string p = input_param(v);
+    if (!preload_var_.empty()) return preload(v, coords, p);
     if (vec_ > 1 && !coords.empty() && val.shape.back() % vec_ == 0) {
       int lane = -1;
       for (int k = 0; k < vec_; ++k)
@@ -302,6 +320,34 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
     return let(type, e);
   }
   throw InternalError(n.describe() + " has no CUDA expression or index map but was put in a pointwise kernel");
+}
+
+std::string Emitter::preload(ValueId v, const std::vector<std::string>& coords, const std::string& p) {
+  const graph::Value& val = g_.value(v);
+  const std::string zero = graph::cuda_literal(graph::cuda_compute_type(val.dtype), 0);
+  if (vec_ < 2 || coords.empty() || val.shape.back() % vec_ != 0 || !preload_stmt_) return zero;
+  int lane = -1;
+  for (int k = 0; k < vec_; ++k)
+    if (coords.back() == lane_expr(lane_var_, k)) lane = k;
+  const bool others_free = std::none_of(coords.begin(), coords.end() - 1, [&](const std::string& c) {
+    return c.find(lane_var_) != std::string::npos;
+  });
+  const bool moves = std::any_of(coords.begin(), coords.end(), [&](const std::string& c) { return mentions(c, preload_var_); });
+  if (lane < 0 || !others_free || !moves) return zero;
+  // As compute()'s vector load: lane 0's coordinates, every lane's recorded (and memoised here
+  // as 0, so that the other lanes do not load again).
+  std::vector<std::string> lane0 = coords;
+  lane0.back() = lane_var_;
+  Preload pre{v, graph::cuda_storage_type(val.dtype), vec_, {}};
+  for (int k = 0; k < vec_; ++k) {
+    std::vector<std::string> ck = coords;
+    ck.back() = lane_expr(lane_var_, k);
+    memo_.back()[memo_key(v, ck)] = zero;
+    pre.lane_coords.push_back(std::move(ck));
+  }
+  line(preload_stmt_(v, vec_, pre.storage, fmt::format("({} + {})", p, graph::cuda_linearize(lane0, val.shape))));
+  preloads_.push_back(std::move(pre));
+  return zero;
 }
 
 Kernel kernel_record(const Emitter& e, fusion::GroupKind kind, const fusion::Group& group, const Tunables& tunables) {

@@ -51,6 +51,32 @@ class Emitter {
     return k == 0 ? var : "(" + var + " + " + std::to_string(k) + "LL)";
   }
 
+  // Preload mode (`row_var` not empty), for schedules that issue an epilogue's loads early
+  // (the wgmma schedule copies them into shared memory as a tile begins): a vector load of a
+  // group input whose coordinates mention `row_var` (a residual's; not a bias's) is emitted
+  // as the schedule's statement `stmt(…)` instead, and recorded with each lane's coordinates
+  // (preloads()); every load reads as 0, and the computation around the loads is dead code.
+  // A later pass at the same coordinates memoises the lanes from where the schedule put them
+  // (Emitter::memoize) instead of loading.
+  struct Preload {
+    graph::ValueId value;
+    std::string storage;  // the vector's element type
+    int vec;
+    std::vector<std::vector<std::string>> lane_coords;
+  };
+  // `stmt(v, vec, storage, address)`: the statement that preloads v's vector at `address`
+  // (a pointer expression).
+  using PreloadStmt = std::function<std::string(graph::ValueId, int, const std::string&, const std::string&)>;
+  void set_preload(const std::string& row_var, PreloadStmt stmt = {}) {
+    preload_var_ = row_var;
+    preload_stmt_ = std::move(stmt);
+    preloads_.clear();
+  }
+  const std::vector<Preload>& preloads() const { return preloads_; }
+  // The body's length now, and back to it (lines that turned out not to be needed).
+  size_t mark() const { return body_.size(); }
+  void rewind(size_t mark) { body_.resize(mark); }
+
   std::string fresh(const std::string& prefix);
   std::string let(const std::string& type, const std::string& expr);
   void line(const std::string& s);
@@ -80,12 +106,16 @@ class Emitter {
 
  private:
   std::string compute(graph::ValueId v, const std::vector<std::string>& coords);
+  std::string preload(graph::ValueId v, const std::vector<std::string>& coords, const std::string& param);
 
   const graph::Graph& g_;
   std::function<bool(graph::NodeId)> in_group_;
   Intercept intercept_;
   std::string lane_var_;
   int vec_ = 1;
+  std::string preload_var_;
+  PreloadStmt preload_stmt_;
+  std::vector<Preload> preloads_;
   std::string body_;
   int indent_ = 1;
   int counter_ = 0;

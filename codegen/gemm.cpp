@@ -364,6 +364,34 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
   e.close();
 }
 
+std::vector<Emitter::Preload> emit_gemm_preloads(Emitter& e, const graph::Graph& g, const GemmDims& d,
+                                               const GemmEpilogue& epi, int width,
+                                               const Emitter::PreloadStmt& stmt) {
+  if (!gemm_vector_store_ok(g, d, epi, width)) return {};
+  // emit_gemm_stores' vector path, lane by lane at the same coordinates, without the store:
+  // the product reads as 0 and only the row-wise inputs' loads are live.
+  e.open("{");
+  e.line("const long long j = jp;");
+  e.push_scope();
+  e.set_lanes("j", width);
+  e.set_preload("i", stmt);
+  const Emitter::Intercept outer = e.intercept();
+  const graph::ValueId prod = d.node->outputs[0];
+  e.set_intercept([&outer, prod](graph::ValueId v, const std::vector<std::string>& c) -> std::optional<std::string> {
+    if (v == prod) return std::string("0.f");
+    return outer ? outer(v, c) : std::nullopt;
+  });
+  for (int q = 0; q < width; ++q)
+    emit_gemm_value_at(e, g, d, epi, "0.f", Emitter::lane_expr("j", q), fmt::format("pre_acc{}", q));
+  std::vector<Emitter::Preload> pre = e.preloads();
+  e.set_intercept(outer);
+  e.set_preload("");
+  e.set_lanes("", 1);
+  e.pop_scope();
+  e.close();
+  return pre;
+}
+
 void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm, int bn,
                            const std::string& tile, int raster_rows) {
   e.line(fmt::format("const int tile = {};", tile));

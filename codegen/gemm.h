@@ -117,6 +117,13 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
                       bool in_range = false);
 bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
                           int width);
+// The loads of emit_gemm_stores(…, width, …) at (b, i, jp) whose index moves with the row (a
+// residual's), emitted ahead as `stmt(…)` (Emitter::set_preload); returns them with each
+// lane's coordinates, for the later emit_gemm_stores to find memoised (Emitter::memoize).
+// None where the stores are not vector stores.
+std::vector<Emitter::Preload> emit_gemm_preloads(Emitter& e, const graph::Graph& g, const GemmDims& d,
+                                               const GemmEpilogue& epi, int width,
+                                               const Emitter::PreloadStmt& stmt);
 
 // Why a product is too large for the tiled schedules' 32-bit block, row, column and k
 // indices and batch count with tiles of bm x bn x bk, or empty.

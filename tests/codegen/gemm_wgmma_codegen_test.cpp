@@ -210,6 +210,35 @@ TEST(GemmWgmmaCodegen, EpilogueThroughAReshapeIndexesTheBiasByJ) {
   EXPECT_EQ(src.find("(unsigned)(i) / 128u"), std::string::npos);
 }
 
+// The staged epilogue's residual is copied into shared memory (cp.async, each thread its own
+// vectors) before the k-loop and read there after it; the bias is loaded where it was. The
+// 128 x 192 tile gives up a stage for the buffer.
+TEST(GemmWgmmaCodegen, ResidualsAreCopiedToSharedMemoryBeforeTheKLoop) {
+  test::GemmGroup res = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[4096,3072] a, float16[768,3072] w, float16[768] c, float16[4096,768] r) => (float16[4096,768] y) {
+      m = Gemm <transB = 1> (a, w)  mb = Add(m, c)  y = Add(mb, r) })");
+  codegen::GroupCode gc = codegen::generate(res.g, res.group, h200a());
+  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+  const std::string& src = gc.kernel->source;
+  const size_t copy = src.find("braze_cp_async<8>(res_ptr + 0 + (((mi * 6 + c) * 4 + se_it) * 128 + se_t) * 8, (in3 + (i * 768LL + j)));");
+  const size_t loop = src.find("for (int kt = 0; kt < 48; ++kt)", src.find("const int cons = wg - 1;"));
+  const size_t wait = src.find("braze_cp_async_wait_all();"), bar = src.find("braze_bar_sync(1 + cons, 128);");
+  ASSERT_NE(copy, std::string::npos) << src;
+  ASSERT_NE(loop, std::string::npos);
+  EXPECT_LT(copy, loop) << "copied before the consumers' k-loop";
+  EXPECT_LT(loop, wait);
+  EXPECT_LT(wait, bar) << "waited for before the first staging barrier";
+  EXPECT_NE(src.find("braze_val(res0.v[3])", bar), std::string::npos) << "the lanes read from shared memory";
+  EXPECT_EQ(src.find("braze_vload<4>(in3"), std::string::npos) << "no load of the residual from global memory";
+  EXPECT_NE(src.find("braze_vload<4>(in2, (j))", bar), std::string::npos) << "the bias loaded where it was";
+  EXPECT_EQ(gc.kernel->tunables.at("bm"), 128);
+  EXPECT_EQ(gc.kernel->tunables.at("bn"), 192);
+  EXPECT_EQ(gc.kernel->tunables.at("stages"), 4) << "a stage fewer than the 5 that fit without it";
+  EXPECT_LE(gc.kernel->shared_bytes, 227u * 1024u);
+  const gpu::Compiled comp = gpu::nvrtc_compile(src, gc.kernel->name, gpu::Arch::parse("sm_90a"), true);
+  EXPECT_NE(comp.ptx.find("cp.async.ca.shared.global"), std::string::npos);
+}
+
 // A store through a layout that permutes digits keeps them apart (attention's [b·h, s, d]
 // product stored as [b, s, h, d]): b splits into b / 12 and b % 12, the top digit without
 // a modulo.

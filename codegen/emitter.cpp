@@ -338,14 +338,14 @@ std::string Emitter::preload(ValueId v, const std::vector<std::string>& coords, 
   // as 0, so that the other lanes do not load again).
   std::vector<std::string> lane0 = coords;
   lane0.back() = lane_var_;
-  Preload pre{v, graph::cuda_storage_type(val.dtype), vec_, {}};
+  Preload pre{v, graph::cuda_storage_type(val.dtype), val.dtype, vec_, vec_ * static_cast<int>(dtype_size(val.dtype)), {}};
   for (int k = 0; k < vec_; ++k) {
     std::vector<std::string> ck = coords;
     ck.back() = lane_expr(lane_var_, k);
     memo_.back()[memo_key(v, ck)] = zero;
     pre.lane_coords.push_back(std::move(ck));
   }
-  line(preload_stmt_(v, vec_, pre.storage, fmt::format("({} + {})", p, graph::cuda_linearize(lane0, val.shape))));
+  line(preload_stmt_(v, vec_, pre.bytes, fmt::format("({} + {})", p, graph::cuda_linearize(lane0, val.shape))));
   preloads_.push_back(std::move(pre));
   return zero;
 }

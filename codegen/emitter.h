@@ -61,12 +61,14 @@ class Emitter {
   struct Preload {
     graph::ValueId value;
     std::string storage;  // the vector's element type
+    DType dtype;
     int vec;
+    int bytes;  // the vector's
     std::vector<std::vector<std::string>> lane_coords;
   };
-  // `stmt(v, vec, storage, address)`: the statement that preloads v's vector at `address`
-  // (a pointer expression).
-  using PreloadStmt = std::function<std::string(graph::ValueId, int, const std::string&, const std::string&)>;
+  // `stmt(v, vec, bytes, address)`: the statement that preloads v's vector of `vec` elements,
+  // `bytes` in all, at `address` (a pointer expression).
+  using PreloadStmt = std::function<std::string(graph::ValueId, int, int, const std::string&)>;
   void set_preload(const std::string& row_var, PreloadStmt stmt = {}) {
     preload_var_ = row_var;
     preload_stmt_ = std::move(stmt);

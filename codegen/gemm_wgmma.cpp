@@ -425,9 +425,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     e.open(fmt::format("if (i0 + {} <= {}LL && j0 + {} <= {}LL) {{", t.bm, d.m, t.bn, d.nn));
     emit_block_walk([&] {
       size_t q = 0;
-      pre = emit_gemm_preloads(e, g, d, epi, 4, [&](graph::ValueId, int vec, const std::string& storage,
-                                                   const std::string& addr) {
-        const int bytes = vec * (storage == "float" ? 4 : 2);
+      pre = emit_gemm_preloads(e, g, d, epi, 4, [&](graph::ValueId, int, int bytes, const std::string& addr) {
         const int64_t base = trial || q >= res_base.size() ? 0 : res_base[q];
         ++q;
         return fmt::format("braze_cp_async<{}>(res_ptr + {} + {} * {}, {});", bytes, base, res_slot, bytes, addr);
@@ -445,17 +443,20 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
       res_pre.clear();  // the epilogue's own emission reports it
     }
     e.rewind(at);
+    // 16-bit float inputs only (8-byte copies): what has run on the GPU; a 1-byte boolean
+    // mask's 4-byte vectors (cp.async<4>) have not yet.
     int64_t rb = 0;
     for (const Emitter::Preload& p : res_pre) {
-      const int bytes = p.vec * (p.storage == "float" ? 4 : 2);
+      if ((p.dtype != DType::Float16 && p.dtype != DType::BFloat16) || p.bytes != 8) rb = -1;
+      if (rb < 0) break;
       res_base.push_back(rb);
-      res_bytes.push_back(bytes);
-      rb += int64_t{mw} * blocks * (cols / 8) * 128 * bytes;
+      res_bytes.push_back(p.bytes);
+      rb += int64_t{mw} * blocks * (cols / 8) * 128 * p.bytes;
     }
     WgTile with = t;
-    with.rb = rb;
+    with.rb = std::max<int64_t>(rb, 0);
     while (with.shared_bytes() > kMaxSharedBytes && with.stages > 3) --with.stages;
-    if (!res_pre.empty() && with.shared_bytes() <= kMaxSharedBytes && (rb % 16) == 0) {
+    if (!res_pre.empty() && rb > 0 && with.shared_bytes() <= kMaxSharedBytes && (rb % 16) == 0) {
       t = with;
     } else {
       res_pre.clear();

@@ -239,6 +239,21 @@ TEST(GemmWgmmaCodegen, ResidualsAreCopiedToSharedMemoryBeforeTheKLoop) {
   EXPECT_NE(comp.ptx.find("cp.async.ca.shared.global"), std::string::npos);
 }
 
+// Only 16-bit float inputs are copied ahead (8-byte copies): with a boolean mask among the
+// epilogue's row-wise inputs (4-byte vectors, once misaligned as 8-byte copies) the tile
+// keeps its loads from global memory and all of its stages.
+TEST(GemmWgmmaCodegen, ABooleanMaskKeepsTheEpilogueLoadsInGlobalMemory) {
+  test::GemmGroup res = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[4096,768] a, float16[768,768] w, bool[4096,768] m, float16[4096,768] r) => (float16[4096,768] y) {
+      p = MatMul(a, w)  y = Where(m, p, r) })");
+  codegen::GroupCode gc = codegen::generate(res.g, res.group, h200a());
+  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+  const std::string& src = gc.kernel->source;
+  EXPECT_EQ(src.find("res_ptr"), std::string::npos) << src;
+  EXPECT_EQ(src.find("braze_cp_async<"), std::string::npos);
+  EXPECT_EQ(gc.kernel->tunables.at("stages"), 5);
+}
+
 // A store through a layout that permutes digits keeps them apart (attention's [b·h, s, d]
 // product stored as [b, s, h, d]): b splits into b / 12 and b % 12, the top digit without
 // a modulo.

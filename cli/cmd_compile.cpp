@@ -1,7 +1,6 @@
 // braze compile MODEL -o FILE.braze: plans, generates and compiles the model's kernels (no
 // GPU needed) and writes a self-contained engine file.
 #include <braze/error.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,9 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/gpu_build.h"
-#include "frontend/tensor_io.h"
 #include "runtime/gpu/engine_file.h"
-#include "runtime/gpu/nvrtc.h"
 
 namespace braze::cli {
 
@@ -39,14 +36,9 @@ int run_compile(const CompileOptions& o) {
   const double build_s = seconds_since(t1);
   const auto t2 = std::chrono::steady_clock::now();
   print_fallbacks(*b.engine);
-  std::string bytes = frontend::read_file(o.model.model);
-  gpu::EngineFileInfo info;
-  info.model_hash = fmt::format("{:016x}", XXH64(bytes.data(), bytes.size(), 0));
-  info.model_name = std::filesystem::path(o.model.model).filename().string();
-  info.braze_version = BRAZE_VERSION;
-  info.nvrtc_version = gpu::nvrtc_version();
-  info.arch = b.engine->arch().name();
-  info.precision = o.build.precision;
+  api::ModelSource src;
+  src.path = o.model.model;
+  const gpu::EngineFileInfo info = api::file_info(src, *b.engine, o.build.precision);
   gpu::save_engine(o.output, *b.engine, info);
   const double write_s = seconds_since(t2);
   print_build_summary(*b.engine, &b.report);

@@ -101,16 +101,9 @@ Ran run_engine_file(const RunOptions& o) {
     return r;
   }
   std::shared_ptr<gpu::Engine> engine = le.engine;
-  gpu::Arch dev = gpu::device_info().arch();
-  // sm_90 code runs on an sm_90 device as it is; sm_90a code needs that device too.
-  if (dev.major != engine->arch().major || dev.minor != engine->arch().minor) {
-    std::cerr << fmt::format("note: the engine was compiled for {}, this GPU is {}: recompiling its kernels\n",
-                             engine->arch().name(), dev.name());
-    std::vector<gpu::Step> steps = engine->steps();
-    gpu::EngineOptions opts = gpu::default_engine_options();
-    gpu::Engine::compile_steps(steps, dev, opts, nullptr);
-    engine = gpu::Engine::assemble(engine->graph(), std::move(steps), dev);
-  }
+  std::string note;
+  engine = api::for_this_gpu(engine, &note);
+  if (!note.empty()) std::cerr << "note: " << note << "\n";
   print_fallbacks(*engine);
   gpu::Session session(engine);
   gpu::RunOptions ro;

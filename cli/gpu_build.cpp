@@ -5,9 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "codegen/capabilities.h"
-#include "graph/passes/precision.h"
-#include "runtime/gpu/cuda_driver.h"
 
 namespace braze::cli {
 
@@ -19,24 +16,17 @@ std::string human_bytes(double b) {
 }
 
 BuiltEngine build_engine(const graph::Graph& g, const BuildOptions& build, const ModelOptions& model) {
-  gpu::EngineOptions opts = gpu::default_engine_options(build.arch);
-  opts.use_cache = !build.no_cache;
-  opts.fuse = !build.no_fuse;
-  opts.want_ptx = model.dumps("ptx");
-  opts.tuning_cache = build.tuning_cache;
-  opts.tune = build.tune;
-  opts.target.tf32 = tf32_gemms(build.precision);
-  if (opts.tune && !gpu::gpu_available()) {
-    std::cerr << "note: --tune needs a GPU (" << gpu::gpu_unavailable_reason() << "): heuristics choose\n";
-    opts.tune = false;
-  }
-  BuiltEngine out;
-  if (graph::passes::precision_dtype(build.precision) != DType::Float32) {
-    graph::Graph low = at_precision(g, build.precision);
-    out.engine = gpu::Engine::build(low, codegen::plan_for(low, opts.fuse, opts.target), opts, &out.report);
-  } else {
-    out.engine = gpu::Engine::build(g, codegen::plan_for(g, opts.fuse, opts.target), opts, &out.report);
-  }
+  api::BuildRequest r;
+  r.arch = build.arch;
+  r.precision = build.precision;
+  r.fuse = !build.no_fuse;
+  r.use_cache = !build.no_cache;
+  r.tune = build.tune;
+  r.tuning_cache = build.tuning_cache;
+  r.want_ptx = model.dumps("ptx");
+  api::Built built = api::build(g, r);
+  for (const std::string& n : built.notes) std::cerr << "note: " << n << "\n";
+  BuiltEngine out{std::move(built.engine), std::move(built.report)};
   for (const gpu::Step& s : out.engine->steps()) {
     if (!s.kernel) continue;
     if (model.dumps("cuda")) {

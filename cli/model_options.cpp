@@ -44,7 +44,6 @@ CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
 }
 
-bool tf32_gemms(const std::string& precision) { return precision == "tf32"; }
 
 void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& b,
                                      const std::string& engine_precision) {
@@ -63,15 +62,6 @@ void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& 
       given.size() == 1 ? "it" : "them"));
 }
 
-graph::Graph at_precision(const graph::Graph& g, const std::string& precision) {
-  DType to = graph::passes::precision_dtype(precision);
-  graph::Graph out = g;
-  if (to == DType::Float32) return out;
-  graph::passes::convert_precision(out, to);
-  graph::passes::run_pipeline(out);
-  return out;
-}
-
 bool ModelOptions::dumps(const std::string& what) const {
   if (std::find(dump.begin(), dump.end(), what) != dump.end()) return true;
   const char* env = std::getenv("BRAZE_DUMP");
@@ -84,21 +74,19 @@ bool ModelOptions::dumps(const std::string& what) const {
 }
 
 LoadedModel load_model(const ModelOptions& opts, const std::map<std::string, Shape>& default_shapes) {
-  frontend::ImportOptions io;
-  io.shapes = default_shapes;
-  for (auto& [k, v] : frontend::parse_shape_spec(opts.shapes)) io.shapes[k] = v;
-  LoadedModel m;
+  std::map<std::string, Shape> shapes = default_shapes;
+  for (auto& [k, v] : frontend::parse_shape_spec(opts.shapes)) shapes[k] = v;
   // bench and run take engines before they get here; the other commands take models only.
   if (gpu::is_engine_file(opts.model))
     throw UserError(fmt::format("{} is a braze engine file; this command takes the ONNX model it was compiled from",
                                 opts.model));
-  m.imported = frontend::import_model_file(opts.model, io);
+  api::ModelSource src;
+  src.path = opts.model;
+  api::Dumps dumps;
+  if (opts.dumps("graph")) dumps.graph = &std::cout;
+  if (opts.dumps("passes")) dumps.passes = &std::cout;
+  LoadedModel m = api::load_model(src, shapes, dumps);
   for (const std::string& n : m.imported.notes) std::cerr << "note: " << n << "\n";
-  m.imported_ops = graph::passes::op_counts(m.imported.graph);
-  if (opts.dumps("graph")) std::cout << "== imported ==\n" << m.imported.graph;
-  graph::passes::PipelineOptions po;
-  if (opts.dumps("passes")) po.dump = &std::cout;
-  m.passes = graph::passes::run_pipeline(m.imported.graph, po);
   return m;
 }
 

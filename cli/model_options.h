@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/onnx_import.h"
-#include "graph/passes/pipeline.h"
+#include "api/pipeline.h"
 
 namespace braze::cli {
 
@@ -42,18 +41,10 @@ struct BuildOptions {
 void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& b,
                                      const std::string& engine_precision);
 
-// The graph the GPU runs at `precision`: `g` itself for fp32 and tf32, else a converted
-// copy (float32 interface kept, computed in float16 / bfloat16) through the pass pipeline.
-graph::Graph at_precision(const graph::Graph& g, const std::string& precision);
-// Whether `precision` asks codegen for tf32 tensor-core GEMMs (codegen::Target::tf32).
-bool tf32_gemms(const std::string& precision);
+using api::at_precision;
+using api::LoadedModel;
+using api::tf32_gemms;
 CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision);
-
-struct LoadedModel {
-  frontend::ImportResult imported;
-  std::map<std::string, int> imported_ops;  // op counts before the passes
-  graph::passes::PipelineReport passes;
-};
 
 // Imports (notes to stderr), runs the pass pipeline, and dumps as asked. Shapes given by
 // --shapes win over `default_shapes` (e.g. the shapes of given input files).

@@ -1,7 +1,8 @@
-// Errors, in two kinds that are never mixed (DESIGN.md "Errors"):
+// Errors, all derived from braze::Error, in kinds that are never mixed (DESIGN.md "Errors"):
 //   UserError      — the input is at fault (bad model, unsupported op, wrong shape, missing
 //                    file). The message says what and where; the CLI exits non-zero.
 //   InternalError  — a broken invariant inside braze. The message starts "internal error".
+//   DeviceError    — the CUDA driver or NVRTC failed (out of memory, no device, a launch).
 // UnsupportedError is the user error for "valid ONNX that braze does not handle" (an op,
 // opset or dtype outside the registry); the conformance runner reports it as a skip.
 #pragma once
@@ -11,9 +12,14 @@
 
 namespace braze {
 
-class UserError : public std::runtime_error {
+class Error : public std::runtime_error {
  public:
-  explicit UserError(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+class UserError : public Error {
+ public:
+  explicit UserError(const std::string& what) : Error(what) {}
 };
 
 class UnsupportedError : public UserError {
@@ -21,9 +27,14 @@ class UnsupportedError : public UserError {
   explicit UnsupportedError(const std::string& what) : UserError(what) {}
 };
 
-class InternalError : public std::logic_error {
+class InternalError : public Error {
  public:
-  explicit InternalError(const std::string& what) : std::logic_error("internal error: " + what) {}
+  explicit InternalError(const std::string& what) : Error("internal error: " + what) {}
+};
+
+class DeviceError : public Error {
+ public:
+  explicit DeviceError(const std::string& what) : Error(what) {}
 };
 
 // Throws InternalError naming the failed condition and its place in the source.

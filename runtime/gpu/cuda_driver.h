@@ -6,16 +6,14 @@
 
 #include <cuda.h>
 
-#include <stdexcept>
+#include <braze/error.h>
+
 #include <string>
 
 namespace braze::gpu {
 
 // An error reported by the driver or NVRTC (out of memory, launch failure, no device …).
-class DeviceError : public std::runtime_error {
- public:
-  explicit DeviceError(const std::string& what) : std::runtime_error(what) {}
-};
+using DeviceError = braze::DeviceError;
 
 // X-macro of the driver entry points braze uses. Names are the cuda.h macros, which expand
 // to the versioned symbols (cuMemAlloc -> cuMemAlloc_v2) that dlsym must look up.

@@ -1,0 +1,105 @@
+// braze::Engine: the compile script (api/pipeline.h) behind a handle.
+#include <fmt/format.h>
+
+#include "api/engine_impl.h"
+#include "api/pipeline.h"
+#include "frontend/tensor_io.h"
+#include "runtime/gpu/cuda_driver.h"
+
+namespace braze {
+
+namespace {
+
+std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src, const CompileOptions& o) {
+  api::check_precision(o.precision);
+  std::map<std::string, Shape> shapes(o.shapes.begin(), o.shapes.end());
+  api::LoadedModel m = api::load_model(src, shapes);
+  api::BuildRequest r;
+  r.arch = o.arch;
+  r.precision = o.precision;
+  r.fuse = o.fuse;
+  r.use_cache = o.use_cache;
+  r.tune = o.tune;
+  api::Built b = api::build(m.imported.graph, r);
+  auto impl = std::make_shared<Engine::Impl>();
+  impl->notes = m.imported.notes;
+  impl->notes.insert(impl->notes.end(), b.notes.begin(), b.notes.end());
+  for (const gpu::Step& s : b.engine->steps())
+    if (!s.kernel) impl->notes.push_back("runs on the CPU reference: " + s.fallback_reason);
+  impl->info = api::file_info(src, *b.engine, o.precision);
+  impl->engine = std::move(b.engine);
+  return impl;
+}
+
+std::vector<TensorInfo> infos(const graph::Graph& g, const std::vector<graph::ValueId>& ids) {
+  std::vector<TensorInfo> out;
+  for (graph::ValueId v : ids) {
+    const graph::Value& val = g.value(v);
+    out.push_back({val.name, val.dtype, val.shape});
+  }
+  return out;
+}
+
+std::vector<std::string> names(const std::vector<TensorInfo>& infos) {
+  std::vector<std::string> out;
+  for (const TensorInfo& t : infos) out.push_back(t.name);
+  return out;
+}
+
+}  // namespace
+
+Engine Engine::compile(const std::string& onnx_path, const CompileOptions& options) {
+  api::ModelSource src;
+  src.path = onnx_path;
+  return Engine(compile_source(src, options));
+}
+
+Engine Engine::compile_bytes(const std::string& onnx_bytes, const CompileOptions& options, const std::string& model_dir) {
+  api::ModelSource src;
+  src.bytes = onnx_bytes;
+  src.model_dir = model_dir;
+  return Engine(compile_source(src, options));
+}
+
+Engine Engine::load(const std::string& engine_path) {
+  gpu::LoadedEngine le = gpu::load_engine(engine_path);
+  auto impl = std::make_shared<Impl>();
+  impl->engine = std::move(le.engine);
+  impl->info = std::move(le.info);
+  return Engine(std::move(impl));
+}
+
+void Engine::save(const std::string& engine_path) const { gpu::save_engine(engine_path, *impl_->engine, impl_->info); }
+
+std::vector<TensorInfo> Engine::inputs() const {
+  const graph::Graph& g = impl_->engine->graph();
+  return infos(g, g.inputs());
+}
+
+std::vector<TensorInfo> Engine::outputs() const {
+  const graph::Graph& g = impl_->engine->graph();
+  std::vector<graph::ValueId> ids;
+  for (const auto& o : g.outputs()) ids.push_back(o.value);
+  std::vector<TensorInfo> out = infos(g, ids);
+  for (size_t i = 0; i < out.size(); ++i) out[i].name = g.outputs()[i].name;
+  return out;
+}
+
+std::vector<std::string> Engine::input_names() const { return names(inputs()); }
+std::vector<std::string> Engine::output_names() const { return names(outputs()); }
+std::string Engine::arch() const { return impl_->engine->arch().name(); }
+std::string Engine::precision() const { return impl_->info.precision; }
+const std::vector<std::string>& Engine::notes() const { return impl_->notes; }
+
+size_t Engine::kernels() const {
+  size_t n = 0;
+  for (const gpu::Step& s : impl_->engine->steps()) n += s.kernel ? 1 : 0;
+  return n;
+}
+
+Tensor read_tensor(const std::string& path) { return frontend::read_tensor_file(path).tensor; }
+void write_npy(const std::string& path, const Tensor& tensor) { frontend::write_npy(path, tensor); }
+bool gpu_available() { return gpu::gpu_available(); }
+std::string version() { return BRAZE_VERSION; }
+
+}  // namespace braze

@@ -1,0 +1,21 @@
+// What a braze::Engine holds (internal).
+#pragma once
+
+#include <braze/braze.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/gpu/engine.h"
+#include "runtime/gpu/engine_file.h"
+
+namespace braze {
+
+struct Engine::Impl {
+  std::shared_ptr<gpu::Engine> engine;
+  gpu::EngineFileInfo info;
+  std::vector<std::string> notes;
+};
+
+}  // namespace braze

@@ -1,0 +1,103 @@
+#include "api/pipeline.h"
+
+#include <braze/error.h>
+#include <xxhash.h>
+
+#include <filesystem>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "codegen/capabilities.h"
+#include "frontend/tensor_io.h"
+#include "graph/passes/precision.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/nvrtc.h"
+
+namespace braze::api {
+
+LoadedModel load_model(const ModelSource& src, const std::map<std::string, Shape>& shapes, const Dumps& dumps) {
+  frontend::ImportOptions io;
+  io.shapes = shapes;
+  LoadedModel m;
+  if (!src.path.empty()) {
+    if (gpu::is_engine_file(src.path))
+      throw UserError(fmt::format("{} is a braze engine file, not an ONNX model", src.path));
+    m.imported = frontend::import_model_file(src.path, io);
+  } else {
+    io.model_dir = src.model_dir;
+    m.imported = frontend::import_model_bytes(src.bytes, io);
+  }
+  m.imported_ops = graph::passes::op_counts(m.imported.graph);
+  if (dumps.graph) *dumps.graph << "== imported ==\n" << m.imported.graph;
+  graph::passes::PipelineOptions po;
+  po.dump = dumps.passes;
+  m.passes = graph::passes::run_pipeline(m.imported.graph, po);
+  return m;
+}
+
+void check_precision(const std::string& precision) {
+  if (precision != "fp32" && precision != "tf32" && precision != "fp16" && precision != "bf16")
+    throw UserError(fmt::format("precision '{}': expected fp32, tf32, fp16 or bf16", precision));
+}
+
+graph::Graph at_precision(const graph::Graph& g, const std::string& precision) {
+  DType to = graph::passes::precision_dtype(precision);
+  graph::Graph out = g;
+  if (to == DType::Float32) return out;
+  graph::passes::convert_precision(out, to);
+  graph::passes::run_pipeline(out);
+  return out;
+}
+
+bool tf32_gemms(const std::string& precision) { return precision == "tf32"; }
+
+Built build(const graph::Graph& g, const BuildRequest& r) {
+  check_precision(r.precision);
+  gpu::EngineOptions opts = gpu::default_engine_options(r.arch);
+  opts.use_cache = r.use_cache;
+  opts.fuse = r.fuse;
+  opts.want_ptx = r.want_ptx;
+  opts.tuning_cache = r.tuning_cache;
+  opts.tune = r.tune;
+  opts.target.tf32 = tf32_gemms(r.precision);
+  Built out;
+  if (opts.tune && !gpu::gpu_available()) {
+    out.notes.push_back(fmt::format("--tune needs a GPU ({}): heuristics choose", gpu::gpu_unavailable_reason()));
+    opts.tune = false;
+  }
+  if (graph::passes::precision_dtype(r.precision) != DType::Float32) {
+    graph::Graph low = at_precision(g, r.precision);
+    out.engine = gpu::Engine::build(low, codegen::plan_for(low, opts.fuse, opts.target), opts, &out.report);
+  } else {
+    out.engine = gpu::Engine::build(g, codegen::plan_for(g, opts.fuse, opts.target), opts, &out.report);
+  }
+  return out;
+}
+
+gpu::EngineFileInfo file_info(const ModelSource& src, const gpu::Engine& engine, const std::string& precision) {
+  const std::string bytes = src.path.empty() ? std::string() : frontend::read_file(src.path);
+  const std::string& hashed = src.path.empty() ? src.bytes : bytes;
+  gpu::EngineFileInfo info;
+  info.model_hash = fmt::format("{:016x}", XXH64(hashed.data(), hashed.size(), 0));
+  info.model_name = src.path.empty() ? "(bytes)" : std::filesystem::path(src.path).filename().string();
+  info.braze_version = BRAZE_VERSION;
+  info.nvrtc_version = gpu::nvrtc_version();
+  info.arch = engine.arch().name();
+  info.precision = precision;
+  return info;
+}
+
+std::shared_ptr<gpu::Engine> for_this_gpu(std::shared_ptr<gpu::Engine> engine, std::string* note) {
+  const gpu::Arch dev = gpu::device_info().arch();
+  // sm_90 code runs on an sm_90 device as it is; sm_90a code needs that device too.
+  if (dev.major == engine->arch().major && dev.minor == engine->arch().minor) return engine;
+  if (note)
+    *note = fmt::format("the engine was compiled for {}, this GPU is {}: recompiling its kernels", engine->arch().name(),
+                        dev.name());
+  std::vector<gpu::Step> steps = engine->steps();
+  gpu::Engine::compile_steps(steps, dev, gpu::default_engine_options(), nullptr);
+  return gpu::Engine::assemble(engine->graph(), std::move(steps), dev);
+}
+
+}  // namespace braze::api

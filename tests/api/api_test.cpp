@@ -1,0 +1,159 @@
+// The public C++ API (include/braze/braze.h) as an app uses it: compile a bundled model, run
+// it on the CPU reference, save and load the engine, bad input and bad models as UserErrors,
+// and eight threads each with its own Session on one shared Engine.
+#include <braze/braze.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "runtime/compare.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kModel = fs::path(BRAZE_SOURCE_DIR) / "models" / "bert_tiny_legacy";
+
+std::vector<Tensor> read_set(const std::string& prefix, size_t n) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(read_tensor((kModel / "test_data_set_0" / (prefix + std::to_string(i) + ".pb")).string()));
+  return out;
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
+         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+class Api : public ::testing::Test {
+ protected:
+  // The model's symbolic batch and sequence dims at the test data's [2, 16].
+  static CompileOptions options() {
+    CompileOptions o;
+    o.shapes = {{"input_0", {2, 16}}, {"input_1", {2, 16}}};
+    return o;
+  }
+  static void SetUpTestSuite() {
+    engine_ = std::make_unique<Engine>(Engine::compile((kModel / "model.onnx").string(), options()));
+  }
+  static void TearDownTestSuite() { engine_.reset(); }
+  static std::unique_ptr<Engine> engine_;
+};
+std::unique_ptr<Engine> Api::engine_;
+
+TEST_F(Api, CompiledModelRunsOnTheReferenceAndMatchesOnnxRuntime) {
+  const Engine& e = *engine_;
+  ASSERT_EQ(e.input_names().size(), 2u);
+  ASSERT_EQ(e.output_names().size(), 1u);
+  EXPECT_GT(e.kernels(), 0u);
+  EXPECT_EQ(e.precision(), "fp32");
+  EXPECT_FALSE(e.arch().empty());
+  Session s(e, Backend::Reference);
+  EXPECT_EQ(s.backend(), Backend::Reference);
+  std::vector<Tensor> out = s.run(read_set("input_", 2));
+  ASSERT_EQ(out.size(), 1u);
+  const Tensor want = read_tensor((kModel / "test_data_set_0" / "output_0.pb").string());
+  runtime::Comparison c = runtime::compare(out[0], want, runtime::default_tolerance(want.dtype()));
+  EXPECT_TRUE(c.ok) << c.summary(out[0], want);
+  const std::vector<TensorInfo> ins = e.inputs();
+  EXPECT_EQ(ins[0].name, e.input_names()[0]);
+  EXPECT_EQ(ins[0].shape, read_set("input_", 1)[0].shape());
+}
+
+TEST_F(Api, SavedAndLoadedEngineKeepsItsInterfaceAndOutputs) {
+  const fs::path dir = test::temp_dir("Api", "SaveLoad");
+  const std::string path = (dir / "bert.braze").string();
+  engine_->save(path);
+  Engine loaded = Engine::load(path);
+  EXPECT_EQ(loaded.input_names(), engine_->input_names());
+  EXPECT_EQ(loaded.output_names(), engine_->output_names());
+  EXPECT_EQ(loaded.arch(), engine_->arch());
+  EXPECT_EQ(loaded.kernels(), engine_->kernels());
+  const std::vector<Tensor> in = read_set("input_", 2);
+  Session a(*engine_, Backend::Reference), b(loaded, Backend::Reference);
+  EXPECT_TRUE(same_bytes(a.run(in)[0], b.run(in)[0]));
+  fs::remove_all(dir);
+}
+
+TEST_F(Api, CompileFromBytesGivesTheSameEngine) {
+  for (const std::string& n : engine_->notes()) EXPECT_EQ(n.find("set to 1"), std::string::npos) << n;
+  EXPECT_NE(Engine::compile((kModel / "model.onnx").string()).notes().size(), 0u) << "dims defaulted: noted";
+  std::ifstream f(kModel / "model.onnx", std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  Engine e = Engine::compile_bytes(ss.str(), options());
+  EXPECT_EQ(e.input_names(), engine_->input_names());
+  EXPECT_EQ(e.kernels(), engine_->kernels());
+}
+
+TEST_F(Api, WrongInputsAreUserErrorsNamingWhatIsWrong) {
+  Session s(*engine_, Backend::Reference);
+  std::vector<Tensor> in = read_set("input_", 2);
+  try {
+    s.run({in[0]});
+    FAIL() << "one input of two was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("2"), std::string::npos) << e.what();
+  }
+  std::vector<Tensor> wrong = in;
+  wrong[0] = Tensor(in[0].dtype(), {1, 3});
+  EXPECT_THROW(s.run(wrong), UserError);
+  wrong[0] = Tensor(DType::Float32, in[0].shape());
+  EXPECT_THROW(s.run(wrong), UserError);
+}
+
+TEST(ApiErrors, BadModelsAndOptionsAreUserErrorsDerivedFromError) {
+  EXPECT_THROW(Engine::compile("/nonexistent/model.onnx"), UserError);
+  EXPECT_THROW(Engine::compile_bytes("not a model"), UserError);
+  CompileOptions o;
+  o.precision = "fp8";
+  try {
+    Engine::compile((kModel / "model.onnx").string(), o);
+    FAIL() << "precision fp8 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(dynamic_cast<const UserError*>(&e), nullptr);
+    EXPECT_NE(std::string(e.what()).find("fp8"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Engine::load((kModel / "model.onnx").string()), UserError) << "an ONNX file is not an engine";
+  EXPECT_THROW(read_tensor("/nonexistent/input.pb"), UserError);
+}
+
+TEST_F(Api, WithoutAGpuAutoIsTheReferenceAndGpuIsADeviceError) {
+  if (gpu_available()) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(Session(*engine_).backend(), Backend::Reference);
+  EXPECT_THROW(Session(*engine_, Backend::Gpu), DeviceError);
+}
+
+// Eight threads, each its own Session on the one Engine: every output identical to one
+// thread's, byte for byte.
+TEST_F(Api, EightThreadsShareOneEngine) {
+  const std::vector<Tensor> in = read_set("input_", 2);
+  const Tensor want = Session(*engine_, Backend::Reference).run(in)[0];
+  std::vector<Tensor> got(8);
+  std::vector<std::string> errors(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        Session s(*engine_, Backend::Reference);
+        for (int r = 0; r < 2; ++r) got[t] = s.run(in)[0];
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) {
+    EXPECT_EQ(errors[t], "") << "thread " << t;
+    EXPECT_TRUE(same_bytes(got[t], want)) << "thread " << t;
+  }
+}
+
+}  // namespace
+}  // namespace braze

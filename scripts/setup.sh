@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ python3 python3-pip libonnx-dev libprotobuf-dev protobuf-compiler
-          libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev libonnx-testdata)
+          libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev libonnx-testdata pkg-config)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what braze needs on a fresh Debian machine with the CUDA toolkit at
-# /usr/local/cuda (missing Debian packages; onnx, onnxruntime and numpy from PyPI for the
-# test oracles), then configures and builds into build/. Safe to run again.
+# /usr/local/cuda (missing Debian packages; from PyPI onnx, onnxruntime and numpy for the
+# test oracles, nanobind and scikit-build-core for the Python module, pytest), then configures
+# and builds into build/. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,10 +20,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if [ "${BRAZE_SKIP_PIP:-0}" != 1 ] && ! python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
-  echo "setup: installing onnx, onnxruntime and numpy from PyPI (test oracles)"
-  python3 -m pip install -q onnx onnxruntime numpy 2>/dev/null ||
-    python3 -m pip install -q --break-system-packages onnx onnxruntime numpy
+pip_packages=(onnx onnxruntime numpy nanobind scikit-build-core pytest)
+if [ "${BRAZE_SKIP_PIP:-0}" != 1 ] && ! python3 -c "import onnx, onnxruntime, numpy, nanobind, scikit_build_core, pytest" 2>/dev/null; then
+  echo "setup: installing ${pip_packages[*]} from PyPI (test oracles, the Python module's build and tests)"
+  python3 -m pip install -q "${pip_packages[@]}" 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages "${pip_packages[@]}"
 fi
 
 build_type=${BRAZE_BUILD_TYPE:-Release}

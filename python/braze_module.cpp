@@ -1,0 +1,145 @@
+// The Python extension braze._braze (nanobind) over the public C++ API: Engine, Session on
+// numpy arrays (copied in and out), the error classes. python/braze/__init__.py builds the
+// Pythonic layer (compile / load, Session.run on dicts, ONNX Runtime's InferenceSession).
+#include <braze/braze.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <string>
+
+namespace nb = nanobind;
+
+namespace {
+
+using Array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;  // numpy, or any DLPack array on the host
+
+// numpy's dtype of each braze::DType, as nanobind spells it (bfloat16 has none in numpy).
+nb::dlpack::dtype dl_of(braze::DType d) {
+  using braze::DType;
+  switch (d) {
+    case DType::Float32: return nb::dtype<float>();
+    case DType::Float64: return nb::dtype<double>();
+    case DType::Float16: return {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+    case DType::Int64: return nb::dtype<int64_t>();
+    case DType::Int32: return nb::dtype<int32_t>();
+    case DType::Int16: return nb::dtype<int16_t>();
+    case DType::Int8: return nb::dtype<int8_t>();
+    case DType::UInt64: return nb::dtype<uint64_t>();
+    case DType::UInt32: return nb::dtype<uint32_t>();
+    case DType::UInt16: return nb::dtype<uint16_t>();
+    case DType::UInt8: return nb::dtype<uint8_t>();
+    case DType::Bool: return nb::dtype<bool>();
+    case DType::BFloat16: break;
+  }
+  throw braze::UserError("bfloat16 tensors have no numpy dtype");
+}
+
+braze::DType dtype_of(const nb::dlpack::dtype& dt, size_t index) {
+  for (int d = 0; d < braze::kNumDTypes; ++d) {
+    const auto bd = static_cast<braze::DType>(d);
+    if (bd == braze::DType::BFloat16) continue;
+    if (dl_of(bd) == dt) return bd;
+  }
+  throw braze::UserError("input " + std::to_string(index) + ": an array dtype braze does not take");
+}
+
+braze::Tensor to_tensor(const Array& a, size_t index) {
+  braze::Shape shape(a.shape_ptr(), a.shape_ptr() + a.ndim());
+  braze::Tensor t(dtype_of(a.dtype(), index), shape);
+  if (t.nbytes()) std::memcpy(t.raw(), a.data(), t.nbytes());
+  return t;
+}
+
+nb::object to_numpy(const braze::Tensor& t) {
+  auto* keep = new braze::Tensor(t);
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<braze::Tensor*>(p); });
+  std::vector<size_t> shape(t.shape().begin(), t.shape().end());
+  return nb::cast(nb::ndarray<nb::numpy>(keep->raw(), shape.size(), shape.data(), owner, nullptr, dl_of(t.dtype())));
+}
+
+braze::Backend backend_of(const std::string& name) {
+  if (name == "auto") return braze::Backend::Auto;
+  if (name == "gpu") return braze::Backend::Gpu;
+  if (name == "reference") return braze::Backend::Reference;
+  throw braze::UserError("backend '" + name + "': expected auto, gpu or reference");
+}
+
+std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> infos(const std::vector<braze::TensorInfo>& v) {
+  std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> out;
+  for (const braze::TensorInfo& t : v) out.emplace_back(t.name, std::string(braze::dtype_name(t.dtype)), t.shape);
+  return out;
+}
+
+}  // namespace
+
+NB_MODULE(_braze, m) {
+  m.doc() = "braze: ONNX models compiled into fused CUDA kernels (the C++ API; use the braze package)";
+  static nb::exception<braze::Error> error(m, "Error");
+  static nb::exception<braze::UserError> user_error(m, "UserError", error);
+  static nb::exception<braze::DeviceError> device_error(m, "DeviceError", error);
+  static nb::exception<braze::InternalError> internal_error(m, "InternalError", error);
+
+  nb::class_<braze::Engine>(m, "Engine", "A compiled model: immutable, shareable by threads.")
+      .def_static(
+          "compile",
+          [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes,
+             const std::string& precision, bool fuse, bool tune, const std::string& arch, bool use_cache) {
+            braze::CompileOptions o;
+            o.shapes = shapes;
+            o.precision = precision;
+            o.fuse = fuse;
+            o.tune = tune;
+            o.arch = arch;
+            o.use_cache = use_cache;
+            nb::gil_scoped_release release;
+            return braze::Engine::compile(path, o);
+          },
+          nb::arg("path"), nb::arg("shapes") = std::map<std::string, std::vector<int64_t>>{},
+          nb::arg("precision") = "fp32", nb::arg("fuse") = true, nb::arg("tune") = false, nb::arg("arch") = "",
+          nb::arg("use_cache") = true)
+      .def_static("load", [](const std::string& path) { return braze::Engine::load(path); }, nb::arg("path"))
+      .def("save", &braze::Engine::save, nb::arg("path"))
+      .def_prop_ro("input_names", &braze::Engine::input_names)
+      .def_prop_ro("output_names", &braze::Engine::output_names)
+      .def_prop_ro("inputs", [](const braze::Engine& e) { return infos(e.inputs()); })
+      .def_prop_ro("outputs", [](const braze::Engine& e) { return infos(e.outputs()); })
+      .def_prop_ro("arch", &braze::Engine::arch)
+      .def_prop_ro("precision", &braze::Engine::precision)
+      .def_prop_ro("kernels", &braze::Engine::kernels)
+      .def_prop_ro("notes", &braze::Engine::notes);
+
+  nb::class_<braze::Session>(m, "Session", "Runs an engine: on the GPU or the CPU reference.")
+      .def(
+          "__init__",
+          [](braze::Session* s, const braze::Engine& e, const std::string& backend) {
+            new (s) braze::Session(e, backend_of(backend));
+          },
+          nb::arg("engine"), nb::arg("backend") = "auto")
+      .def_prop_ro("backend",
+                   [](const braze::Session& s) {
+                     return s.backend() == braze::Backend::Gpu ? "gpu" : "reference";
+                   })
+      .def(
+          "run",
+          [](braze::Session& s, const std::vector<Array>& arrays) {
+            std::vector<braze::Tensor> in;
+            for (size_t i = 0; i < arrays.size(); ++i) in.push_back(to_tensor(arrays[i], i));
+            std::vector<braze::Tensor> out;
+            {
+              nb::gil_scoped_release release;
+              out = s.run(in);
+            }
+            nb::list result;
+            for (const braze::Tensor& t : out) result.append(to_numpy(t));
+            return result;
+          },
+          nb::arg("inputs"), "Input arrays in Engine.input_names order; returns the outputs' arrays.");
+
+  m.def("gpu_available", &braze::gpu_available);
+  m.def("version", &braze::version);
+}

@@ -1,0 +1,126 @@
+"""The Python package: braze.compile / load / Session on numpy arrays, errors, and ONNX
+Runtime's InferenceSession script run unchanged on braze against onnxruntime itself on the
+six bundled models (the CPU reference without a GPU; the GPU when there is one).
+
+Run from the build tree (ctest python.pytest puts build/python first on sys.path) or after
+`pip install .`.
+"""
+import glob
+import os
+import threading
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import numpy_helper
+
+import braze
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+MODELS = sorted(glob.glob(os.path.join(ROOT, "models", "*", "model.onnx")))
+BERT = os.path.join(ROOT, "models", "bert_tiny_legacy")
+
+
+def read_set(model_dir, prefix):
+    files = sorted(glob.glob(os.path.join(model_dir, "test_data_set_0", prefix + "*.pb")),
+                   key=lambda f: int(f.rsplit("_", 1)[1].split(".")[0]))
+    return [numpy_helper.to_array(onnx.load_tensor(f)) for f in files]
+
+
+def fresh_inputs(sess, model_dir, seed):
+    """Fresh random inputs of the test data's shapes and dtypes (token ids kept in range)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for arg, given in zip(sess.get_inputs(), read_set(model_dir, "input_")):
+        if np.issubdtype(given.dtype, np.integer):
+            out[arg.name] = rng.integers(0, max(int(given.max()), 1) + 1, size=given.shape).astype(given.dtype)
+        else:
+            out[arg.name] = rng.standard_normal(given.shape).astype(given.dtype)
+    return out
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: os.path.basename(os.path.dirname(m)))
+def test_an_onnxruntime_script_runs_unchanged(model):
+    def script(ort):  # written for onnxruntime
+        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        feeds = fresh_inputs(sess, os.path.dirname(model), 20261204)
+        names = [o.name for o in sess.get_outputs()]
+        return [i.name for i in sess.get_inputs()], names, sess.run(None, feeds)
+
+    want = script(onnxruntime)
+    got = script(braze)
+    assert got[0] == want[0] and got[1] == want[1]
+    for g, w, name in zip(got[2], want[2], want[1]):
+        assert g.shape == w.shape and g.dtype == w.dtype, name
+        np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-4, err_msg=name)
+
+
+def test_node_args_spell_types_and_symbolic_dims_as_onnxruntime():
+    ours = braze.InferenceSession(os.path.join(BERT, "model.onnx"), providers=["CPUExecutionProvider"])
+    theirs = onnxruntime.InferenceSession(os.path.join(BERT, "model.onnx"), providers=["CPUExecutionProvider"])
+    for a, b in zip(ours.get_inputs() + ours.get_outputs(), theirs.get_inputs() + theirs.get_outputs()):
+        assert (a.name, a.type, a.shape) == (b.name, b.type, b.shape)
+
+
+@pytest.fixture(scope="module")
+def bert():
+    return braze.compile(os.path.join(BERT, "model.onnx"), shapes={"input_0": [2, 16], "input_1": [2, 16]})
+
+
+def test_engine_and_session_on_numpy(bert, tmp_path):
+    assert bert.input_names == ["input_0", "input_1"]
+    assert bert.outputs == [("output", "float32", [2, 16, 128])]
+    assert bert.kernels > 0 and bert.precision == "fp32"
+    ins = read_set(BERT, "input_")
+    out = braze.Session(bert, "reference").run(dict(zip(bert.input_names, ins)))
+    np.testing.assert_allclose(out["output"], read_set(BERT, "output_")[0], rtol=1e-3, atol=1e-5)
+    bert.save(str(tmp_path / "bert.braze"))
+    again = braze.load(tmp_path / "bert.braze")
+    out2 = braze.Session(again, "reference").run(dict(zip(bert.input_names, ins)))
+    assert np.array_equal(out["output"], out2["output"])
+
+
+def test_errors_are_braze_error_subclasses_with_braze_messages(bert):
+    with pytest.raises(braze.UserError, match="no such file"):
+        braze.compile("/nonexistent/model.onnx")
+    with pytest.raises(braze.UserError, match="fp8"):
+        braze.compile(os.path.join(BERT, "model.onnx"), precision="fp8")
+    s = braze.Session(bert, "reference")
+    ins = read_set(BERT, "input_")
+    with pytest.raises(braze.UserError, match="input_1"):
+        s.run({"input_0": ins[0]})
+    with pytest.raises(braze.UserError, match="float32"):
+        s.run({"input_0": ins[0].astype(np.float32), "input_1": ins[1]})
+    with pytest.raises(braze.UserError, match="backend"):
+        braze.Session(bert, "tpu")
+    with pytest.raises(braze.UserError, match="providers"):
+        braze.InferenceSession(os.path.join(BERT, "model.onnx"), providers=["TPUExecutionProvider"])
+    if not braze.gpu_available():
+        with pytest.raises(braze.DeviceError):
+            braze.Session(bert, "gpu")
+    assert issubclass(braze.UserError, braze.Error) and issubclass(braze.DeviceError, braze.Error)
+
+
+def test_eight_threads_each_with_a_session_on_one_engine(bert):
+    backend = "gpu" if braze.gpu_available() else "reference"
+    ins = dict(zip(bert.input_names, read_set(BERT, "input_")))
+    want = braze.Session(bert, backend).run(ins)["output"]
+    got, errors = [None] * 8, []
+
+    def work(t):
+        try:
+            s = braze.Session(bert, backend)
+            for _ in range(3):
+                got[t] = s.run(ins)["output"]
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    for g in got:
+        assert np.array_equal(g, want)

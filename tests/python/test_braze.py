@@ -124,3 +124,13 @@ def test_eight_threads_each_with_a_session_on_one_engine(bert):
     assert errors == []
     for g in got:
         assert np.array_equal(g, want)
+
+
+def test_the_type_stub_is_the_module_s(tmp_path):
+    """python/braze/_braze.pyi as nanobind.stubgen writes it for the built module."""
+    stubgen = pytest.importorskip("nanobind.stubgen")
+    out = tmp_path / "_braze.pyi"
+    stubgen.main(["-q", "-m", "braze._braze", "-o", str(out)])
+    committed = os.path.join(ROOT, "python", "braze", "_braze.pyi")
+    with open(committed) as a, open(out) as b:
+        assert a.read() == b.read(), "regenerate: python3 -m nanobind.stubgen -m braze._braze -o python/braze/_braze.pyi"

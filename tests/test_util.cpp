@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <cstring>
+#include <thread>
+
 #include "frontend/onnx_proto.h"
 #include "runtime/compare.h"
 #include "runtime/inputs.h"
@@ -77,6 +80,26 @@ std::filesystem::path temp_dir(const std::string& suite, const std::string& name
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p;
+}
+
+std::vector<std::string> on_threads(int threads, const std::function<void(int)>& body) {
+  std::vector<std::string> errors(static_cast<size_t>(threads));
+  std::vector<std::thread> running;
+  for (int t = 0; t < threads; ++t)
+    running.emplace_back([&, t] {
+      try {
+        body(t);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(t)] = e.what();
+      }
+    });
+  for (std::thread& th : running) th.join();
+  return errors;
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
+         (a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
 }
 
 }  // namespace braze::test

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,5 +63,12 @@ void expect_import_error(const std::string& model, const std::vector<std::string
 
 // An empty folder <temp>/braze_<suite>_<pid>/<name> (made anew: what was there is removed).
 std::filesystem::path temp_dir(const std::string& suite, const std::string& name);
+
+// Runs body(t) for t = 0 … threads - 1, each on a thread of its own, all at once; returns
+// each one's exception message ("" where it threw none).
+std::vector<std::string> on_threads(int threads, const std::function<void(int)>& body);
+
+// Same dtype, shape and bytes.
+bool same_bytes(const Tensor& a, const Tensor& b);
 
 }  // namespace braze::test

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "runtime/compare.h"
 #include "tests/test_util.h"
@@ -25,11 +24,6 @@ std::vector<Tensor> read_set(const std::string& prefix, size_t n) {
   for (size_t i = 0; i < n; ++i)
     out.push_back(read_tensor((kModel / "test_data_set_0" / (prefix + std::to_string(i) + ".pb")).string()));
   return out;
-}
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
-         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
 class Api : public ::testing::Test {
@@ -78,7 +72,7 @@ TEST_F(Api, SavedAndLoadedEngineKeepsItsInterfaceAndOutputs) {
   EXPECT_EQ(loaded.kernels(), engine_->kernels());
   const std::vector<Tensor> in = read_set("input_", 2);
   Session a(*engine_, Backend::Reference), b(loaded, Backend::Reference);
-  EXPECT_TRUE(same_bytes(a.run(in)[0], b.run(in)[0]));
+  EXPECT_TRUE(test::same_bytes(a.run(in)[0], b.run(in)[0]));
   fs::remove_all(dir);
 }
 
@@ -137,21 +131,13 @@ TEST_F(Api, EightThreadsShareOneEngine) {
   const std::vector<Tensor> in = read_set("input_", 2);
   const Tensor want = Session(*engine_, Backend::Reference).run(in)[0];
   std::vector<Tensor> got(8);
-  std::vector<std::string> errors(8);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t)
-    threads.emplace_back([&, t] {
-      try {
-        Session s(*engine_, Backend::Reference);
-        for (int r = 0; r < 2; ++r) got[t] = s.run(in)[0];
-      } catch (const std::exception& e) {
-        errors[t] = e.what();
-      }
-    });
-  for (std::thread& th : threads) th.join();
+  const std::vector<std::string> errors = test::on_threads(8, [&](int t) {
+    Session s(*engine_, Backend::Reference);
+    for (int r = 0; r < 2; ++r) got[t] = s.run(in)[0];
+  });
   for (int t = 0; t < 8; ++t) {
     EXPECT_EQ(errors[t], "") << "thread " << t;
-    EXPECT_TRUE(same_bytes(got[t], want)) << "thread " << t;
+    EXPECT_TRUE(test::same_bytes(got[t], want)) << "thread " << t;
   }
 }
 

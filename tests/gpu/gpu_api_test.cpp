@@ -4,11 +4,10 @@
 #include <braze/braze.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <filesystem>
-#include <thread>
 
 #include "runtime/compare.h"
+#include "tests/test_util.h"
 
 namespace braze {
 namespace {
@@ -31,22 +30,13 @@ TEST(GpuApi, EightThreadsEachWithASessionOnOneEngine) {
   runtime::Comparison c = runtime::compare(want, ort, runtime::default_tolerance(ort.dtype()));
   EXPECT_TRUE(c.ok) << c.summary(want, ort);
   std::vector<Tensor> got(8);
-  std::vector<std::string> errors(8);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t)
-    threads.emplace_back([&, t] {
-      try {
-        Session s(e, Backend::Gpu);
-        for (int r = 0; r < 20; ++r) got[t] = s.run(in)[0];
-      } catch (const std::exception& ex) {
-        errors[t] = ex.what();
-      }
-    });
-  for (std::thread& th : threads) th.join();
+  const std::vector<std::string> errors = test::on_threads(8, [&](int t) {
+    Session s(e, Backend::Gpu);
+    for (int r = 0; r < 20; ++r) got[t] = s.run(in)[0];
+  });
   for (int t = 0; t < 8; ++t) {
     EXPECT_EQ(errors[t], "") << "thread " << t;
-    ASSERT_EQ(got[t].nbytes(), want.nbytes()) << "thread " << t;
-    EXPECT_EQ(std::memcmp(got[t].raw(), want.raw(), want.nbytes()), 0) << "thread " << t;
+    EXPECT_TRUE(test::same_bytes(got[t], want)) << "thread " << t;
   }
 }
 

@@ -101,17 +101,24 @@ NB_MODULE(_braze, m) {
           },
           nb::arg("path"), nb::arg("shapes") = std::map<std::string, std::vector<int64_t>>{},
           nb::arg("precision") = "fp32", nb::arg("fuse") = true, nb::arg("tune") = false, nb::arg("arch") = "",
-          nb::arg("use_cache") = true)
-      .def_static("load", [](const std::string& path) { return braze::Engine::load(path); }, nb::arg("path"))
-      .def("save", &braze::Engine::save, nb::arg("path"))
-      .def_prop_ro("input_names", &braze::Engine::input_names)
-      .def_prop_ro("output_names", &braze::Engine::output_names)
-      .def_prop_ro("inputs", [](const braze::Engine& e) { return infos(e.inputs()); })
-      .def_prop_ro("outputs", [](const braze::Engine& e) { return infos(e.outputs()); })
-      .def_prop_ro("arch", &braze::Engine::arch)
-      .def_prop_ro("precision", &braze::Engine::precision)
-      .def_prop_ro("kernels", &braze::Engine::kernels)
-      .def_prop_ro("notes", &braze::Engine::notes);
+          nb::arg("use_cache") = true,
+          "Compile the ONNX model at `path` (no GPU needed). shapes: {input: dims} for symbolic dims\n"
+          "(others default to 1); precision: fp32, tf32, fp16 or bf16; fuse: False for one kernel a\n"
+          "node; tune: time each kernel's candidates on the GPU; arch: sm_90a …, empty for this GPU's.")
+      .def_static("load", [](const std::string& path) { return braze::Engine::load(path); }, nb::arg("path"),
+                  "Load an engine file written by save() or `braze compile`.")
+      .def("save", &braze::Engine::save, nb::arg("path"), "Write the engine file (kernels, weights, graph).")
+      .def_prop_ro("input_names", &braze::Engine::input_names, "Input names, in the order run() takes them.")
+      .def_prop_ro("output_names", &braze::Engine::output_names, "Output names, in the order run() returns them.")
+      .def_prop_ro("inputs", [](const braze::Engine& e) { return infos(e.inputs()); },
+                   "(name, dtype, shape) of each input.")
+      .def_prop_ro("outputs", [](const braze::Engine& e) { return infos(e.outputs()); },
+                   "(name, dtype, shape) of each output.")
+      .def_prop_ro("arch", &braze::Engine::arch, "What the kernels were compiled for (sm_90a …).")
+      .def_prop_ro("precision", &braze::Engine::precision, "The precision it was compiled at.")
+      .def_prop_ro("kernels", &braze::Engine::kernels, "GPU kernels (groups on the CPU reference not counted).")
+      .def_prop_ro("notes", &braze::Engine::notes,
+                   "What the compile noted: dims defaulted, groups on the CPU reference, --tune without a GPU.");
 
   nb::class_<braze::Session>(m, "Session", "Runs an engine: on the GPU or the CPU reference.")
       .def(
@@ -119,11 +126,11 @@ NB_MODULE(_braze, m) {
           [](braze::Session* s, const braze::Engine& e, const std::string& backend) {
             new (s) braze::Session(e, backend_of(backend));
           },
-          nb::arg("engine"), nb::arg("backend") = "auto")
-      .def_prop_ro("backend",
-                   [](const braze::Session& s) {
-                     return s.backend() == braze::Backend::Gpu ? "gpu" : "reference";
-                   })
+          nb::arg("engine"), nb::arg("backend") = "auto",
+          "backend: auto (the GPU when there is one, else the CPU reference), gpu or reference.")
+      .def_prop_ro(
+          "backend", [](const braze::Session& s) { return s.backend() == braze::Backend::Gpu ? "gpu" : "reference"; },
+          "Where it runs: gpu or reference.")
       .def(
           "run",
           [](braze::Session& s, const std::vector<Array>& arrays) {
@@ -140,6 +147,6 @@ NB_MODULE(_braze, m) {
           },
           nb::arg("inputs"), "Input arrays in Engine.input_names order; returns the outputs' arrays.");
 
-  m.def("gpu_available", &braze::gpu_available);
-  m.def("version", &braze::version);
+  m.def("gpu_available", &braze::gpu_available, "Whether a CUDA GPU and driver are present.");
+  m.def("version", &braze::version, "braze's version.");
 }

@@ -24,48 +24,71 @@ class Engine:
     """A compiled model: immutable, shareable by threads."""
 
     @staticmethod
-    def compile(path: str, shapes: Mapping[str, Sequence[int]] = {}, precision: str = 'fp32', fuse: bool = True, tune: bool = False, arch: str = '', use_cache: bool = True) -> Engine: ...
+    def compile(path: str, shapes: Mapping[str, Sequence[int]] = {}, precision: str = 'fp32', fuse: bool = True, tune: bool = False, arch: str = '', use_cache: bool = True) -> Engine:
+        """
+        Compile the ONNX model at `path` (no GPU needed). shapes: {input: dims} for symbolic dims
+        (others default to 1); precision: fp32, tf32, fp16 or bf16; fuse: False for one kernel a
+        node; tune: time each kernel's candidates on the GPU; arch: sm_90a …, empty for this GPU's.
+        """
 
     @staticmethod
-    def load(path: str) -> Engine: ...
+    def load(path: str) -> Engine:
+        """Load an engine file written by save() or `braze compile`."""
 
-    def save(self, path: str) -> None: ...
-
-    @property
-    def input_names(self) -> list[str]: ...
-
-    @property
-    def output_names(self) -> list[str]: ...
+    def save(self, path: str) -> None:
+        """Write the engine file (kernels, weights, graph)."""
 
     @property
-    def inputs(self) -> list[tuple[str, str, list[int]]]: ...
+    def input_names(self) -> list[str]:
+        """Input names, in the order run() takes them."""
 
     @property
-    def outputs(self) -> list[tuple[str, str, list[int]]]: ...
+    def output_names(self) -> list[str]:
+        """Output names, in the order run() returns them."""
 
     @property
-    def arch(self) -> str: ...
+    def inputs(self) -> list[tuple[str, str, list[int]]]:
+        """(name, dtype, shape) of each input."""
 
     @property
-    def precision(self) -> str: ...
+    def outputs(self) -> list[tuple[str, str, list[int]]]:
+        """(name, dtype, shape) of each output."""
 
     @property
-    def kernels(self) -> int: ...
+    def arch(self) -> str:
+        """What the kernels were compiled for (sm_90a …)."""
 
     @property
-    def notes(self) -> list[str]: ...
+    def precision(self) -> str:
+        """The precision it was compiled at."""
+
+    @property
+    def kernels(self) -> int:
+        """GPU kernels (groups on the CPU reference not counted)."""
+
+    @property
+    def notes(self) -> list[str]:
+        """
+        What the compile noted: dims defaulted, groups on the CPU reference, --tune without a GPU.
+        """
 
 class Session:
     """Runs an engine: on the GPU or the CPU reference."""
 
-    def __init__(self, engine: Engine, backend: str = 'auto') -> None: ...
+    def __init__(self, engine: Engine, backend: str = 'auto') -> None:
+        """
+        backend: auto (the GPU when there is one, else the CPU reference), gpu or reference.
+        """
 
     @property
-    def backend(self) -> str: ...
+    def backend(self) -> str:
+        """Where it runs: gpu or reference."""
 
     def run(self, inputs: Sequence[Annotated[NDArray, dict(order='C', device='cpu', writable=False)]]) -> list:
         """Input arrays in Engine.input_names order; returns the outputs' arrays."""
 
-def gpu_available() -> bool: ...
+def gpu_available() -> bool:
+    """Whether a CUDA GPU and driver are present."""
 
-def version() -> str: ...
+def version() -> str:
+    """braze's version."""

@@ -1,4 +1,7 @@
 // braze::Engine: the compile script (api/pipeline.h) behind a handle.
+#include <algorithm>
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "api/engine_impl.h"
@@ -10,23 +13,48 @@ namespace braze {
 
 namespace {
 
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+bool dumps(const CompileOptions& o, const char* what) {
+  return o.dump_to && std::find(o.dump.begin(), o.dump.end(), what) != o.dump.end();
+}
+
 std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src, const CompileOptions& o) {
   api::check_precision(o.precision);
+  for (const std::string& d : o.dump)
+    if (d != "graph" && d != "passes" && d != "cuda" && d != "ptx")
+      throw UserError(fmt::format("dump '{}': expected graph, passes, cuda or ptx", d));
+  const auto t0 = std::chrono::steady_clock::now();
   std::map<std::string, Shape> shapes(o.shapes.begin(), o.shapes.end());
-  api::LoadedModel m = api::load_model(src, shapes);
+  api::Dumps d;
+  if (dumps(o, "graph")) d.graph = o.dump_to;
+  if (dumps(o, "passes")) d.passes = o.dump_to;
+  api::LoadedModel m = api::load_model(src, shapes, d);
+  const double import_s = seconds_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
   api::BuildRequest r;
   r.arch = o.arch;
   r.precision = o.precision;
   r.fuse = o.fuse;
   r.use_cache = o.use_cache;
   r.tune = o.tune;
+  r.tuning_cache = o.tuning_cache;
+  r.want_ptx = dumps(o, "ptx");
   api::Built b = api::build(m.imported.graph, r);
+  const double build_s = seconds_since(t1);
+  if (dumps(o, "cuda") || dumps(o, "ptx")) api::write_kernel_dumps(*b.engine, dumps(o, "cuda"), dumps(o, "ptx"), *o.dump_to);
   auto impl = std::make_shared<Engine::Impl>();
   impl->notes = m.imported.notes;
   impl->notes.insert(impl->notes.end(), b.notes.begin(), b.notes.end());
   for (const gpu::Step& s : b.engine->steps())
     if (!s.kernel) impl->notes.push_back("runs on the CPU reference: " + s.fallback_reason);
   impl->info = api::file_info(src, *b.engine, o.precision);
+  impl->report = api::report_of(*b.engine, &b.report);
+  impl->report.import_seconds = import_s;
+  impl->report.build_seconds = build_s;
+  impl->report.model_hash = impl->info.model_hash;
   impl->engine = std::move(b.engine);
   return impl;
 }
@@ -66,6 +94,8 @@ Engine Engine::load(const std::string& engine_path) {
   auto impl = std::make_shared<Impl>();
   impl->engine = std::move(le.engine);
   impl->info = std::move(le.info);
+  impl->report = api::report_of(*impl->engine, nullptr);
+  impl->report.model_hash = impl->info.model_hash;
   return Engine(std::move(impl));
 }
 
@@ -90,6 +120,8 @@ std::vector<std::string> Engine::output_names() const { return names(outputs());
 std::string Engine::arch() const { return impl_->engine->arch().name(); }
 std::string Engine::precision() const { return impl_->info.precision; }
 const std::vector<std::string>& Engine::notes() const { return impl_->notes; }
+const CompileReport& Engine::report() const { return impl_->report; }
+bool is_engine_file(const std::string& path) { return gpu::is_engine_file(path); }
 
 size_t Engine::kernels() const {
   size_t n = 0;

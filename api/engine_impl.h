@@ -16,6 +16,7 @@ struct Engine::Impl {
   std::shared_ptr<gpu::Engine> engine;
   gpu::EngineFileInfo info;
   std::vector<std::string> notes;
+  CompileReport report;
 };
 
 }  // namespace braze

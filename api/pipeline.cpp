@@ -88,6 +88,37 @@ gpu::EngineFileInfo file_info(const ModelSource& src, const gpu::Engine& engine,
   return info;
 }
 
+CompileReport report_of(const gpu::Engine& engine, const gpu::BuildReport* build) {
+  CompileReport r;
+  for (const gpu::Step& s : engine.steps()) (s.kernel ? r.kernels : r.cpu_groups)++;
+  r.arena_bytes = engine.arena_bytes();
+  r.intermediate_bytes = engine.intermediate_bytes();
+  r.weights_bytes = engine.weights_bytes();
+  if (!build) return r;
+  r.distinct = build->distinct;
+  r.compiled = build->compiled;
+  r.cache_hits = build->cache_hits;
+  r.tuned = build->tuned;
+  r.tuned_cached = build->tuned_cached;
+  r.tuning = build->tuning;
+  r.codegen_seconds = build->codegen_seconds;
+  r.compile_seconds = build->compile_seconds;
+  r.tune_seconds = build->tune_seconds;
+  return r;
+}
+
+void write_kernel_dumps(const gpu::Engine& engine, bool cuda, bool ptx, std::ostream& os) {
+  for (const gpu::Step& s : engine.steps()) {
+    if (!s.kernel) continue;
+    if (cuda) {
+      const size_t p = s.kernel->source.find("// ---- generated ----");
+      os << "== cuda " << s.kernel->name << " ==\n"
+         << (p == std::string::npos ? s.kernel->source : s.kernel->source.substr(p)) << "\n";
+    }
+    if (ptx) os << "== ptx " << s.kernel->name << " ==\n" << s.ptx << "\n";
+  }
+}
+
 std::shared_ptr<gpu::Engine> for_this_gpu(std::shared_ptr<gpu::Engine> engine, std::string* note) {
   const gpu::Arch dev = gpu::device_info().arch();
   // sm_90 code runs on an sm_90 device as it is; sm_90a code needs that device too.

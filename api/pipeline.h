@@ -3,6 +3,8 @@
 // (not installed): the public API is include/braze/braze.h.
 #pragma once
 
+#include <braze/braze.h>
+
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -65,6 +67,12 @@ Built build(const graph::Graph& g, const BuildRequest& request);
 
 // What an engine file records about its source and build.
 gpu::EngineFileInfo file_info(const ModelSource& src, const gpu::Engine& engine, const std::string& precision);
+
+// The public report of an engine and its build (`build` null for an engine from a file).
+CompileReport report_of(const gpu::Engine& engine, const gpu::BuildReport* build);
+
+// --dump cuda / ptx: each kernel's generated source and PTX (the PTX kept by want_ptx).
+void write_kernel_dumps(const gpu::Engine& engine, bool cuda, bool ptx, std::ostream& os);
 
 // `engine` itself where it was compiled for this GPU's arch, else its kernels recompiled for
 // it (`note` says so). Needs a GPU.

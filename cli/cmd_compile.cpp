@@ -9,15 +9,16 @@
 
 #include <fmt/format.h>
 
+#include <braze/braze.h>
+
 #include "cli/commands.h"
 #include "cli/gpu_build.h"
-#include "runtime/gpu/engine_file.h"
 
 namespace braze::cli {
 
 namespace {
 
-struct CompileOptions {
+struct CompileCommand {
   ModelOptions model;
   BuildOptions build;
   std::string output;
@@ -27,38 +28,35 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-int run_compile(const CompileOptions& o) {
+int run_compile(const CompileCommand& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  LoadedModel m = load_model(o.model);
-  const double load_s = seconds_since(t0);
+  // The commands that take only models say what an engine file is.
+  if (is_engine_file(o.model.model))
+    throw UserError(fmt::format("{} is a braze engine file; this command takes the ONNX model it was compiled from",
+                                o.model.model));
+  const Engine engine = Engine::compile(o.model.model, compile_options(o.model, o.build));
+  for (const std::string& n : engine.notes()) std::cerr << "note: " << n << "\n";
   const auto t1 = std::chrono::steady_clock::now();
-  BuiltEngine b = build_engine(m.imported.graph, o.build, o.model);
-  const double build_s = seconds_since(t1);
-  const auto t2 = std::chrono::steady_clock::now();
-  print_fallbacks(*b.engine);
-  api::ModelSource src;
-  src.path = o.model.model;
-  const gpu::EngineFileInfo info = api::file_info(src, *b.engine, o.build.precision);
-  gpu::save_engine(o.output, *b.engine, info);
-  const double write_s = seconds_since(t2);
-  print_build_summary(*b.engine, &b.report);
-  const gpu::BuildReport& r = b.report;
+  engine.save(o.output);
+  const double write_s = seconds_since(t1);
+  const CompileReport& r = engine.report();
+  print_build_summary(r, engine.arch());
   // What the build spends outside NVRTC: precision conversion and planning are the rest of
   // the build after codegen, NVRTC and tuning.
   std::cout << fmt::format(
       "time: {:.2f} s: import and passes {:.2f} s, precision and plan {:.2f} s, codegen {:.2f} s, "
       "NVRTC and kernel cache {:.2f} s{}, engine file {:.2f} s\n",
-      seconds_since(t0), load_s, std::max(0.0, build_s - r.codegen_seconds - r.compile_seconds - r.tune_seconds),
-      r.codegen_seconds, r.compile_seconds, r.tune_seconds > 0 ? fmt::format(", tuning {:.2f} s", r.tune_seconds) : "",
-      write_s);
-  std::cout << fmt::format("wrote {} (model hash {})\n", o.output, info.model_hash);
+      seconds_since(t0), r.import_seconds,
+      std::max(0.0, r.build_seconds - r.codegen_seconds - r.compile_seconds - r.tune_seconds), r.codegen_seconds,
+      r.compile_seconds, r.tune_seconds > 0 ? fmt::format(", tuning {:.2f} s", r.tune_seconds) : "", write_s);
+  std::cout << fmt::format("wrote {} (model hash {})\n", o.output, r.model_hash);
   return 0;
 }
 
 }  // namespace
 
 void add_compile(CLI::App& app, Runner& run) {
-  auto o = std::make_shared<CompileOptions>();
+  auto o = std::make_shared<CompileCommand>();
   CLI::App* cmd = app.add_subcommand("compile", "compile a model into a self-contained engine file (no GPU needed)");
   o->model.add_to(*cmd);
   o->build.add_to(*cmd);

@@ -27,38 +27,31 @@ BuiltEngine build_engine(const graph::Graph& g, const BuildOptions& build, const
   api::Built built = api::build(g, r);
   for (const std::string& n : built.notes) std::cerr << "note: " << n << "\n";
   BuiltEngine out{std::move(built.engine), std::move(built.report)};
-  for (const gpu::Step& s : out.engine->steps()) {
-    if (!s.kernel) continue;
-    if (model.dumps("cuda")) {
-      size_t p = s.kernel->source.find("// ---- generated ----");
-      std::cout << "== cuda " << s.kernel->name << " ==\n"
-                << (p == std::string::npos ? s.kernel->source : s.kernel->source.substr(p)) << "\n";
-    }
-    if (model.dumps("ptx")) std::cout << "== ptx " << s.kernel->name << " ==\n" << s.ptx << "\n";
-  }
+  if (model.dumps("cuda") || model.dumps("ptx"))
+    api::write_kernel_dumps(*out.engine, model.dumps("cuda"), model.dumps("ptx"), std::cout);
   return out;
 }
 
-void print_build_summary(const gpu::Engine& e, const gpu::BuildReport* r) {
-  size_t kernels = 0, fallbacks = 0;
-  for (const gpu::Step& s : e.steps()) (s.kernel ? kernels : fallbacks)++;
-  std::cout << fmt::format("{} kernel{} for {} ({} group{} on the CPU reference)\n", kernels, kernels == 1 ? "" : "s",
-                           e.arch().name(), fallbacks, fallbacks == 1 ? "" : "s");
+void print_build_summary(const CompileReport& r, const std::string& arch, bool compiled) {
+  std::cout << fmt::format("{} kernel{} for {} ({} group{} on the CPU reference)\n", r.kernels, r.kernels == 1 ? "" : "s",
+                           arch, r.cpu_groups, r.cpu_groups == 1 ? "" : "s");
+  const double arena = static_cast<double>(r.arena_bytes), all = static_cast<double>(r.intermediate_bytes);
   std::cout << fmt::format("memory: arena {} for {} of intermediates and inputs/outputs ({:.0f}% reused), weights {}\n",
-                           human_bytes(static_cast<double>(e.arena_bytes())),
-                           human_bytes(static_cast<double>(e.intermediate_bytes())),
+                           human_bytes(arena), human_bytes(all),
                            // the arena can exceed the sum by alignment padding: 0%, not -0%
-                           e.intermediate_bytes() ? std::max(0.0, 100.0 * (1.0 - static_cast<double>(e.arena_bytes()) /
-                                                                                    static_cast<double>(e.intermediate_bytes())))
-                                                  : 0.0,
-                           human_bytes(static_cast<double>(e.weights_bytes())));
-  if (r)
+                           all > 0 ? std::max(0.0, 100.0 * (1.0 - arena / all)) : 0.0,
+                           human_bytes(static_cast<double>(r.weights_bytes)));
+  if (compiled)
     std::cout << fmt::format("compile: {} distinct kernel{} ({} compiled, {} from the kernel cache), {:.2f} s\n",
-                             r->distinct, r->distinct == 1 ? "" : "s", r->compiled, r->cache_hits, r->compile_seconds);
-  if (r && (r->tuned || r->tuned_cached)) {
-    std::cout << fmt::format("tuning: {} kernels timed, {} from the tuning cache\n", r->tuned, r->tuned_cached);
-    for (const std::string& l : r->tuning) std::cout << "  " << l << "\n";
+                             r.distinct, r.distinct == 1 ? "" : "s", r.compiled, r.cache_hits, r.compile_seconds);
+  if (r.tuned || r.tuned_cached) {
+    std::cout << fmt::format("tuning: {} kernels timed, {} from the tuning cache\n", r.tuned, r.tuned_cached);
+    for (const std::string& l : r.tuning) std::cout << "  " << l << "\n";
   }
+}
+
+void print_build_summary(const gpu::Engine& e, const gpu::BuildReport* r) {
+  print_build_summary(api::report_of(e, r), e.arch().name(), r != nullptr);
 }
 
 void print_fallbacks(const gpu::Engine& e) {

@@ -45,6 +45,21 @@ CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {
 }
 
 
+CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b) {
+  CompileOptions o;
+  for (auto& [name, shape] : frontend::parse_shape_spec(m.shapes)) o.shapes[name] = shape;
+  o.precision = b.precision;
+  o.fuse = !b.no_fuse;
+  o.arch = b.arch;
+  o.tune = b.tune;
+  o.use_cache = !b.no_cache;
+  o.tuning_cache = b.tuning_cache;
+  for (const char* what : {"graph", "passes", "cuda", "ptx"})
+    if (m.dumps(what)) o.dump.push_back(what);
+  o.dump_to = &std::cout;
+  return o;
+}
+
 void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& b,
                                      const std::string& engine_precision) {
   std::vector<std::string> given;

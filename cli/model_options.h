@@ -35,6 +35,9 @@ struct BuildOptions {
   void add_to(CLI::App& cmd);
 };
 
+// The public API's options for `m.model` built as `b` asks (dumps to stdout).
+CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b);
+
 // UserError when options that only shape how a model is compiled (--shapes, --arch,
 // --no-fuse, --tune, --tuning-cache, a --precision other than the engine's, fp32 too) are given for
 // `m.model`, an engine compiled at `engine_precision`: they used to be ignored silently.

@@ -19,6 +19,7 @@
 #include <braze/tensor.h>
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,6 +37,29 @@ struct CompileOptions {
   std::string arch;   // "sm_90a" …; empty: this machine's GPU, else sm_90
   bool tune = false;  // time each kernel's candidates on the GPU (heuristics without one)
   bool use_cache = true;  // the kernel cache (~/.cache/braze)
+  std::string tuning_cache;  // tune's cache file; empty: tuning.json in the kernel cache's folder
+  // Intermediate forms written to `dump_to` as the compile goes: "graph" (as imported),
+  // "passes" (after each graph pass), "cuda" (each kernel's source), "ptx" (each kernel's PTX).
+  std::vector<std::string> dump;
+  std::ostream* dump_to = nullptr;
+};
+
+// What a compile made and what it took (Engine::report()).
+struct CompileReport {
+  size_t kernels = 0;     // GPU kernels
+  size_t cpu_groups = 0;  // groups run on the CPU reference (Engine::notes() says why)
+  size_t distinct = 0;    // distinct kernel sources (identical kernels compile once)
+  size_t compiled = 0;    // of those, compiled by NVRTC now
+  size_t cache_hits = 0;  // of those, taken from the kernel cache
+  size_t tuned = 0, tuned_cached = 0;  // kernels timed on the GPU; tunables from the tuning cache
+  std::vector<std::string> tuning;     // per timed kernel: the winner, then each candidate
+  uint64_t arena_bytes = 0;         // device memory for intermediates, inputs and outputs
+  uint64_t intermediate_bytes = 0;  // their sum without reuse
+  uint64_t weights_bytes = 0;
+  double import_seconds = 0;   // import and graph passes
+  double build_seconds = 0;    // precision, plan, codegen, NVRTC, tuning
+  double codegen_seconds = 0, compile_seconds = 0, tune_seconds = 0;  // parts of build_seconds
+  std::string model_hash;      // of the model file (xxh64, hex)
 };
 
 struct TensorInfo {
@@ -65,6 +89,8 @@ class Engine {
   // Things the user should know from the compile (dims defaulted, groups on the CPU
   // reference, --tune without a GPU …), one line each.
   const std::vector<std::string>& notes() const;
+  // An engine loaded from a file reports its sizes and kernel count only.
+  const CompileReport& report() const;
 
   struct Impl;
 
@@ -102,6 +128,8 @@ class Session {
 Tensor read_tensor(const std::string& path);
 void write_npy(const std::string& path, const Tensor& tensor);
 
+// Whether `path` is an engine file (by its first bytes), not an ONNX model.
+bool is_engine_file(const std::string& path);
 bool gpu_available();
 std::string version();
 

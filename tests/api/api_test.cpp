@@ -103,6 +103,30 @@ TEST_F(Api, WrongInputsAreUserErrorsNamingWhatIsWrong) {
   EXPECT_THROW(s.run(wrong), UserError);
 }
 
+TEST_F(Api, TheReportSaysWhatTheCompileMadeAndTheDumpsGoWhereAsked) {
+  const CompileReport& r = engine_->report();
+  EXPECT_EQ(r.kernels, engine_->kernels());
+  EXPECT_EQ(r.cpu_groups, 0u);
+  EXPECT_GT(r.distinct, 0u);
+  EXPECT_LE(r.distinct, r.kernels);
+  EXPECT_EQ(r.distinct, r.compiled + r.cache_hits);
+  EXPECT_GT(r.arena_bytes, 0u);
+  EXPECT_GE(r.intermediate_bytes, r.arena_bytes);
+  EXPECT_GT(r.weights_bytes, 0u);
+  EXPECT_EQ(r.model_hash.size(), 16u);
+  EXPECT_GE(r.build_seconds, r.codegen_seconds);
+  std::ostringstream dumps;
+  CompileOptions o = options();
+  o.dump = {"graph", "cuda"};
+  o.dump_to = &dumps;
+  Engine e = Engine::compile((kModel / "model.onnx").string(), o);
+  EXPECT_NE(dumps.str().find("== imported =="), std::string::npos);
+  EXPECT_NE(dumps.str().find("== cuda "), std::string::npos);
+  EXPECT_EQ(dumps.str().find("== ptx "), std::string::npos);
+  o.dump = {"sass"};
+  EXPECT_THROW(Engine::compile((kModel / "model.onnx").string(), o), UserError);
+}
+
 TEST(ApiErrors, BadModelsAndOptionsAreUserErrorsDerivedFromError) {
   EXPECT_THROW(Engine::compile("/nonexistent/model.onnx"), UserError);
   EXPECT_THROW(Engine::compile_bytes("not a model"), UserError);

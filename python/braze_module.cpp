@@ -105,6 +105,25 @@ NB_MODULE(_braze, m) {
           "Compile the ONNX model at `path` (no GPU needed). shapes: {input: dims} for symbolic dims\n"
           "(others default to 1); precision: fp32, tf32, fp16 or bf16; fuse: False for one kernel a\n"
           "node; tune: time each kernel's candidates on the GPU; arch: sm_90a …, empty for this GPU's.")
+      .def_static(
+          "compile_bytes",
+          [](nb::bytes model, const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& precision,
+             bool fuse, bool tune, const std::string& arch, bool use_cache, const std::string& model_dir) {
+            braze::CompileOptions o;
+            o.shapes = shapes;
+            o.precision = precision;
+            o.fuse = fuse;
+            o.tune = tune;
+            o.arch = arch;
+            o.use_cache = use_cache;
+            std::string bytes(model.c_str(), model.size());
+            nb::gil_scoped_release release;
+            return braze::Engine::compile_bytes(bytes, o, model_dir);
+          },
+          nb::arg("model"), nb::arg("shapes") = std::map<std::string, std::vector<int64_t>>{},
+          nb::arg("precision") = "fp32", nb::arg("fuse") = true, nb::arg("tune") = false, nb::arg("arch") = "",
+          nb::arg("use_cache") = true, nb::arg("model_dir") = "",
+          "Compile a serialized ModelProto (external data, if any, read relative to model_dir).")
       .def_static("load", [](const std::string& path) { return braze::Engine::load(path); }, nb::arg("path"),
                   "Load an engine file written by save() or `braze compile`.")
       .def("save", &braze::Engine::save, nb::arg("path"), "Write the engine file (kernels, weights, graph).")

@@ -27,14 +27,17 @@ __all__ = ["compile", "load", "Engine", "Session", "InferenceSession", "NodeArg"
 __version__ = version()
 
 
-def compile(path, shapes=None, precision="fp32", fuse=True, tune=False, arch="", use_cache=True) -> Engine:
-    """Compile an ONNX model into an Engine (no GPU needed).
+def compile(model, shapes=None, precision="fp32", fuse=True, tune=False, arch="", use_cache=True) -> Engine:
+    """Compile an ONNX model (a path, or a serialized ModelProto as bytes) into an Engine (no
+    GPU needed).
 
     shapes: {input name: [dims]} for symbolic dims (those not given default to 1);
     precision: "fp32", "tf32", "fp16" or "bf16"; tune: time each kernel's candidates on the GPU.
     """
     shapes = {k: [int(d) for d in v] for k, v in (shapes or {}).items()}
-    return Engine.compile(str(path), shapes, precision, fuse, tune, arch, use_cache)
+    if isinstance(model, (bytes, bytearray)):
+        return Engine.compile_bytes(bytes(model), shapes, precision, fuse, tune, arch, use_cache)
+    return Engine.compile(str(model), shapes, precision, fuse, tune, arch, use_cache)
 
 
 def load(path) -> Engine:
@@ -110,15 +113,16 @@ class InferenceSession:
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
         import onnx
-        if isinstance(path_or_bytes, (bytes, bytearray)):
-            raise UserError("InferenceSession takes a model path (braze compiles from a file)")
-        self._path = str(path_or_bytes)
+        is_bytes = isinstance(path_or_bytes, (bytes, bytearray))
+        self._model = bytes(path_or_bytes) if is_bytes else str(path_or_bytes)
         self._backend = _backend_for(providers)
         self._precision = kwargs.get("precision", "fp32")
+        what = "the model bytes" if is_bytes else self._model
         try:
-            model = onnx.load(self._path, load_external_data=False)
+            model = (onnx.load_from_string(self._model) if is_bytes else
+                     onnx.load(self._model, load_external_data=False))
         except Exception as e:  # noqa: BLE001 — onnx raises several kinds
-            raise UserError(f"{self._path}: cannot read the model ({e})") from None
+            raise UserError(f"{what}: cannot read the model ({e})") from None
         inits = {i.name for i in model.graph.initializer}
         self._inputs = [self._node_arg(v) for v in model.graph.input if v.name not in inits]
         self._outputs = [self._node_arg(v) for v in model.graph.output]
@@ -149,7 +153,7 @@ class InferenceSession:
     def _session_for(self, feeds):
         key = tuple((a.name, tuple(np.shape(feeds[a.name]))) for a in self._inputs if a.name in feeds)
         if key not in self._sessions:
-            engine = compile(self._path, shapes={n: list(s) for n, s in key}, precision=self._precision)
+            engine = compile(self._model, shapes={n: list(s) for n, s in key}, precision=self._precision)
             self._sessions[key] = Session(engine, self._backend)
         return self._sessions[key]
 

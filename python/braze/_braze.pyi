@@ -32,6 +32,12 @@ class Engine:
         """
 
     @staticmethod
+    def compile_bytes(model: bytes, shapes: Mapping[str, Sequence[int]] = {}, precision: str = 'fp32', fuse: bool = True, tune: bool = False, arch: str = '', use_cache: bool = True, model_dir: str = '') -> Engine:
+        """
+        Compile a serialized ModelProto (external data, if any, read relative to model_dir).
+        """
+
+    @staticmethod
     def load(path: str) -> Engine:
         """Load an engine file written by save() or `braze compile`."""
 

@@ -56,6 +56,17 @@ def test_an_onnxruntime_script_runs_unchanged(model):
         np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-4, err_msg=name)
 
 
+def test_a_session_from_model_bytes_as_onnxruntime_takes_them():
+    with open(os.path.join(BERT, "model.onnx"), "rb") as f:
+        model = f.read()
+    ours = braze.InferenceSession(model, providers=["CPUExecutionProvider"])
+    theirs = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+    feeds = fresh_inputs(theirs, BERT, 7)
+    np.testing.assert_allclose(ours.run(None, feeds)[0], theirs.run(None, feeds)[0], rtol=1e-3, atol=1e-4)
+    with pytest.raises(braze.UserError, match="model bytes"):
+        braze.InferenceSession(b"not a model")
+
+
 def test_node_args_spell_types_and_symbolic_dims_as_onnxruntime():
     ours = braze.InferenceSession(os.path.join(BERT, "model.onnx"), providers=["CPUExecutionProvider"])
     theirs = onnxruntime.InferenceSession(os.path.join(BERT, "model.onnx"), providers=["CPUExecutionProvider"])

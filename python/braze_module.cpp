@@ -62,6 +62,19 @@ nb::object to_numpy(const braze::Tensor& t) {
   return nb::cast(nb::ndarray<nb::numpy>(keep->raw(), shape.size(), shape.data(), owner, nullptr, dl_of(t.dtype())));
 }
 
+braze::CompileOptions compile_options(const std::map<std::string, std::vector<int64_t>>& shapes,
+                                     const std::string& precision, bool fuse, bool tune, const std::string& arch,
+                                     bool use_cache) {
+  braze::CompileOptions o;
+  o.shapes = shapes;
+  o.precision = precision;
+  o.fuse = fuse;
+  o.tune = tune;
+  o.arch = arch;
+  o.use_cache = use_cache;
+  return o;
+}
+
 braze::Backend backend_of(const std::string& name) {
   if (name == "auto") return braze::Backend::Auto;
   if (name == "gpu") return braze::Backend::Gpu;
@@ -89,13 +102,7 @@ NB_MODULE(_braze, m) {
           "compile",
           [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes,
              const std::string& precision, bool fuse, bool tune, const std::string& arch, bool use_cache) {
-            braze::CompileOptions o;
-            o.shapes = shapes;
-            o.precision = precision;
-            o.fuse = fuse;
-            o.tune = tune;
-            o.arch = arch;
-            o.use_cache = use_cache;
+            const braze::CompileOptions o = compile_options(shapes, precision, fuse, tune, arch, use_cache);
             nb::gil_scoped_release release;
             return braze::Engine::compile(path, o);
           },
@@ -109,13 +116,7 @@ NB_MODULE(_braze, m) {
           "compile_bytes",
           [](nb::bytes model, const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& precision,
              bool fuse, bool tune, const std::string& arch, bool use_cache, const std::string& model_dir) {
-            braze::CompileOptions o;
-            o.shapes = shapes;
-            o.precision = precision;
-            o.fuse = fuse;
-            o.tune = tune;
-            o.arch = arch;
-            o.use_cache = use_cache;
+            const braze::CompileOptions o = compile_options(shapes, precision, fuse, tune, arch, use_cache);
             std::string bytes(model.c_str(), model.size());
             nb::gil_scoped_release release;
             return braze::Engine::compile_bytes(bytes, o, model_dir);

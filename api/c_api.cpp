@@ -60,6 +60,22 @@ braze_engine* wrap(braze::Engine e) {
 
 }  // namespace
 
+namespace {
+
+std::vector<braze::DeviceTensor> device_tensors(const braze_device_tensor* t, size_t n, const char* what) {
+  if (n > 0) need(t, what);
+  std::vector<braze::DeviceTensor> out;
+  for (size_t i = 0; i < n; ++i) {
+    if (t[i].rank > 0) need(t[i].shape, fmt::format("{}[{}].shape", what, i).c_str());
+    if (static_cast<int>(t[i].dtype) < 0 || static_cast<int>(t[i].dtype) >= braze::kNumDTypes)
+      throw braze::UserError(fmt::format("{}[{}]: dtype {} is not a braze_dtype", what, i, static_cast<int>(t[i].dtype)));
+    out.push_back({t[i].data, static_cast<braze::DType>(t[i].dtype), braze::Shape(t[i].shape, t[i].shape + t[i].rank)});
+  }
+  return out;
+}
+
+}  // namespace
+
 extern "C" {
 
 void braze_compile_options_init(braze_compile_options* o) {
@@ -188,6 +204,22 @@ braze_status braze_session_run(braze_session* session, const braze_tensor* const
     }
     std::vector<braze::Tensor> out = session->session.run(in);
     for (size_t i = 0; i < num_outputs; ++i) outputs[i] = new braze_tensor{std::move(out[i])};
+  });
+}
+
+braze_status braze_session_run_device(braze_session* session, const braze_device_tensor* inputs, size_t num_inputs,
+                                      const braze_device_tensor* outputs, size_t num_outputs, void* stream) {
+  return guard([&] {
+    need(session, "session");
+    session->session.run_device(device_tensors(inputs, num_inputs, "inputs"),
+                                device_tensors(outputs, num_outputs, "outputs"), stream);
+  });
+}
+
+braze_status braze_session_synchronize(braze_session* session, void* stream) {
+  return guard([&] {
+    need(session, "session");
+    session->session.synchronize(stream);
   });
 }
 

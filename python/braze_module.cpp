@@ -1,5 +1,5 @@
 // The Python extension braze._braze (nanobind) over the public C++ API: Engine, Session on
-// numpy arrays (copied in and out), the error classes. python/braze/__init__.py builds the
+// numpy arrays (copied in and out) or on CUDA arrays by DLPack (in place), the error classes. python/braze/__init__.py builds the
 // Pythonic layer (compile / load, Session.run on dicts, ONNX Runtime's InferenceSession).
 #include <braze/braze.h>
 #include <nanobind/nanobind.h>
@@ -46,6 +46,35 @@ braze::DType dtype_of(const nb::dlpack::dtype& dt, size_t index) {
     if (dl_of(bd) == dt) return bd;
   }
   throw braze::UserError("input " + std::to_string(index) + ": an array dtype braze does not take");
+}
+
+using DeviceArray = nb::ndarray<nb::device::cuda>;  // PyTorch, CuPy … CUDA tensors, by DLPack
+
+// A CUDA array read in place: dense row-major, on the GPU braze runs on (device 0).
+braze::DeviceTensor to_device_tensor(const DeviceArray& a, const char* what, size_t index) {
+  int64_t expect = 1;
+  for (size_t d = a.ndim(); d-- > 0;) {
+    if (a.shape(d) != 1 && a.stride(d) != expect)
+      throw braze::UserError(std::string(what) + " " + std::to_string(index) +
+                             " is not contiguous (call .contiguous() first)");
+    expect *= static_cast<int64_t>(a.shape(d));
+  }
+  if (a.device_id() != 0)
+    throw braze::UserError(std::string(what) + " " + std::to_string(index) + " is on cuda:" +
+                           std::to_string(a.device_id()) + "; braze runs on cuda:0");
+  const nb::dlpack::dtype dt = a.dtype();
+  const bool bf16 = dt.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Bfloat) && dt.bits == 16;
+  braze::DeviceTensor t;
+  t.data = a.data();
+  t.dtype = bf16 ? braze::DType::BFloat16 : dtype_of(dt, index);
+  t.shape.assign(a.shape_ptr(), a.shape_ptr() + a.ndim());
+  return t;
+}
+
+std::vector<braze::DeviceTensor> to_device_tensors(const std::vector<DeviceArray>& v, const char* what) {
+  std::vector<braze::DeviceTensor> out;
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(to_device_tensor(v[i], what, i));
+  return out;
 }
 
 braze::Tensor to_tensor(const Array& a, size_t index) {
@@ -165,7 +194,28 @@ NB_MODULE(_braze, m) {
             for (const braze::Tensor& t : out) result.append(to_numpy(t));
             return result;
           },
-          nb::arg("inputs"), "Input arrays in Engine.input_names order; returns the outputs' arrays.");
+          nb::arg("inputs"), "Input arrays in Engine.input_names order; returns the outputs' arrays.")
+      .def(
+          "run_device",
+          [](braze::Session& s, const std::vector<DeviceArray>& inputs, const std::vector<DeviceArray>& outputs,
+             uintptr_t stream) {
+            std::vector<braze::DeviceTensor> in = to_device_tensors(inputs, "input");
+            std::vector<braze::DeviceTensor> out = to_device_tensors(outputs, "output");
+            nb::gil_scoped_release release;
+            s.run_device(in, out, reinterpret_cast<void*>(stream));
+          },
+          nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
+          "CUDA arrays (DLPack), read and written in place, in Engine.input_names / output_names\n"
+          "order; enqueued on `stream` (a cudaStream_t as an int; 0: the legacy default stream)\n"
+          "without waiting. synchronize() waits and reports failed run-time checks.")
+      .def(
+          "synchronize",
+          [](braze::Session& s, uintptr_t stream) {
+            nb::gil_scoped_release release;
+            s.synchronize(reinterpret_cast<void*>(stream));
+          },
+          nb::arg("stream") = 0,
+          "Wait for `stream`; raises UserError for a failed run-time check of a device run since the last call.");
 
   m.def("gpu_available", &braze::gpu_available, "Whether a CUDA GPU and driver are present.");
   m.def("version", &braze::version, "braze's version.");

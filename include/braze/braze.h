@@ -106,6 +106,13 @@ enum class Backend {
   Reference,  // the engine's graph on the CPU reference executor (slow; exact)
 };
 
+// A tensor in caller-owned CUDA device memory (dense, row-major): for Session::run_device.
+struct DeviceTensor {
+  void* data = nullptr;  // a CUdeviceptr (cudaMalloc, PyTorch, CuPy …) in braze's CUDA context
+  DType dtype = DType::Float32;
+  Shape shape;
+};
+
 class Session {
  public:
   // DeviceError for Backend::Gpu without a GPU.
@@ -117,6 +124,19 @@ class Session {
   // Host tensors in Engine::input_names() order; outputs in output_names() order. UserError
   // names the input whose count, dtype or shape is wrong.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  // The device path (Backend::Gpu only): reads the inputs from, and writes the outputs to,
+  // caller-owned device memory (Engine::inputs() / outputs() order, dtypes and shapes as
+  // those give them; UserError names the first that differs), enqueued on `stream` (a
+  // CUstream / cudaStream_t; nullptr: the legacy default stream) without a host copy or a
+  // wait: the kernels take 256-byte-aligned addresses in place (others are copied on the
+  // device) and run as one CUDA graph, captured again only when the addresses change.
+  // Returns before the work is done: synchronize(stream) waits, and reports a failed
+  // run-time check (an out-of-range index) of any device run since the last one. Runs on
+  // one Session share its memory: issue them on one stream, or order them yourself.
+  void run_device(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs,
+                  void* stream = nullptr);
+  void synchronize(void* stream = nullptr);
   Backend backend() const;  // Auto resolved
 
  private:

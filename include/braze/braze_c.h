@@ -101,6 +101,22 @@ void braze_session_free(braze_session* session);
 braze_status braze_session_run(braze_session* session, const braze_tensor* const* inputs, size_t num_inputs,
                                braze_tensor** outputs, size_t num_outputs);
 
+/* A tensor in caller-owned CUDA device memory (dense, row-major). */
+typedef struct braze_device_tensor {
+  void* data; /* a CUdeviceptr */
+  braze_dtype dtype;
+  const int64_t* shape;
+  size_t rank;
+} braze_device_tensor;
+
+/* The device path (a GPU session only; braze::Session::run_device): reads `inputs` and writes
+ * `outputs` in device memory, enqueued on `stream` (a CUstream; NULL: the legacy default
+ * stream), returning before the work is done. braze_session_synchronize waits for `stream`
+ * and reports a failed run-time check of any device run since the last call. */
+braze_status braze_session_run_device(braze_session* session, const braze_device_tensor* inputs, size_t num_inputs,
+                                      const braze_device_tensor* outputs, size_t num_outputs, void* stream);
+braze_status braze_session_synchronize(braze_session* session, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,7 @@
     engine = braze.compile("model.onnx", shapes={"input_0": [2, 16]}, precision="fp16")
     session = braze.Session(engine)              # the GPU when there is one
     outputs = session.run({"input_0": ids, "input_1": mask})   # name -> numpy array
+    outputs = session.run({"input_0": ids_cuda, "input_1": mask_cuda})  # torch CUDA tensors, in place
 
 or, for a script written for ONNX Runtime, change its import:
 
@@ -51,22 +52,103 @@ class Session:
     def __init__(self, engine: Engine, backend: str = "auto"):
         self.engine = engine
         self._session = _Session(engine, backend)
+        self._inputs = list(engine.input_names)
+        self._outputs = list(engine.output_names)
+        self._torch_outputs = None  # (name, shape, torch dtype) of each output, on first use
+        self._stream = 0            # the last device run's stream
 
     @property
     def backend(self) -> str:
         return self._session.backend
 
-    def run(self, feeds: dict) -> dict:
-        """feeds: {input name: numpy array}; returns {output name: numpy array}."""
-        missing = [n for n in self.engine.input_names if n not in feeds]
+    def run(self, feeds: dict, outputs: dict | None = None, stream: int | None = None) -> dict:
+        """feeds: {input name: array}; returns {output name: array}.
+
+        numpy arrays (or any host array) are copied to the device and back: the outputs are
+        numpy arrays, and run returns when they are ready.
+
+        CUDA arrays (PyTorch, CuPy or any `__dlpack__` object on cuda:0, contiguous) are read in
+        place on the GPU backend, with no host copy. The outputs are written into `outputs`
+        ({output name: CUDA array}) when given, else into new PyTorch / CuPy arrays like the
+        first input; run returns them without waiting, the work enqueued on `stream` (a
+        cudaStream_t as an int; default: the current PyTorch / CuPy stream), so work that
+        follows on that stream sees them. Call synchronize() to wait and to have a failed
+        run-time check (an out-of-range index) raised.
+        """
+        self._check_names(feeds)
+        values = [feeds[n] for n in self._inputs]
+        on_device = [_on_cuda(v) for v in values]
+        if any(on_device):
+            if not all(on_device):
+                host = self._inputs[on_device.index(False)]
+                raise UserError(f"input {host!r} is a host array and others are CUDA arrays: give all on one side")
+            return self._run_device(values, outputs, stream)
+        if outputs is not None:
+            raise UserError("outputs= takes CUDA arrays, for CUDA feeds; host feeds return new numpy arrays")
+        arrays = [np.ascontiguousarray(v) for v in values]
+        return dict(zip(self._outputs, self._session.run(arrays)))
+
+    def synchronize(self, stream: int | None = None) -> None:
+        """Wait for the device runs on `stream` (default: the last run's); raises UserError for
+        a failed run-time check of any device run since the last call."""
+        self._session.synchronize(self._stream if stream is None else int(stream))
+
+    def _check_names(self, feeds):
+        if len(feeds) == len(self._inputs) and all(n in feeds for n in self._inputs):
+            return
+        missing = [n for n in self._inputs if n not in feeds]
         if missing:
             raise UserError(f"no array given for input {', '.join(repr(n) for n in missing)}")
-        unknown = [n for n in feeds if n not in self.engine.input_names]
-        if unknown:
-            raise UserError(f"{', '.join(repr(n) for n in unknown)}: not an input of the model "
-                            f"(inputs: {', '.join(self.engine.input_names)})")
-        arrays = [np.ascontiguousarray(feeds[n]) for n in self.engine.input_names]
-        return dict(zip(self.engine.output_names, self._session.run(arrays)))
+        unknown = [n for n in feeds if n not in self._inputs]
+        raise UserError(f"{', '.join(repr(n) for n in unknown)}: not an input of the model "
+                        f"(inputs: {', '.join(self._inputs)})")
+
+    def _run_device(self, values, outputs, stream):
+        first = values[0]
+        if outputs is None:
+            outputs = self._allocate(first)
+        else:
+            missing = [n for n in self._outputs if n not in outputs]
+            if missing:
+                raise UserError(f"outputs= lacks {', '.join(repr(n) for n in missing)}")
+        if stream is None:
+            stream = _current_stream(first)
+        self._stream = int(stream)
+        self._session.run_device(values, [outputs[n] for n in self._outputs], self._stream)
+        return outputs
+
+    def _allocate(self, like):
+        kind = type(like).__module__.split(".")[0]
+        if kind == "torch":
+            import torch
+            if self._torch_outputs is None:
+                self._torch_outputs = [(n, tuple(shape), getattr(torch, dtype))
+                                       for n, dtype, shape in self.engine.outputs]
+            return {n: torch.empty(shape, dtype=dt, device=like.device) for n, shape, dt in self._torch_outputs}
+        if kind == "cupy":
+            import cupy
+            return {n: cupy.empty(tuple(shape), dtype=dtype) for n, dtype, shape in self.engine.outputs}
+        raise UserError(f"CUDA feeds of type {type(like).__name__}: pass outputs={{name: CUDA array}} "
+                        "(braze allocates outputs like PyTorch and CuPy arrays only)")
+
+
+_KDL_CUDA = 2  # DLPack's device type of CUDA memory
+
+
+def _on_cuda(x) -> bool:
+    device = getattr(x, "__dlpack_device__", None)
+    return device is not None and device()[0] == _KDL_CUDA
+
+
+def _current_stream(like) -> int:
+    kind = type(like).__module__.split(".")[0]
+    if kind == "torch":
+        import torch
+        return torch.cuda.current_stream(like.device).cuda_stream
+    if kind == "cupy":
+        import cupy
+        return cupy.cuda.get_current_stream().ptr
+    return 0
 
 
 # ONNX Runtime's spellings of tensor types (NodeArg.type).

@@ -93,6 +93,18 @@ class Session:
     def run(self, inputs: Sequence[Annotated[NDArray, dict(order='C', device='cpu', writable=False)]]) -> list:
         """Input arrays in Engine.input_names order; returns the outputs' arrays."""
 
+    def run_device(self, inputs: Sequence[Annotated[NDArray, dict(device='cuda')]], outputs: Sequence[Annotated[NDArray, dict(device='cuda')]], stream: int = 0) -> None:
+        """
+        CUDA arrays (DLPack), read and written in place, in Engine.input_names / output_names
+        order; enqueued on `stream` (a cudaStream_t as an int; 0: the legacy default stream)
+        without waiting. synchronize() waits and reports failed run-time checks.
+        """
+
+    def synchronize(self, stream: int = 0) -> None:
+        """
+        Wait for `stream`; raises UserError for a failed run-time check of a device run since the last call.
+        """
+
 def gpu_available() -> bool:
     """Whether a CUDA GPU and driver are present."""
 

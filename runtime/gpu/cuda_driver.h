@@ -55,6 +55,7 @@ using DeviceError = braze::DeviceError;
   X(cuStreamBeginCapture)              \
   X(cuStreamEndCapture)                \
   X(cuGraphInstantiate)                \
+  X(cuGraphExecUpdate)                 \
   X(cuGraphLaunch)                     \
   X(cuGraphExecDestroy)                \
   X(cuGraphDestroy)                    \

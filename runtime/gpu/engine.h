@@ -162,11 +162,30 @@ class Session {
   // (at the start of each run(), and after a failure is reported; a timed enqueue carries
   // no reset of its own).
   void check_flags();
+  void check_flags(CUstream stream);  // after the work enqueued on `stream` has finished
+
+  // The device path (braze::Session::run_device): reads the graph inputs from, and writes the
+  // graph outputs to, caller-owned device memory (addresses in graph-input / graph-output
+  // order, sizes checked by the caller), enqueued on the caller's `stream` without waiting.
+  // A value is bound in place — its kernels take the caller's address — when the address is
+  // 256-byte aligned and the value has a device slot of its own; otherwise it goes through its
+  // arena slot by device-to-device copies. The CUDA graph is captured again, and the executable
+  // graph updated, only when the addresses change. Run-time checks accumulate on the device
+  // until check_flags(stream); runs on one Session must be ordered (one stream, or the caller
+  // orders them), as they share its arena.
+  void enqueue_device(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs,
+                      CUstream stream);
   CUstream stream() const { return stream_; }
   const Engine& engine() const { return *engine_; }
 
  private:
   void run_fallback(const Step& step);
+  CUdeviceptr value_address(graph::ValueId v) const;  // the caller's address where bound
+  bool all_kernels() const;                           // no step runs on the CPU
+  void enqueue_step(size_t step, CUstream stream);
+  void copy_output(size_t i, const std::vector<CUdeviceptr>& inputs, CUdeviceptr dst, CUstream stream);
+  void bind(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs);
+  void launch_graph(CUstream stream);  // captured (again) when the binding changed
   void wait_for_step(size_t step);  // RunOptions::sync_each_kernel
   std::shared_ptr<const Engine> engine_;
   DeviceBuffer arena_;
@@ -174,6 +193,10 @@ class Session {
   std::vector<size_t> flag_index_;
   // Per step, the TMA descriptors its kernel takes (encoded once: the arena stays put).
   std::vector<std::vector<CUtensorMap>> tensor_maps_;
+  std::vector<std::vector<CUdeviceptr>> tensor_map_ptrs_;  // the addresses they were encoded for
+  // Per value, the caller's address it is bound to (0: its own slot); what graph_exec_ was
+  // captured with.
+  std::vector<CUdeviceptr> bound_, graph_bound_;
   CUstream stream_ = nullptr;
   CUgraphExec graph_exec_ = nullptr;
   // Values a CPU fallback produced that have no device slot (data-dependent shapes).

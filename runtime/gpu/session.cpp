@@ -8,6 +8,7 @@
 #include "graph/op_context.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
+#include "runtime/gpu/memory_plan.h"
 #include "runtime/gpu/tensor_map.h"
 #include "runtime/reference_executor.h"
 
@@ -28,6 +29,9 @@ Session::Session(std::shared_ptr<const Engine> engine) : engine_(std::move(engin
   }
   flags_ = DeviceBuffer(std::max<size_t>(flags, 1) * sizeof(int));
   tensor_maps_.resize(engine_->steps().size());
+  tensor_map_ptrs_.resize(engine_->steps().size());
+  bound_.assign(engine_->graph().num_values(), 0);
+  graph_bound_ = bound_;
   BRAZE_CU(cuMemsetD8, flags_.ptr(), 0, flags_.size());
   BRAZE_CU(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
 }
@@ -50,6 +54,11 @@ CUdeviceptr address(const Engine& e, const DeviceBuffer& arena, ValueId v) {
 }
 
 }  // namespace
+
+CUdeviceptr Session::value_address(ValueId v) const {
+  CUdeviceptr b = bound_[static_cast<size_t>(v)];
+  return b ? b : address(*engine_, arena_, v);
+}
 
 Tensor Session::fetch(ValueId v) const {
   const graph::Value& val = engine_->graph().value(v);
@@ -97,6 +106,7 @@ void Session::upload(const std::vector<Tensor>& inputs) {
   const graph::Graph& g = engine_->graph();
   runtime::check_inputs(g, inputs);
   make_current();
+  std::fill(bound_.begin(), bound_.end(), 0);  // the host path: every value in its own slot
   for (size_t i = 0; i < inputs.size(); ++i) {
     ValueId v = g.inputs()[i];
     if (engine_->slots().at(v).where == Slot::Arena && inputs[i].nbytes())
@@ -106,43 +116,41 @@ void Session::upload(const std::vector<Tensor>& inputs) {
   BRAZE_CU(cuStreamSynchronize, stream_);
 }
 
-void Session::enqueue_step(size_t i) {
+void Session::enqueue_step(size_t i) { enqueue_step(i, stream_); }
+
+void Session::enqueue_step(size_t i, CUstream stream) {
   const Step& s = engine_->steps()[i];
   const codegen::Kernel& k = *s.kernel;
   if (k.empty_launch) return;
   std::vector<CUdeviceptr> ptrs;
-  for (const codegen::Param& p : k.params) ptrs.push_back(address(*engine_, arena_, p.value));
-  if (tensor_maps_[i].size() != k.tensor_maps.size()) tensor_maps_[i] = encode_tensor_maps(k, ptrs);
+  for (const codegen::Param& p : k.params) ptrs.push_back(value_address(p.value));
+  if (tensor_maps_[i].size() != k.tensor_maps.size() || tensor_map_ptrs_[i] != ptrs) {
+    tensor_maps_[i] = encode_tensor_maps(k, ptrs);
+    tensor_map_ptrs_[i] = ptrs;
+  }
   if (k.has_error_flag) ptrs.push_back(flags_.ptr() + flag_index_[i] * sizeof(int));
   std::vector<void*> args;
   for (CUdeviceptr& p : ptrs) args.push_back(&p);
   for (CUtensorMap& m : tensor_maps_[i]) args.push_back(&m);
   BRAZE_CU(cuLaunchKernel, engine_->function(i), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
-           k.shared_bytes, stream_, args.data(), nullptr);
+           k.shared_bytes, stream, args.data(), nullptr);
+}
+
+bool Session::all_kernels() const {
+  const auto& steps = engine_->steps();
+  return std::all_of(steps.begin(), steps.end(), [](const Step& s) { return s.kernel.has_value(); });
 }
 
 bool Session::graphable() const {
+  if (!all_kernels()) return false;
   const auto& steps = engine_->steps();
-  size_t launches = 0;
-  for (const Step& s : steps) {
-    if (!s.kernel) return false;
-    if (!s.kernel->empty_launch) ++launches;
-  }
-  return launches > 1;
+  return std::count_if(steps.begin(), steps.end(), [](const Step& s) { return !s.kernel->empty_launch; }) > 1;
 }
 
 void Session::enqueue(bool graph) {
   make_current();
   if (graph && graphable()) {
-    if (!graph_exec_) {  // capture the launch sequence once; replays reuse it
-      CUgraph cg;
-      BRAZE_CU(cuStreamBeginCapture, stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-      for (size_t i = 0; i < engine_->steps().size(); ++i) enqueue_step(i);
-      BRAZE_CU(cuStreamEndCapture, stream_, &cg);
-      BRAZE_CU(cuGraphInstantiate, &graph_exec_, cg, 0);
-      BRAZE_CU(cuGraphDestroy, cg);
-    }
-    BRAZE_CU(cuGraphLaunch, graph_exec_, stream_);
+    launch_graph(stream_);
     return;
   }
   for (size_t i = 0; i < engine_->steps().size(); ++i) {
@@ -151,8 +159,34 @@ void Session::enqueue(bool graph) {
   }
 }
 
-void Session::check_flags() {
-  BRAZE_CU(cuStreamSynchronize, stream_);
+void Session::launch_graph(CUstream stream) {
+  if (!graph_exec_ || graph_bound_ != bound_) {  // capture once per binding; replays reuse it
+    CUgraph cg;
+    BRAZE_CU(cuStreamBeginCapture, stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    for (size_t i = 0; i < engine_->steps().size(); ++i) enqueue_step(i);
+    BRAZE_CU(cuStreamEndCapture, stream_, &cg);
+    // The same launches with other addresses: an update of the executable graph is cheaper
+    // than a new one; where the driver refuses it, instantiate again.
+    CUgraphExecUpdateResultInfo info;
+    if (graph_exec_ && driver().cuGraphExecUpdate(graph_exec_, cg, &info) != CUDA_SUCCESS) {
+      driver().cuGraphExecDestroy(graph_exec_);
+      graph_exec_ = nullptr;
+    }
+    CUresult r = graph_exec_ ? CUDA_SUCCESS : driver().cuGraphInstantiate(&graph_exec_, cg, 0);
+    driver().cuGraphDestroy(cg);
+    if (r != CUDA_SUCCESS) {
+      graph_exec_ = nullptr;
+      throw_cuda_error(r, "cuGraphInstantiate", __FILE__, __LINE__);
+    }
+    graph_bound_ = bound_;
+  }
+  BRAZE_CU(cuGraphLaunch, graph_exec_, stream);
+}
+
+void Session::check_flags() { check_flags(stream_); }
+
+void Session::check_flags(CUstream stream) {
+  BRAZE_CU(cuStreamSynchronize, stream);
   const auto& steps = engine_->steps();
   std::vector<int> flags(flags_.size() / sizeof(int));
   BRAZE_CU(cuMemcpyDtoH, flags.data(), flags_.ptr(), flags_.size());
@@ -178,11 +212,81 @@ void Session::wait_for_step(size_t i) {
   }
 }
 
+void Session::bind(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs) {
+  const graph::Graph& g = engine_->graph();
+  std::fill(bound_.begin(), bound_.end(), 0);
+  if (!all_kernels()) return;  // CPU fallbacks read and write the arena: everything copied
+  auto bindable = [&](ValueId v, CUdeviceptr p) {
+    return p % kArenaAlignment == 0 && engine_->slots().at(v).where == Slot::Arena;
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ValueId v = g.inputs()[i];
+    if (bindable(v, inputs[i])) bound_[static_cast<size_t>(v)] = inputs[i];
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    ValueId v = g.outputs()[i].value;
+    // A graph input returned as an output, or a value returned twice: copied.
+    if (g.is_graph_input(v) || bound_[static_cast<size_t>(v)]) continue;
+    if (bindable(v, outputs[i])) bound_[static_cast<size_t>(v)] = outputs[i];
+  }
+}
+
+void Session::enqueue_device(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs,
+                             CUstream stream) {
+  const graph::Graph& g = engine_->graph();
+  make_current();
+  host_values_.clear();
+  bind(inputs, outputs);
+  auto bytes = [&](ValueId v) { return engine_->slots().at(v).bytes; };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ValueId v = g.inputs()[i];
+    if (!bound_[static_cast<size_t>(v)] && engine_->slots().at(v).where == Slot::Arena && bytes(v))
+      BRAZE_CU(cuMemcpyDtoDAsync, address(*engine_, arena_, v), inputs[i], bytes(v), stream);
+  }
+  if (graphable()) {
+    launch_graph(stream);
+  } else if (all_kernels()) {
+    for (size_t i = 0; i < engine_->steps().size(); ++i) enqueue_step(i, stream);
+  } else {  // CPU fallbacks synchronise: the session's stream after the caller's, and back
+    BRAZE_CU(cuStreamSynchronize, stream);
+    for (size_t i = 0; i < engine_->steps().size(); ++i) {
+      if (engine_->steps()[i].kernel) enqueue_step(i);
+      else run_fallback(engine_->steps()[i]);
+    }
+    BRAZE_CU(cuStreamSynchronize, stream_);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) copy_output(i, inputs, outputs[i], stream);
+}
+
+void Session::copy_output(size_t i, const std::vector<CUdeviceptr>& inputs, CUdeviceptr dst, CUstream stream) {
+  const graph::Graph& g = engine_->graph();
+  ValueId v = g.outputs()[i].value;
+  if (bound_[static_cast<size_t>(v)] == dst) return;  // written in place
+  if (g.is_graph_input(v)) {
+    size_t k = std::find(g.inputs().begin(), g.inputs().end(), v) - g.inputs().begin();
+    const graph::Value& val = g.value(v);
+    size_t n = static_cast<size_t>(checked_numel(val.shape)) * dtype_size(val.dtype);
+    if (n) BRAZE_CU(cuMemcpyDtoDAsync, dst, inputs[k], n, stream);
+    return;
+  }
+  if (auto h = host_values_.find(v); h != host_values_.end() || engine_->slots().at(v).where == Slot::None) {
+    // A constant only the CPU reads, or a CPU fallback's value without a device slot.
+    Tensor t = h != host_values_.end() ? h->second : fetch(v);
+    if (t.nbytes()) {
+      BRAZE_CU(cuMemcpyHtoDAsync, dst, t.raw(), t.nbytes(), stream);
+      BRAZE_CU(cuStreamSynchronize, stream);  // pageable `t` is freed on return
+    }
+    return;
+  }
+  if (size_t n = engine_->slots().at(v).bytes) BRAZE_CU(cuMemcpyDtoDAsync, dst, value_address(v), n, stream);
+}
+
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOptions& opts) {
   const graph::Graph& g = engine_->graph();
   runtime::check_inputs(g, inputs);
   make_current();
   host_values_.clear();
+  std::fill(bound_.begin(), bound_.end(), 0);
   if (opts.poison && arena_.size()) BRAZE_CU(cuMemsetD8Async, arena_.ptr(), 0xFF, arena_.size(), stream_);
   upload(inputs);
   BRAZE_CU(cuMemsetD8Async, flags_.ptr(), 0, flags_.size(), stream_);  // this run's checks only

@@ -149,6 +149,12 @@ TEST_F(Api, WithoutAGpuAutoIsTheReferenceAndGpuIsADeviceError) {
   EXPECT_THROW(Session(*engine_, Backend::Gpu), DeviceError);
 }
 
+TEST_F(Api, TheDevicePathNeedsTheGpuBackend) {
+  Session s(*engine_, Backend::Reference);
+  test::expect_user_error([&] { s.run_device({}, {}); }, {"run_device", "CPU reference"});
+  s.synchronize();  // nothing enqueued: returns
+}
+
 // Eight threads, each its own Session on the one Engine: every output identical to one
 // thread's, byte for byte.
 TEST_F(Api, EightThreadsShareOneEngine) {

@@ -1,12 +1,16 @@
-// The public API on the GPU: a bundled model's Session::run against ONNX Runtime's outputs,
-// and eight threads, each with its own GPU Session on one shared Engine, giving outputs
-// identical to one thread's. Skips without a GPU.
+// The public API on the GPU: a bundled model's Session::run against ONNX Runtime's outputs;
+// eight threads, each with its own GPU Session on one shared Engine, giving outputs identical
+// to one thread's; and Session::run_device on caller-owned memory and the caller's stream.
+// Skips without a GPU.
 #include <braze/braze.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
+#include "frontend/onnx_proto.h"
 #include "runtime/compare.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/device.h"
 #include "tests/test_util.h"
 
 namespace braze {
@@ -38,6 +42,111 @@ TEST(GpuApi, EightThreadsEachWithASessionOnOneEngine) {
     EXPECT_EQ(errors[t], "") << "thread " << t;
     EXPECT_TRUE(test::same_bytes(got[t], want)) << "thread " << t;
   }
+}
+
+// Host tensors in device buffers `offset` bytes past a 256-byte boundary (16: an address the
+// kernels cannot take in place, so the session copies through its own memory).
+struct DeviceSet {
+  std::vector<gpu::DeviceBuffer> buffers;
+  std::vector<DeviceTensor> tensors;
+};
+
+DeviceSet to_device(const std::vector<TensorInfo>& infos, const std::vector<Tensor>* host, size_t offset) {
+  DeviceSet d;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const size_t bytes = static_cast<size_t>(checked_numel(infos[i].shape)) * dtype_size(infos[i].dtype);
+    d.buffers.emplace_back(bytes + offset + 256);
+    const CUdeviceptr p = d.buffers.back().ptr() + offset;
+    BRAZE_CU(cuMemsetD8, d.buffers.back().ptr(), 0xFF, d.buffers.back().size());  // poison
+    if (host && bytes) BRAZE_CU(cuMemcpyHtoD, p, (*host)[i].raw(), bytes);
+    d.tensors.push_back({reinterpret_cast<void*>(p), infos[i].dtype, infos[i].shape});
+  }
+  return d;
+}
+
+std::vector<Tensor> to_host(const std::vector<TensorInfo>& infos, const DeviceSet& d) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    out.emplace_back(infos[i].dtype, infos[i].shape);
+    if (out.back().nbytes())
+      BRAZE_CU(cuMemcpyDtoH, out.back().raw(), reinterpret_cast<CUdeviceptr>(d.tensors[i].data), out.back().nbytes());
+  }
+  return out;
+}
+
+// Session::run_device against Session::run on the same inputs, output by output, byte for
+// byte (the same kernels). The session under test first runs other inputs through run(), so
+// a kernel that read its own memory instead of the caller's would give their outputs.
+void expect_device_runs_match(const Engine& e, const std::vector<std::vector<Tensor>>& sets) {
+  ASSERT_GE(sets.size(), 3u);
+  Session ref(e, Backend::Gpu), s(e, Backend::Gpu);
+  s.run(sets[0]);
+  CUstream stream;
+  BRAZE_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
+  // Aligned (bound in place), new output addresses (the graph updated), misaligned (copied).
+  const size_t offsets[] = {0, 0, 16};
+  for (size_t r = 0; r < 3; ++r) {
+    const std::vector<Tensor>& in = sets[r % 2 == 0 ? 1 : 2];
+    DeviceSet din = to_device(e.inputs(), &in, offsets[r]);
+    DeviceSet dout = to_device(e.outputs(), nullptr, offsets[r]);
+    s.run_device(din.tensors, dout.tensors, stream);
+    s.synchronize(stream);
+    const std::vector<Tensor> got = to_host(e.outputs(), dout), want = ref.run(in);
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(test::same_bytes(got[i], want[i])) << "run " << r << ", output " << e.output_names()[i];
+  }
+  // The host path after device runs reads its own memory again.
+  const std::vector<Tensor> again = s.run(sets[0]), want = ref.run(sets[0]);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(test::same_bytes(again[i], want[i]));
+  gpu::driver().cuStreamDestroy(stream);
+}
+
+TEST(GpuApi, RunOnDeviceMemoryAndTheCallersStream) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  CompileOptions o;
+  o.shapes = {{"input_0", {2, 16}}, {"input_1", {2, 16}}};
+  const Engine e = Engine::compile((kModel / "model.onnx").string(), o);
+  const fs::path data = kModel / "test_data_set_0";
+  const std::vector<Tensor> a = {read_tensor((data / "input_0.pb").string()), read_tensor((data / "input_1.pb").string())};
+  // Other token ids and mask: each row's ids reversed, the mask's last four positions off.
+  std::vector<Tensor> b = {a[0].clone(), a[1].clone()}, c = {a[0].clone(), a[1].clone()};
+  auto* ids = static_cast<int64_t*>(b[0].raw());
+  std::reverse(ids, ids + 16);
+  std::reverse(ids + 16, ids + 32);
+  auto* mask = static_cast<int64_t*>(c[1].raw());
+  for (int i : {12, 13, 14, 15, 28, 29, 30, 31}) mask[i] = 0;
+  expect_device_runs_match(e, {a, b, c});
+}
+
+// A half-precision product whose operands are graph inputs, read through TMA descriptors
+// (encoded again for the caller's addresses), and a graph input returned as an output.
+TEST(GpuApi, RunOnDeviceReadsGemmOperandsInPlace) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  const onnx::ModelProto m = frontend::parse_model_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float16[256, 128] x, float16[128, 192] w) => (float16[256, 192] y, float16[256, 128] x2) {
+      p = MatMul(x, w)  y = Relu(p)  x2 = Identity(x) })");
+  const Engine e = Engine::compile_bytes(m.SerializeAsString());
+  std::vector<std::vector<Tensor>> sets;
+  for (uint64_t seed : {1, 2, 3})
+    sets.push_back({test::random(DType::Float16, {256, 128}, seed), test::random(DType::Float16, {128, 192}, seed + 10)});
+  expect_device_runs_match(e, sets);
+}
+
+TEST(GpuApi, RunOnDeviceChecksShapesAndDtypes) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  CompileOptions o;
+  o.shapes = {{"input_0", {2, 16}}, {"input_1", {2, 16}}};
+  const Engine e = Engine::compile((kModel / "model.onnx").string(), o);
+  Session s(e, Backend::Gpu);
+  DeviceSet in = to_device(e.inputs(), nullptr, 0), out = to_device(e.outputs(), nullptr, 0);
+  std::vector<DeviceTensor> wrong = in.tensors;
+  wrong[1].shape = {2, 17};
+  test::expect_user_error([&] { s.run_device(wrong, out.tensors); }, {"input_1", "[2,17]", "[2,16]"});
+  wrong = in.tensors;
+  wrong[0].dtype = DType::Int32;
+  test::expect_user_error([&] { s.run_device(wrong, out.tensors); }, {"input_0", "int32"});
+  test::expect_user_error([&] { s.run_device({in.tensors[0]}, out.tensors); }, {"1 inputs given", "has 2"});
 }
 
 }  // namespace

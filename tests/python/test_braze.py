@@ -145,3 +145,49 @@ def test_the_type_stub_is_the_module_s(tmp_path):
     committed = os.path.join(ROOT, "python", "braze", "_braze.pyi")
     with open(committed) as a, open(out) as b:
         assert a.read() == b.read(), "regenerate: python3 -m nanobind.stubgen -m braze._braze -o python/braze/_braze.pyi"
+
+
+def test_device_outputs_are_for_cuda_feeds(bert):
+    s = braze.Session(bert, "reference")
+    ins = dict(zip(bert.input_names, read_set(BERT, "input_")))
+    with pytest.raises(braze.UserError, match="outputs="):
+        s.run(ins, outputs={"output": np.zeros(1)})
+    s.synchronize()  # nothing enqueued
+
+
+def _torch_on_gpu():
+    torch = pytest.importorskip("torch")
+    if not braze.gpu_available() or not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    return torch
+
+
+def test_torch_cuda_tensors_are_read_and_written_in_place(bert):
+    torch = _torch_on_gpu()
+    s = braze.Session(bert, "gpu")
+    host = dict(zip(bert.input_names, read_set(BERT, "input_")))
+    host["input_0"] = host["input_0"][:, ::-1].copy()  # other inputs than a first host run's
+    want = braze.Session(bert, "gpu").run(host)
+    s.run(dict(zip(bert.input_names, read_set(BERT, "input_"))))
+    feeds = {k: torch.from_numpy(v).cuda() for k, v in host.items()}
+    got = s.run(feeds)  # new torch tensors, enqueued on the current stream
+    assert all(isinstance(t, torch.Tensor) and t.is_cuda for t in got.values())
+    s.synchronize()
+    for k, w in want.items():
+        assert np.array_equal(got[k].cpu().numpy(), w), k
+    # Into the caller's tensors (poisoned first), on a side stream.
+    side = torch.cuda.Stream()
+    outs = {n: torch.full(tuple(shape), float("nan"), dtype=getattr(torch, dt), device="cuda")
+            for n, dt, shape in bert.outputs}
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        assert s.run(feeds, outputs=outs) is outs
+    side.synchronize()
+    for k, w in want.items():
+        assert np.array_equal(outs[k].cpu().numpy(), w), k
+    with pytest.raises(braze.UserError, match="host array"):
+        s.run({"input_0": feeds["input_0"], "input_1": host["input_1"]})
+    with pytest.raises(braze.UserError, match="contiguous"):
+        s.run({"input_0": feeds["input_0"].t().contiguous().t(), "input_1": feeds["input_1"]})
+    with pytest.raises(braze.UserError, match="input_0"):
+        s.run({"input_0": feeds["input_0"].int(), "input_1": feeds["input_1"]})

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""The Python API's device path against `braze bench` (issue #18), on the GPU machine.
+
+For each case, one engine file is compiled by `braze compile`, timed end to end by
+`braze bench --warm-l2` (one CUDA-graph launch between two events, median), and run from
+Python by `braze.Session.run` on PyTorch CUDA tensors (DLPack, read and written in place):
+
+  run, outputs given   events on the current stream around Session.run(feeds, outputs=…), each
+                       run waited for (the protocol of braze bench, with Python's overhead in it)
+  run, outputs new     the same, braze allocating the outputs (torch.empty)
+  run + synchronize    host wall clock of Session.run(…, outputs=…) and a stream synchronize
+  back to back         200 runs between two events, divided by 200 (the host ahead of the GPU)
+  numpy run            host wall clock of Session.run on numpy arrays (copies both ways)
+
+and torch.profiler (CUPTI) counts the memory copies of 20 device runs (none expected), and
+checks the device outputs against the numpy run's, byte for byte.
+
+  python3 bench/api_latency.py --braze build-gpu/cli/braze --out $OUT/api \\
+      [--bert-dir DIR]   # a bench/models.py --export-only row folder (bert-b8-s128-fp16)
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+import braze
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def cases(args):
+    tiny = os.path.join(ROOT, "models", "bert_tiny_legacy")
+    pbs = sorted(glob.glob(os.path.join(tiny, "test_data_set_0", "input_*.pb")))
+    out = [{"name": "bert_tiny_legacy b2 s16 fp32", "onnx": os.path.join(tiny, "model.onnx"), "precision": "fp32",
+            "shapes": "input_0:2x16,input_1:2x16",
+            "inputs": [numpy_helper.to_array(onnx.load_tensor(f)) for f in pbs]}]
+    if args.bert_dir:
+        files = sorted(glob.glob(os.path.join(args.bert_dir, "*.npy")))
+        names = [i.name for i in onnx.load(os.path.join(args.bert_dir, "model.onnx"),
+                                           load_external_data=False).graph.input]
+        by_name = {os.path.basename(f)[:-4]: f for f in files}
+        out.append({"name": "BERT-base b8 s128 fp16", "onnx": os.path.join(args.bert_dir, "model.onnx"),
+                    "precision": "fp16", "shapes": None, "inputs": [np.load(by_name[n]) for n in names]})
+    return out
+
+
+def median_event_us(fn, warmup, iters):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    us = []
+    for _ in range(iters):
+        e0.record()
+        fn()
+        e1.record()
+        e1.synchronize()
+        us.append(e0.elapsed_time(e1) * 1e3)
+    return statistics.median(us)
+
+
+def median_wall_us(fn, warmup, iters):
+    for _ in range(warmup):
+        fn()
+    us = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        us.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(us)
+
+
+def back_to_back_us(fn, warmup, n):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    for _ in range(n):
+        fn()
+    e1.record()
+    e1.synchronize()
+    return e0.elapsed_time(e1) * 1e3 / n
+
+
+def copies_in(fn, runs):
+    """Memory-copy activities (CUPTI) while `fn` runs `runs` times: {kind: count}."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(runs):
+            fn()
+        torch.cuda.synchronize()
+    counts = {}
+    for ev in prof.events():
+        if "memcpy" in ev.name.lower():
+            counts[ev.name] = counts.get(ev.name, 0) + 1
+    return counts
+
+
+def profiled_copies(fn):
+    try:
+        return copies_in(fn, 20)
+    except Exception as e:  # noqa: BLE001 — CUPTI may be unavailable; the figure is then missing
+        return {"profiler failed": f"{type(e).__name__}: {e}"}
+
+
+def run_case(args, case):
+    slug = case["name"].split()[0].replace("-", "_").lower() + "_" + case["precision"]
+    engine_path = os.path.join(args.out, slug + ".braze")
+    cmd = [args.braze, "compile", case["onnx"], "-o", engine_path, "--precision", case["precision"]]
+    if case["shapes"]:
+        cmd += ["--shapes", case["shapes"]]
+    subprocess.run(cmd, check=True, capture_output=True)
+    eng = braze.load(engine_path)
+    files = []
+    for n, x in zip(eng.input_names, case["inputs"]):
+        files.append(os.path.join(args.out, f"{slug}_{n}.npy"))
+        np.save(files[-1], x)
+    js = os.path.join(args.out, slug + "_bench.json")
+    subprocess.run([args.braze, "bench", engine_path, "--inputs", *files, "--warm-l2", "--iters", str(args.iters),
+                    "--json", js], check=True, capture_output=True)
+    bench_us = json.load(open(js))["latency_us"]["median"]
+
+    s = braze.Session(eng, "gpu")
+    host = dict(zip(eng.input_names, case["inputs"]))
+    want = s.run(host)
+    feeds = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in host.items()}
+    outs = s.run(feeds)
+    s.synchronize()
+    exact = all(np.array_equal(outs[k].cpu().numpy(), w) for k, w in want.items())
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def given():
+        s.run(feeds, outputs=outs, stream=stream)
+
+    def given_sync():
+        s.run(feeds, outputs=outs, stream=stream)
+        torch.cuda.current_stream().synchronize()
+
+    r = {"case": case["name"], "kernels": eng.kernels, "bench_warm_l2_us": bench_us, "exact": exact,
+         "run_outputs_given_us": median_event_us(given, args.warmup, args.iters),
+         "run_outputs_new_us": median_event_us(lambda: s.run(feeds), args.warmup, args.iters),
+         "run_sync_wall_us": median_wall_us(given_sync, args.warmup, args.iters),
+         "back_to_back_us": back_to_back_us(given, args.warmup, 200),
+         "numpy_run_wall_us": median_wall_us(lambda: s.run(host), 5, max(20, args.iters // 10)),
+         "copies_in_20_device_runs": profiled_copies(given)}
+    s.synchronize()
+    r["given_vs_bench"] = r["run_outputs_given_us"] / bench_us
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--braze", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--bert-dir")
+    ap.add_argument("--iters", type=int, default=500)
+    ap.add_argument("--warmup", type=int, default=50)
+    args = ap.parse_args()
+    if not torch.cuda.is_available() or not braze.gpu_available():
+        sys.exit("api_latency.py: needs a GPU")
+    os.makedirs(args.out, exist_ok=True)
+    rows = [run_case(args, c) for c in cases(args)]
+    json.dump({"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+               "braze": braze.version(), "rows": rows}, open(os.path.join(args.out, "api_latency.json"), "w"), indent=1)
+    print("| case | kernels | braze bench --warm-l2 | run, outputs given | ÷ bench | run, outputs new | "
+          "run + synchronize (wall) | back to back | numpy run (wall) | copies in 20 device runs | exact |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| {r['case']} | {r['kernels']} | {r['bench_warm_l2_us']:.1f} µs | {r['run_outputs_given_us']:.1f} µs | "
+              f"{r['given_vs_bench']:.3f} | {r['run_outputs_new_us']:.1f} µs | {r['run_sync_wall_us']:.1f} µs | "
+              f"{r['back_to_back_us']:.1f} µs | {r['numpy_run_wall_us']:.1f} µs | "
+              f"{r['copies_in_20_device_runs'] or 'none'} | {r['exact']} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -5,14 +5,17 @@ For each case, one engine file is compiled by `braze compile`, timed end to end 
 `braze bench --warm-l2` (one CUDA-graph launch between two events, median), and run from
 Python by `braze.Session.run` on PyTorch CUDA tensors (DLPack, read and written in place):
 
-  run, outputs given   events on the current stream around Session.run(feeds, outputs=…), each
-                       run waited for (the protocol of braze bench, with Python's overhead in it)
+  run                  events on the current stream around Session.run(feeds, outputs=…), each
+                       run waited for (the protocol of braze bench, with Python's overhead in it):
+                       on PyTorch's default (legacy) stream, and on a stream of its own
+  host time in run     the host's time inside that call
   run, outputs new     the same, braze allocating the outputs (torch.empty)
   run + synchronize    host wall clock of Session.run(…, outputs=…) and a stream synchronize
   back to back         200 runs between two events, divided by 200 (the host ahead of the GPU)
   numpy run            host wall clock of Session.run on numpy arrays (copies both ways)
 
-and torch.profiler (CUPTI) counts the memory copies of 20 device runs (none expected), and
+and torch.profiler (CUPTI) counts the memory copies of 20 device runs (none expected) and the
+engine's kernels it saw in them (20 × kernels, else the profiler missed the runs), and
 checks the device outputs against the numpy run's, byte for byte.
 
   python3 bench/api_latency.py --braze build-gpu/cli/braze --out $OUT/api \\
@@ -104,6 +107,8 @@ def copies_in(fn, runs):
     for ev in prof.events():
         if "memcpy" in ev.name.lower():
             counts[ev.name] = counts.get(ev.name, 0) + 1
+        elif ev.name.startswith("braze_"):  # the engine's kernels: the profiler saw the runs
+            counts["braze kernels"] = counts.get("braze kernels", 0) + 1
     return counts
 
 
@@ -134,7 +139,7 @@ def run_case(args, case):
     s = braze.Session(eng, "gpu")
     host = dict(zip(eng.input_names, case["inputs"]))
     want = s.run(host)
-    feeds = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in host.items()}
+    feeds = {k: torch.from_numpy(np.array(v)).cuda() for k, v in host.items()}
     outs = s.run(feeds)
     s.synchronize()
     exact = all(np.array_equal(outs[k].cpu().numpy(), w) for k, w in want.items())
@@ -147,7 +152,30 @@ def run_case(args, case):
         s.run(feeds, outputs=outs, stream=stream)
         torch.cuda.current_stream().synchronize()
 
+    def call_us():  # the host's time in Session.run, its work then waited for
+        t0 = time.perf_counter()
+        given()
+        t1 = time.perf_counter()
+        torch.cuda.current_stream().synchronize()
+        return (t1 - t0) * 1e6
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # events, runs and the default stream= on a stream of its own
+        side_us = median_event_us(lambda: s.run(feeds, outputs=outs), args.warmup, args.iters)
+    side.synchronize()
+    hop = torch.cuda.Stream()
+    hop_raw = hop.cuda_stream
+
+    def hopped():  # events on the default stream, the run on another, ordered by two waits
+        hop.wait_stream(torch.cuda.current_stream())
+        s.run(feeds, outputs=outs, stream=hop_raw)
+        torch.cuda.current_stream().wait_stream(hop)
+
     r = {"case": case["name"], "kernels": eng.kernels, "bench_warm_l2_us": bench_us, "exact": exact,
+         "run_side_stream_us": side_us,
+         "run_hopped_us": median_event_us(hopped, args.warmup, args.iters),
+         "host_call_us": statistics.median([call_us() for _ in range(args.iters)]),
          "run_outputs_given_us": median_event_us(given, args.warmup, args.iters),
          "run_outputs_new_us": median_event_us(lambda: s.run(feeds), args.warmup, args.iters),
          "run_sync_wall_us": median_wall_us(given_sync, args.warmup, args.iters),
@@ -156,6 +184,8 @@ def run_case(args, case):
          "copies_in_20_device_runs": profiled_copies(given)}
     s.synchronize()
     r["given_vs_bench"] = r["run_outputs_given_us"] / bench_us
+    r["side_vs_bench"] = side_us / bench_us
+    r["back_to_back_vs_bench"] = r["back_to_back_us"] / bench_us
     return r
 
 
@@ -173,15 +203,16 @@ def main():
     rows = [run_case(args, c) for c in cases(args)]
     json.dump({"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(), "torch": torch.__version__,
                "braze": braze.version(), "rows": rows}, open(os.path.join(args.out, "api_latency.json"), "w"), indent=1)
-    print("| case | kernels | braze bench --warm-l2 | run, outputs given | ÷ bench | run, outputs new | "
-          "run + synchronize (wall) | back to back | numpy run (wall) | copies in 20 device runs | exact |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| case | kernels | braze bench --warm-l2 | run (default stream) | ÷ bench | run (side stream) | ÷ bench | "
+          "back to back | ÷ bench | host time in run | run, outputs new | run + synchronize (wall) | "
+          "numpy run (wall) | copies in 20 device runs | exact | run hopped to a side stream |")
+    print("| --- " * 16 + "|")
     for r in rows:
         print(f"| {r['case']} | {r['kernels']} | {r['bench_warm_l2_us']:.1f} µs | {r['run_outputs_given_us']:.1f} µs | "
-              f"{r['given_vs_bench']:.3f} | {r['run_outputs_new_us']:.1f} µs | {r['run_sync_wall_us']:.1f} µs | "
-              f"{r['back_to_back_us']:.1f} µs | {r['numpy_run_wall_us']:.1f} µs | "
-              f"{r['copies_in_20_device_runs'] or 'none'} | {r['exact']} |")
-
+              f"{r['given_vs_bench']:.3f} | {r['run_side_stream_us']:.1f} µs | {r['side_vs_bench']:.3f} | "
+              f"{r['back_to_back_us']:.1f} µs | {r['back_to_back_vs_bench']:.3f} | {r['host_call_us']:.1f} µs | "
+              f"{r['run_outputs_new_us']:.1f} µs | {r['run_sync_wall_us']:.1f} µs | {r['numpy_run_wall_us']:.1f} µs | "
+              f"{r['copies_in_20_device_runs'] or 'none'} | {r['exact']} | {r['run_hopped_us']:.1f} µs |")
 
 if __name__ == "__main__":
     main()

@@ -10,6 +10,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace nb = nanobind;
@@ -74,6 +75,21 @@ braze::DeviceTensor to_device_tensor(const DeviceArray& a, const char* what, siz
 std::vector<braze::DeviceTensor> to_device_tensors(const std::vector<DeviceArray>& v, const char* what) {
   std::vector<braze::DeviceTensor> out;
   for (size_t i = 0; i < v.size(); ++i) out.push_back(to_device_tensor(v[i], what, i));
+  return out;
+}
+
+// (address, dtype name, shape) of a CUDA tensor whose owner checked it dense (PyTorch's own
+// attributes: its __dlpack__ costs microseconds a call).
+using RawTensor = std::tuple<uintptr_t, std::string, std::vector<int64_t>>;
+
+std::vector<braze::DeviceTensor> from_raw(const std::vector<RawTensor>& v, const char* what) {
+  std::vector<braze::DeviceTensor> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const auto& [ptr, dtype, shape] = v[i];
+    const std::optional<braze::DType> dt = braze::dtype_from_name(dtype);
+    if (!dt) throw braze::UserError(std::string(what) + " " + std::to_string(i) + ": dtype " + dtype + " braze does not take");
+    out.push_back({reinterpret_cast<void*>(ptr), *dt, braze::Shape(shape.begin(), shape.end())});
+  }
   return out;
 }
 
@@ -208,6 +224,17 @@ NB_MODULE(_braze, m) {
           "CUDA arrays (DLPack), read and written in place, in Engine.input_names / output_names\n"
           "order; enqueued on `stream` (a cudaStream_t as an int; 0: the legacy default stream)\n"
           "without waiting. synchronize() waits and reports failed run-time checks.")
+      .def(
+          "run_device_raw",
+          [](braze::Session& s, const std::vector<RawTensor>& inputs, const std::vector<RawTensor>& outputs,
+             uintptr_t stream) {
+            std::vector<braze::DeviceTensor> in = from_raw(inputs, "input");
+            std::vector<braze::DeviceTensor> out = from_raw(outputs, "output");
+            nb::gil_scoped_release release;
+            s.run_device(in, out, reinterpret_cast<void*>(stream));
+          },
+          nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
+          "run_device on (address, dtype name, shape) tuples of dense CUDA tensors on cuda:0.")
       .def(
           "synchronize",
           [](braze::Session& s, uintptr_t stream) {

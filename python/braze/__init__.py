@@ -16,6 +16,8 @@ Errors raise braze.Error subclasses (UserError, DeviceError, InternalError) with
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ._braze import (DeviceError, Engine, Error, InternalError, UserError, gpu_available,
@@ -77,11 +79,15 @@ class Session:
         """
         self._check_names(feeds)
         values = [feeds[n] for n in self._inputs]
+        torch_tensor = _torch_tensor_type()
+        if torch_tensor is not None and values and type(values[0]) is torch_tensor and values[0].is_cuda:
+            return self._run_torch(values, outputs, stream)
         on_device = [_on_cuda(v) for v in values]
         if any(on_device):
             if not all(on_device):
                 host = self._inputs[on_device.index(False)]
-                raise UserError(f"input {host!r} is a host array and others are CUDA arrays: give all on one side")
+                raise UserError(f"input {host!r} is a host array and others are CUDA arrays: give all on one side "
+                                "(host arrays, or CUDA tensors)")
             return self._run_device(values, outputs, stream)
         if outputs is not None:
             raise UserError("outputs= takes CUDA arrays, for CUDA feeds; host feeds return new numpy arrays")
@@ -117,6 +123,20 @@ class Session:
         self._session.run_device(values, [outputs[n] for n in self._outputs], self._stream)
         return outputs
 
+    def _run_torch(self, values, outputs, stream):
+        """PyTorch CUDA tensors by their own attributes (their __dlpack__ costs microseconds)."""
+        if outputs is None:
+            outputs = self._allocate(values[0])
+        else:
+            missing = [n for n in self._outputs if n not in outputs]
+            if missing:
+                raise UserError(f"outputs= lacks {', '.join(repr(n) for n in missing)}")
+        ins = [_torch_raw(v, n, "input") for v, n in zip(values, self._inputs)]
+        outs = [_torch_raw(outputs[n], n, "output") for n in self._outputs]
+        self._stream = _torch_stream(values[0]) if stream is None else int(stream)
+        self._session.run_device_raw(ins, outs, self._stream)
+        return outputs
+
     def _allocate(self, like):
         kind = type(like).__module__.split(".")[0]
         if kind == "torch":
@@ -138,6 +158,31 @@ _KDL_CUDA = 2  # DLPack's device type of CUDA memory
 def _on_cuda(x) -> bool:
     device = getattr(x, "__dlpack_device__", None)
     return device is not None and device()[0] == _KDL_CUDA
+
+
+def _torch_tensor_type():
+    torch = sys.modules.get("torch")
+    return getattr(torch, "Tensor", None) if torch is not None else None
+
+
+def _torch_raw(t, name, what):
+    """(address, dtype name, shape) of a dense PyTorch tensor on cuda:0."""
+    torch = sys.modules["torch"]
+    if type(t) is not torch.Tensor or not t.is_cuda:
+        raise UserError(f"{what} {name!r} is not a PyTorch CUDA tensor as the first input is: give all on one side "
+                        "(host arrays, or CUDA tensors)")
+    if not t.is_contiguous():
+        raise UserError(f"{what} {name!r} is not contiguous (call .contiguous() first)")
+    if t.device.index not in (0, None):
+        raise UserError(f"{what} {name!r} is on {t.device}; braze runs on cuda:0")
+    dtype = str(t.dtype)[6:]  # "torch.float16" -> "float16"
+    return t.data_ptr(), dtype, tuple(t.shape)
+
+
+def _torch_stream(like) -> int:
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object made
+    return raw(like.device.index or 0) if raw is not None else torch.cuda.current_stream(like.device).cuda_stream
 
 
 def _current_stream(like) -> int:

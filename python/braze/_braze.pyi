@@ -100,6 +100,11 @@ class Session:
         without waiting. synchronize() waits and reports failed run-time checks.
         """
 
+    def run_device_raw(self, inputs: Sequence[tuple[int, str, Sequence[int]]], outputs: Sequence[tuple[int, str, Sequence[int]]], stream: int = 0) -> None:
+        """
+        run_device on (address, dtype name, shape) tuples of dense CUDA tensors on cuda:0.
+        """
+
     def synchronize(self, stream: int = 0) -> None:
         """
         Wait for `stream`; raises UserError for a failed run-time check of a device run since the last call.

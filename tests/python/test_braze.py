@@ -185,9 +185,40 @@ def test_torch_cuda_tensors_are_read_and_written_in_place(bert):
     side.synchronize()
     for k, w in want.items():
         assert np.array_equal(outs[k].cpu().numpy(), w), k
-    with pytest.raises(braze.UserError, match="host array"):
-        s.run({"input_0": feeds["input_0"], "input_1": host["input_1"]})
+    for mixed in ({"input_0": feeds["input_0"], "input_1": host["input_1"]},
+                  {"input_0": host["input_0"], "input_1": feeds["input_1"]}):
+        with pytest.raises(braze.UserError, match="one side"):
+            s.run(mixed)
     with pytest.raises(braze.UserError, match="contiguous"):
         s.run({"input_0": feeds["input_0"].t().contiguous().t(), "input_1": feeds["input_1"]})
     with pytest.raises(braze.UserError, match="input_0"):
         s.run({"input_0": feeds["input_0"].int(), "input_1": feeds["input_1"]})
+
+
+class _DLPackOnly:
+    """A CUDA array known only by the DLPack protocol (as CuPy's or JAX's would be)."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __dlpack__(self, **kwargs):
+        return self.t.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+def test_any_dlpack_cuda_array_is_read_in_place(bert):
+    torch = _torch_on_gpu()
+    s = braze.Session(bert, "gpu")
+    host = dict(zip(bert.input_names, read_set(BERT, "input_")))
+    want = s.run(host)
+    feeds = {k: _DLPackOnly(torch.from_numpy(v).cuda()) for k, v in host.items()}
+    with pytest.raises(braze.UserError, match="outputs="):
+        s.run(feeds)  # braze allocates like PyTorch and CuPy arrays only
+    outs = {n: torch.full(tuple(shape), float("nan"), dtype=getattr(torch, dt), device="cuda")
+            for n, dt, shape in bert.outputs}
+    s.run(feeds, outputs={n: _DLPackOnly(t) for n, t in outs.items()}, stream=torch.cuda.current_stream().cuda_stream)
+    s.synchronize()
+    for k, w in want.items():
+        assert np.array_equal(outs[k].cpu().numpy(), w), k

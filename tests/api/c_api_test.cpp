@@ -119,6 +119,18 @@ TEST(CApi, FailuresReturnAStatusAndAMessage) {
   const braze_tensor* two[] = {a, a};
   EXPECT_EQ(braze_session_run(s, two, 2, &out, 2), BRAZE_USER_ERROR) << "two output slots for one output";
   EXPECT_NE(std::string(braze_last_error()).find("num_outputs"), std::string::npos) << braze_last_error();
+  // The device path: a GPU session's; arrays checked before anything runs.
+  const int64_t dims[] = {2, 16};
+  const braze_device_tensor d[] = {{nullptr, BRAZE_INT64, dims, 2}, {nullptr, BRAZE_INT64, dims, 2}};
+  EXPECT_EQ(braze_session_run_device(s, d, 2, d, 1, nullptr), BRAZE_USER_ERROR);
+  EXPECT_NE(std::string(braze_last_error()).find("CPU reference"), std::string::npos) << braze_last_error();
+  EXPECT_EQ(braze_session_run_device(s, nullptr, 2, d, 1, nullptr), BRAZE_USER_ERROR);
+  EXPECT_NE(std::string(braze_last_error()).find("inputs is NULL"), std::string::npos) << braze_last_error();
+  const braze_device_tensor bad[] = {{nullptr, static_cast<braze_dtype>(99), dims, 2}};
+  EXPECT_EQ(braze_session_run_device(s, bad, 1, d, 1, nullptr), BRAZE_USER_ERROR);
+  EXPECT_NE(std::string(braze_last_error()).find("not a braze_dtype"), std::string::npos) << braze_last_error();
+  EXPECT_EQ(braze_session_synchronize(s, nullptr), BRAZE_OK);
+  EXPECT_EQ(braze_session_synchronize(nullptr, nullptr), BRAZE_USER_ERROR);
   braze_tensor_free(a);
   braze_session_free(s);
   braze_engine_free(e);

@@ -177,10 +177,12 @@ braze_status braze_session_create(const braze_engine* engine, braze_backend back
     need(engine, "engine");
     need(out, "out");
     *out = nullptr;
-    if (backend != BRAZE_BACKEND_AUTO && backend != BRAZE_BACKEND_GPU && backend != BRAZE_BACKEND_REFERENCE)
+    if (backend != BRAZE_BACKEND_AUTO && backend != BRAZE_BACKEND_GPU && backend != BRAZE_BACKEND_REFERENCE &&
+        backend != BRAZE_BACKEND_EMULATOR)
       throw braze::UserError(fmt::format("backend {} is not a braze_backend", static_cast<int>(backend)));
     const braze::Backend b = backend == BRAZE_BACKEND_GPU         ? braze::Backend::Gpu
                              : backend == BRAZE_BACKEND_REFERENCE ? braze::Backend::Reference
+                             : backend == BRAZE_BACKEND_EMULATOR  ? braze::Backend::Emulator
                                                                   : braze::Backend::Auto;
     *out = new braze_session{braze::Session(engine->engine, b), engine->inputs.size(), engine->outputs.size()};
   });

@@ -6,8 +6,8 @@
 
 #include "api/engine_impl.h"
 #include "api/pipeline.h"
-#include "frontend/tensor_io.h"
 #include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/device.h"
 
 namespace braze {
 
@@ -56,6 +56,7 @@ std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src, 
   impl->report.build_seconds = build_s;
   impl->report.model_hash = impl->info.model_hash;
   impl->engine = std::move(b.engine);
+  impl->fuse = o.fuse;
   return impl;
 }
 
@@ -117,6 +118,7 @@ std::vector<TensorInfo> Engine::outputs() const {
 
 std::vector<std::string> Engine::input_names() const { return names(inputs()); }
 std::vector<std::string> Engine::output_names() const { return names(outputs()); }
+std::string Engine::model_name() const { return impl_->info.model_name; }
 std::string Engine::arch() const { return impl_->engine->arch().name(); }
 std::string Engine::precision() const { return impl_->info.precision; }
 const std::vector<std::string>& Engine::notes() const { return impl_->notes; }
@@ -129,9 +131,9 @@ size_t Engine::kernels() const {
   return n;
 }
 
-Tensor read_tensor(const std::string& path) { return frontend::read_tensor_file(path).tensor; }
-void write_npy(const std::string& path, const Tensor& tensor) { frontend::write_npy(path, tensor); }
 bool gpu_available() { return gpu::gpu_available(); }
+std::string gpu_name() { return gpu::gpu_available() ? gpu::device_info().name : ""; }
+std::string gpu_unavailable_reason() { return gpu::gpu_available() ? "" : gpu::gpu_unavailable_reason(); }
 std::string version() { return BRAZE_VERSION; }
 
 }  // namespace braze

@@ -17,6 +17,7 @@ struct Engine::Impl {
   gpu::EngineFileInfo info;
   std::vector<std::string> notes;
   CompileReport report;
+  bool fuse = true;  // CompileOptions::fuse (an engine from a file: true)
 };
 
 }  // namespace braze

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/model_options.h"
+#include "cli/model_loading.h"
 #include "codegen/capabilities.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
@@ -12,8 +12,6 @@
 #include "runtime/reference_executor.h"
 
 namespace braze::cli {
-
-std::vector<std::string> backend_names() { return {"reference", "gpu", "gpu-unfused", "emulator", "emulator-unfused"}; }
 
 namespace {
 

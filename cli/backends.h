@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/model_options.h"
 #include "runtime/conformance.h"
 
 namespace braze::cli {
 
-std::vector<std::string> backend_names();
 // UserError naming the choices for an unknown or unavailable backend. The GPU and emulator
 // backends run the graph at `precision` (fp32, tf32, fp16, bf16); the reference always runs it as
 // given.

@@ -45,7 +45,7 @@ int run_bench(const BenchCmdOptions& o) {
     refuse_build_options_for_engine(o.model, o.build, le.info.precision);
     engine = le.engine;
     // The engine holds the graph: its inputs name the files (it is no ONNX model to import).
-    if (!o.in.inputs.empty()) given = read_given_inputs(o.in, input_names(engine->graph()));
+    if (!o.in.inputs.empty()) given = read_given_inputs(o.in, names_of(input_infos(engine->graph())));
   } else {
     if (!o.in.inputs.empty()) given = read_given_inputs(o.in, model_input_names(o.model.model));
     LoadedModel m = load_model(o.model, given.shapes);
@@ -63,7 +63,7 @@ int run_bench(const BenchCmdOptions& o) {
   }
   if (report.tuned || report.tuned_cached) print_build_summary(*engine, &report);
   print_fallbacks(*engine);
-  std::vector<Tensor> inputs = inputs_for(g, o.in, given);
+  std::vector<Tensor> inputs = inputs_for(input_infos(g), o.in, given);
   gpu::Session session(engine);
   gpu::BenchOptions bo;
   bo.warmup = o.warmup;

@@ -11,8 +11,9 @@
 
 #include <braze/braze.h>
 
+#include "cli/build_summary.h"
 #include "cli/commands.h"
-#include "cli/gpu_build.h"
+#include "cli/model_options.h"
 
 namespace braze::cli {
 

@@ -14,6 +14,8 @@
 
 #include "cli/backends.h"
 #include "cli/commands.h"
+#include "cli/gpu_build.h"
+#include "cli/model_loading.h"
 #include "cli/model_options.h"
 #include "cli/run_inputs.h"
 #include "runtime/compare.h"
@@ -140,7 +142,7 @@ int run_diff(const DiffOptions& o) {
   if (!o.in.inputs.empty()) given = read_given_inputs(o.in, model_input_names(o.model.model));
   LoadedModel m = load_model(o.model, given.shapes);
   const graph::Graph& g = m.imported.graph;
-  std::vector<Tensor> inputs = inputs_for(g, o.in, given);
+  std::vector<Tensor> inputs = inputs_for(input_infos(g), o.in, given);
   if (o.per_kernel && graph::passes::precision_dtype(o.precision) != DType::Float32)
     throw UserError("--per-kernel compares the values of the model as given: use it without --precision " +
                     o.precision);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/model_loading.h"
 #include "cli/model_options.h"
 #include "cli/plan_view.h"
 #include "codegen/capabilities.h"

@@ -13,16 +13,13 @@
 
 #include <fmt/format.h>
 
-#include "cli/backends.h"
+#include <braze/braze.h>
+
+#include "cli/build_summary.h"
 #include "cli/commands.h"
-#include "cli/gpu_build.h"
 #include "cli/model_options.h"
 #include "cli/run_inputs.h"
-#include "frontend/tensor_io.h"
 #include "runtime/compare.h"
-#include "runtime/gpu/cuda_driver.h"
-#include "runtime/gpu/engine_file.h"
-#include "runtime/reference_executor.h"
 
 namespace braze::cli {
 
@@ -74,84 +71,79 @@ struct Ran {
   std::string where;
 };
 
-Ran run_engine_file(const RunOptions& o) {
-  gpu::LoadedEngine le = gpu::load_engine(o.model.model);
-  refuse_build_options_for_engine(o.model, o.build, le.info.precision);
-  std::cout << fmt::format("engine {}: model {} (hash {}), {} kernels for {} at --precision {}\n", o.model.model,
-                           le.info.model_name, le.info.model_hash, le.engine->steps().size(), le.info.arch,
-                           le.info.precision);
-  const graph::Graph& g = le.engine->graph();
-  GivenInputs given = read_given_inputs(o.in, input_names(g));
-  std::vector<Tensor> inputs = inputs_for(g, o.in, given);
+std::string where_of(Backend b) {
+  switch (b) {
+    case Backend::Gpu: return "the GPU (" + gpu_name() + ")";
+    case Backend::Emulator: return "the emulator backend";
+    default: return "the CPU reference";
+  }
+}
+
+Ran run_on(const Engine& engine, Backend backend, const RunOptions& o, const GivenInputs& given) {
+  const std::vector<Tensor> inputs = inputs_for(engine.inputs(), o.in, given);
+  SessionOptions so;
+  so.poison = true;
+  so.sync_each_kernel = o.sync_each_kernel;
+  Session session(engine, backend, so);
+  for (const std::string& n : session.notes()) std::cerr << "note: " << n << "\n";
   Ran r;
-  for (const auto& out : g.outputs()) r.output_names.push_back(out.name);
+  r.output_names = engine.output_names();
+  r.outputs = session.run(inputs);
+  if (backend == Backend::Emulator)
+    for (const std::string& n : session.notes()) std::cerr << "note: " << n << "\n";
+  r.where = where_of(backend);
+  return r;
+}
+
+Ran run_engine_file(const RunOptions& o) {
+  const Engine engine = Engine::load(o.model.model);
+  refuse_build_options_for_engine(o.model, o.build, engine.precision());
+  std::cout << fmt::format("engine {}: model {} (hash {}), {} kernels for {} at --precision {}\n", o.model.model,
+                           engine.model_name(), engine.report().model_hash, engine.kernels() + engine.report().cpu_groups,
+                           engine.arch(), engine.precision());
   if (!o.backend.empty() && o.backend != "gpu" && o.backend != "reference")
     throw UserError(fmt::format("--backend {}: an engine runs its own kernels on the GPU, or its graph on the "
                                 "reference; give the model for {}",
                                 o.backend, o.backend));
-  if (o.backend == "reference") {
-    r.outputs = runtime::run_reference(g, inputs);
-    r.where = "the CPU reference";
-    return r;
+  const GivenInputs given = read_given_inputs(o.in, engine.input_names());
+  if (o.backend == "reference") return run_on(engine, Backend::Reference, o, given);
+  if (!gpu_available()) {
+    std::cerr << "note: no GPU (" << gpu_unavailable_reason() << "): running the engine's graph on the CPU reference\n";
+    return run_on(engine, Backend::Reference, o, given);
   }
-  if (!gpu::gpu_available()) {
-    std::cerr << "note: no GPU (" << gpu::gpu_unavailable_reason() << "): running the engine's graph on the CPU reference\n";
-    r.outputs = runtime::run_reference(g, inputs);
-    r.where = "the CPU reference";
-    return r;
-  }
-  std::shared_ptr<gpu::Engine> engine = le.engine;
-  std::string note;
-  engine = api::for_this_gpu(engine, &note);
-  if (!note.empty()) std::cerr << "note: " << note << "\n";
-  print_fallbacks(*engine);
-  gpu::Session session(engine);
-  gpu::RunOptions ro;
-  ro.poison = true;
-  ro.sync_each_kernel = o.sync_each_kernel;
-  r.outputs = session.run(inputs, ro);
-  r.where = "the GPU (" + gpu::device_info().name + ")";
-  return r;
+  return run_on(engine, Backend::Gpu, o, given);
 }
 
 Ran run_model(const RunOptions& o) {
   std::string backend = o.backend;
   if (backend.empty()) {
-    backend = gpu::gpu_available() ? "gpu" : "reference";
-    if (backend == "reference")
-      std::cerr << "note: no GPU (" << gpu::gpu_unavailable_reason() << "): running on the CPU reference\n";
+    backend = gpu_available() ? "gpu" : "reference";
+    if (backend == "reference") std::cerr << "note: no GPU (" << gpu_unavailable_reason() << "): running on the CPU reference\n";
   }
+  if (is_engine_file(o.model.model))
+    throw UserError(fmt::format("{} is a braze engine file; this command takes the ONNX model it was compiled from",
+                                o.model.model));
   GivenInputs given;
   if (!o.in.inputs.empty()) given = read_given_inputs(o.in, model_input_names(o.model.model));
-  LoadedModel m = load_model(o.model, given.shapes);
-  const graph::Graph& g = m.imported.graph;
-  std::vector<Tensor> inputs = inputs_for(g, o.in, given);
-  Ran r;
-  for (const auto& out : g.outputs()) r.output_names.push_back(out.name);
-  if (backend == "gpu" || backend == "gpu-unfused") {
-    BuildOptions b = o.build;
-    b.no_fuse = b.no_fuse || backend == "gpu-unfused";
-    BuiltEngine built = build_engine(g, b, o.model);
-    if (b.tune) print_build_summary(*built.engine, &built.report);
-    print_fallbacks(*built.engine);
-    gpu::Session session(built.engine);
-    gpu::RunOptions ro;
-    ro.poison = true;
-    ro.sync_each_kernel = o.sync_each_kernel;
-    r.outputs = session.run(inputs, ro);
-    r.where = "the GPU (" + gpu::device_info().name + ")";
-    return r;
-  }
-  runtime::BackendRun ran = make_backend(backend, o.build.precision)(g, inputs);
-  for (const std::string& f : ran.fallbacks) std::cerr << "note: ran on the CPU reference: " << f << "\n";
-  r.outputs = std::move(ran.outputs);
-  r.where = "the " + backend + " backend";
+  CompileOptions co = compile_options(o.model, o.build);
+  for (const auto& [name, shape] : given.shapes) co.shapes.emplace(name, shape);  // --shapes wins
+  const bool gpu = backend == "gpu" || backend == "gpu-unfused";
+  co.fuse = co.fuse && backend != "gpu-unfused" && backend != "emulator-unfused";
+  if (backend == "reference") co.precision = "fp32";  // the reference runs the model as given
+  const Engine engine = Engine::compile(o.model.model, co);
+  // A GPU plan's groups on the CPU reference concern the GPU backend only.
+  for (const std::string& n : engine.notes())
+    if (gpu || n.rfind("runs on the CPU reference", 0) != 0) std::cerr << "note: " << n << "\n";
+  if (gpu && o.build.tune) print_build_summary(engine.report(), engine.arch());
+  const Backend b = gpu ? Backend::Gpu : backend == "reference" ? Backend::Reference : Backend::Emulator;
+  Ran r = run_on(engine, b, o, given);
+  if (!gpu && b == Backend::Emulator) r.where = "the " + backend + " backend";
   return r;
 }
 
 int run_run(const RunOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
-  Ran r = gpu::is_engine_file(o.model.model) ? run_engine_file(o) : run_model(o);
+  Ran r = is_engine_file(o.model.model) ? run_engine_file(o) : run_model(o);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("ran {} on {} in {:.1f} ms (including set-up)\n", o.model.model, r.where, ms);
   for (size_t i = 0; i < r.outputs.size(); ++i)
@@ -162,12 +154,11 @@ int run_run(const RunOptions& o) {
     fs::create_directories(o.outputs, ec);
     if (ec) throw UserError(fmt::format("--outputs {}: cannot create the folder", o.outputs));
     for (size_t i = 0; i < r.outputs.size(); ++i)
-      frontend::write_npy(fs::path(o.outputs) / (file_safe(r.output_names[i]) + ".npy"), r.outputs[i]);
+      write_npy((fs::path(o.outputs) / (file_safe(r.output_names[i]) + ".npy")).string(), r.outputs[i]);
     std::cout << fmt::format("wrote {} output{} to {}\n", r.outputs.size(), r.outputs.size() == 1 ? "" : "s", o.outputs);
   }
   if (o.check.empty()) return 0;
-  std::vector<Tensor> expected =
-      runtime::match_inputs(r.output_names, runtime::read_input_files({o.check}, "output_"));
+  std::vector<Tensor> expected = read_inputs({o.check}, r.output_names, "output_");
   bool ok = true;
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     runtime::Comparison c =

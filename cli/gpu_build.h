@@ -3,7 +3,8 @@
 
 #include <memory>
 
-#include "cli/model_options.h"
+#include "cli/build_summary.h"
+#include "cli/model_loading.h"
 #include "runtime/gpu/engine.h"
 
 namespace braze::cli {
@@ -16,13 +17,12 @@ struct BuiltEngine {
 // Plans, generates and compiles the graph (no GPU needed); prints the dumps asked for.
 BuiltEngine build_engine(const graph::Graph& g, const BuildOptions& build, const ModelOptions& model);
 
-// "23 kernels for sm_90 (2 groups on the CPU reference)", memory, compile and tuning lines;
-// the compile line only for a report of a compile (`compiled` false: from a file).
-void print_build_summary(const CompileReport& r, const std::string& arch, bool compiled = true);
+// The build summary (cli/build_summary.h) of an internal engine.
 void print_build_summary(const gpu::Engine& e, const gpu::BuildReport* report);
+// A graph's inputs as the public API describes them (UserError for one without a static shape).
+std::vector<TensorInfo> input_infos(const graph::Graph& g);
+
 // Each group run on the CPU reference, with the reason (to stderr).
 void print_fallbacks(const gpu::Engine& e);
-
-std::string human_bytes(double bytes);
 
 }  // namespace braze::cli

@@ -5,7 +5,6 @@
 
 #include "cli/commands.h"
 #include "cli/printable.h"
-#include "runtime/gpu/cuda_driver.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"braze: a graph-level fusion compiler and runtime for ONNX models on NVIDIA GPUs"};
@@ -36,7 +35,7 @@ int main(int argc, char** argv) {
   } catch (const braze::UserError& e) {
     std::cerr << "error: " << braze::cli::printable(e.what()) << "\n";
     return 2;
-  } catch (const braze::gpu::DeviceError& e) {
+  } catch (const braze::DeviceError& e) {
     std::cerr << "error: " << braze::cli::printable(e.what()) << "\n";
     return 2;
   } catch (const braze::InternalError& e) {

@@ -1,8 +1,5 @@
 #include "cli/model_options.h"
 
-#include "graph/passes/precision.h"
-#include "runtime/gpu/engine_file.h"
-
 #include <braze/error.h>
 
 #include <algorithm>
@@ -45,9 +42,11 @@ CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {
 }
 
 
+std::vector<std::string> backend_names() { return {"reference", "gpu", "gpu-unfused", "emulator", "emulator-unfused"}; }
+
 CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b) {
   CompileOptions o;
-  for (auto& [name, shape] : frontend::parse_shape_spec(m.shapes)) o.shapes[name] = shape;
+  for (auto& [name, shape] : parse_shapes(m.shapes)) o.shapes[name] = shape;
   o.precision = b.precision;
   o.fuse = !b.no_fuse;
   o.arch = b.arch;
@@ -86,23 +85,6 @@ bool ModelOptions::dumps(const std::string& what) const {
   while (std::getline(ss, item, ','))
     if (item == what) return true;
   return false;
-}
-
-LoadedModel load_model(const ModelOptions& opts, const std::map<std::string, Shape>& default_shapes) {
-  std::map<std::string, Shape> shapes = default_shapes;
-  for (auto& [k, v] : frontend::parse_shape_spec(opts.shapes)) shapes[k] = v;
-  // bench and run take engines before they get here; the other commands take models only.
-  if (gpu::is_engine_file(opts.model))
-    throw UserError(fmt::format("{} is a braze engine file; this command takes the ONNX model it was compiled from",
-                                opts.model));
-  api::ModelSource src;
-  src.path = opts.model;
-  api::Dumps dumps;
-  if (opts.dumps("graph")) dumps.graph = &std::cout;
-  if (opts.dumps("passes")) dumps.passes = &std::cout;
-  LoadedModel m = api::load_model(src, shapes, dumps);
-  for (const std::string& n : m.imported.notes) std::cerr << "note: " << n << "\n";
-  return m;
 }
 
 }  // namespace braze::cli

@@ -1,5 +1,5 @@
-// Options every command that loads a model shares (--shapes, --dump), and loading a model
-// through import and the pass pipeline with them.
+// Options every command that loads a model shares (--shapes, --dump, and how kernels are
+// built), as the public API's CompileOptions.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "api/pipeline.h"
+#include <braze/braze.h>
 
 namespace braze::cli {
 
@@ -44,13 +44,9 @@ CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b);
 void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& b,
                                      const std::string& engine_precision);
 
-using api::at_precision;
-using api::LoadedModel;
-using api::tf32_gemms;
 CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision);
 
-// Imports (notes to stderr), runs the pass pipeline, and dumps as asked. Shapes given by
-// --shapes win over `default_shapes` (e.g. the shapes of given input files).
-LoadedModel load_model(const ModelOptions& opts, const std::map<std::string, Shape>& default_shapes = {});
+// Names of the backends a command can run a model on (run, diff, conformance).
+std::vector<std::string> backend_names();
 
 }  // namespace braze::cli

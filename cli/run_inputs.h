@@ -1,14 +1,14 @@
-// Inputs for commands that run a model (run, diff): --inputs files or seeded random ones.
+// Inputs for commands that run a model (run, diff, bench): --inputs files or seeded random
+// ones, on the public API.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include <braze/braze.h>
+
 #include <map>
 #include <string>
 #include <vector>
-
-#include "graph/ir.h"
-#include "runtime/inputs.h"
 
 namespace braze::cli {
 
@@ -18,7 +18,7 @@ struct InputOptions {
   std::vector<int64_t> int_range;
 
   void add_to(CLI::App& cmd);
-  runtime::RandomSpec spec() const;
+  RandomOptions random() const;  // UserError for a malformed --int-range
 };
 
 // The given input files ordered to match `names`, with their shapes by name (to specialise
@@ -29,12 +29,10 @@ struct GivenInputs {
 };
 GivenInputs read_given_inputs(const InputOptions& o, const std::vector<std::string>& names);
 
-// Input names of an ONNX model, from a quick import.
-std::vector<std::string> model_input_names(const std::string& model);
-// Input names of a graph (an engine's).
-std::vector<std::string> input_names(const graph::Graph& g);
+// Names of `infos`, in order.
+std::vector<std::string> names_of(const std::vector<TensorInfo>& infos);
 
-// The given tensors, or random ones for g's inputs (with a note each on stderr).
-std::vector<Tensor> inputs_for(const graph::Graph& g, const InputOptions& o, const GivenInputs& given);
+// The given tensors, or random ones for `inputs` (with a note each on stderr).
+std::vector<Tensor> inputs_for(const std::vector<TensorInfo>& inputs, const InputOptions& o, const GivenInputs& given);
 
 }  // namespace braze::cli

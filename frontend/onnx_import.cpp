@@ -344,6 +344,8 @@ std::map<std::string, Shape> parse_shape_spec(std::string_view spec) {
     if (colon == std::string::npos || colon == 0)
       throw UserError(fmt::format("--shapes: '{}' is not NAME:DIMS (e.g. input_ids:1x128)", item));
     std::string name = item.substr(0, colon), dims = item.substr(colon + 1);
+    if (!dims.empty() && dims.back() == 'x')  // "name:" is a scalar
+      throw UserError(fmt::format("--shapes: '{}' ends without a dimension (e.g. input_ids:1x128)", item));
     Shape s;
     size_t p = 0;
     while (p < dims.size()) {

@@ -124,7 +124,8 @@ braze::Backend backend_of(const std::string& name) {
   if (name == "auto") return braze::Backend::Auto;
   if (name == "gpu") return braze::Backend::Gpu;
   if (name == "reference") return braze::Backend::Reference;
-  throw braze::UserError("backend '" + name + "': expected auto, gpu or reference");
+  if (name == "emulator") return braze::Backend::Emulator;
+  throw braze::UserError("backend '" + name + "': expected auto, gpu, reference or emulator");
 }
 
 std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> infos(const std::vector<braze::TensorInfo>& v) {
@@ -192,10 +193,20 @@ NB_MODULE(_braze, m) {
             new (s) braze::Session(e, backend_of(backend));
           },
           nb::arg("engine"), nb::arg("backend") = "auto",
-          "backend: auto (the GPU when there is one, else the CPU reference), gpu or reference.")
+          "backend: auto (the GPU when there is one, else the CPU reference), gpu, reference, or\n"
+          "emulator (the GPU path's kernels generated for the CPU: slow, no GPU needed).")
       .def_prop_ro(
-          "backend", [](const braze::Session& s) { return s.backend() == braze::Backend::Gpu ? "gpu" : "reference"; },
-          "Where it runs: gpu or reference.")
+          "backend",
+          [](const braze::Session& s) {
+            switch (s.backend()) {
+              case braze::Backend::Gpu: return "gpu";
+              case braze::Backend::Emulator: return "emulator";
+              default: return "reference";
+            }
+          },
+          "Where it runs: gpu, reference or emulator.")
+      .def_prop_ro("notes", &braze::Session::notes,
+                   "Kernels recompiled for this GPU, groups run on the CPU reference (emulator: after a run).")
       .def(
           "run",
           [](braze::Session& s, const std::vector<Array>& arrays) {

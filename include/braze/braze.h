@@ -83,6 +83,7 @@ class Engine {
   std::vector<std::string> output_names() const;
   std::vector<TensorInfo> inputs() const;
   std::vector<TensorInfo> outputs() const;
+  std::string model_name() const;  // the ONNX model's file name ("" for bytes)
   std::string arch() const;       // what its kernels were compiled for
   std::string precision() const;  // CompileOptions::precision at compile
   size_t kernels() const;         // GPU kernels (groups on the CPU reference not counted)
@@ -104,6 +105,14 @@ enum class Backend {
   Auto,       // the GPU when there is one, else the CPU reference
   Gpu,        // the engine's kernels (recompiled once for this GPU's arch if it differs)
   Reference,  // the engine's graph on the CPU reference executor (slow; exact)
+  Emulator,   // the engine's graph in kernels generated for the CPU emulator (slow; no GPU
+              // needed): the GPU path's codegen and fusion, checked without a GPU
+};
+
+struct SessionOptions {
+  bool poison = false;  // Gpu: device memory filled with NaN bytes before each run (unwritten outputs show)
+  // Gpu: wait for each kernel before launching the next, and name the one that fails (slower).
+  bool sync_each_kernel = false;
 };
 
 // A tensor in caller-owned CUDA device memory (dense, row-major): for Session::run_device.
@@ -116,7 +125,7 @@ struct DeviceTensor {
 class Session {
  public:
   // DeviceError for Backend::Gpu without a GPU.
-  explicit Session(const Engine& engine, Backend backend = Backend::Auto);
+  explicit Session(const Engine& engine, Backend backend = Backend::Auto, const SessionOptions& options = {});
   ~Session();
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
@@ -138,6 +147,9 @@ class Session {
                   void* stream = nullptr);
   void synchronize(void* stream = nullptr);
   Backend backend() const;  // Auto resolved
+  // What to know about where it runs: kernels recompiled for this GPU's arch, groups run on
+  // the CPU reference (Emulator: known after a run), one line each.
+  const std::vector<std::string>& notes() const;
 
  private:
   struct Impl;
@@ -148,9 +160,29 @@ class Session {
 Tensor read_tensor(const std::string& path);
 void write_npy(const std::string& path, const Tensor& tensor);
 
+// Tensors from files (.pb / .npy) or folders of them (`prefix`N.pb, or *.npy), ordered to
+// match `names`: by name where every file carries one the list knows, else by position.
+// UserError on a count or name mismatch.
+std::vector<Tensor> read_inputs(const std::vector<std::string>& paths, const std::vector<std::string>& names,
+                                const std::string& prefix = "input_");
+// "input_ids:1x128,attention_mask:1x128" as {name: shape}; UserError naming what is malformed.
+std::map<std::string, Shape> parse_shapes(const std::string& spec);
+// The input names of an ONNX model (its graph inputs less its initializers).
+std::vector<std::string> model_input_names(const std::string& onnx_path);
+
+struct RandomOptions {
+  int64_t int_min = 0, int_max = 9;         // integers from [int_min, int_max]
+  double float_lo = -1.0, float_hi = 1.0;   // floats from [float_lo, float_hi)
+};
+// Seeded random values, never all zeros (bool: a fair coin). UserError for a range the
+// dtype cannot hold, or an empty one.
+Tensor random_tensor(DType dtype, const Shape& shape, uint64_t seed, const RandomOptions& options = {});
+
 // Whether `path` is an engine file (by its first bytes), not an ONNX model.
 bool is_engine_file(const std::string& path);
 bool gpu_available();
+std::string gpu_name();                // "NVIDIA H200"; empty without a GPU
+std::string gpu_unavailable_reason();  // why gpu_available() is false; empty when it is true
 std::string version();
 
 }  // namespace braze

@@ -31,7 +31,8 @@ typedef enum braze_status {
 typedef enum braze_backend {
   BRAZE_BACKEND_AUTO = 0,      /* the GPU when there is one, else the CPU reference */
   BRAZE_BACKEND_GPU = 1,
-  BRAZE_BACKEND_REFERENCE = 2  /* the engine's graph on the CPU reference executor */
+  BRAZE_BACKEND_REFERENCE = 2, /* the engine's graph on the CPU reference executor */
+  BRAZE_BACKEND_EMULATOR = 3   /* its graph in kernels generated for the CPU emulator */
 } braze_backend;
 
 /* The values of braze::DType. */

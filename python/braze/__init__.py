@@ -49,7 +49,8 @@ def load(path) -> Engine:
 
 
 class Session:
-    """Runs an Engine: backend "auto" (the GPU when there is one), "gpu" or "reference"."""
+    """Runs an Engine: backend "auto" (the GPU when there is one), "gpu", "reference" (the CPU
+    reference executor) or "emulator" (the GPU path's kernels generated for the CPU)."""
 
     def __init__(self, engine: Engine, backend: str = "auto"):
         self.engine = engine
@@ -62,6 +63,11 @@ class Session:
     @property
     def backend(self) -> str:
         return self._session.backend
+
+    @property
+    def notes(self) -> list:
+        """Kernels recompiled for this GPU, groups run on the CPU reference (emulator: after a run)."""
+        return self._session.notes
 
     def run(self, feeds: dict, outputs: dict | None = None, stream: int | None = None) -> dict:
         """feeds: {input name: array}; returns {output name: array}.

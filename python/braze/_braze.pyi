@@ -83,12 +83,19 @@ class Session:
 
     def __init__(self, engine: Engine, backend: str = 'auto') -> None:
         """
-        backend: auto (the GPU when there is one, else the CPU reference), gpu or reference.
+        backend: auto (the GPU when there is one, else the CPU reference), gpu, reference, or
+        emulator (the GPU path's kernels generated for the CPU: slow, no GPU needed).
         """
 
     @property
     def backend(self) -> str:
-        """Where it runs: gpu or reference."""
+        """Where it runs: gpu, reference or emulator."""
+
+    @property
+    def notes(self) -> list[str]:
+        """
+        Kernels recompiled for this GPU, groups run on the CPU reference (emulator: after a run).
+        """
 
     def run(self, inputs: Sequence[Annotated[NDArray, dict(order='C', device='cpu', writable=False)]]) -> list:
         """Input arrays in Engine.input_names order; returns the outputs' arrays."""

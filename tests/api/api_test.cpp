@@ -61,6 +61,35 @@ TEST_F(Api, CompiledModelRunsOnTheReferenceAndMatchesOnnxRuntime) {
   EXPECT_EQ(ins[0].shape, read_set("input_", 1)[0].shape());
 }
 
+// The GPU path's fusion and kernels, generated for the CPU emulator: ONNX Runtime's outputs
+// without a GPU; the groups it ran on the CPU reference in its notes after the run.
+TEST_F(Api, TheEmulatorRunsTheEnginesGraphInGeneratedKernels) {
+  Session s(*engine_, Backend::Emulator);
+  EXPECT_EQ(s.backend(), Backend::Emulator);
+  const std::vector<Tensor> out = s.run(read_set("input_", 2));
+  const Tensor want = read_tensor((kModel / "test_data_set_0" / "output_0.pb").string());
+  runtime::Comparison c = runtime::compare(out[0], want, runtime::default_tolerance(want.dtype()));
+  EXPECT_TRUE(c.ok) << c.summary(out[0], want);
+  EXPECT_TRUE(s.notes().empty()) << s.notes().front();  // every group of BERT-tiny is a kernel
+  test::expect_user_error([&] { s.run_device({}, {}); }, {"run_device", "CPU emulator"});
+}
+
+// Inputs from files matched by name, random ones by seed, shapes from their spec.
+TEST(ApiInputs, FilesAreMatchedByNameAndRandomTensorsBySeed) {
+  const std::string dir = (kModel / "test_data_set_0").string();
+  const std::vector<Tensor> in = read_inputs({dir}, model_input_names((kModel / "model.onnx").string()));
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_TRUE(test::same_bytes(in[1], read_tensor(dir + "/input_1.pb")));
+  test::expect_user_error([&] { read_inputs({dir}, {"input_0"}); }, {"2", "1"});
+  const Tensor a = random_tensor(DType::Int64, {4, 8}, 7, {3, 5, -1, 1}), b = random_tensor(DType::Int64, {4, 8}, 7, {3, 5, -1, 1});
+  EXPECT_TRUE(test::same_bytes(a, b));
+  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_TRUE(a.get_f64(i) >= 3 && a.get_f64(i) <= 5);
+  EXPECT_FALSE(test::same_bytes(random_tensor(DType::Float32, {16}, 1), random_tensor(DType::Float32, {16}, 2)));
+  test::expect_user_error([&] { random_tensor(DType::UInt8, {2}, 1, {0, 300}); }, {"300"});
+  EXPECT_EQ(parse_shapes("a:2x16,b:3").at("a"), (Shape{2, 16}));
+  test::expect_user_error([&] { parse_shapes("a:2x"); }, {"2x"});
+}
+
 TEST_F(Api, SavedAndLoadedEngineKeepsItsInterfaceAndOutputs) {
   const fs::path dir = test::temp_dir("Api", "SaveLoad");
   const std::string path = (dir / "bert.braze").string();

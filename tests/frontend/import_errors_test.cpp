@@ -174,6 +174,7 @@ TEST(ImportErrors, ShapesForUnknownInput) {
 TEST(ImportErrors, ShapeSpecSyntax) {
   EXPECT_ERROR_HAS(frontend::parse_shape_spec("x1x2"), "not NAME:DIMS");
   EXPECT_ERROR_HAS(frontend::parse_shape_spec("x:1xq"), "not a dimension");
+  EXPECT_ERROR_HAS(frontend::parse_shape_spec("x:2x"), "ends without a dimension");
   EXPECT_EQ(frontend::parse_shape_spec("a:1x128,b:7").at("a"), (Shape{1, 128}));
   EXPECT_EQ(frontend::parse_shape_spec("s:").at("s"), Shape{});
 }

@@ -10,9 +10,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/backends.h"
+#include <braze/braze.h>
+
 #include "cli/commands.h"
-#include "runtime/conformance.h"
+#include "cli/model_options.h"
 
 namespace braze::cli {
 
@@ -26,19 +27,22 @@ struct ConformanceOptions {
 };
 
 int run_conformance(const ConformanceOptions& o) {
-  runtime::BackendFn backend = make_backend(o.backend);
+  const Backend backend = o.backend == "reference" ? Backend::Reference
+                          : o.backend.rfind("gpu", 0) == 0 ? Backend::Gpu
+                                                          : Backend::Emulator;
+  const bool fuse = o.backend.find("unfused") == std::string::npos;
   std::regex re;
   try {
     re = std::regex(o.filter.empty() ? ".*" : o.filter);
   } catch (const std::regex_error& e) {
     throw UserError(fmt::format("--filter '{}' is not a valid regular expression", o.filter));
   }
-  std::vector<std::filesystem::path> roots(o.dirs.begin(), o.dirs.end());
+
   int pass = 0, fail = 0, skip = 0;
   nlohmann::json cases = nlohmann::json::array();
-  for (const auto& dir : runtime::find_cases(roots)) {
-    if (!std::regex_search(dir.filename().string(), re)) continue;
-    runtime::CaseResult r = runtime::run_case(dir, backend);
+  for (const std::string& dir : find_conformance_cases(o.dirs)) {
+    if (!std::regex_search(std::filesystem::path(dir).filename().string(), re)) continue;
+    const ConformanceResult r = run_conformance_case(dir, backend, fuse);
     std::string detail = r.detail;  // one line per case
     for (size_t p = detail.find("\n"); p != std::string::npos; p = detail.find("\n")) {
       size_t q = detail.find_first_not_of(' ', p + 1);
@@ -47,13 +51,11 @@ int run_conformance(const ConformanceOptions& o) {
     if (detail.size() > 600) detail = detail.substr(0, 600) + " … (whole text in --json)";
     if (!r.fallbacks.empty())
       detail += fmt::format("{}CPU fallback: {}", detail.empty() ? "" : "; ", fmt::join(r.fallbacks, "; "));
-    (r.status == runtime::CaseResult::Status::Pass   ? pass
-     : r.status == runtime::CaseResult::Status::Fail ? fail
-                                                     : skip)++;
-    std::cout << fmt::format("{} {} ({:.1f} ms){}{}\n", runtime::status_name(r.status), r.name, r.seconds * 1e3,
+    (r.status == "PASS" ? pass : r.status == "FAIL" ? fail : skip)++;
+    std::cout << fmt::format("{} {} ({:.1f} ms){}{}\n", r.status, r.name, r.seconds * 1e3,
                              detail.empty() ? "" : ": ", detail)
               << std::flush;
-    cases.push_back({{"name", r.name}, {"path", dir.string()}, {"status", runtime::status_name(r.status)},
+    cases.push_back({{"name", r.name}, {"path", dir}, {"status", r.status},
                      {"detail", r.detail}, {"fallbacks", r.fallbacks}, {"seconds", r.seconds}});
   }
   std::cout << fmt::format("{} passed, {} failed, {} skipped\n", pass, fail, skip);

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/backends.h"
+#include "api/backends.h"
 #include "cli/commands.h"
 #include "cli/gpu_build.h"
 #include "cli/model_loading.h"
@@ -147,8 +147,8 @@ int run_diff(const DiffOptions& o) {
     throw UserError("--per-kernel compares the values of the model as given: use it without --precision " +
                     o.precision);
   if (o.per_kernel) return per_kernel_diff(o, g, inputs);
-  runtime::BackendRun ra = make_backend(a, o.precision)(g, inputs);
-  runtime::BackendRun rb = make_backend(b, o.precision)(g, inputs);
+  runtime::BackendRun ra = api::make_backend(a, o.precision)(g, inputs);
+  runtime::BackendRun rb = api::make_backend(b, o.precision)(g, inputs);
   for (const std::string& f : ra.fallbacks) std::cerr << fmt::format("note: {} ran on the CPU reference: {}\n", a, f);
   for (const std::string& f : rb.fallbacks) std::cerr << fmt::format("note: {} ran on the CPU reference: {}\n", b, f);
   std::string prec = o.precision == "fp32" ? "" : " (at --precision " + o.precision + " where it runs kernels)";

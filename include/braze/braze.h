@@ -180,6 +180,43 @@ Tensor random_tensor(DType dtype, const Shape& shape, uint64_t seed, const Rando
 
 // Whether `path` is an engine file (by its first bytes), not an ONNX model.
 bool is_engine_file(const std::string& path);
+// ONNX backend-test cases (folders holding model.onnx and test_data_set_N/): those in each of
+// `roots` (a case, or a folder of cases searched one level down), sorted by name per root.
+std::vector<std::string> find_conformance_cases(const std::vector<std::string>& roots);
+struct ConformanceResult {
+  std::string name;
+  std::string status;  // PASS, FAIL or SKIP
+  std::string detail;  // why it failed or was skipped; notes for a pass
+  std::vector<std::string> fallbacks;  // groups run on the CPU reference instead of the backend
+  double seconds = 0;
+};
+// One case on `backend` (Auto: the GPU when there is one, else the reference), its kernels
+// fused unless `fuse` is false, against its expected outputs.
+ConformanceResult run_conformance_case(const std::string& case_dir, Backend backend, bool fuse = true);
+
+// What `braze doctor` reports: braze and NVRTC, the kernel cache, an NVRTC compile (no GPU
+// needed), and with a GPU the device and its device-to-device copy bandwidth.
+struct SystemReport {
+  std::string version, nvrtc_version;
+  std::string kernel_cache;  // the folder of compiled kernels
+  size_t cached_kernels = 0;
+  uint64_t cached_bytes = 0;
+  std::string compiled_for;  // the arch NVRTC compiled the copy kernel for (sm_90 without a GPU)
+  double compile_ms = 0;
+  size_t cubin_bytes = 0;
+  bool gpu = false;
+  std::string gpu_unavailable_reason;  // without a GPU
+  std::string gpu_name, gpu_arch;
+  int driver_version = 0;  // 13000 for 13.0
+  int sms = 0;
+  uint64_t memory_bytes = 0, l2_bytes = 0;
+  uint64_t copy_bytes = 0;  // the buffer copied (read and written once each a run)
+  int copy_runs = 0;
+  double copy_median_ms = 0, copy_gbs = 0;  // bytes read + written per second
+  bool copy_correct = false;
+};
+SystemReport check_system(size_t copy_bytes = size_t{1} << 30, int copy_runs = 20);
+
 bool gpu_available();
 std::string gpu_name();                // "NVIDIA H200"; empty without a GPU
 std::string gpu_unavailable_reason();  // why gpu_available() is false; empty when it is true

@@ -64,9 +64,11 @@ Stats stats_of(std::vector<double> v) {
   return s;
 }
 
+Compiled compile_copy_kernel(const Arch& arch) { return nvrtc_compile(kCopyKernel, "braze_copy", arch, false); }
+
 CopyBandwidth measure_copy_bandwidth(size_t bytes, int iters) {
   make_current();
-  Compiled c = nvrtc_compile(kCopyKernel, "braze_copy", device_info().arch(), false);
+  Compiled c = compile_copy_kernel(device_info().arch());
   CUmodule mod;
   CUfunction fn;
   BRAZE_CU(cuModuleLoadData, &mod, c.cubin.data());

@@ -19,6 +19,8 @@ struct CopyBandwidth {
   bool correct = false;
 };
 CopyBandwidth measure_copy_bandwidth(size_t bytes = size_t{1} << 30, int iters = 20);
+// The copy kernel compiled for `arch` (NVRTC; no GPU needed): `braze doctor`'s NVRTC check.
+Compiled compile_copy_kernel(const Arch& arch);
 
 // Peak arithmetic rates of the device's architecture (datasheet figures, TFLOP/s), for the
 // roofline: SIMT float32, tensor-core float16/bfloat16, and tensor-core tf32 (0 where the

@@ -1,17 +1,17 @@
-#include "cli/backends.h"
+#include "api/backends.h"
 
 #include <braze/error.h>
 
 #include <fmt/format.h>
 
-#include "cli/model_loading.h"
+#include "api/pipeline.h"
 #include "codegen/capabilities.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
 #include "runtime/emulator.h"
 #include "runtime/reference_executor.h"
 
-namespace braze::cli {
+namespace braze::api {
 
 namespace {
 
@@ -55,7 +55,8 @@ runtime::BackendFn make_backend(const std::string& name, const std::string& prec
   }
   if (name == "gpu") return gpu_backend(true, precision);
   if (name == "gpu-unfused") return gpu_backend(false, precision);
-  throw UserError(fmt::format("unknown backend '{}' (choose from: {})", name, fmt::join(backend_names(), ", ")));
+  throw UserError(fmt::format("unknown backend '{}' (choose from: reference, gpu, gpu-unfused, emulator, emulator-unfused)",
+                              name));
 }
 
-}  // namespace braze::cli
+}  // namespace braze::api

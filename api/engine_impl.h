@@ -20,4 +20,8 @@ struct Engine::Impl {
   bool fuse = true;  // CompileOptions::fuse (an engine from a file: true)
 };
 
+struct EngineAccess {
+  static const Engine::Impl& of(const Engine& e) { return *e.impl_; }
+};
+
 }  // namespace braze

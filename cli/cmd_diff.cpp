@@ -14,7 +14,6 @@
 
 #include "api/backends.h"
 #include "cli/commands.h"
-#include "cli/gpu_build.h"
 #include "cli/model_loading.h"
 #include "cli/model_options.h"
 #include "cli/run_inputs.h"
@@ -29,6 +28,17 @@
 namespace braze::cli {
 
 namespace {
+
+// A graph's inputs as the public API describes them (UserError for one without a static shape).
+std::vector<TensorInfo> input_infos(const graph::Graph& g) {
+  std::vector<TensorInfo> out;
+  for (graph::ValueId id : g.inputs()) {
+    const graph::Value& v = g.value(id);
+    if (!v.has_shape) throw UserError(fmt::format("input '{}' has no static shape; give it with --shapes", v.name));
+    out.push_back({v.name, v.dtype, v.shape});
+  }
+  return out;
+}
 
 struct DiffOptions {
   ModelOptions model;

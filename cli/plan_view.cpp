@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/gpu_build.h"
+#include "cli/build_summary.h"
 #include "codegen/capabilities.h"
 #include "graph/registry.h"
 

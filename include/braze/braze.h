@@ -22,6 +22,7 @@
 #include <iosfwd>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,7 @@ class Engine {
   explicit Engine(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
   friend class Session;
+  friend struct EngineAccess;  // the library's own functions (api/engine_impl.h)
 };
 
 enum class Backend {
@@ -180,6 +182,47 @@ Tensor random_tensor(DType dtype, const Shape& shape, uint64_t seed, const Rando
 
 // Whether `path` is an engine file (by its first bytes), not an ONNX model.
 bool is_engine_file(const std::string& path);
+// Timing an engine on the GPU with an honest protocol (`braze bench`): warm-up runs, device
+// events around each timed run, the median; each kernel timed alone too.
+struct BenchOptions {
+  int warmup = 20, iters = 200;
+  bool cuda_graph = true;   // the whole plan as one CUDA graph (else launch by launch)
+  bool flush_l2 = true;     // the L2 overwritten before each timed run (cold-cache timings)
+  std::string profile;      // a Chrome-trace JSON of one run written here, when not empty
+};
+struct KernelBench {
+  size_t step = 0;
+  std::string name, kind, schedule;  // kind: gemm, attention, reduction …; schedule: wgmma, mma, simt, flash …
+  std::vector<std::string> nodes;    // the ONNX nodes it computes
+  double median_us = 0, min_us = 0;
+  uint64_t bytes = 0;  // distinct buffers read and written, once each
+  double flops = 0;    // of its matrix products
+  double gbs = 0, tflops = 0;
+  double roofline_pct = 0;  // the floor (bytes at the measured copy bandwidth, or FLOPs at the peak) ÷ its time
+  std::map<std::string, int> tunables;
+  struct Gemm { int64_t batch = 1, m = 0, n = 0, k = 0; DType dtype = DType::Float32; };
+  struct Attention { int64_t batch = 1, sq = 0, sk = 0, d = 0; DType dtype = DType::Float16; std::string mask; };
+  std::optional<Gemm> gemm;            // a GEMM's product
+  std::optional<Attention> attention;  // an attention's shape (mask: none, causal or additive)
+};
+struct BenchReport {
+  std::string device, arch;
+  int sms = 0;
+  double copy_gbs = 0;   // device-to-device copy bandwidth measured in the same run
+  bool cuda_graph = false;
+  double min_us = 0, median_us = 0, p90_us = 0;  // end to end
+  std::vector<KernelBench> kernels;
+};
+// UserError where there is no GPU. Inputs in Engine::input_names() order.
+BenchReport benchmark(const Engine& engine, const std::vector<Tensor>& inputs, const BenchOptions& options = {});
+// What each step moves and computes, no GPU needed (name "(CPU reference)" for a group on the CPU).
+struct KernelCost {
+  std::string name;
+  uint64_t bytes = 0;
+  double flops = 0;
+};
+std::vector<KernelCost> kernel_costs(const Engine& engine);
+
 // ONNX backend-test cases (folders holding model.onnx and test_data_set_N/): those in each of
 // `roots` (a case, or a folder of cases searched one level down), sorted by name per root.
 std::vector<std::string> find_conformance_cases(const std::vector<std::string>& roots);

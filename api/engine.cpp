@@ -42,6 +42,7 @@ std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src, 
   r.tune = o.tune;
   r.tuning_cache = o.tuning_cache;
   r.want_ptx = dumps(o, "ptx");
+  r.compile = o.kernels;
   api::Built b = api::build(m.imported.graph, r);
   const double build_s = seconds_since(t1);
   if (dumps(o, "cuda") || dumps(o, "ptx")) api::write_kernel_dumps(*b.engine, dumps(o, "cuda"), dumps(o, "ptx"), *o.dump_to);
@@ -57,6 +58,7 @@ std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src, 
   impl->report.model_hash = impl->info.model_hash;
   impl->engine = std::move(b.engine);
   impl->fuse = o.fuse;
+  impl->compiled = o.kernels;
   return impl;
 }
 
@@ -100,7 +102,13 @@ Engine Engine::load(const std::string& engine_path) {
   return Engine(std::move(impl));
 }
 
-void Engine::save(const std::string& engine_path) const { gpu::save_engine(engine_path, *impl_->engine, impl_->info); }
+void Engine::save(const std::string& engine_path) const {
+  if (!impl_->compiled)
+    throw UserError(fmt::format("{}: the engine was compiled without kernels (CompileOptions::kernels false); "
+                                "compile it with them to save it",
+                                engine_path));
+  gpu::save_engine(engine_path, *impl_->engine, impl_->info);
+}
 
 std::vector<TensorInfo> Engine::inputs() const {
   const graph::Graph& g = impl_->engine->graph();

@@ -17,7 +17,8 @@ struct Engine::Impl {
   gpu::EngineFileInfo info;
   std::vector<std::string> notes;
   CompileReport report;
-  bool fuse = true;  // CompileOptions::fuse (an engine from a file: true)
+  bool fuse = true;      // CompileOptions::fuse (an engine from a file: true)
+  bool compiled = true;  // CompileOptions::kernels: its kernels compiled by NVRTC
 };
 
 struct EngineAccess {

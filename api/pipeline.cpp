@@ -59,7 +59,8 @@ Built build(const graph::Graph& g, const BuildRequest& r) {
   opts.fuse = r.fuse;
   opts.want_ptx = r.want_ptx;
   opts.tuning_cache = r.tuning_cache;
-  opts.tune = r.tune;
+  opts.tune = r.tune && r.compile;
+  opts.compile = r.compile;
   opts.target.tf32 = tf32_gemms(r.precision);
   Built out;
   if (opts.tune && !gpu::gpu_available()) {

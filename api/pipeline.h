@@ -54,6 +54,7 @@ struct BuildRequest {
   bool tune = false;
   std::string tuning_cache;
   bool want_ptx = false;
+  bool compile = true;  // false: no NVRTC (CompileOptions::kernels)
 };
 
 struct Built {

@@ -33,7 +33,11 @@ Session::Session(const Engine& engine, Backend backend, const SessionOptions& op
     : impl_(std::make_unique<Impl>()) {
   impl_->engine = engine.impl_;
   impl_->options = options;
-  if (backend == Backend::Auto) backend = gpu::gpu_available() ? Backend::Gpu : Backend::Reference;
+  const bool compiled = impl_->engine->compiled;
+  if (backend == Backend::Auto) backend = gpu::gpu_available() && compiled ? Backend::Gpu : Backend::Reference;
+  if (backend == Backend::Gpu && !compiled)
+    throw UserError("Backend::Gpu: the engine was compiled without kernels (CompileOptions::kernels false); "
+                    "it runs on Backend::Reference or Backend::Emulator");
   impl_->backend = backend;
   if (backend == Backend::Emulator) {  // kernels generated for the emulator's own target
     const graph::Graph& g = impl_->engine->engine->graph();

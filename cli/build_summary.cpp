@@ -7,13 +7,6 @@
 
 namespace braze::cli {
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) b /= 1024, ++u;
-  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, units[u]);
-}
-
 void print_build_summary(const CompileReport& r, const std::string& arch, bool compiled) {
   std::cout << fmt::format("{} kernel{} for {} ({} group{} on the CPU reference)\n", r.kernels, r.kernels == 1 ? "" : "s",
                            arch, r.cpu_groups, r.cpu_groups == 1 ? "" : "s");

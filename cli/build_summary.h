@@ -11,6 +11,6 @@ namespace braze::cli {
 // the compile line only for a report of a compile (`compiled` false: from a file).
 void print_build_summary(const CompileReport& r, const std::string& arch, bool compiled = true);
 
-std::string human_bytes(double bytes);
+inline std::string human_bytes(double bytes) { return format_bytes(bytes); }
 
 }  // namespace braze::cli

@@ -130,6 +130,7 @@ Ran run_model(const RunOptions& o) {
   const bool gpu = backend == "gpu" || backend == "gpu-unfused";
   co.fuse = co.fuse && backend != "gpu-unfused" && backend != "emulator-unfused";
   if (backend == "reference") co.precision = "fp32";  // the reference runs the model as given
+  co.kernels = gpu;  // the reference and the emulator need no GPU kernels
   const Engine engine = Engine::compile(o.model.model, co);
   // A GPU plan's groups on the CPU reference concern the GPU backend only.
   for (const std::string& n : engine.notes())

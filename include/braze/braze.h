@@ -38,6 +38,9 @@ struct CompileOptions {
   std::string arch;   // "sm_90a" …; empty: this machine's GPU, else sm_90
   bool tune = false;  // time each kernel's candidates on the GPU (heuristics without one)
   bool use_cache = true;  // the kernel cache (~/.cache/braze)
+  // false: the graph and its plan only, no kernel compiled (no NVRTC): the engine runs on
+  // Backend::Reference and Backend::Emulator (Auto picks the reference) and cannot be saved.
+  bool kernels = true;
   std::string tuning_cache;  // tune's cache file; empty: tuning.json in the kernel cache's folder
   // Intermediate forms written to `dump_to` as the compile goes: "graph" (as imported),
   // "passes" (after each graph pass), "cuda" (each kernel's source), "ptx" (each kernel's PTX).
@@ -182,6 +185,34 @@ Tensor random_tensor(DType dtype, const Shape& shape, uint64_t seed, const Rando
 
 // Whether `path` is an engine file (by its first bytes), not an ONNX model.
 bool is_engine_file(const std::string& path);
+// What `braze inspect` shows of a model, no kernel compiled: the graph after the passes (op
+// counts, what folded away, every node with its values' dtypes and shapes) and the fusion
+// plan at the options' precision, fuse and arch (kernels, values crossing them with their
+// bytes, merges refused and why) — as text, JSON, Graphviz DOT and a standalone HTML page.
+// CompileOptions::dump "graph" and "passes" are written to dump_to as the import goes.
+struct InspectReport {
+  std::vector<std::string> notes;  // from the import: dims defaulted …
+  std::string text, json, dot, html;
+};
+InspectReport inspect(const std::string& onnx_path, const CompileOptions& options = {});
+
+// "1.50 MiB": a byte count for people.
+std::string format_bytes(double bytes);
+
+// For `braze diff --per-kernel`: the engine's fused plan run on `inputs` keeping every value
+// a kernel writes (on the GPU when there is one and the engine has kernels, else in kernels
+// generated for the CPU emulator), each next to the reference executor's value, step by step.
+struct KernelValue {
+  std::string value;  // its name in the graph
+  Tensor fused, reference;
+};
+struct KernelValues {
+  std::string kernel;              // "(CPU reference)" for a group run on the CPU
+  std::vector<std::string> nodes;  // "'name' (Op)" of the ONNX nodes inside it
+  std::vector<KernelValue> outputs;
+};
+std::vector<KernelValues> kernel_values(const Engine& engine, const std::vector<Tensor>& inputs);
+
 // Timing an engine on the GPU with an honest protocol (`braze bench`): warm-up runs, device
 // events around each timed run, the median; each kernel timed alone too.
 struct BenchOptions {

@@ -165,7 +165,7 @@ std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan, con
       report->tuning = tr.lines;
     }
   }
-  compile_steps(steps, opts.arch, opts, report);
+  if (opts.compile) compile_steps(steps, opts.arch, opts, report);
   if (report) {
     for (const Step& s : steps) (s.kernel ? report->kernels : report->fallbacks)++;
   }

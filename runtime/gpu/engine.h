@@ -36,6 +36,7 @@ struct EngineOptions {
   bool want_ptx = false;       // keep PTX for --dump=ptx
   unsigned threads = 0;        // compile threads; 0 = all cores
   bool tune = false;           // autotune on the GPU (runtime/gpu/autotune.h)
+  bool compile = true;         // false: kernels generated, not compiled (the engine cannot run on a GPU)
   std::filesystem::path tuning_cache;  // empty: <cache dir>/tuning.json
   // Tests: every kernel with a search space uses its candidate number `candidate`
   // (the last one where it has fewer) instead of the heuristic default; -1: default.

@@ -4,6 +4,7 @@
 #include <braze/braze.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +73,47 @@ TEST_F(Api, TheEmulatorRunsTheEnginesGraphInGeneratedKernels) {
   EXPECT_TRUE(c.ok) << c.summary(out[0], want);
   EXPECT_TRUE(s.notes().empty()) << s.notes().front();  // every group of BERT-tiny is a kernel
   test::expect_user_error([&] { s.run_device({}, {}); }, {"run_device", "CPU emulator"});
+}
+
+// An engine without kernels (no NVRTC) runs on the reference and the emulator only.
+TEST(ApiNoKernels, RunsOnTheCpuBackendsOnlyAndIsNotSaved) {
+  CompileOptions o;
+  o.shapes = {{"input_0", {2, 16}}, {"input_1", {2, 16}}};
+  o.kernels = false;
+  const Engine e = Engine::compile((kModel / "model.onnx").string(), o);
+  EXPECT_EQ(e.report().compiled + e.report().cache_hits, 0u);
+  EXPECT_EQ(Session(e).backend(), Backend::Reference);
+  test::expect_user_error([&] { Session(e, Backend::Gpu); }, {"without kernels", "Reference"});
+  test::expect_user_error([&] { e.save(test::temp_dir("ApiNoKernels", "save") / "e.braze"); }, {"without kernels"});
+  const std::vector<Tensor> in = {read_tensor((kModel / "test_data_set_0" / "input_0.pb").string()),
+                                  read_tensor((kModel / "test_data_set_0" / "input_1.pb").string())};
+  const Tensor want = read_tensor((kModel / "test_data_set_0" / "output_0.pb").string());
+  const Tensor got = Session(e, Backend::Emulator).run(in)[0];
+  runtime::Comparison c = runtime::compare(got, want, runtime::default_tolerance(want.dtype()));
+  EXPECT_TRUE(c.ok) << c.summary(got, want);
+}
+
+// What the inspect, diff --per-kernel and bench commands read, without a GPU.
+TEST_F(Api, InspectKernelValuesAndCostsDescribeTheEngine) {
+  CompileOptions o;
+  o.shapes = {{"input_0", {2, 16}}, {"input_1", {2, 16}}};
+  const InspectReport r = inspect((kModel / "model.onnx").string(), o);
+  EXPECT_NE(r.text.find("op counts"), std::string::npos);
+  EXPECT_NE(r.json.find("\"kernels\""), std::string::npos);
+  EXPECT_EQ(r.dot.rfind("digraph", 0), 0u) << r.dot.substr(0, 40);
+  EXPECT_NE(r.html.find("<html"), std::string::npos);
+  const std::vector<KernelCost> costs = kernel_costs(*engine_);
+  EXPECT_EQ(costs.size(), engine_->kernels() + engine_->report().cpu_groups);
+  EXPECT_TRUE(std::any_of(costs.begin(), costs.end(), [](const KernelCost& k) { return k.flops > 0; }));
+  if (gpu_available()) return;  // on the GPU: ctest -L gpu's diff --per-kernel runs
+  const std::vector<KernelValues> kv = kernel_values(*engine_, read_set("input_", 2));
+  ASSERT_EQ(kv.size(), costs.size());
+  for (const KernelValues& k : kv)
+    for (const KernelValue& v : k.outputs) {
+      runtime::Comparison c = runtime::compare(v.fused, v.reference, runtime::default_tolerance(v.reference.dtype()));
+      EXPECT_TRUE(c.ok) << k.kernel << " %" << v.value << ": " << c.summary(v.fused, v.reference);
+    }
+  EXPECT_THROW(benchmark(*engine_, read_set("input_", 2)), UserError);
 }
 
 // Inputs from files matched by name, random ones by seed, shapes from their spec.

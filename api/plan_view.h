@@ -1,6 +1,7 @@
 // What `braze inspect` shows of a fusion plan: each kernel with its kind and ONNX nodes,
 // the values crossing kernel boundaries with their bytes, and the merges the partitioner
-// refused with the reason — as text, JSON, Graphviz DOT, or a standalone HTML page.
+// refused with the reason — as text, JSON, Graphviz DOT, or a standalone HTML page. Internal
+// (braze::inspect).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,7 +16,7 @@
 #include "graph/ir.h"
 #include "runtime/gpu/engine.h"
 
-namespace braze::cli {
+namespace braze::api {
 
 struct PlanView {
   struct Kernel {
@@ -48,4 +49,4 @@ nlohmann::json plan_json(const graph::Graph& g, const PlanView& v);
 void write_plan_dot(std::ostream& os, const graph::Graph& g, const PlanView& v);
 void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v, const std::string& title);
 
-}  // namespace braze::cli
+}  // namespace braze::api

@@ -1,17 +1,17 @@
-#include "cli/plan_view.h"
+#include "api/plan_view.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 
+#include <braze/braze.h>
 #include <fmt/format.h>
 
-#include "cli/build_summary.h"
 #include "codegen/capabilities.h"
 #include "graph/registry.h"
 
-namespace braze::cli {
+namespace braze::api {
 
 using graph::kNoValue;
 using graph::NodeId;
@@ -120,9 +120,9 @@ void print_plan_text(std::ostream& os, const graph::Graph& g, const PlanView& v)
     if (c.graph_output) to.push_back("graph output");
     const graph::Value& val = g.value(c.value);
     os << fmt::format("  %{:<40} {:<22} {:>12}  #{} -> {}\n", val.name, graph::value_type_str(val),
-                      human_bytes(static_cast<double>(c.bytes)), c.producer, fmt::join(to, ", "));
+                      format_bytes(static_cast<double>(c.bytes)), c.producer, fmt::join(to, ", "));
   }
-  os << fmt::format("  total written between kernels: {}\n", human_bytes(static_cast<double>(total)));
+  os << fmt::format("  total written between kernels: {}\n", format_bytes(static_cast<double>(total)));
   os << fmt::format("merges refused ({})\n", v.refused.size());
   for (const std::string& r : v.refused) os << "  " << r << "\n";
 }
@@ -178,7 +178,7 @@ void write_plan_dot(std::ostream& os, const graph::Graph& g, const PlanView& v) 
       bool crossing = p == graph::kNoNode || v.kernel_of[p] != v.kernel_of[i];
       os << fmt::format("  {} -> n{}{};\n", from, i,
                         crossing ? fmt::format(" [label=\"{}\", fontsize=8, color=\"#cc3333\"]",
-                                               human_bytes(static_cast<double>(value_bytes(g.value(in)))))
+                                               format_bytes(static_cast<double>(value_bytes(g.value(in)))))
                                  : "");
     }
   }
@@ -234,7 +234,7 @@ void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v,
       edges += fmt::format("<path d=\"M{} {} C{} {} {} {} {} {}\" class=\"e\"><title>%{} ({})</title></path>\n", x1,
                            y1 + box_h / 2, x1 + 40, y1 + 60, x2 - 40, y2 - 60, x2, y2 - box_h / 2,
                            escape_html(g.value(in).name),
-                           human_bytes(static_cast<double>(value_bytes(g.value(in)))));
+                           format_bytes(static_cast<double>(value_bytes(g.value(in)))));
     }
   }
   std::string crossing_rows;
@@ -244,7 +244,7 @@ void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v,
     if (c.graph_output) to.push_back("output");
     crossing_rows += fmt::format("<tr><td>%{}</td><td>{}</td><td>{}</td><td>#{} → {}</td></tr>\n",
                                  escape_html(g.value(c.value).name), graph::value_type_str(g.value(c.value)),
-                                 human_bytes(static_cast<double>(c.bytes)), c.producer, fmt::join(to, ", "));
+                                 format_bytes(static_cast<double>(c.bytes)), c.producer, fmt::join(to, ", "));
   }
   std::string refused;
   for (const std::string& r : v.refused) refused += "<li>" + escape_html(r) + "</li>\n";
@@ -275,4 +275,4 @@ table {{ border-collapse: collapse; font-size: 12px; }} td, th {{ border: 1px so
                     crossing_rows, v.refused.size(), refused);
 }
 
-}  // namespace braze::cli
+}  // namespace braze::api

@@ -17,10 +17,6 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-bool dumps(const CompileOptions& o, const char* what) {
-  return o.dump_to && std::find(o.dump.begin(), o.dump.end(), what) != o.dump.end();
-}
-
 std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src, const CompileOptions& o) {
   api::check_precision(o.precision);
   for (const std::string& d : o.dump)
@@ -29,8 +25,8 @@ std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src, 
   const auto t0 = std::chrono::steady_clock::now();
   std::map<std::string, Shape> shapes(o.shapes.begin(), o.shapes.end());
   api::Dumps d;
-  if (dumps(o, "graph")) d.graph = o.dump_to;
-  if (dumps(o, "passes")) d.passes = o.dump_to;
+  if (api::wants_dump(o, "graph")) d.graph = o.dump_to;
+  if (api::wants_dump(o, "passes")) d.passes = o.dump_to;
   api::LoadedModel m = api::load_model(src, shapes, d);
   const double import_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
@@ -41,11 +37,11 @@ std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src, 
   r.use_cache = o.use_cache;
   r.tune = o.tune;
   r.tuning_cache = o.tuning_cache;
-  r.want_ptx = dumps(o, "ptx");
+  r.want_ptx = api::wants_dump(o, "ptx");
   r.compile = o.kernels;
   api::Built b = api::build(m.imported.graph, r);
   const double build_s = seconds_since(t1);
-  if (dumps(o, "cuda") || dumps(o, "ptx")) api::write_kernel_dumps(*b.engine, dumps(o, "cuda"), dumps(o, "ptx"), *o.dump_to);
+  if (api::wants_dump(o, "cuda") || api::wants_dump(o, "ptx")) api::write_kernel_dumps(*b.engine, api::wants_dump(o, "cuda"), api::wants_dump(o, "ptx"), *o.dump_to);
   auto impl = std::make_shared<Engine::Impl>();
   impl->notes = m.imported.notes;
   impl->notes.insert(impl->notes.end(), b.notes.begin(), b.notes.end());

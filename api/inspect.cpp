@@ -98,10 +98,6 @@ std::string inspect_text(const std::string& path, const api::LoadedModel& m, con
   return os.str();
 }
 
-bool dumps(const CompileOptions& o, const char* what) {
-  return o.dump_to && std::find(o.dump.begin(), o.dump.end(), what) != o.dump.end();
-}
-
 }  // namespace
 
 InspectReport inspect(const std::string& onnx_path, const CompileOptions& o) {
@@ -109,8 +105,8 @@ InspectReport inspect(const std::string& onnx_path, const CompileOptions& o) {
   api::ModelSource src;
   src.path = onnx_path;
   api::Dumps d;
-  if (dumps(o, "graph")) d.graph = o.dump_to;
-  if (dumps(o, "passes")) d.passes = o.dump_to;
+  if (api::wants_dump(o, "graph")) d.graph = o.dump_to;
+  if (api::wants_dump(o, "passes")) d.passes = o.dump_to;
   api::LoadedModel m = api::load_model(src, {o.shapes.begin(), o.shapes.end()}, d);
   if (graph::passes::precision_dtype(o.precision) != DType::Float32)
     m.imported.graph = api::at_precision(m.imported.graph, o.precision);

@@ -3,6 +3,7 @@
 #include <braze/error.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <ostream>
 
@@ -51,6 +52,10 @@ graph::Graph at_precision(const graph::Graph& g, const std::string& precision) {
 }
 
 bool tf32_gemms(const std::string& precision) { return precision == "tf32"; }
+
+bool wants_dump(const CompileOptions& o, const char* what) {
+  return o.dump_to && std::find(o.dump.begin(), o.dump.end(), what) != o.dump.end();
+}
 
 Built build(const graph::Graph& g, const BuildRequest& r) {
   check_precision(r.precision);

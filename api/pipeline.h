@@ -38,6 +38,9 @@ struct Dumps {
 // Imports (UserError for an engine file, naming it) and runs the pass pipeline.
 LoadedModel load_model(const ModelSource& src, const std::map<std::string, Shape>& shapes, const Dumps& dumps = {});
 
+// Whether CompileOptions::dump asks for `what` (graph, passes, cuda, ptx) and has a stream.
+bool wants_dump(const CompileOptions& o, const char* what);
+
 // UserError unless fp32, tf32, fp16 or bf16.
 void check_precision(const std::string& precision);
 // The graph the GPU runs at `precision`: `g` itself for fp32 and tf32, else a converted

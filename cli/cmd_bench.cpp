@@ -58,9 +58,7 @@ int run_bench(const BenchCmdOptions& o) {
       return e;
     }
     if (!o.in.inputs.empty()) given = read_given_inputs(o.in, model_input_names(o.model.model));
-    CompileOptions co = compile_options(o.model, o.build);
-    for (const auto& [name, shape] : given.shapes) co.shapes.emplace(name, shape);  // --shapes wins
-    Engine e = Engine::compile(o.model.model, co);
+    Engine e = Engine::compile(o.model.model, compile_options(o.model, o.build, given.shapes));
     for (const std::string& n : e.notes()) std::cerr << "note: " << n << "\n";
     return e;
   }();

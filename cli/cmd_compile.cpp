@@ -32,9 +32,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 int run_compile(const CompileCommand& o) {
   const auto t0 = std::chrono::steady_clock::now();
   // The commands that take only models say what an engine file is.
-  if (is_engine_file(o.model.model))
-    throw UserError(fmt::format("{} is a braze engine file; this command takes the ONNX model it was compiled from",
-                                o.model.model));
+  refuse_engine_file(o.model);
   const Engine engine = Engine::compile(o.model.model, compile_options(o.model, o.build));
   for (const std::string& n : engine.notes()) std::cerr << "note: " << n << "\n";
   const auto t1 = std::chrono::steady_clock::now();

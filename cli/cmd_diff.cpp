@@ -65,8 +65,7 @@ Engine engine_for(const DiffOptions& o, const std::string& config, const GivenIn
   BuildOptions b;
   b.precision = config == "reference" ? "fp32" : o.precision;
   b.no_fuse = config.find("unfused") != std::string::npos;
-  CompileOptions co = compile_options(o.model, b);
-  for (const auto& [name, shape] : given.shapes) co.shapes.emplace(name, shape);  // --shapes wins
+  CompileOptions co = compile_options(o.model, b, given.shapes);
   co.kernels = config.rfind("gpu", 0) == 0;
   co.dump.clear();
   return Engine::compile(o.model.model, co);
@@ -121,9 +120,7 @@ int run_diff(const DiffOptions& o) {
                                gpu_unavailable_reason(), *c);
       *c = "emulator";
     }
-  if (is_engine_file(o.model.model))
-    throw UserError(fmt::format("{} is a braze engine file; this command takes the ONNX model it was compiled from",
-                                o.model.model));
+  refuse_engine_file(o.model);
   if (o.per_kernel && precision_dtype(o.precision) != DType::Float32)
     throw UserError("--per-kernel compares the values of the model as given: use it without --precision " +
                     o.precision);

@@ -31,9 +31,7 @@ void write_file(const std::string& path, const std::string& text, const char* op
 }
 
 int run_inspect(const InspectOptions& o) {
-  if (is_engine_file(o.model.model))
-    throw UserError(fmt::format("{} is a braze engine file; this command takes the ONNX model it was compiled from",
-                                o.model.model));
+  refuse_engine_file(o.model);
   BuildOptions b;
   b.precision = o.precision;
   b.arch = o.arch;

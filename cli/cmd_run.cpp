@@ -120,13 +120,9 @@ Ran run_model(const RunOptions& o) {
     backend = gpu_available() ? "gpu" : "reference";
     if (backend == "reference") std::cerr << "note: no GPU (" << gpu_unavailable_reason() << "): running on the CPU reference\n";
   }
-  if (is_engine_file(o.model.model))
-    throw UserError(fmt::format("{} is a braze engine file; this command takes the ONNX model it was compiled from",
-                                o.model.model));
   GivenInputs given;
   if (!o.in.inputs.empty()) given = read_given_inputs(o.in, model_input_names(o.model.model));
-  CompileOptions co = compile_options(o.model, o.build);
-  for (const auto& [name, shape] : given.shapes) co.shapes.emplace(name, shape);  // --shapes wins
+  CompileOptions co = compile_options(o.model, o.build, given.shapes);
   const bool gpu = backend == "gpu" || backend == "gpu-unfused";
   co.fuse = co.fuse && backend != "gpu-unfused" && backend != "emulator-unfused";
   if (backend == "reference") co.precision = "fp32";  // the reference runs the model as given

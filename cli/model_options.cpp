@@ -44,9 +44,11 @@ CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {
 
 std::vector<std::string> backend_names() { return {"reference", "gpu", "gpu-unfused", "emulator", "emulator-unfused"}; }
 
-CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b) {
+CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b,
+                               const std::map<std::string, Shape>& default_shapes) {
   CompileOptions o;
   for (auto& [name, shape] : parse_shapes(m.shapes)) o.shapes[name] = shape;
+  for (const auto& [name, shape] : default_shapes) o.shapes.emplace(name, shape);  // --shapes wins
   o.precision = b.precision;
   o.fuse = !b.no_fuse;
   o.arch = b.arch;
@@ -57,6 +59,12 @@ CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b) {
     if (m.dumps(what)) o.dump.push_back(what);
   o.dump_to = &std::cout;
   return o;
+}
+
+void refuse_engine_file(const ModelOptions& m) {
+  if (is_engine_file(m.model))
+    throw UserError(fmt::format("{} is a braze engine file; this command takes the ONNX model it was compiled from",
+                                m.model));
 }
 
 void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& b,

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,13 @@ struct BuildOptions {
   void add_to(CLI::App& cmd);
 };
 
-// The public API's options for `m.model` built as `b` asks (dumps to stdout).
-CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b);
+// The public API's options for `m.model` built as `b` asks (dumps to stdout); shapes from
+// --shapes win over `default_shapes` (those of given input files).
+CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b,
+                               const std::map<std::string, Shape>& default_shapes = {});
+
+// UserError when `m.model` is an engine file, for the commands that take ONNX models only.
+void refuse_engine_file(const ModelOptions& m);
 
 // UserError when options that only shape how a model is compiled (--shapes, --arch,
 // --no-fuse, --tune, --tuning-cache, a --precision other than the engine's, fp32 too) are given for

@@ -81,7 +81,9 @@ class Session:
         first input; run returns them without waiting, the work enqueued on `stream` (a
         cudaStream_t as an int; default: the current PyTorch / CuPy stream), so work that
         follows on that stream sees them. Call synchronize() to wait and to have a failed
-        run-time check (an out-of-range index) raised.
+        run-time check (an out-of-range index) raised. With a `stream` other than the current
+        one, keep the feeds and outputs alive until that stream's work is done (PyTorch's
+        allocator orders reuse by its current stream only).
         """
         self._check_names(feeds)
         values = [feeds[n] for n in self._inputs]

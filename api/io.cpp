@@ -30,7 +30,6 @@ std::vector<std::string> model_input_names(const std::string& onnx_path) {
 
 Tensor random_tensor(DType dtype, const Shape& shape, uint64_t seed, const RandomOptions& o) {
   runtime::RandomSpec spec;
-  spec.seed = seed;
   spec.int_min = o.int_min;
   spec.int_max = o.int_max;
   spec.float_lo = o.float_lo;

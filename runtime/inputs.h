@@ -14,8 +14,7 @@
 
 namespace braze::runtime {
 
-struct RandomSpec {
-  uint64_t seed = 0;
+struct RandomSpec {  // the seed is random_tensor's argument
   int64_t int_min = 0;  // integers drawn from [int_min, int_max], both included
   int64_t int_max = 9;
   double float_lo = -1.0;  // floats from [float_lo, float_hi)

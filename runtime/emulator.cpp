@@ -95,6 +95,19 @@ LaunchFn load_kernel(const std::string& src, const fs::path& dir, const std::str
 
 }  // namespace
 
+void run_emulated_kernel(const std::string& kernel_source, const std::string& name, float* out,
+                         const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
+                         const fs::path& cache_dir) {
+  const std::string src = std::string(emulator_half_header()) + std::string(emulator_shim()) + kernel_source +
+                          fmt::format("\nextern \"C\" void braze_emu_launch(void** a, unsigned gx, unsigned gy, unsigned gz, "
+                                      "unsigned bx, unsigned by, unsigned bz) {{\n  braze_emu_run([&] {{ {}((float*)a[0]); "
+                                      "}}, {{gx, gy, gz}}, {{bx, by, bz}});\n}}\n",
+                                      name);
+  const LaunchFn fn = load_kernel(src, cache_dir.empty() ? gpu::default_cache_dir() / "emulator" : cache_dir, name);
+  void* args[] = {out};
+  fn(args, grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+}
+
 std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan, const std::vector<Tensor>& inputs,
                                  const EmulatorOptions& opts) {
   check_inputs(g, inputs);

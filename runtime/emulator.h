@@ -7,7 +7,9 @@
 
 #include <braze/tensor.h>
 
+#include <array>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "codegen/kernel.h"
@@ -34,5 +36,12 @@ codegen::Target emulator_target(const EmulatorOptions& opts);
 
 std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan, const std::vector<Tensor>& inputs,
                                  const EmulatorOptions& opts = {});
+
+// The launch contract on its own, for the emulator's tests: compiles `kernel_source` (CUDA in
+// the dialect runtime/emulator_shim.h supports, defining `__global__ void name(float* out)`)
+// with the host compiler and runs it on grid × block threads, `out` a host buffer.
+void run_emulated_kernel(const std::string& kernel_source, const std::string& name, float* out,
+                         const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
+                         const std::filesystem::path& cache_dir = {});
 
 }  // namespace braze::runtime

@@ -2,9 +2,6 @@
 
 #include <braze/error.h>
 
-#include <fmt/format.h>
-
-#include "api/pipeline.h"
 #include "codegen/capabilities.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
@@ -15,13 +12,11 @@ namespace braze::api {
 
 namespace {
 
-runtime::BackendFn gpu_backend(bool fuse, const std::string& precision) {
-  return [fuse, precision](const graph::Graph& model, const std::vector<Tensor>& in) {
+runtime::BackendFn gpu_backend(bool fuse) {
+  return [fuse](const graph::Graph& g, const std::vector<Tensor>& in) {
     if (!gpu::gpu_available()) throw gpu::DeviceError("no GPU: " + gpu::gpu_unavailable_reason());
     gpu::EngineOptions opts = gpu::default_engine_options();
     opts.fuse = fuse;
-    opts.target.tf32 = tf32_gemms(precision);
-    graph::Graph g = at_precision(model, precision);
     auto engine = gpu::Engine::build(g, codegen::plan_for(g, fuse, opts.target), opts);
     gpu::Session session(engine);
     gpu::RunOptions ro;
@@ -34,29 +29,29 @@ runtime::BackendFn gpu_backend(bool fuse, const std::string& precision) {
   };
 }
 
+runtime::BackendFn emulator_backend(bool fuse) {  // the GPU path's kernels, run on the CPU
+  return [fuse](const graph::Graph& g, const std::vector<Tensor>& in) {
+    runtime::BackendRun r;
+    runtime::EmulatorOptions eo;
+    eo.fallbacks = &r.fallbacks;
+    r.outputs = runtime::run_emulated(g, codegen::plan_for(g, fuse, runtime::emulator_target(eo)), in, eo);
+    return r;
+  };
+}
+
 }  // namespace
 
-runtime::BackendFn make_backend(const std::string& name, const std::string& precision) {
-  if (name == "reference")
-    return [](const graph::Graph& g, const std::vector<Tensor>& in) {
-      return runtime::BackendRun{runtime::run_reference(g, in), {}};
-    };
-  if (name == "emulator" || name == "emulator-unfused") {  // the GPU path's kernels, run on the CPU
-    bool fuse = name == "emulator";
-    return [fuse, precision](const graph::Graph& model, const std::vector<Tensor>& in) {
-      runtime::BackendRun r;
-      runtime::EmulatorOptions eo;
-      eo.fallbacks = &r.fallbacks;
-      eo.tf32 = tf32_gemms(precision);
-      graph::Graph g = at_precision(model, precision);
-      r.outputs = runtime::run_emulated(g, codegen::plan_for(g, fuse, runtime::emulator_target(eo)), in, eo);
-      return r;
-    };
+runtime::BackendFn make_backend(Backend backend, bool fuse) {
+  switch (backend) {
+    case Backend::Gpu: return gpu_backend(fuse);
+    case Backend::Emulator: return emulator_backend(fuse);
+    case Backend::Reference:
+      return [](const graph::Graph& g, const std::vector<Tensor>& in) {
+        return runtime::BackendRun{runtime::run_reference(g, in), {}};
+      };
+    case Backend::Auto: break;
   }
-  if (name == "gpu") return gpu_backend(true, precision);
-  if (name == "gpu-unfused") return gpu_backend(false, precision);
-  throw UserError(fmt::format("unknown backend '{}' (choose from: reference, gpu, gpu-unfused, emulator, emulator-unfused)",
-                              name));
+  throw InternalError("make_backend: Backend::Auto is resolved by the caller");
 }
 
 }  // namespace braze::api

@@ -1,18 +1,15 @@
-// The backends a prepared graph runs on, by name (reference, gpu, gpu-unfused, emulator,
-// emulator-unfused): for conformance cases (braze::run_conformance_case) and `braze diff`.
+// The backends a conformance case's prepared graph runs on (braze::run_conformance_case).
 // Internal.
 #pragma once
 
-#include <string>
-#include <vector>
+#include <braze/braze.h>
 
 #include "runtime/conformance.h"
 
 namespace braze::api {
 
-// UserError naming the choices for an unknown or unavailable backend. The GPU and emulator
-// backends run the graph at `precision` (fp32, tf32, fp16, bf16); the reference always runs it as
-// given.
-runtime::BackendFn make_backend(const std::string& name, const std::string& precision = "fp32");
+// The graph as given on the reference; its kernels (fused unless `fuse` is false) on the GPU
+// (DeviceError without one) or generated for the CPU emulator. Auto is not a choice here.
+runtime::BackendFn make_backend(Backend backend, bool fuse);
 
 }  // namespace braze::api

@@ -16,10 +16,7 @@ std::vector<std::string> find_conformance_cases(const std::vector<std::string>& 
 
 ConformanceResult run_conformance_case(const std::string& case_dir, Backend backend, bool fuse) {
   if (backend == Backend::Auto) backend = gpu::gpu_available() ? Backend::Gpu : Backend::Reference;
-  const char* name = backend == Backend::Gpu        ? (fuse ? "gpu" : "gpu-unfused")
-                     : backend == Backend::Emulator ? (fuse ? "emulator" : "emulator-unfused")
-                                                    : "reference";
-  const runtime::CaseResult r = runtime::run_case(case_dir, api::make_backend(name));
+  const runtime::CaseResult r = runtime::run_case(case_dir, api::make_backend(backend, fuse));
   return {r.name, std::string(runtime::status_name(r.status)), r.detail, r.fallbacks, r.seconds};
 }
 

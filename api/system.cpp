@@ -28,7 +28,8 @@ SystemReport check_system(size_t copy_bytes, int copy_runs) {
   const gpu::Arch arch = r.gpu ? gpu::device_info().arch() : gpu::Arch::parse("sm_90");
   r.compiled_for = arch.name();
   const auto t0 = std::chrono::steady_clock::now();
-  r.cubin_bytes = gpu::compile_copy_kernel(arch).cubin.size();
+  const gpu::Compiled copy_kernel = gpu::compile_copy_kernel(arch);
+  r.cubin_bytes = copy_kernel.cubin.size();
   r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!r.gpu) {
     r.gpu_unavailable_reason = gpu::gpu_unavailable_reason();
@@ -41,7 +42,7 @@ SystemReport check_system(size_t copy_bytes, int copy_runs) {
   r.sms = d.sms;
   r.memory_bytes = d.memory_bytes;
   r.l2_bytes = d.l2_bytes;
-  const gpu::CopyBandwidth c = gpu::measure_copy_bandwidth(copy_bytes, copy_runs);
+  const gpu::CopyBandwidth c = gpu::measure_copy_bandwidth(copy_bytes, copy_runs, &copy_kernel);
   r.copy_bytes = copy_bytes;
   r.copy_runs = copy_runs;
   r.copy_median_ms = c.median_ms;

@@ -27,10 +27,7 @@ struct ConformanceOptions {
 };
 
 int run_conformance(const ConformanceOptions& o) {
-  const Backend backend = o.backend == "reference" ? Backend::Reference
-                          : o.backend.rfind("gpu", 0) == 0 ? Backend::Gpu
-                                                          : Backend::Emulator;
-  const bool fuse = o.backend.find("unfused") == std::string::npos;
+  const BackendChoice choice = backend_choice(o.backend);
   std::regex re;
   try {
     re = std::regex(o.filter.empty() ? ".*" : o.filter);
@@ -42,7 +39,7 @@ int run_conformance(const ConformanceOptions& o) {
   nlohmann::json cases = nlohmann::json::array();
   for (const std::string& dir : find_conformance_cases(o.dirs)) {
     if (!std::regex_search(std::filesystem::path(dir).filename().string(), re)) continue;
-    const ConformanceResult r = run_conformance_case(dir, backend, fuse);
+    const ConformanceResult r = run_conformance_case(dir, choice.backend, choice.fuse);
     std::string detail = r.detail;  // one line per case
     for (size_t p = detail.find("\n"); p != std::string::npos; p = detail.find("\n")) {
       size_t q = detail.find_first_not_of(' ', p + 1);

@@ -62,17 +62,14 @@ bool agrees(const DiffOptions& o, const runtime::Comparison& c, DType dt) {
 // The model compiled for configuration `config` (reference: as given, no kernels; emulator:
 // at --precision, no GPU kernels compiled; gpu: at --precision, compiled).
 Engine engine_for(const DiffOptions& o, const std::string& config, const GivenInputs& given) {
+  const BackendChoice choice = backend_choice(config);
   BuildOptions b;
-  b.precision = config == "reference" ? "fp32" : o.precision;
-  b.no_fuse = config.find("unfused") != std::string::npos;
+  b.precision = choice.backend == Backend::Reference ? "fp32" : o.precision;
+  b.no_fuse = !choice.fuse;
   CompileOptions co = compile_options(o.model, b, given.shapes);
-  co.kernels = config.rfind("gpu", 0) == 0;
+  co.kernels = choice.backend == Backend::Gpu;
   co.dump.clear();
   return Engine::compile(o.model.model, co);
-}
-
-Backend backend_of(const std::string& config) {
-  return config == "reference" ? Backend::Reference : config.rfind("gpu", 0) == 0 ? Backend::Gpu : Backend::Emulator;
 }
 
 // --per-kernel: runs the fused plan (on the GPU, else the emulator) keeping every value,
@@ -104,7 +101,7 @@ int per_kernel_diff(const DiffOptions& o, const Engine& engine, const std::vecto
 std::vector<Tensor> run_config(const std::string& config, const Engine& engine, const std::vector<Tensor>& inputs) {
   SessionOptions so;
   so.poison = true;
-  Session s(engine, backend_of(config), so);
+  Session s(engine, backend_choice(config).backend, so);
   std::vector<Tensor> out = s.run(inputs);
   for (const std::string& n : s.notes())
     if (n.rfind("runs on the CPU reference: ", 0) == 0)
@@ -115,7 +112,7 @@ std::vector<Tensor> run_config(const std::string& config, const Engine& engine, 
 int run_diff(const DiffOptions& o) {
   std::string a = o.a, b = o.b;
   for (std::string* c : {&a, &b})
-    if (c->rfind("gpu", 0) == 0 && !gpu_available()) {
+    if (backend_choice(*c).backend == Backend::Gpu && !gpu_available()) {
       std::cerr << fmt::format("note: no GPU ({}): running '{}' with the CPU emulator (the same kernels)\n",
                                gpu_unavailable_reason(), *c);
       *c = "emulator";

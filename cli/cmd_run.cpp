@@ -123,18 +123,18 @@ Ran run_model(const RunOptions& o) {
   GivenInputs given;
   if (!o.in.inputs.empty()) given = read_given_inputs(o.in, model_input_names(o.model.model));
   CompileOptions co = compile_options(o.model, o.build, given.shapes);
-  const bool gpu = backend == "gpu" || backend == "gpu-unfused";
-  co.fuse = co.fuse && backend != "gpu-unfused" && backend != "emulator-unfused";
-  if (backend == "reference") co.precision = "fp32";  // the reference runs the model as given
+  const BackendChoice choice = backend_choice(backend);
+  const bool gpu = choice.backend == Backend::Gpu;
+  co.fuse = co.fuse && choice.fuse;
+  if (choice.backend == Backend::Reference) co.precision = "fp32";  // the reference runs the model as given
   co.kernels = gpu;  // the reference and the emulator need no GPU kernels
   const Engine engine = Engine::compile(o.model.model, co);
   // The groups a GPU session runs on the CPU reference are its notes (run_on prints them).
   for (const std::string& n : engine.notes())
     if (n.rfind("runs on the CPU reference", 0) != 0) std::cerr << "note: " << n << "\n";
   if (gpu && o.build.tune) print_build_summary(engine.report(), engine.arch());
-  const Backend b = gpu ? Backend::Gpu : backend == "reference" ? Backend::Reference : Backend::Emulator;
-  Ran r = run_on(engine, b, o, given);
-  if (!gpu && b == Backend::Emulator) r.where = "the " + backend + " backend";
+  Ran r = run_on(engine, choice.backend, o, given);
+  if (choice.backend == Backend::Emulator) r.where = "the " + backend + " backend";
   return r;
 }
 

@@ -44,6 +44,13 @@ CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {
 
 std::vector<std::string> backend_names() { return {"reference", "gpu", "gpu-unfused", "emulator", "emulator-unfused"}; }
 
+BackendChoice backend_choice(const std::string& name) {
+  if (name == "reference") return {Backend::Reference, true};
+  if (name == "gpu" || name == "gpu-unfused") return {Backend::Gpu, name == "gpu"};
+  if (name == "emulator" || name == "emulator-unfused") return {Backend::Emulator, name == "emulator"};
+  throw UserError(fmt::format("unknown backend '{}' (choose from: {})", name, fmt::join(backend_names(), ", ")));
+}
+
 CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b,
                                const std::map<std::string, Shape>& default_shapes) {
   CompileOptions o;

@@ -52,7 +52,13 @@ void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& 
 
 CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision);
 
-// Names of the backends a command can run a model on (run, diff, conformance).
+// Names of the backends a command can run a model on (run, diff, conformance): reference,
+// gpu, gpu-unfused, emulator, emulator-unfused.
 std::vector<std::string> backend_names();
+struct BackendChoice {
+  Backend backend;
+  bool fuse;
+};
+BackendChoice backend_choice(const std::string& name);  // UserError for a name not in backend_names()
 
 }  // namespace braze::cli

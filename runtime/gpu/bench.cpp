@@ -66,9 +66,9 @@ Stats stats_of(std::vector<double> v) {
 
 Compiled compile_copy_kernel(const Arch& arch) { return nvrtc_compile(kCopyKernel, "braze_copy", arch, false); }
 
-CopyBandwidth measure_copy_bandwidth(size_t bytes, int iters) {
+CopyBandwidth measure_copy_bandwidth(size_t bytes, int iters, const Compiled* kernel) {
   make_current();
-  Compiled c = compile_copy_kernel(device_info().arch());
+  const Compiled c = kernel ? *kernel : compile_copy_kernel(device_info().arch());
   CUmodule mod;
   CUfunction fn;
   BRAZE_CU(cuModuleLoadData, &mod, c.cubin.data());

@@ -18,7 +18,8 @@ struct CopyBandwidth {
   double median_ms = 0;
   bool correct = false;
 };
-CopyBandwidth measure_copy_bandwidth(size_t bytes = size_t{1} << 30, int iters = 20);
+// `kernel`: the copy kernel already compiled for this GPU (compile_copy_kernel), else compiled here.
+CopyBandwidth measure_copy_bandwidth(size_t bytes = size_t{1} << 30, int iters = 20, const Compiled* kernel = nullptr);
 // The copy kernel compiled for `arch` (NVRTC; no GPU needed): `braze doctor`'s NVRTC check.
 Compiled compile_copy_kernel(const Arch& arch);
 

@@ -93,6 +93,12 @@ std::vector<braze::DeviceTensor> from_raw(const std::vector<RawTensor>& v, const
   return out;
 }
 
+// run_device's arguments converted once, for runs that reuse the same tensors (Session.run's
+// cache of its last PyTorch binding): a replay then costs no conversion.
+struct DeviceBinding {
+  std::vector<braze::DeviceTensor> inputs, outputs;
+};
+
 braze::Tensor to_tensor(const Array& a, size_t index) {
   braze::Shape shape(a.shape_ptr(), a.shape_ptr() + a.ndim());
   braze::Tensor t(dtype_of(a.dtype(), index), shape);
@@ -186,6 +192,8 @@ NB_MODULE(_braze, m) {
       .def_prop_ro("notes", &braze::Engine::notes,
                    "What the compile noted: dims defaulted, groups on the CPU reference, --tune without a GPU.");
 
+  nb::class_<DeviceBinding>(m, "DeviceBinding", "Session.bind_device_raw's converted run_device arguments.");
+
   nb::class_<braze::Session>(m, "Session", "Runs an engine: on the GPU or the CPU reference.")
       .def(
           "__init__",
@@ -236,16 +244,20 @@ NB_MODULE(_braze, m) {
           "order; enqueued on `stream` (a cudaStream_t as an int; 0: the legacy default stream)\n"
           "without waiting. synchronize() waits and reports failed run-time checks.")
       .def(
-          "run_device_raw",
-          [](braze::Session& s, const std::vector<RawTensor>& inputs, const std::vector<RawTensor>& outputs,
-             uintptr_t stream) {
-            std::vector<braze::DeviceTensor> in = from_raw(inputs, "input");
-            std::vector<braze::DeviceTensor> out = from_raw(outputs, "output");
-            nb::gil_scoped_release release;
-            s.run_device(in, out, reinterpret_cast<void*>(stream));
+          "bind_device_raw",
+          [](const braze::Session&, const std::vector<RawTensor>& inputs, const std::vector<RawTensor>& outputs) {
+            return DeviceBinding{from_raw(inputs, "input"), from_raw(outputs, "output")};
           },
-          nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
-          "run_device on (address, dtype name, shape) tuples of dense CUDA tensors on cuda:0.")
+          nb::arg("inputs"), nb::arg("outputs"),
+          "(address, dtype name, shape) tuples of dense CUDA tensors on cuda:0, in Engine.input_names /\n"
+          "output_names order, converted once for run_bound.")
+      .def(
+          "run_bound",
+          [](braze::Session& s, const DeviceBinding& b, uintptr_t stream) {
+            nb::gil_scoped_release release;
+            s.run_device(b.inputs, b.outputs, reinterpret_cast<void*>(stream));
+          },
+          nb::arg("binding"), nb::arg("stream") = 0, "run_device on a binding from bind_device_raw.")
       .def(
           "synchronize",
           [](braze::Session& s, uintptr_t stream) {

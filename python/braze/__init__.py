@@ -59,6 +59,8 @@ class Session:
         self._outputs = list(engine.output_names)
         self._torch_outputs = None  # (name, shape, torch dtype) of each output, on first use
         self._stream = 0            # the last device run's stream
+        self._torch_tensor = None   # torch.Tensor, once a run was given PyTorch tensors
+        self._bound = None          # (addresses, shapes, dtypes, binding) of the last PyTorch run
 
     @property
     def backend(self) -> str:
@@ -85,10 +87,10 @@ class Session:
         one, keep the feeds and outputs alive until that stream's work is done (PyTorch's
         allocator orders reuse by its current stream only).
         """
-        self._check_names(feeds)
-        values = [feeds[n] for n in self._inputs]
-        torch_tensor = _torch_tensor_type()
+        values = self._values(feeds)
+        torch_tensor = self._torch_tensor or _torch_tensor_type()
         if torch_tensor is not None and values and type(values[0]) is torch_tensor and values[0].is_cuda:
+            self._torch_tensor = torch_tensor
             return self._run_torch(values, outputs, stream)
         on_device = [_on_cuda(v) for v in values]
         if any(on_device):
@@ -106,6 +108,16 @@ class Session:
         """Wait for the device runs on `stream` (default: the last run's); raises UserError for
         a failed run-time check of any device run since the last call."""
         self._session.synchronize(self._stream if stream is None else int(stream))
+
+    def _values(self, feeds):
+        """The feeds in input_names order; a UserError naming a missing or unknown input."""
+        if len(feeds) == len(self._inputs):
+            try:
+                return [feeds[n] for n in self._inputs]
+            except KeyError:
+                pass
+        self._check_names(feeds)
+        return [feeds[n] for n in self._inputs]
 
     def _check_names(self, feeds):
         if len(feeds) == len(self._inputs) and all(n in feeds for n in self._inputs):
@@ -132,18 +144,41 @@ class Session:
         return outputs
 
     def _run_torch(self, values, outputs, stream):
-        """PyTorch CUDA tensors by their own attributes (their __dlpack__ costs microseconds)."""
+        """PyTorch CUDA tensors by their own attributes (their __dlpack__ costs microseconds).
+
+        The last binding is kept: tensors at the same addresses with the same shapes and dtypes,
+        still dense, run on it without converting again (addresses are unique across devices
+        and the host, so an address also tells the device)."""
         if outputs is None:
             outputs = self._allocate(values[0])
-        else:
+        try:
+            values = values + [outputs[n] for n in self._outputs]
+        except KeyError:
             missing = [n for n in self._outputs if n not in outputs]
-            if missing:
-                raise UserError(f"outputs= lacks {', '.join(repr(n) for n in missing)}")
-        ins = [_torch_raw(v, n, "input") for v, n in zip(values, self._inputs)]
-        outs = [_torch_raw(outputs[n], n, "output") for n in self._outputs]
-        self._stream = _torch_stream(values[0]) if stream is None else int(stream)
-        self._session.run_device_raw(ins, outs, self._stream)
+            raise UserError(f"outputs= lacks {', '.join(repr(n) for n in missing)}") from None
+        binding = self._bound_to(values)
+        if binding is None:
+            n = len(self._inputs)
+            ins = [_torch_raw(v, name, "input") for v, name in zip(values[:n], self._inputs)]
+            outs = [_torch_raw(v, name, "output") for v, name in zip(values[n:], self._outputs)]
+            binding = self._session.bind_device_raw(ins, outs)
+            self._bound = ([v.data_ptr() for v in values], [v.shape for v in values], [v.dtype for v in values],
+                           binding)
+        self._stream = _torch_stream() if stream is None else int(stream)
+        self._session.run_bound(binding, self._stream)
         return outputs
+
+    def _bound_to(self, tensors):
+        """The kept binding, when `tensors` are where and what it was made for."""
+        if self._bound is None:
+            return None
+        ptrs, shapes, dtypes, binding = self._bound
+        torch_tensor = self._torch_tensor
+        for t, p, s, d in zip(tensors, ptrs, shapes, dtypes):
+            if type(t) is not torch_tensor or t.data_ptr() != p or t.dtype is not d or t.shape != s \
+                    or not t.is_contiguous():
+                return None
+        return binding
 
     def _allocate(self, like):
         kind = type(like).__module__.split(".")[0]
@@ -187,10 +222,11 @@ def _torch_raw(t, name, what):
     return t.data_ptr(), dtype, tuple(t.shape)
 
 
-def _torch_stream(like) -> int:
+def _torch_stream() -> int:
+    """PyTorch's current stream on cuda:0 (braze runs there; _torch_raw checks)."""
     torch = sys.modules["torch"]
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object made
-    return raw(like.device.index or 0) if raw is not None else torch.cuda.current_stream(like.device).cuda_stream
+    return raw(0) if raw is not None else torch.cuda.current_stream(0).cuda_stream
 
 
 def _current_stream(like) -> int:

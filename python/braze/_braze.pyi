@@ -78,6 +78,9 @@ class Engine:
         What the compile noted: dims defaulted, groups on the CPU reference, --tune without a GPU.
         """
 
+class DeviceBinding:
+    """Session.bind_device_raw's converted run_device arguments."""
+
 class Session:
     """Runs an engine: on the GPU or the CPU reference."""
 
@@ -107,10 +110,14 @@ class Session:
         without waiting. synchronize() waits and reports failed run-time checks.
         """
 
-    def run_device_raw(self, inputs: Sequence[tuple[int, str, Sequence[int]]], outputs: Sequence[tuple[int, str, Sequence[int]]], stream: int = 0) -> None:
+    def bind_device_raw(self, inputs: Sequence[tuple[int, str, Sequence[int]]], outputs: Sequence[tuple[int, str, Sequence[int]]]) -> DeviceBinding:
         """
-        run_device on (address, dtype name, shape) tuples of dense CUDA tensors on cuda:0.
+        (address, dtype name, shape) tuples of dense CUDA tensors on cuda:0, in Engine.input_names /
+        output_names order, converted once for run_bound.
         """
+
+    def run_bound(self, binding: DeviceBinding, stream: int = 0) -> None:
+        """run_device on a binding from bind_device_raw."""
 
     def synchronize(self, stream: int = 0) -> None:
         """

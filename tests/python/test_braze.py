@@ -195,6 +195,39 @@ def test_torch_cuda_tensors_are_read_and_written_in_place(bert):
         s.run({"input_0": feeds["input_0"].int(), "input_1": feeds["input_1"]})
 
 
+def test_a_kept_torch_binding_still_checks_what_it_is_given(bert):
+    """Runs on the same tensors reuse their binding, yet read the tensors' current contents
+    and see a tensor replaced, or viewed at the same address with other strides."""
+    torch = _torch_on_gpu()
+    s = braze.Session(bert, "gpu")
+    a = dict(zip(bert.input_names, read_set(BERT, "input_")))
+    b = dict(a, input_0=a["input_0"][:, ::-1].copy())
+    want_a, want_b = s.run(a), s.run(b)
+    feeds = {k: torch.from_numpy(v).cuda() for k, v in a.items()}
+    outs = {n: torch.empty(tuple(shape), dtype=getattr(torch, dt), device="cuda") for n, dt, shape in bert.outputs}
+
+    def check(want):
+        for o in outs.values():
+            o.fill_(float("nan"))
+        s.run(feeds, outputs=outs)
+        s.synchronize()
+        for k, w in want.items():
+            assert np.array_equal(outs[k].cpu().numpy(), w), k
+
+    check(want_a)
+    feeds["input_0"].copy_(torch.from_numpy(b["input_0"]))  # same tensor, new contents
+    check(want_b)
+    feeds["input_0"] = torch.from_numpy(a["input_0"]).cuda()  # another tensor
+    check(want_a)
+    x = feeds["input_0"]
+    strided = x.as_strided(x.shape, (1, x.shape[0]))  # same address, shape and dtype; not dense
+    with pytest.raises(braze.UserError, match="contiguous"):
+        s.run(dict(feeds, input_0=strided), outputs=outs)
+    with pytest.raises(braze.UserError, match="input_0"):
+        s.run(dict(feeds, input_0=x.view(torch.float64 if x.element_size() == 8 else torch.float32)), outputs=outs)
+    check(want_a)
+
+
 class _DLPackOnly:
     """A CUDA array known only by the DLPack protocol (as CuPy's or JAX's would be)."""
 

@@ -13,6 +13,8 @@
 #include <optional>
 #include <string>
 
+#include "torch_binding.h"
+
 namespace nb = nanobind;
 
 namespace {
@@ -77,27 +79,6 @@ std::vector<braze::DeviceTensor> to_device_tensors(const std::vector<DeviceArray
   for (size_t i = 0; i < v.size(); ++i) out.push_back(to_device_tensor(v[i], what, i));
   return out;
 }
-
-// (address, dtype name, shape) of a CUDA tensor whose owner checked it dense (PyTorch's own
-// attributes: its __dlpack__ costs microseconds a call).
-using RawTensor = std::tuple<uintptr_t, std::string, std::vector<int64_t>>;
-
-std::vector<braze::DeviceTensor> from_raw(const std::vector<RawTensor>& v, const char* what) {
-  std::vector<braze::DeviceTensor> out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const auto& [ptr, dtype, shape] = v[i];
-    const std::optional<braze::DType> dt = braze::dtype_from_name(dtype);
-    if (!dt) throw braze::UserError(std::string(what) + " " + std::to_string(i) + ": dtype " + dtype + " braze does not take");
-    out.push_back({reinterpret_cast<void*>(ptr), *dt, braze::Shape(shape.begin(), shape.end())});
-  }
-  return out;
-}
-
-// run_device's arguments converted once, for runs that reuse the same tensors (Session.run's
-// cache of its last PyTorch binding): a replay then costs no conversion.
-struct DeviceBinding {
-  std::vector<braze::DeviceTensor> inputs, outputs;
-};
 
 braze::Tensor to_tensor(const Array& a, size_t index) {
   braze::Shape shape(a.shape_ptr(), a.shape_ptr() + a.ndim());
@@ -192,7 +173,16 @@ NB_MODULE(_braze, m) {
       .def_prop_ro("notes", &braze::Engine::notes,
                    "What the compile noted: dims defaulted, groups on the CPU reference, --tune without a GPU.");
 
-  nb::class_<DeviceBinding>(m, "DeviceBinding", "Session.bind_device_raw's converted run_device arguments.");
+  nb::class_<braze_python::TorchBinding>(m, "TorchBinding", "Session.run's last binding of PyTorch CUDA tensors.")
+      .def(nb::init<const std::vector<std::string>&, const std::vector<std::string>&>(), nb::arg("inputs"),
+           nb::arg("outputs"), "The engine's input and output names.")
+      .def("keep", &braze_python::TorchBinding::keep, nb::arg("tensors"), nb::arg("current_stream").none(),
+           "Keeps dense PyTorch CUDA tensors on cuda:0 (inputs then outputs) as the binding;\n"
+           "current_stream: torch._C._cuda_getCurrentRawStream, or None.")
+      .def("run", &braze_python::TorchBinding::run, nb::arg("session"), nb::arg("feeds"), nb::arg("outputs").none(),
+           nb::arg("stream").none(),
+           "Runs the session on the kept binding when the dicts hold it still (same addresses, dtypes,\n"
+           "shapes, dense); returns the stream used, or None when they do not.");
 
   nb::class_<braze::Session>(m, "Session", "Runs an engine: on the GPU or the CPU reference.")
       .def(
@@ -243,21 +233,6 @@ NB_MODULE(_braze, m) {
           "CUDA arrays (DLPack), read and written in place, in Engine.input_names / output_names\n"
           "order; enqueued on `stream` (a cudaStream_t as an int; 0: the legacy default stream)\n"
           "without waiting. synchronize() waits and reports failed run-time checks.")
-      .def(
-          "bind_device_raw",
-          [](const braze::Session&, const std::vector<RawTensor>& inputs, const std::vector<RawTensor>& outputs) {
-            return DeviceBinding{from_raw(inputs, "input"), from_raw(outputs, "output")};
-          },
-          nb::arg("inputs"), nb::arg("outputs"),
-          "(address, dtype name, shape) tuples of dense CUDA tensors on cuda:0, in Engine.input_names /\n"
-          "output_names order, converted once for run_bound.")
-      .def(
-          "run_bound",
-          [](braze::Session& s, const DeviceBinding& b, uintptr_t stream) {
-            nb::gil_scoped_release release;
-            s.run_device(b.inputs, b.outputs, reinterpret_cast<void*>(stream));
-          },
-          nb::arg("binding"), nb::arg("stream") = 0, "run_device on a binding from bind_device_raw.")
       .def(
           "synchronize",
           [](braze::Session& s, uintptr_t stream) {

@@ -23,6 +23,7 @@ import numpy as np
 from ._braze import (DeviceError, Engine, Error, InternalError, UserError, gpu_available,
                      version)
 from ._braze import Session as _Session
+from ._braze import TorchBinding as _TorchBinding
 
 __all__ = ["compile", "load", "Engine", "Session", "InferenceSession", "NodeArg", "Error",
            "UserError", "DeviceError", "InternalError", "gpu_available", "version",
@@ -60,7 +61,7 @@ class Session:
         self._torch_outputs = None  # (name, shape, torch dtype) of each output, on first use
         self._stream = 0            # the last device run's stream
         self._torch_tensor = None   # torch.Tensor, once a run was given PyTorch tensors
-        self._bound = None          # (addresses, shapes, dtypes, binding) of the last PyTorch run
+        self._torch_binding = _TorchBinding(self._inputs, self._outputs)  # the last PyTorch run's
 
     @property
     def backend(self) -> str:
@@ -87,6 +88,11 @@ class Session:
         one, keep the feeds and outputs alive until that stream's work is done (PyTorch's
         allocator orders reuse by its current stream only).
         """
+        if outputs is not None:  # the same PyTorch tensors as the last run's: its binding
+            used = self._torch_binding.run(self._session, feeds, outputs, stream)
+            if used is not None:
+                self._stream = used
+                return outputs
         values = self._values(feeds)
         torch_tensor = self._torch_tensor or _torch_tensor_type()
         if torch_tensor is not None and values and type(values[0]) is torch_tensor and values[0].is_cuda:
@@ -144,41 +150,26 @@ class Session:
         return outputs
 
     def _run_torch(self, values, outputs, stream):
-        """PyTorch CUDA tensors by their own attributes (their __dlpack__ costs microseconds).
-
-        The last binding is kept: tensors at the same addresses with the same shapes and dtypes,
-        still dense, run on it without converting again (addresses are unique across devices
-        and the host, so an address also tells the device)."""
+        """PyTorch CUDA tensors by their own attributes (their __dlpack__ costs microseconds),
+        kept as the binding that runs on the same tensors take (TorchBinding)."""
         if outputs is None:
             outputs = self._allocate(values[0])
-        try:
-            values = values + [outputs[n] for n in self._outputs]
-        except KeyError:
-            missing = [n for n in self._outputs if n not in outputs]
-            raise UserError(f"outputs= lacks {', '.join(repr(n) for n in missing)}") from None
-        binding = self._bound_to(values)
-        if binding is None:
-            n = len(self._inputs)
-            ins = [_torch_raw(v, name, "input") for v, name in zip(values[:n], self._inputs)]
-            outs = [_torch_raw(v, name, "output") for v, name in zip(values[n:], self._outputs)]
-            binding = self._session.bind_device_raw(ins, outs)
-            self._bound = ([v.data_ptr() for v in values], [v.shape for v in values], [v.dtype for v in values],
-                           binding)
-        self._stream = _torch_stream() if stream is None else int(stream)
-        self._session.run_bound(binding, self._stream)
+        missing = [n for n in self._outputs if n not in outputs]
+        if missing:
+            raise UserError(f"outputs= lacks {', '.join(repr(n) for n in missing)}")
+        for v, name in zip(values, self._inputs):
+            _check_torch(v, name, "input")
+        for name in self._outputs:
+            _check_torch(outputs[name], name, "output")
+        current = getattr(sys.modules["torch"]._C, "_cuda_getCurrentRawStream", None)  # no Stream object made
+        self._torch_binding.keep(values + [outputs[n] for n in self._outputs], current)
+        if stream is None and current is None:
+            stream = sys.modules["torch"].cuda.current_stream(0).cuda_stream
+        used = self._torch_binding.run(self._session, dict(zip(self._inputs, values)), outputs, stream)
+        if used is None:
+            raise InternalError("the PyTorch tensors just bound did not run")
+        self._stream = used
         return outputs
-
-    def _bound_to(self, tensors):
-        """The kept binding, when `tensors` are where and what it was made for."""
-        if self._bound is None:
-            return None
-        ptrs, shapes, dtypes, binding = self._bound
-        torch_tensor = self._torch_tensor
-        for t, p, s, d in zip(tensors, ptrs, shapes, dtypes):
-            if type(t) is not torch_tensor or t.data_ptr() != p or t.dtype is not d or t.shape != s \
-                    or not t.is_contiguous():
-                return None
-        return binding
 
     def _allocate(self, like):
         kind = type(like).__module__.split(".")[0]
@@ -208,8 +199,8 @@ def _torch_tensor_type():
     return getattr(torch, "Tensor", None) if torch is not None else None
 
 
-def _torch_raw(t, name, what):
-    """(address, dtype name, shape) of a dense PyTorch tensor on cuda:0."""
+def _check_torch(t, name, what):
+    """A UserError unless `t` is a dense PyTorch tensor on cuda:0."""
     torch = sys.modules["torch"]
     if type(t) is not torch.Tensor or not t.is_cuda:
         raise UserError(f"{what} {name!r} is not a PyTorch CUDA tensor as the first input is: give all on one side "
@@ -218,15 +209,6 @@ def _torch_raw(t, name, what):
         raise UserError(f"{what} {name!r} is not contiguous (call .contiguous() first)")
     if t.device.index not in (0, None):
         raise UserError(f"{what} {name!r} is on {t.device}; braze runs on cuda:0")
-    dtype = str(t.dtype)[6:]  # "torch.float16" -> "float16"
-    return t.data_ptr(), dtype, tuple(t.shape)
-
-
-def _torch_stream() -> int:
-    """PyTorch's current stream on cuda:0 (braze runs there; _torch_raw checks)."""
-    torch = sys.modules["torch"]
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object made
-    return raw(0) if raw is not None else torch.cuda.current_stream(0).cuda_stream
 
 
 def _current_stream(like) -> int:

@@ -78,8 +78,23 @@ class Engine:
         What the compile noted: dims defaulted, groups on the CPU reference, --tune without a GPU.
         """
 
-class DeviceBinding:
-    """Session.bind_device_raw's converted run_device arguments."""
+class TorchBinding:
+    """Session.run's last binding of PyTorch CUDA tensors."""
+
+    def __init__(self, inputs: Sequence[str], outputs: Sequence[str]) -> None:
+        """The engine's input and output names."""
+
+    def keep(self, tensors: object, current_stream: object | None) -> None:
+        """
+        Keeps dense PyTorch CUDA tensors on cuda:0 (inputs then outputs) as the binding;
+        current_stream: torch._C._cuda_getCurrentRawStream, or None.
+        """
+
+    def run(self, session: Session, feeds: object, outputs: object | None, stream: object | None) -> object:
+        """
+        Runs the session on the kept binding when the dicts hold it still (same addresses, dtypes,
+        shapes, dense); returns the stream used, or None when they do not.
+        """
 
 class Session:
     """Runs an engine: on the GPU or the CPU reference."""
@@ -109,15 +124,6 @@ class Session:
         order; enqueued on `stream` (a cudaStream_t as an int; 0: the legacy default stream)
         without waiting. synchronize() waits and reports failed run-time checks.
         """
-
-    def bind_device_raw(self, inputs: Sequence[tuple[int, str, Sequence[int]]], outputs: Sequence[tuple[int, str, Sequence[int]]]) -> DeviceBinding:
-        """
-        (address, dtype name, shape) tuples of dense CUDA tensors on cuda:0, in Engine.input_names /
-        output_names order, converted once for run_bound.
-        """
-
-    def run_bound(self, binding: DeviceBinding, stream: int = 0) -> None:
-        """run_device on a binding from bind_device_raw."""
 
     def synchronize(self, stream: int = 0) -> None:
         """

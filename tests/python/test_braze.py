@@ -195,6 +195,60 @@ def test_torch_cuda_tensors_are_read_and_written_in_place(bert):
         s.run({"input_0": feeds["input_0"].int(), "input_1": feeds["input_1"]})
 
 
+class _FakeDType:
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+class _FakeTorchTensor:
+    """What TorchBinding reads of a PyTorch tensor: data_ptr(), dtype, shape, is_contiguous()."""
+
+    def __init__(self, address, dtype, shape, contiguous=True):
+        self.address, self.dtype, self.shape, self.contiguous = address, dtype, tuple(shape), contiguous
+
+    def data_ptr(self):
+        return self.address
+
+    def is_contiguous(self):
+        return self.contiguous
+
+
+def test_the_torch_binding_runs_only_on_what_it_kept(bert):
+    """Session.run's fast path (no GPU needed: a hit reaches run_device, which the reference
+    backend refuses); any difference from the kept tensors is a miss, left to the full path."""
+    from braze._braze import TorchBinding
+    session = braze.Session(bert, "reference")._session
+    dtypes = {dt: _FakeDType(dt) for dt in ("int64", "float32", "float16")}
+    ins = [_FakeTorchTensor(4096 * (i + 1), dtypes[dt], shape) for i, (_, dt, shape) in enumerate(bert.inputs)]
+    outs = [_FakeTorchTensor(65536 * (i + 1), dtypes[dt], shape) for i, (_, dt, shape) in enumerate(bert.outputs)]
+    binding = TorchBinding(bert.input_names, bert.output_names)
+    feeds, outputs = dict(zip(bert.input_names, ins)), dict(zip(bert.output_names, outs))
+    assert binding.run(session, feeds, outputs, 0) is None  # nothing kept yet
+    binding.keep(ins + outs, None)
+    with pytest.raises(braze.UserError, match="CPU"):
+        binding.run(session, feeds, outputs, 0)  # a hit
+    assert binding.run(session, feeds, outputs, None) is None  # no stream, no current-stream function
+    first, x = bert.input_names[0], ins[0]
+    misses = {
+        "another address": dict(feeds, **{first: _FakeTorchTensor(x.address + 256, x.dtype, x.shape)}),
+        "another dtype": dict(feeds, **{first: _FakeTorchTensor(x.address, dtypes["float16"], x.shape)}),
+        "another shape": dict(feeds, **{first: _FakeTorchTensor(x.address, x.dtype, x.shape[::-1] + (1,))}),
+        "not dense": dict(feeds, **{first: _FakeTorchTensor(x.address, x.dtype, x.shape, contiguous=False)}),
+        "another type": dict(feeds, **{first: np.zeros(x.shape, np.int64)}),
+        "a feed more": dict(feeds, extra=x),
+        "a feed less": {k: v for k, v in feeds.items() if k != first},
+    }
+    for what, f in misses.items():
+        assert binding.run(session, f, outputs, 0) is None, what
+    assert binding.run(session, feeds, {}, 0) is None
+    assert binding.run(session, list(feeds.values()), outputs, 0) is None
+    with pytest.raises(braze.UserError, match="CPU"):
+        binding.run(session, feeds, outputs, 0)  # the kept binding is still there
+
+
 def test_a_kept_torch_binding_still_checks_what_it_is_given(bert):
     """Runs on the same tensors reuse their binding, yet read the tensors' current contents
     and see a tensor replaced, or viewed at the same address with other strides."""

@@ -72,7 +72,7 @@ std::string inspect_json(const std::string& path, const api::LoadedModel& m, con
   }
   nlohmann::json pj = api::plan_json(g, view);
   for (auto& [k, val] : pj.items()) j[k] = val;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string inspect_text(const std::string& path, const api::LoadedModel& m, const OpChanges& c,

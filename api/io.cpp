@@ -12,6 +12,7 @@ namespace braze {
 
 Tensor read_tensor(const std::string& path) { return frontend::read_tensor_file(path).tensor; }
 void write_npy(const std::string& path, const Tensor& tensor) { frontend::write_npy(path, tensor); }
+void write_file(const std::string& path, const std::string& contents) { frontend::write_file(path, {contents}); }
 
 std::vector<Tensor> read_inputs(const std::vector<std::string>& paths, const std::vector<std::string>& names,
                                 const std::string& prefix) {

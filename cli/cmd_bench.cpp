@@ -5,7 +5,6 @@
 #include <braze/error.h>
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -16,6 +15,7 @@
 
 #include "cli/build_summary.h"
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "cli/model_options.h"
 #include "cli/run_inputs.h"
 
@@ -97,15 +97,13 @@ int run_bench(const BenchCmdOptions& o) {
   std::cout << fmt::format("  sum of kernel medians {:.2f} us over {} kernels\n", total_us, r.kernels.size());
   if (!o.profile.empty()) std::cout << "wrote the trace " << o.profile << " (chrome://tracing or ui.perfetto.dev)\n";
   if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    if (!out) throw UserError(fmt::format("--json {}: cannot open for writing", o.json));
     nlohmann::json j = {{"model", o.model.model},
                         {"device", r.device},
                         {"copy_gbs", r.copy_gbs},
                         {"cuda_graph", r.cuda_graph},
                         {"latency_us", {{"min", r.min_us}, {"median", r.median_us}, {"p90", r.p90_us}}},
                         {"kernels", kernels}};
-    out << j.dump(2) << "\n";
+    write_output("--json", o.json, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   return 0;
 }

@@ -2,7 +2,6 @@
 // per case, then "N passed, N failed, N skipped". Exit 1 when a case failed.
 #include <braze/error.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <regex>
@@ -13,6 +12,7 @@
 #include <braze/braze.h>
 
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "cli/model_options.h"
 
 namespace braze::cli {
@@ -59,10 +59,8 @@ int run_conformance(const ConformanceOptions& o) {
   if (pass + fail + skip == 0 && !o.filter.empty())
     throw UserError(fmt::format("--filter '{}' matches none of the cases", o.filter));
   if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    if (!out) throw UserError(fmt::format("--json {}: cannot open for writing", o.json));
     nlohmann::json j = {{"backend", o.backend}, {"passed", pass}, {"failed", fail}, {"skipped", skip}, {"cases", cases}};
-    out << j.dump(2) << "\n";
+    write_output("--json", o.json, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   return fail ? 1 : 0;
 }

@@ -3,13 +3,13 @@
 // fusion plan: kernels, values crossing them with their bytes, merges refused and why.
 #include <braze/braze.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "cli/model_options.h"
 
 namespace braze::cli {
@@ -24,11 +24,6 @@ struct InspectOptions {
   std::string arch, precision = "fp32";  // the plan `compile` builds with them
 };
 
-void write_file(const std::string& path, const std::string& text, const char* option) {
-  std::ofstream f(path);
-  if (!f) throw UserError(fmt::format("{} {}: cannot open for writing", option, path));
-  f << text;
-}
 
 int run_inspect(const InspectOptions& o) {
   refuse_engine_file(o.model);
@@ -38,8 +33,8 @@ int run_inspect(const InspectOptions& o) {
   b.no_fuse = o.no_fuse;
   const InspectReport r = inspect(o.model.model, compile_options(o.model, b));
   for (const std::string& n : r.notes) std::cerr << "note: " << n << "\n";
-  if (!o.dot.empty()) write_file(o.dot, r.dot, "--dot");
-  if (!o.html.empty()) write_file(o.html, r.html, "--html");
+  if (!o.dot.empty()) write_output("--dot", o.dot, r.dot);
+  if (!o.html.empty()) write_output("--html", o.html, r.html);
   std::cout << (o.json ? r.json : r.text);
   return 0;
 }

@@ -4,7 +4,6 @@
 #include <new>
 
 #include "cli/commands.h"
-#include "cli/printable.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"braze: a graph-level fusion compiler and runtime for ONNX models on NVIDIA GPUs"};
@@ -31,21 +30,24 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return run();
+    const int code = run();
+    // What was printed reached its file whole (a redirect onto a full disk fails here).
+    if (!std::cout.flush()) throw braze::UserError("writing the standard output failed");
+    return code;
   } catch (const braze::UserError& e) {
-    std::cerr << "error: " << braze::cli::printable(e.what()) << "\n";
+    std::cerr << "error: " << braze::printable(e.what()) << "\n";
     return 2;
   } catch (const braze::DeviceError& e) {
-    std::cerr << "error: " << braze::cli::printable(e.what()) << "\n";
+    std::cerr << "error: " << braze::printable(e.what()) << "\n";
     return 2;
   } catch (const braze::InternalError& e) {
-    std::cerr << braze::cli::printable(e.what()) << "\n";
+    std::cerr << braze::printable(e.what()) << "\n";
     return 3;
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of host memory\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "internal error: " << braze::cli::printable(e.what()) << "\n";
+    std::cerr << "internal error: " << braze::printable(e.what()) << "\n";
     return 3;
   }
 }

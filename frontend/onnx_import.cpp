@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "frontend/model_checks.h"
 #include "frontend/onnx_proto.h"
 #include "frontend/tensor_io.h"
 #include "graph/onnx_dtype.h"
@@ -207,6 +208,7 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
   }
   res.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
   const onnx::GraphProto& gp = model.graph();
+  check_names_are_utf8(gp);
   check_supported(gp, opsets);
 
   Graph& g = res.graph;
@@ -259,6 +261,7 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
     std::string what = fmt::format("node '{}' ({})", label, np.op_type());
     std::string domain = is_default_domain(np.domain()) ? "" : np.domain();
     const graph::OpDef* op = graph::find_op(domain, np.op_type());
+    check_attributes(np, *op, static_cast<int>(opsets.at(domain)), what);
     graph::Attributes attrs;
     for (const auto& a : np.attribute()) {
       AttrValue v = convert_attr(a, opts.model_dir, what);

@@ -2,6 +2,10 @@
 
 #include <braze/error.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -26,6 +30,21 @@ std::string read_file(const fs::path& path) {
   in.read(s.data(), static_cast<std::streamsize>(size));
   if (!in) throw UserError(fmt::format("{}: read failed", path.string()));
   return s;
+}
+
+void write_file(const fs::path& path, const std::vector<std::string_view>& parts) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw UserError(fmt::format("{}: cannot open for writing ({})", path.string(), std::strerror(errno)));
+  int error = 0;
+  for (std::string_view part : parts)
+    for (size_t done = 0; !error && done < part.size();) {
+      const ssize_t w = ::write(fd, part.data() + done, part.size() - done);
+      if (w > 0) done += static_cast<size_t>(w);
+      else if (w == 0) error = EIO;
+      else if (errno != EINTR) error = errno;
+    }
+  if (::close(fd) != 0 && !error) error = errno;
+  if (error) throw UserError(fmt::format("{}: write failed ({})", path.string(), std::strerror(error)));
 }
 
 namespace {
@@ -125,23 +144,15 @@ void write_npy(const fs::path& path, const Tensor& tensor) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
-  out.write("\x93NUMPY\x01\x00", 8);
-  uint16_t len = static_cast<uint16_t>(header.size());
-  char lenb[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  out.write(lenb, 2);
-  out << header;
-  out.write(static_cast<const char*>(t->raw()), static_cast<std::streamsize>(t->nbytes()));
-  if (!out) throw UserError(fmt::format("{}: write failed", path.string()));
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  const char preamble[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', '\x01', '\x00', static_cast<char>(len & 0xff),
+                             static_cast<char>(len >> 8)};
+  write_file(path, {std::string_view(preamble, sizeof preamble), header,
+                    std::string_view(static_cast<const char*>(t->raw()), t->nbytes())});
 }
 
 void write_tensor_pb(const fs::path& path, const Tensor& t, const std::string& name) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
-  std::string s = tensor_to_proto(t, name).SerializeAsString();
-  out.write(s.data(), static_cast<std::streamsize>(s.size()));
-  if (!out) throw UserError(fmt::format("{}: write failed", path.string()));
+  write_file(path, {tensor_to_proto(t, name).SerializeAsString()});
 }
 
 }  // namespace braze::frontend

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace braze::frontend {
 
@@ -20,5 +22,9 @@ void write_tensor_pb(const std::filesystem::path& path, const Tensor& t, const s
 
 // Reads a whole file (UserError if missing or unreadable, with the path).
 std::string read_file(const std::filesystem::path& path);
+// Writes `parts` one after another into `path` (created or truncated); a UserError with the
+// path and the system's reason when any byte cannot be written or the file cannot be closed
+// (a full disk, /dev/full, a closed pipe).
+void write_file(const std::filesystem::path& path, const std::vector<std::string_view>& parts);
 
 }  // namespace braze::frontend

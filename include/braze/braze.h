@@ -164,6 +164,9 @@ class Session {
 // A tensor from a .pb (TensorProto) or .npy file.
 Tensor read_tensor(const std::string& path);
 void write_npy(const std::string& path, const Tensor& tensor);
+// Writes `contents` to `path` (created or truncated); UserError with the path and the reason
+// when it cannot be written whole (a full disk, /dev/full).
+void write_file(const std::string& path, const std::string& contents);
 
 // Tensors from files (.pb / .npy) or folders of them (`prefix`N.pb, or *.npy), ordered to
 // match `names`: by name where every file carries one the list knows, else by position.

@@ -37,6 +37,11 @@ class DeviceError : public Error {
   explicit DeviceError(const std::string& what) : Error(what) {}
 };
 
+// `s` safe to print on a terminal: valid UTF-8, tabs and newlines kept; other control bytes
+// and bytes that are not valid UTF-8 (a corrupt file's name or header echoed in an error)
+// written as \xNN.
+std::string printable(const std::string& s);
+
 // Throws InternalError naming the failed condition and its place in the source.
 [[noreturn]] void internal_check_failed(const char* cond, const char* file, int line,
                                         const std::string& msg);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "frontend/tensor_io.h"
 #include "graph/registry.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/device.h"
@@ -189,9 +190,8 @@ void write_profile(Session& session, const std::string& path) {
     t += dur;
   }
   for (CUevent x : ev) driver().cuEventDestroy(x);
-  std::ofstream out(path);
-  if (!out) throw UserError(fmt::format("--profile {}: cannot open for writing", path));
-  out << nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}}.dump(1) << "\n";
+  frontend::write_file(path, {nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}}.dump(
+                                 1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"});
 }
 
 }  // namespace braze::gpu

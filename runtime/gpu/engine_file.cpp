@@ -94,14 +94,12 @@ int write_pieces(int fd, const std::vector<Piece>& pieces) {
   return 0;
 }
 
-// Writes `parts` one after another into a new file at `path`.
-void write_file(const fs::path& path, const std::vector<std::pair<const char*, size_t>>& parts) {
+// Writes `parts` one after another into a new file at `path`; errors name `shown`.
+void write_file(const fs::path& path, const std::vector<std::pair<const char*, size_t>>& parts, const fs::path& shown) {
   const std::vector<Piece> pieces = pieces_of(parts);
   const uint64_t size = pieces.empty() ? 0 : pieces.back().at + pieces.back().n;
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw UserError(
-        fmt::format("{}: cannot open for writing ({})", path.string(), std::strerror(errno)));
+  if (fd < 0) throw UserError(fmt::format("{}: cannot open for writing ({})", shown.string(), std::strerror(errno)));
   // The file's blocks first, so that a full disk fails here rather than as a fault on a
   // page of the mapping. Then, on a disk's file system, pwrite from one thread: there a
   // shared mapping had the kernel zero each page of the fresh file before the copy wrote it
@@ -116,8 +114,7 @@ void write_file(const fs::path& path, const std::vector<std::pair<const char*, s
   }
   const bool closed = ::close(fd) == 0;
   if (error || !closed)
-    throw UserError(fmt::format("{}: write failed ({})", path.string(),
-                                std::strerror(error ? error : errno)));
+    throw UserError(fmt::format("{}: write failed ({})", shown.string(), std::strerror(error ? error : errno)));
 }
 
 // The blobs (weights, attribute tensors, cubins) by reference, in file order: written and
@@ -255,7 +252,7 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
     steps.push_back(sj);
   }
   h["steps"] = steps;
-  std::string header = h.dump();
+  std::string header = h.dump(-1, ' ', false, json::error_handler_t::replace);  // a model name from a non-UTF-8 path
   fs::path tmp = path;
   tmp += ".tmp";
   {
@@ -276,7 +273,20 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
     std::vector<std::pair<const char*, size_t>> parts = {{preamble, kPreamble},
                                                          {header.data(), header.size()}};
     parts.insert(parts.end(), blobs.parts().begin(), blobs.parts().end());
-    write_file(tmp, parts);
+    std::error_code ec;
+    if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+      // A device or a pipe: written in order, in place (a rename would replace the node).
+      std::vector<std::string_view> views;
+      for (const auto& [p, n] : parts) views.emplace_back(p, n);
+      frontend::write_file(path, views);
+      return;
+    }
+    try {
+      write_file(tmp, parts, path);
+    } catch (const UserError&) {
+      fs::remove(tmp, ec);
+      throw;
+    }
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);

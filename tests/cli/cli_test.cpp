@@ -171,6 +171,34 @@ TEST(Cli, BadModelFilesExitTwoWithAMessage) {
   }
 }
 
+// Files that cannot be written whole (here: a file-size limit of 0, the signal it raises
+// ignored, so that each write fails with EFBIG) are errors naming the file, never "wrote".
+TEST(Cli, WriteFailuresAreErrors) {
+  fs::path d = test::temp_dir("cli_test", "write_failures");
+  const std::string model = write_model(d).string(), out = (d / "out").string();
+  fs::create_directories(d / "outputs");
+  auto limited = [&](const std::string& args) {
+    return braze("--version >/dev/null; trap '' XFSZ; ulimit -f 0; exec " + std::string(BRAZE_BINARY) + " " + args);
+  };
+  for (const std::string& args : {"compile " + model + " -o " + out, "inspect " + model + " --html " + out,
+                                  "inspect " + model + " --dot " + out,
+                                  "run " + model + " --backend reference --outputs " + (d / "outputs").string(),
+                                  "inspect " + model + " --json > " + out}) {
+    Result r = limited(args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    if (args.find('>') == std::string::npos)  // else stderr went to the file too
+      EXPECT_NE(r.out.find("error: "), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find("wrote"), std::string::npos) << args << ": " << r.out;
+  }
+  EXPECT_NE(limited("compile " + model + " -o " + out).out.find(out + ": write failed (File too large)"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(out + ".tmp"));
+  EXPECT_EQ(braze("compile " + model + " -o " + out).code, 0);  // without the limit
+  // A device is written in place: an engine file's write-then-rename replaced the node.
+  EXPECT_EQ(braze("compile " + model + " -o /dev/null").code, 0);
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+}
+
 TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(braze("").code, 2);
   EXPECT_EQ(braze("run").code, 2);

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
+#include "graph/text.h"
 #include "frontend/onnx_proto.h"
 #include "frontend/tensor_io.h"
 #include "tests/test_util.h"
@@ -160,6 +162,69 @@ TEST(ImportErrors, WrongAttributeType) {
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[4] x) => (float[4] y) { y = LeakyRelu <alpha = 2> (x) })");
   EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "attribute 'alpha' should be of type float");
+}
+
+TEST(ImportErrors, UnknownOrMisplacedAttributes) {
+  auto with = [](const std::string& body) {
+    return frontend::parse_model_text(R"(
+      <ir_version: 8, opset_import: ["" : 17]>
+      g (float[4,4] x) => (float[4,4] y) { )" + body + " }");
+  };
+  EXPECT_ERROR_HAS(frontend::import_model_proto(with("y = Add <perm = [1, 0]> (x, x)"), {}),
+                   "unknown attribute 'perm' (Add at opset 17 takes none)");
+  EXPECT_ERROR_HAS(frontend::import_model_proto(with("y = Transpose <axis = 1> (x)"), {}),
+                   "unknown attribute 'axis' (Transpose at opset 17 takes perm)");
+  onnx::ModelProto m = with("y = Transpose <perm = [1, 0]> (x)");
+  EXPECT_NO_THROW(frontend::import_model_proto(m, {}));
+  onnx::AttributeProto* a = m.mutable_graph()->mutable_node(0)->mutable_attribute(0);
+  a->set_name("");
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "an attribute has no name");
+  a->set_name("perm");
+  *m.mutable_graph()->mutable_node(0)->add_attribute() = *a;
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "attribute 'perm' is given twice");
+  // What older opsets had is known at those opsets (BatchNormalization's spatial, opsets 7 and 8).
+  const std::string bn = R"(
+    g (float[2,4,3] x, float[4] s, float[4] b, float[4] m, float[4] v) => (float[2,4,3] y) {
+      y = BatchNormalization <spatial = 1> (x, s, b, m, v) })";
+  EXPECT_NO_THROW(frontend::import_model_proto(frontend::parse_model_text(
+      R"(<ir_version: 3, opset_import: ["" : 7]>)" + bn), {}));
+  EXPECT_ERROR_HAS(frontend::import_model_proto(frontend::parse_model_text(
+      R"(<ir_version: 8, opset_import: ["" : 15]>)" + bn), {}), "unknown attribute 'spatial'");
+}
+
+TEST(ImportErrors, NamesThatAreNotUtf8) {
+  auto bad = [](const std::function<void(onnx::ModelProto&)>& spoil) {
+    onnx::ModelProto m = small_model();
+    spoil(m);
+    return m;
+  };
+  const std::string not_utf8 = "ab\xAB";
+  EXPECT_ERROR_HAS(frontend::import_model_proto(bad([&](auto& m) { m.mutable_graph()->mutable_node(0)->set_name(not_utf8); }), {}),
+                   "node 0: its name is not valid UTF-8 (byte 0xAB at offset 2)");
+  EXPECT_ERROR_HAS(frontend::import_model_proto(bad([&](auto& m) {
+                     auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
+                     a->set_name(not_utf8);
+                     a->set_type(onnx::AttributeProto::INT);
+                   }), {}),
+                   "node 0: the name of attribute 0 is not valid UTF-8");
+  EXPECT_ERROR_HAS(frontend::import_model_proto(bad([&](auto& m) { m.mutable_graph()->mutable_input(0)->set_name(not_utf8); }), {}),
+                   "the name of graph input 0 is not valid UTF-8");
+  EXPECT_ERROR_HAS(frontend::import_model_proto(bad([&](auto& m) { m.mutable_graph()->mutable_initializer(0)->set_name(not_utf8); }), {}),
+                   "the name of initializer 0 is not valid UTF-8");
+}
+
+TEST(ImportErrors, Utf8Validation) {
+  using graph::invalid_utf8_at;
+  constexpr size_t ok = std::string_view::npos;
+  EXPECT_EQ(invalid_utf8_at("plain ascii"), ok);
+  EXPECT_EQ(invalid_utf8_at("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), ok);  // é € 😀
+  EXPECT_EQ(invalid_utf8_at("a\x80"), 1u);                  // a lone continuation byte
+  EXPECT_EQ(invalid_utf8_at("\xC0\xAF"), 0u);               // an overlong '/'
+  EXPECT_EQ(invalid_utf8_at("\xE0\x80\xAF"), 0u);          // overlong in three bytes
+  EXPECT_EQ(invalid_utf8_at("\xED\xA0\x80"), 0u);          // a surrogate
+  EXPECT_EQ(invalid_utf8_at("\xF4\x90\x80\x80"), 0u);     // past U+10FFFF
+  EXPECT_EQ(invalid_utf8_at("xy\xE2\x82"), 2u);             // cut short
+  EXPECT_EQ(invalid_utf8_at(std::string_view("a\0b", 3)), ok);
 }
 
 TEST(ImportErrors, ShapesForUnknownInput) {

@@ -1,13 +1,14 @@
-#include "cli/printable.h"
+#include "graph/text.h"
+
+#include <braze/error.h>
 
 #include <fmt/format.h>
 
-namespace braze::cli {
+namespace braze {
 
-namespace {
+namespace graph {
 
-// The length of the valid UTF-8 sequence of two to four bytes at s[i], or 0.
-size_t utf8_sequence(const std::string& s, size_t i) {
+size_t utf8_sequence(std::string_view s, size_t i) {
   const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char c = byte(i);
   size_t n = 0;
@@ -31,7 +32,20 @@ size_t utf8_sequence(const std::string& s, size_t i) {
   return n;
 }
 
-}  // namespace
+size_t invalid_utf8_at(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+    } else if (size_t n = utf8_sequence(s, i)) {
+      i += n;
+    } else {
+      return i;
+    }
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace graph
 
 std::string printable(const std::string& s) {
   std::string out;
@@ -40,7 +54,7 @@ std::string printable(const std::string& s) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if ((c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t') {
       out += s[i++];
-    } else if (size_t n = c >= 0x80 ? utf8_sequence(s, i) : 0) {
+    } else if (size_t n = c >= 0x80 ? graph::utf8_sequence(s, i) : 0) {
       out.append(s, i, n);
       i += n;
     } else {
@@ -51,4 +65,4 @@ std::string printable(const std::string& s) {
   return out;
 }
 
-}  // namespace braze::cli
+}  // namespace braze

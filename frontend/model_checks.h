@@ -1,0 +1,22 @@
+// Checks of a ModelProto that the protobuf parser does not make and ONNX's checker does: every
+// name valid UTF-8 (engine files and reports are JSON), and every attribute one its operator
+// has. Each failure is a UserError naming the node and the attribute or name.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "frontend/onnx_proto.h"
+#include "graph/registry.h"
+
+namespace braze::frontend {
+
+// Every name of the graph (the graph's, nodes', values', attributes', initializers') and every
+// string attribute value valid UTF-8.
+void check_names_are_utf8(const onnx::GraphProto& graph);
+
+// Every attribute of `node` named, once, and one that `op` takes at `opset`: in the registry's
+// specs or in ONNX's schema of the op (which knows attributes braze reads nowhere).
+void check_attributes(const onnx::NodeProto& node, const graph::OpDef& op, int opset, const std::string& what);
+
+}  // namespace braze::frontend

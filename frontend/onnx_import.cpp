@@ -38,7 +38,7 @@ std::string node_label(const onnx::NodeProto& n, int index) {
   return n.name().empty() ? fmt::format("{}_{}", n.op_type(), index) : n.name();
 }
 
-AttrValue convert_attr(const onnx::AttributeProto& a, const fs::path& model_dir, const std::string& what) {
+AttrValue convert_attr(const onnx::AttributeProto& a, const DataScope& scope, const std::string& what) {
   using A = onnx::AttributeProto;
   A::AttributeType type = a.type();
   if (!a.ref_attr_name().empty())
@@ -56,7 +56,7 @@ AttrValue convert_attr(const onnx::AttributeProto& a, const fs::path& model_dir,
     case A::FLOAT: return static_cast<double>(a.f());
     case A::INT: return static_cast<int64_t>(a.i());
     case A::STRING: return a.s();
-    case A::TENSOR: return tensor_from_proto(a.t(), model_dir, fmt::format("{}: attribute '{}'", what, a.name()));
+    case A::TENSOR: return tensor_from_proto(a.t(), scope, fmt::format("{}: attribute '{}'", what, a.name()));
     case A::FLOATS: return std::vector<double>(a.floats().begin(), a.floats().end());
     case A::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
     case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
@@ -213,6 +213,7 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
 
   Graph& g = res.graph;
   g.name = gp.name().empty() ? "main" : gp.name();
+  const DataScope scope{opts.model_dir, opts.model_file};
   std::set<std::string> available;
 
   for (const auto& init : gp.initializer()) {
@@ -224,7 +225,7 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
   std::vector<Tensor> weights(static_cast<size_t>(gp.initializer_size()));
   graph::parallel_for(weights.size(), [&](size_t i) {
     const auto& init = gp.initializer(static_cast<int>(i));
-    weights[i] = tensor_from_proto(init, opts.model_dir, fmt::format("initializer '{}'", init.name()));
+    weights[i] = tensor_from_proto(init, scope, fmt::format("initializer '{}'", init.name()));
   });
   for (size_t i = 0; i < weights.size(); ++i)
     g.add_constant(gp.initializer(static_cast<int>(i)).name(), std::move(weights[i]));
@@ -264,7 +265,7 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
     check_attributes(np, *op, static_cast<int>(opsets.at(domain)), what);
     graph::Attributes attrs;
     for (const auto& a : np.attribute()) {
-      AttrValue v = convert_attr(a, opts.model_dir, what);
+      AttrValue v = convert_attr(a, scope, what);
       if (const graph::AttrSpec* spec = op->find_attr(a.name()); spec && graph::attr_type(v) != spec->type)
         throw UserError(fmt::format("{}: attribute '{}' should be of type {}, not {}", what, a.name(),
                                     graph::attr_type_name(spec->type), graph::attr_type_name(graph::attr_type(v))));
@@ -319,6 +320,7 @@ ImportResult import_model_bytes(std::string_view bytes, ImportOptions opts) {
 ImportResult import_model_file(const fs::path& path, ImportOptions opts) {
   std::string bytes = read_file(path);
   if (opts.model_dir.empty()) opts.model_dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  opts.model_file = path;
   try {
     return import_model_bytes(bytes, std::move(opts));
   } catch (const UnsupportedError& e) {

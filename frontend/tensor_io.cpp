@@ -61,6 +61,33 @@ constexpr NpyType kNpyTypes[] = {
     {"<u2", DType::UInt16},  {"|u1", DType::UInt8},   {"|b1", DType::Bool},
 };
 
+// The dims of a .npy header's shape tuple, "(2, 16)" without the parentheses: each a
+// non-negative decimal (Python 2 wrote a trailing L), separated by commas.
+Shape npy_shape(const std::string& tuple, const std::string& what) {
+  Shape shape;
+  size_t pos = 0;
+  while (pos < tuple.size()) {
+    size_t comma = tuple.find(',', pos);
+    if (comma == std::string::npos) comma = tuple.size();
+    std::string item = tuple.substr(pos, comma - pos);
+    const size_t first = item.find_first_not_of(" \t"), last = item.find_last_not_of(" \t");
+    item = first == std::string::npos ? "" : item.substr(first, last - first + 1);
+    if (!item.empty() && item.back() == 'L') item.pop_back();
+    const bool is_last = comma == tuple.size();
+    if (item.empty() && is_last && !shape.empty()) break;  // "(4,)": the trailing comma of a 1-tuple
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
+      throw UserError(fmt::format("{}: .npy shape ({}) has dimension '{}', not a non-negative integer", what, tuple,
+                                  item));
+    try {
+      shape.push_back(std::stoll(item));
+    } catch (const std::exception&) {
+      throw UserError(fmt::format("{}: .npy dimension '{}' is out of range", what, item));
+    }
+    pos = comma + 1;
+  }
+  return shape;
+}
+
 Tensor read_npy(const std::string& bytes, const std::string& what) {
   if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
     throw UserError(what + ": not a .npy file (bad magic)");
@@ -92,16 +119,7 @@ Tensor read_npy(const std::string& bytes, const std::string& what) {
     throw UnsupportedError(what + ": Fortran-ordered .npy arrays are not supported");
   if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)")))
     throw UserError(what + ": .npy header lacks shape");
-  Shape shape;
-  std::string dims = m[1];
-  std::regex num("\\d+");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it) {
-    try {
-      shape.push_back(std::stoll(it->str()));
-    } catch (const std::exception&) {
-      throw UserError(fmt::format("{}: .npy dimension '{}' is out of range", what, it->str()));
-    }
-  }
+  const Shape shape = npy_shape(m[1], what);
   uint64_t nbytes = checked_nbytes(*dt, shape, what);
   size_t data_start = header_start + header_len;
   if (bytes.size() - data_start != nbytes)
@@ -123,7 +141,7 @@ NamedTensor read_tensor_file(const fs::path& path) {
   onnx::TensorProto proto;
   if (bytes.empty() || !proto.ParseFromString(bytes))
     throw UserError(fmt::format("{}: not a valid ONNX TensorProto", what));
-  return {proto.name(), tensor_from_proto(proto, path.parent_path(), what)};
+  return {proto.name(), tensor_from_proto(proto, {path.parent_path(), path}, what)};
 }
 
 void write_npy(const fs::path& path, const Tensor& tensor) {

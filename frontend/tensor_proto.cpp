@@ -17,8 +17,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // Resolves an external-data location against the model's folder, rejecting any location
-// that leaves it: absolute paths, "..", and symlinks pointing outside.
-fs::path resolve_external(const fs::path& model_dir, const std::string& location, const std::string& what) {
+// that leaves it (absolute paths, "..", symlinks pointing outside) or names the model's own
+// file (its bytes read as weights).
+fs::path resolve_external(const DataScope& scope, const std::string& location, const std::string& what) {
   fs::path loc(location);
   if (location.empty()) throw UserError(what + ": external data has an empty location");
   if (loc.is_absolute() || loc.has_root_name() || loc.has_root_directory())
@@ -27,12 +28,14 @@ fs::path resolve_external(const fs::path& model_dir, const std::string& location
     if (part == "..")
       throw UserError(fmt::format("{}: external data location '{}' leaves the model's folder", what, location));
   std::error_code ec;
-  fs::path base = fs::weakly_canonical(model_dir.empty() ? fs::path(".") : model_dir, ec);
+  fs::path base = fs::weakly_canonical(scope.dir.empty() ? fs::path(".") : scope.dir, ec);
   fs::path full = fs::weakly_canonical(base / loc, ec);
   if (ec) throw UserError(fmt::format("{}: cannot resolve external data location '{}'", what, location));
   auto rel = full.lexically_relative(base);
   if (rel.empty() || *rel.begin() == "..")
     throw UserError(fmt::format("{}: external data location '{}' resolves outside the model's folder (through a symlink)", what, location));
+  if (!scope.self.empty() && fs::equivalent(full, scope.self, ec))
+    throw UserError(fmt::format("{}: external data location '{}' is the model file itself", what, location));
   return full;
 }
 
@@ -41,7 +44,7 @@ struct ExternalData {
   fs::path file;
   uint64_t offset;
 };
-ExternalData locate_external(const onnx::TensorProto& t, const fs::path& model_dir,
+ExternalData locate_external(const onnx::TensorProto& t, const DataScope& scope,
                              const std::string& what, uint64_t expected) {
   std::string location;
   uint64_t offset = 0;
@@ -55,7 +58,7 @@ ExternalData locate_external(const onnx::TensorProto& t, const fs::path& model_d
       throw UserError(fmt::format("{}: external data {} '{}' is not a number", what, kv.key(), kv.value()));
     }
   }
-  fs::path file = resolve_external(model_dir, location, what);
+  fs::path file = resolve_external(scope, location, what);
   if (length >= 0 && static_cast<uint64_t>(length) != expected)
     throw UserError(fmt::format("{}: external data length {} disagrees with dims (need {} bytes)",
                                 what, length, expected));
@@ -93,7 +96,7 @@ void check_count(const Field& f, int64_t numel, const std::string& what, const c
 
 }  // namespace
 
-Tensor tensor_from_proto(const onnx::TensorProto& t, const fs::path& model_dir, const std::string& what) {
+Tensor tensor_from_proto(const onnx::TensorProto& t, const DataScope& scope, const std::string& what) {
   auto dt = graph::dtype_from_onnx(t.data_type());
   if (!dt)
     throw UnsupportedError(fmt::format("{}: dtype {} is not supported", what, graph::onnx_dtype_name(t.data_type())));
@@ -104,7 +107,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const fs::path& model_dir, 
   uint64_t nbytes = checked_nbytes(*dt, shape, what);
   int64_t numel = checked_numel(shape, what);
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    const ExternalData at = locate_external(t, model_dir, what, nbytes);
+    const ExternalData at = locate_external(t, scope, what, nbytes);
     if (nbytes >= kMapAtLeast && at.offset % 64 == 0)
       if (std::shared_ptr<const MappedFile> f = MappedFile::open(at.file);
           f && f->size() - at.offset >= nbytes)

@@ -82,7 +82,8 @@ std::vector<InputFile> read_input_files(const std::vector<fs::path>& paths, cons
   std::vector<InputFile> out;
   for (const fs::path& f : files) {
     frontend::NamedTensor nt = frontend::read_tensor_file(f);
-    out.push_back({nt.name.empty() && f.extension() == ".npy" ? f.stem().string() : nt.name, std::move(nt.tensor)});
+    out.push_back({nt.name.empty() && f.extension() == ".npy" ? f.stem().string() : nt.name, std::move(nt.tensor),
+                   f.string()});
   }
   return out;
 }
@@ -91,9 +92,15 @@ std::vector<Tensor> match_inputs(const std::vector<std::string>& names, std::vec
   if (files.size() != names.size())
     throw UserError(fmt::format("the model takes {} input{} ({}), {} given", names.size(),
                                 names.size() == 1 ? "" : "s", fmt::join(names, ", "), files.size()));
-  bool by_name = std::all_of(files.begin(), files.end(), [&](const InputFile& f) {
-    return std::find(names.begin(), names.end(), f.name) != names.end();
-  });
+  auto known = [&](const InputFile& f) { return std::find(names.begin(), names.end(), f.name) != names.end(); };
+  const size_t named = static_cast<size_t>(std::count_if(files.begin(), files.end(), known));
+  if (named && named < files.size()) {
+    const InputFile& stray = *std::find_if_not(files.begin(), files.end(), known);
+    throw UserError(fmt::format("{}: {} no input of the model (inputs: {}), where other files name inputs",
+                                stray.path, stray.name.empty() ? std::string("names") : "'" + stray.name + "' is",
+                                fmt::join(names, ", ")));
+  }
+  const bool by_name = named == files.size();
   std::vector<Tensor> out(names.size());
   for (size_t i = 0; i < files.size(); ++i) {
     size_t slot = by_name ? static_cast<size_t>(std::find(names.begin(), names.end(), files[i].name) - names.begin()) : i;

@@ -30,13 +30,15 @@ Tensor random_tensor(DType dt, const Shape& shape, uint64_t seed, const RandomSp
 struct InputFile {
   std::string name;
   Tensor tensor;
+  std::string path;  // the file it came from, for messages
 };
 // A folder holding no such files is an error unless allow_none.
 std::vector<InputFile> read_input_files(const std::vector<std::filesystem::path>& paths,
                                         const std::string& prefix = "input_", bool allow_none = false);
 
 // Orders `files` to match the graph-input names `names`: by name when every file carries a
-// name the model knows, else by position. UserError on a count or name mismatch.
+// name the model knows, by position when none does. UserError on a count mismatch, and when
+// some files name inputs and others name none (a stray file beside the inputs).
 std::vector<Tensor> match_inputs(const std::vector<std::string>& names, std::vector<InputFile> files);
 
 }  // namespace braze::runtime

@@ -123,6 +123,15 @@ TEST(ApiInputs, FilesAreMatchedByNameAndRandomTensorsBySeed) {
   ASSERT_EQ(in.size(), 2u);
   EXPECT_TRUE(test::same_bytes(in[1], read_tensor(dir + "/input_1.pb")));
   test::expect_user_error([&] { read_inputs({dir}, {"input_0"}); }, {"2", "1"});
+  // A stray file beside named inputs is an error, not taken by position.
+  const fs::path stray = test::temp_dir("ApiInputs", "stray");
+  write_npy((stray / "input_1.npy").string(), in[1]);
+  write_npy((stray / "bogus.npy").string(), in[0]);
+  test::expect_user_error([&] { read_inputs({stray.string()}, {"input_0", "input_1"}); },
+                          {"bogus.npy", "'bogus' is no input of the model (inputs: input_0, input_1)"});
+  write_npy((stray / "other.npy").string(), in[1]);
+  fs::remove(stray / "input_1.npy");  // none named: by position, as documented
+  EXPECT_EQ(read_inputs({stray.string()}, {"input_0", "input_1"}).size(), 2u);
   const Tensor a = random_tensor(DType::Int64, {4, 8}, 7, {3, 5, -1, 1}), b = random_tensor(DType::Int64, {4, 8}, 7, {3, 5, -1, 1});
   EXPECT_TRUE(test::same_bytes(a, b));
   for (int64_t i = 0; i < a.numel(); ++i) EXPECT_TRUE(a.get_f64(i) >= 3 && a.get_f64(i) <= 5);

@@ -135,6 +135,10 @@ TEST(ImportErrors, ExternalDataMustStayInTheModelFolder) {
   EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "leaves the model's folder");
   with_location("link.bin");
   EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "through a symlink");
+  with_location("model.onnx");  // the model's own bytes read as weights gave NaN outputs
+  EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "is the model file itself");
+  with_location("./model.onnx");
+  EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "is the model file itself");
   with_location("missing.bin");
   EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "cannot");
 }
@@ -268,6 +272,25 @@ TEST(TensorFiles, NpyRoundTripAndBadFiles) {
   std::string bytes = frontend::read_file(d / "t.npy");
   write(d / "short.npy", bytes.substr(0, bytes.size() - 2));
   EXPECT_ERROR_HAS(frontend::read_tensor_file(d / "short.npy"), "needs");
+  // Shapes are read as the tuple they are: a sign or a stray character is an error, not
+  // skipped ("(-2, 16)" was read as [2,16]). The replacements keep the header's length.
+  auto npy = [](const std::string& shape, size_t data_bytes) {  // a version 1.0 .npy of float32
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+    header += '\n';
+    return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size() & 0xff) +
+           static_cast<char>(header.size() >> 8) + header + std::string(data_bytes, '\0');
+  };
+  write(d / "made.npy", npy("(3, 5)", 60));
+  EXPECT_EQ(frontend::read_tensor_file(d / "made.npy").tensor.shape(), (Shape{3, 5}));
+  for (const char* shape : {"(-3, 5)", "(3, -5)", "(3, 5x)", "(3,, 5)", "(3 5)", "(3, 5.)", "(+3, 5)"}) {
+    write(d / "spoiled.npy", npy(shape, 60));
+    EXPECT_ERROR_HAS(frontend::read_tensor_file(d / "spoiled.npy"), "not a non-negative integer");
+  }
+  frontend::write_npy(d / "v.npy", test::random(DType::Float32, {4}, 1));  // "(4,)"
+  EXPECT_EQ(frontend::read_tensor_file(d / "v.npy").tensor.shape(), Shape{4});
+  frontend::write_npy(d / "s.npy", test::random(DType::Float32, {}, 1));  // "()"
+  EXPECT_EQ(frontend::read_tensor_file(d / "s.npy").tensor.shape(), Shape{});
   write(d / "junk.pb", "\xff\xff\xff");
   EXPECT_ERROR_HAS(frontend::read_tensor_file(d / "junk.pb"), "not a valid ONNX TensorProto");
 }

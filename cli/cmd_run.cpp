@@ -156,15 +156,20 @@ int run_run(const RunOptions& o) {
   }
   if (o.check.empty()) return 0;
   std::vector<Tensor> expected = read_inputs({o.check}, r.output_names, "output_");
-  bool ok = true;
+  std::vector<std::string> differ;
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     runtime::Comparison c =
         runtime::compare(r.outputs[i], expected[i], runtime::default_tolerance(expected[i].dtype()));
-    ok = ok && c.ok;
+    if (!c.ok) differ.push_back(r.output_names[i]);
     std::cout << fmt::format("check {} {}: {}\n", r.output_names[i], c.ok ? "ok" : "MISMATCH",
                              c.summary(r.outputs[i], expected[i]));
   }
-  return ok ? 0 : 1;
+  if (differ.empty()) return 0;
+  std::cout.flush();
+  std::cerr << fmt::format("error: {} of {} output{} from {} ({}) beyond the tolerance\n", differ.size(),
+                           r.outputs.size(), differ.size() == 1 ? " differs" : "s differ", o.check,
+                           fmt::join(differ, ", "));
+  return 1;
 }
 
 }  // namespace

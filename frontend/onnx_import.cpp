@@ -303,15 +303,33 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
   return res;
 }
 
+namespace {
+
+// Parses `bytes` with messages nested at most `depth` levels (subgraphs in attributes, types in
+// types): protobuf's parser recurses once a level.
+bool parse_model(std::string_view bytes, int depth, onnx::ModelProto& model) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  in.SetTotalBytesLimit(INT32_MAX);
+  in.SetRecursionLimit(depth);
+  return model.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+}
+
+}  // namespace
+
 ImportResult import_model_bytes(std::string_view bytes, ImportOptions opts) {
   if (bytes.empty()) throw UserError("the model file is empty");
-  onnx::ModelProto model;
-  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                            static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX)));
-  in.SetTotalBytesLimit(INT32_MAX);
   if (bytes.size() > INT32_MAX) throw UnsupportedError("models over 2 GiB must keep their weights as external data");
-  if (!model.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
-    throw UserError("not an ONNX model: the file does not parse as a ModelProto (truncated or another format?)");
+  onnx::ModelProto model;
+  if (!parse_model(bytes, kMaxNesting, model)) {
+    // Nested too deep, or not a model at all: a second parse, allowed deeper, tells them apart.
+    onnx::ModelProto deeper;
+    if (parse_model(bytes, kMaxNesting * 10, deeper))
+      throw UserError(fmt::format("the model nests messages more than {} levels deep (subgraphs within subgraphs, "
+                                  "or types within types); braze reads at most {}", kMaxNesting, kMaxNesting));
+    throw UserError(fmt::format("not an ONNX model: the file does not parse as a ModelProto (truncated, another "
+                                "format, or nested more than {} levels deep?)", kMaxNesting * 10));
+  }
   if (!model.has_graph() || model.ir_version() <= 0)
     throw UserError("not an ONNX model: it has no graph or IR version");
   return import_model_proto(model, opts);

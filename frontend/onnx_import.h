@@ -35,6 +35,10 @@ struct ImportResult {
   std::string producer;            // "pytorch 2.11" …
 };
 
+// The deepest nesting of protobuf messages a model may have (a subgraph in an If's attribute
+// takes three levels): protobuf's own default.
+constexpr int kMaxNesting = 100;
+
 // Reads, checks and imports the model at `path` (external data relative to its folder).
 ImportResult import_model_file(const std::filesystem::path& path, ImportOptions opts = {});
 // Imports a serialized ModelProto.

@@ -25,8 +25,9 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-Result braze(const std::string& args) {
-  std::string cmd = std::string(BRAZE_BINARY) + " " + args + " 2>&1";
+// `streams`: the shell's redirections of the command's output into the pipe read here.
+Result braze(const std::string& args, const std::string& streams = "2>&1") {
+  std::string cmd = std::string(BRAZE_BINARY) + " " + args + " " + streams;
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -76,6 +77,13 @@ TEST(Cli, RunWritesOutputsAndChecksThem) {
                         (d / "expected").string()));
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("MISMATCH"), std::string::npos) << r.out;
+  // The failure is said on stderr too (stdout alone was silent where it is not shown).
+  r = braze(fmt::format("run {} --inputs {} --check {}", model.string(), (d / "input_0.pb").string(),
+                        (d / "expected").string()),
+            "2>&1 >/dev/null");  // stderr alone
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("error: 1 of 1 output differs from " + (d / "expected").string() + " (y)"), std::string::npos)
+      << r.out;
 }
 
 TEST(Cli, RunOnRandomInputs) {

@@ -143,6 +143,32 @@ TEST(ImportErrors, ExternalDataMustStayInTheModelFolder) {
   EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "cannot");
 }
 
+// Subgraphs within subgraphs: If nodes `levels` deep, each with its then_branch.
+std::string nested_ifs(int levels) {
+  onnx::ModelProto m = small_model();
+  onnx::GraphProto inner = m.graph();
+  for (int i = 0; i < levels; ++i) {
+    onnx::GraphProto outer = m.graph();
+    onnx::NodeProto* n = outer.add_node();
+    n->set_op_type("If");
+    n->add_input("x");
+    n->add_output("z" + std::to_string(i));
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name("then_branch");
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = std::move(inner);
+    inner = std::move(outer);
+  }
+  *m.mutable_graph() = std::move(inner);
+  return m.SerializeAsString();
+}
+
+TEST(ImportErrors, NestingDeeperThanTheLimit) {
+  EXPECT_ERROR_HAS(frontend::import_model_bytes(nested_ifs(2)), "unsupported op");  // If: parsed, then refused
+  EXPECT_ERROR_HAS(frontend::import_model_bytes(nested_ifs(50)), "nests messages more than 100 levels deep");
+  EXPECT_ERROR_HAS(frontend::import_model_bytes(nested_ifs(1000)), "nested more than 1000 levels deep?");
+}
+
 TEST(ImportErrors, GraphWithACycle) {
   onnx::ModelProto m = frontend::parse_model_text(R"(
     <ir_version: 8, opset_import: ["" : 17]>

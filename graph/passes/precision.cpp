@@ -5,6 +5,7 @@
 #include <cstring>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -64,7 +65,10 @@ void round_floats(const float* src, uint16_t* dst, int64_t n, DType to) {
   if (to == DType::Float16) {
     int64_t e = 0;
 #if defined(__x86_64__)
-    static const bool f16c = __builtin_cpu_supports("f16c");
+    static const bool f16c = [] {  // CPUID leaf 1, ECX bit 29 (clang's builtin knows no "f16c")
+      unsigned a = 0, b = 0, c = 0, d = 0;
+      return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    }();
     if (f16c) e = round_floats_f16c(src, dst, n);
 #endif
     for (; e < n; ++e) {

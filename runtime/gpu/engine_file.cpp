@@ -299,9 +299,9 @@ bool is_engine_file(const fs::path& path) {
   return in.read(m, 8) && std::memcmp(m, kMagic, 8) == 0;
 }
 
-LoadedEngine load_engine(const fs::path& path) {
-  std::string bytes = frontend::read_file(path);
-  std::string what = path.string();
+LoadedEngine load_engine(const fs::path& path) { return read_engine(frontend::read_file(path), path.string()); }
+
+LoadedEngine read_engine(const std::string& bytes, const std::string& what, bool verify_checksum) {
   if (bytes.size() < 12 || std::memcmp(bytes.data(), kMagic, 8) != 0)
     throw UserError(what + ": not a braze engine file");
   uint32_t version;
@@ -313,7 +313,7 @@ LoadedEngine load_engine(const fs::path& path) {
   std::memcpy(&len, bytes.data() + 12, 8);
   std::memcpy(&sum, bytes.data() + 20, 8);
   if (len > bytes.size() - kPreamble) throw UserError(what + ": damaged braze engine file (truncated header)");
-  if (XXH3_64bits(bytes.data() + kPreamble, bytes.size() - kPreamble) != sum)
+  if (verify_checksum && XXH3_64bits(bytes.data() + kPreamble, bytes.size() - kPreamble) != sum)
     throw UserError(what + ": damaged braze engine file (checksum mismatch); compile it again");
   std::string blob = bytes.substr(kPreamble + len);
   Reader rd{blob, what};

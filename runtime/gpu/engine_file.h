@@ -36,6 +36,9 @@ struct LoadedEngine {
 };
 // UserError when the file is not a braze engine or is damaged.
 LoadedEngine load_engine(const std::filesystem::path& path);
+// The same from the file's bytes (`what` names it in errors). verify_checksum false: for the
+// fuzz target, whose mutations must reach the header past the checksum.
+LoadedEngine read_engine(const std::string& bytes, const std::string& what, bool verify_checksum = true);
 
 bool is_engine_file(const std::filesystem::path& path);  // by its first bytes
 

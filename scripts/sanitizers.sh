@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The CPU test suite under AddressSanitizer and UndefinedBehaviorSanitizer (clang, build-san),
+# then the fuzz targets for FUZZ_SECONDS each (default 120): what CI runs after scripts/test.sh.
+# The Python module and the tests that load it into an unsanitized interpreter are left out.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v clang++ >/dev/null || { sudo="" ; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; }
+CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRAZE_FUZZ=ON -DBRAZE_PYTHON=OFF >/dev/null
+cmake --build build-san
+export ASAN_OPTIONS=detect_leaks=1
+export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-san && ctest --output-on-failure -j "$(nproc)" -LE gpu -E "python|pip_install|install.example")
+scripts/fuzz.sh "${FUZZ_SECONDS:-120}"

@@ -62,14 +62,25 @@ braze_engine* wrap(braze::Engine e) {
 
 namespace {
 
+// A C caller's enum as the int it passed, read as bytes: any int may come through a C
+// interface, and loading one outside the enumerators as the enum type is undefined in C++.
+template <class E>
+int enum_code(const E& e) {
+  static_assert(sizeof(E) == sizeof(int));
+  int code;
+  std::memcpy(&code, &e, sizeof code);
+  return code;
+}
+
 std::vector<braze::DeviceTensor> device_tensors(const braze_device_tensor* t, size_t n, const char* what) {
   if (n > 0) need(t, what);
   std::vector<braze::DeviceTensor> out;
   for (size_t i = 0; i < n; ++i) {
     if (t[i].rank > 0) need(t[i].shape, fmt::format("{}[{}].shape", what, i).c_str());
-    if (static_cast<int>(t[i].dtype) < 0 || static_cast<int>(t[i].dtype) >= braze::kNumDTypes)
-      throw braze::UserError(fmt::format("{}[{}]: dtype {} is not a braze_dtype", what, i, static_cast<int>(t[i].dtype)));
-    out.push_back({t[i].data, static_cast<braze::DType>(t[i].dtype), braze::Shape(t[i].shape, t[i].shape + t[i].rank)});
+    const int dtype = enum_code(t[i].dtype);
+    if (dtype < 0 || dtype >= braze::kNumDTypes)
+      throw braze::UserError(fmt::format("{}[{}]: dtype {} is not a braze_dtype", what, i, dtype));
+    out.push_back({t[i].data, static_cast<braze::DType>(dtype), braze::Shape(t[i].shape, t[i].shape + t[i].rank)});
   }
   return out;
 }
@@ -138,9 +149,10 @@ braze_status braze_tensor_create(braze_dtype dtype, const int64_t* shape, size_t
     need(out, "out");
     *out = nullptr;
     if (rank > 0) need(shape, "shape");
-    if (static_cast<int>(dtype) < 0 || static_cast<int>(dtype) >= braze::kNumDTypes)
-      throw braze::UserError(fmt::format("dtype {} is not a braze_dtype", static_cast<int>(dtype)));
-    braze::Tensor t(static_cast<braze::DType>(dtype), braze::Shape(shape, shape + rank));
+    const int code = enum_code(dtype);
+    if (code < 0 || code >= braze::kNumDTypes)
+      throw braze::UserError(fmt::format("dtype {} is not a braze_dtype", code));
+    braze::Tensor t(static_cast<braze::DType>(code), braze::Shape(shape, shape + rank));
     if (data && t.nbytes()) std::memcpy(t.raw(), data, t.nbytes());
     *out = new braze_tensor{std::move(t)};
   });
@@ -177,9 +189,10 @@ braze_status braze_session_create(const braze_engine* engine, braze_backend back
     need(engine, "engine");
     need(out, "out");
     *out = nullptr;
-    if (backend != BRAZE_BACKEND_AUTO && backend != BRAZE_BACKEND_GPU && backend != BRAZE_BACKEND_REFERENCE &&
-        backend != BRAZE_BACKEND_EMULATOR)
-      throw braze::UserError(fmt::format("backend {} is not a braze_backend", static_cast<int>(backend)));
+    const int code = enum_code(backend);
+    if (code != BRAZE_BACKEND_AUTO && code != BRAZE_BACKEND_GPU && code != BRAZE_BACKEND_REFERENCE &&
+        code != BRAZE_BACKEND_EMULATOR)
+      throw braze::UserError(fmt::format("backend {} is not a braze_backend", code));
     const braze::Backend b = backend == BRAZE_BACKEND_GPU         ? braze::Backend::Gpu
                              : backend == BRAZE_BACKEND_REFERENCE ? braze::Backend::Reference
                              : backend == BRAZE_BACKEND_EMULATOR  ? braze::Backend::Emulator

@@ -20,18 +20,19 @@ int flatten_matmul_rows(Graph& g) {
     int64_t rows = 1;
     for (size_t d = 0; d + 1 < av.shape.size(); ++d) rows *= av.shape[d];
     if (rows == av.shape[av.shape.size() - 2] || rows == 0) continue;  // one batch
-    const std::string base = n.name;
+    // What the rewrite needs of the values, copied: adding values and nodes moves them.
+    const std::string base = n.name, a_name = av.name, y_name = yv.name;
     const Shape y_shape = yv.shape;
-    const DType dt = yv.dtype;
+    const DType dt = yv.dtype, a_dtype = av.dtype;
+    const Shape a2 = {rows, av.shape.back()}, y2 = {rows, bv.shape[1]};
     auto shape_const = [&](const Shape& s, const char* what) {
       return g.add_constant(g.unique_name(fmt::format("{}_{}", base, what)),
                             Tensor::from_int64s(std::vector<int64_t>(s.begin(), s.end()), {static_cast<int64_t>(s.size())}));
     };
-    const Shape a2 = {rows, av.shape.back()}, y2 = {rows, bv.shape[1]};
-    const ValueId a_flat = g.add_value(g.unique_name(av.name + "_rows"), av.dtype, a2);
+    const ValueId a_flat = g.add_value(g.unique_name(a_name + "_rows"), a_dtype, a2);
     NodeId r1 = g.add_node(&reshape, base + "_rows", {a, shape_const(a2, "rows_shape")}, {a_flat}, {}, 14);
     infer_node(g, r1);
-    const ValueId y_flat = g.add_value(g.unique_name(yv.name + "_rows"), dt, y2);
+    const ValueId y_flat = g.add_value(g.unique_name(y_name + "_rows"), dt, y2);
     // The MatMul writes the flat product; a Reshape writes the old value, which its users read.
     g.node(id).inputs[0] = a_flat;
     g.node(id).outputs[0] = y_flat;

@@ -109,7 +109,9 @@ TEST(CApi, FailuresReturnAStatusAndAMessage) {
   ASSERT_NE(e, nullptr);
   braze_session* s = nullptr;
   EXPECT_EQ(braze_session_create(e, static_cast<braze_backend>(7), &s), BRAZE_USER_ERROR);
-  if (!braze_gpu_available()) EXPECT_EQ(braze_session_create(e, BRAZE_BACKEND_GPU, &s), BRAZE_DEVICE_ERROR);
+  if (!braze_gpu_available()) {
+    EXPECT_EQ(braze_session_create(e, BRAZE_BACKEND_GPU, &s), BRAZE_DEVICE_ERROR);
+  }
   ASSERT_EQ(braze_session_create(e, BRAZE_BACKEND_REFERENCE, &s), BRAZE_OK);
   braze_tensor* a = nullptr;
   ASSERT_EQ(braze_tensor_read(data("input_0.pb").c_str(), &a), BRAZE_OK);

@@ -60,7 +60,6 @@ class Session:
         self._outputs = list(engine.output_names)
         self._torch_outputs = None  # (name, shape, torch dtype) of each output, on first use
         self._stream = 0            # the last device run's stream
-        self._torch_tensor = None   # torch.Tensor, once a run was given PyTorch tensors
         self._torch_binding = _TorchBinding(self._inputs, self._outputs)  # the last PyTorch run's
 
     @property
@@ -93,10 +92,10 @@ class Session:
             if used is not None:
                 self._stream = used
                 return outputs
-        values = self._values(feeds)
-        torch_tensor = self._torch_tensor or _torch_tensor_type()
+        self._check_names(feeds)
+        values = [feeds[n] for n in self._inputs]
+        torch_tensor = _torch_tensor_type()
         if torch_tensor is not None and values and type(values[0]) is torch_tensor and values[0].is_cuda:
-            self._torch_tensor = torch_tensor
             return self._run_torch(values, outputs, stream)
         on_device = [_on_cuda(v) for v in values]
         if any(on_device):
@@ -114,16 +113,6 @@ class Session:
         """Wait for the device runs on `stream` (default: the last run's); raises UserError for
         a failed run-time check of any device run since the last call."""
         self._session.synchronize(self._stream if stream is None else int(stream))
-
-    def _values(self, feeds):
-        """The feeds in input_names order; a UserError naming a missing or unknown input."""
-        if len(feeds) == len(self._inputs):
-            try:
-                return [feeds[n] for n in self._inputs]
-            except KeyError:
-                pass
-        self._check_names(feeds)
-        return [feeds[n] for n in self._inputs]
 
     def _check_names(self, feeds):
         if len(feeds) == len(self._inputs) and all(n in feeds for n in self._inputs):

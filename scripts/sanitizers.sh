@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU test suite under AddressSanitizer and UndefinedBehaviorSanitizer (clang, build-san),
-# then the fuzz targets for FUZZ_SECONDS each (default 120): what CI runs after scripts/test.sh.
+# then the fuzz targets (scripts/fuzz.sh: FUZZ_SECONDS each, default 120, or FUZZ_RUNS inputs from
+# FUZZ_SEED): what CI runs after scripts/test.sh.
 # The Python module and the tests that load it into an unsanitized interpreter are left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -133,6 +133,9 @@ inline const std::vector<OpCase>& op_cases() {
       {"gather_family", R"(<ir_version: 8, opset_import: ["" : 17]>
         g (float[5,7] d, int64[3,2] i, int64[5,7] j) => (float[3,2,7] y, float[5,7] z) {
           y = Gather <axis = 0> (d, i)  z = GatherElements <axis = 1> (d, j) })", 5},
+      {"gather_nd_to_scalar_and_rows", R"(<ir_version: 8, opset_import: ["" : 17]>
+        g (float[3,5] d, int64[2] i, int64[4,1] j) => (float[] y, float[4,5] z) {
+          y = GatherND(d, i)  z = GatherND(d, j) })", 3},
       {"expand_tile_d2s_trilu", R"(<ir_version: 8, opset_import: ["" : 17]>
         g (float[3,1] a, float[2,8,3,5] x, float[6,7] m) => (float[2,3,4] e, float[6,2] t, float[2,2,6,10] d, float[6,7] u) {
           sh = Constant <value = int64[3] {2, 3, 4}> ()  e = Expand(a, sh)

@@ -302,13 +302,15 @@ OpDef gather_nd_op() {
     const size_t q = ind.size();
     const int64_t b = ctx.node().attr_int("batch_dims"), k = ind[q - 1];
     std::vector<std::string> c = out_coords(ctx);
+    // The output's first q - 1 coordinates index the tuples (with no tuple dims, c may be empty).
+    const auto tuple_end = c.begin() + (static_cast<int64_t>(q) - 1);
     std::vector<std::string> at(c.begin(), c.begin() + b);  // batch dims
     for (int64_t j = 0; j < k; ++j) {
-      std::vector<std::string> ic(c.begin(), c.begin() + static_cast<int64_t>(q) - 1);
+      std::vector<std::string> ic(c.begin(), tuple_end);
       ic.push_back(cuda_literal("long long", static_cast<double>(j)));
       at.push_back(cuda_checked_index(ctx, 1, ic, data[static_cast<size_t>(b + j)], b + j));
     }
-    at.insert(at.end(), c.begin() + static_cast<int64_t>(q) - 1, c.end());
+    at.insert(at.end(), tuple_end, c.end());
     return ctx.load(0, at);
   };
   d.reference = [](RefCtx& ctx) {

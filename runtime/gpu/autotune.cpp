@@ -26,48 +26,6 @@ namespace braze::gpu {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-TuningCache::TuningCache(fs::path path) : path_(std::move(path)) {
-  std::ifstream in(path_);
-  if (!in) return;
-  try {
-    json j = json::parse(in);
-    for (const auto& [key, val] : j.at("kernels").items())
-      entries_[key] = {val.at("tunables").get<codegen::Tunables>(), val.value("note", "")};
-  } catch (const json::exception&) {
-    entries_.clear();  // a damaged cache is rebuilt
-  }
-}
-
-fs::path TuningCache::default_path() { return default_cache_dir() / "tuning.json"; }
-
-std::optional<codegen::Tunables> TuningCache::find(const std::string& key,
-                                                   const std::vector<codegen::Tunables>& space) const {
-  auto it = entries_.find(key);
-  if (it == entries_.end() || std::find(space.begin(), space.end(), it->second.first) == space.end())
-    return std::nullopt;
-  return it->second.first;
-}
-
-void TuningCache::put(const std::string& key, const codegen::Tunables& t, double median_us, size_t candidates) {
-  entries_[key] = {t, fmt::format("{:.2f} us, best of {} candidates", median_us, candidates)};
-}
-
-void TuningCache::save() const {
-  json kernels = json::object();
-  for (const auto& [k, v] : entries_) kernels[k] = {{"tunables", v.first}, {"note", v.second}};
-  std::error_code ec;
-  if (!path_.parent_path().empty()) fs::create_directories(path_.parent_path(), ec);
-  fs::path tmp = path_;
-  tmp += fmt::format(".tmp.{}", ::getpid());
-  {
-    std::ofstream out(tmp);
-    if (!out) throw UserError(fmt::format("tuning cache {}: cannot write", path_.string()));
-    out << json{{"format", 1}, {"kernels", kernels}}.dump(1) << "\n";
-  }
-  fs::rename(tmp, path_, ec);
-  if (ec) throw UserError(fmt::format("tuning cache {}: cannot write ({})", path_.string(), ec.message()));
-}
-
 namespace {
 
 std::string tunables_str(const codegen::Tunables& t) {

@@ -5,10 +5,7 @@
 // clock and power states): warm-up rounds, CUDA events, the L2 flushed before each run, the
 // median of repeats; a
 // candidate that fails to compile or launch, or disagrees, scores as infinite. The winner
-// is stored in a persistent tuning cache — JSON, keyed by the kernel's signature (its
-// default source's name: ops, shapes, dtypes and the device helpers hashed in), the device name, the NVRTC
-// version and, at --precision tf32, "tf32" — and a cache hit never re-times. Without a
-// GPU, heuristics choose.
+// is stored in the persistent tuning cache (tuning_cache.h). Without a GPU, heuristics choose.
 #pragma once
 
 #include <filesystem>
@@ -19,25 +16,9 @@
 
 #include "codegen/kernel.h"
 #include "runtime/gpu/engine.h"
+#include "runtime/gpu/tuning_cache.h"
 
 namespace braze::gpu {
-
-class TuningCache {
- public:
-  explicit TuningCache(std::filesystem::path path);
-  static std::filesystem::path default_path();  // <cache dir>/tuning.json
-  // The tunables stored for `key`, if they are one of `space` (the kernel's candidates now):
-  // an entry written by another version of braze, or edited by hand, is not used.
-  std::optional<codegen::Tunables> find(const std::string& key,
-                                        const std::vector<codegen::Tunables>& space) const;
-  void put(const std::string& key, const codegen::Tunables& t, double median_us, size_t candidates);
-  void save() const;  // temporary file, then rename
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-  std::map<std::string, std::pair<codegen::Tunables, std::string>> entries_;  // key -> (tunables, note)
-};
 
 struct TuneReport {
   size_t kernels = 0;    // kernels with a search space

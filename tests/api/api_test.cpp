@@ -251,5 +251,28 @@ TEST_F(Api, EightThreadsShareOneEngine) {
   }
 }
 
+// Engines loaded from one file by eight threads at once, each run by its own thread: all
+// the same engine (#21's concurrency).
+TEST_F(Api, EightThreadsLoadOneEngineFileAtOnce) {
+  const fs::path dir = test::temp_dir("Api", "LoadAtOnce");
+  const std::string path = (dir / "bert.braze").string();
+  engine_->save(path);
+  const std::vector<Tensor> in = read_set("input_", 2);
+  const Tensor want = Session(*engine_, Backend::Reference).run(in)[0];
+  std::vector<Tensor> got(8);
+  std::vector<size_t> kernels(8);
+  const std::vector<std::string> errors = test::on_threads(8, [&](int t) {
+    const Engine e = Engine::load(path);
+    kernels[t] = e.kernels();
+    got[t] = Session(e, Backend::Reference).run(in)[0];
+  });
+  for (int t = 0; t < 8; ++t) {
+    EXPECT_EQ(errors[t], "") << "thread " << t;
+    EXPECT_EQ(kernels[t], engine_->kernels()) << "thread " << t;
+    EXPECT_TRUE(test::same_bytes(got[t], want)) << "thread " << t;
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace braze

@@ -1,10 +1,6 @@
 // The braze executable end to end: exit codes and messages for good and bad input.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,35 +9,16 @@
 
 #include "frontend/onnx_proto.h"
 #include "frontend/tensor_io.h"
+#include "tests/cli/cli_util.h"
 #include "tests/test_util.h"
 
 namespace braze {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-// `streams`: the shell's redirections of the command's output into the pipe read here.
-Result braze(const std::string& args, const std::string& streams = "2>&1") {
-  std::string cmd = std::string(BRAZE_BINARY) + " " + args + " " + streams;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-// The model in ONNX text syntax `text`, written to `path`.
-fs::path write_text_model(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << frontend::parse_model_text(text).SerializeAsString();
-  return path;
-}
+using test::braze;
+using test::Result;
+using test::write_text_model;
 
 // y = Relu(x + w), x float[2,3].
 fs::path write_model(const fs::path& dir) {
@@ -194,8 +171,9 @@ TEST(Cli, WriteFailuresAreErrors) {
                                   "inspect " + model + " --json > " + out}) {
     Result r = limited(args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
-    if (args.find('>') == std::string::npos)  // else stderr went to the file too
+    if (args.find('>') == std::string::npos) {  // else stderr went to the file too
       EXPECT_NE(r.out.find("error: "), std::string::npos) << args << ": " << r.out;
+    }
     EXPECT_EQ(r.out.find("wrote"), std::string::npos) << args << ": " << r.out;
   }
   EXPECT_NE(limited("compile " + model + " -o " + out).out.find(out + ": write failed (File too large)"),

@@ -56,6 +56,26 @@ void check_names_are_utf8(const onnx::GraphProto& g) {
   }
 }
 
+namespace {
+
+int64_t count_nodes(const onnx::GraphProto& g) {
+  int64_t n = g.node_size();
+  for (const onnx::NodeProto& node : g.node())
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) n += count_nodes(a.g());
+      for (const onnx::GraphProto& sub : a.graphs()) n += count_nodes(sub);
+    }
+  return n;
+}
+
+}  // namespace
+
+void check_node_count(const onnx::GraphProto& g) {
+  const int64_t n = count_nodes(g);
+  if (n > kMaxNodes)
+    throw UserError(fmt::format("the model has {} nodes (subgraphs included); braze imports at most {}", n, kMaxNodes));
+}
+
 void check_attributes(const onnx::NodeProto& node, const graph::OpDef& op, int opset, const std::string& what) {
   const onnx::OpSchema* schema =
       onnx::OpSchemaRegistry::Schema(node.op_type(), opset, op.domain.empty() ? onnx::ONNX_DOMAIN : op.domain);

@@ -1,8 +1,9 @@
 // Checks of a ModelProto that the protobuf parser does not make and ONNX's checker does: every
 // name valid UTF-8 (engine files and reports are JSON), and every attribute one its operator
-// has. Each failure is a UserError naming the node and the attribute or name.
+// has; and braze's own limit on the node count. Each failure is a UserError naming the node and the attribute or name.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,14 @@ namespace braze::frontend {
 // Every name of the graph (the graph's, nodes', values', attributes', initializers') and every
 // string attribute value valid UTF-8.
 void check_names_are_utf8(const onnx::GraphProto& graph);
+
+// The most nodes braze imports, subgraphs' nodes included: far beyond any export seen (a
+// 70-billion-parameter decoder's dynamo export has tens of thousands), and where the fusion
+// pass's time would already run to hours.
+constexpr int64_t kMaxNodes = 200000;
+
+// UserError when the graph and its subgraphs hold more than kMaxNodes nodes.
+void check_node_count(const onnx::GraphProto& graph);
 
 // Every attribute of `node` named, once, and one that `op` takes at `opset`: in the registry's
 // specs or in ONNX's schema of the op (which knows attributes braze reads nowhere).

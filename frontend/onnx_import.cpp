@@ -208,6 +208,7 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
   }
   res.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
   const onnx::GraphProto& gp = model.graph();
+  check_node_count(gp);
   check_names_are_utf8(gp);
   check_supported(gp, opsets);
 
@@ -336,6 +337,11 @@ ImportResult import_model_bytes(std::string_view bytes, ImportOptions opts) {
 }
 
 ImportResult import_model_file(const fs::path& path, ImportOptions opts) {
+  std::error_code ec;
+  if (const uint64_t size = fs::file_size(path, ec); !ec && size > INT32_MAX)
+    throw UnsupportedError(fmt::format("{}: the model file is {:.2f} GiB; an ONNX model (a protobuf message) is at "
+                                       "most 2 GiB, larger models keep their weights as external data",
+                                       path.string(), static_cast<double>(size) / (1 << 30)));
   std::string bytes = read_file(path);
   if (opts.model_dir.empty()) opts.model_dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   opts.model_file = path;

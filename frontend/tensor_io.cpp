@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "frontend/onnx_proto.h"
+#include "graph/host_memory.h"
 
 namespace braze::frontend {
 
@@ -26,6 +27,7 @@ std::string read_file(const fs::path& path) {
   if (!in) throw UserError(fmt::format("{}: cannot open", path.string()));
   uint64_t size = fs::file_size(path, ec);
   if (ec) throw UserError(fmt::format("{}: cannot read its size", path.string()));
+  check_host_memory(size, fmt::format("reading {}", path.string()));
   std::string s(size, '\0');
   in.read(s.data(), static_cast<std::streamsize>(size));
   if (!in) throw UserError(fmt::format("{}: read failed", path.string()));

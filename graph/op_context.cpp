@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/host_memory.h"
 #include "graph/registry.h"
 
 namespace braze::graph {
@@ -140,7 +141,8 @@ std::vector<Tensor> evaluate_node(const Node& n, const std::vector<const Tensor*
   std::vector<Tensor> result(n.outputs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
     if (n.outputs[i] == kNoValue) continue;
-    checked_nbytes(outs[i].dtype, outs[i].shape, fmt::format("{} output {}", n.describe(), i));
+    const std::string what = fmt::format("{} output {}", n.describe(), i);
+    check_host_memory(checked_nbytes(outs[i].dtype, outs[i].shape, what), what);
     result[i] = Tensor(outs[i].dtype, outs[i].shape);
   }
   RefCtx ctx(n, inputs, result);

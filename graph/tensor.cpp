@@ -4,12 +4,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include <sys/mman.h>
 
 #include <fmt/format.h>
 
 #include "graph/half.h"
+#include "graph/host_memory.h"
 
 namespace braze {
 
@@ -90,8 +92,14 @@ Tensor Tensor::uninitialized(DType dtype, Shape shape) {
   t.shape_ = std::move(shape);
   uint64_t bytes = checked_nbytes(t.dtype_, t.shape_);
   t.numel_ = static_cast<int64_t>(bytes / dtype_size(t.dtype_));
+  auto what = [&] { return fmt::format("a tensor of shape {} and dtype {}", shape_str(t.shape_), dtype_name(dtype)); };
+  if (bytes >= kCheckedHostBytes) check_host_memory(bytes, what());
   if (bytes >= 2 * kHugePage) t.buffer_ = huge_page_storage(bytes);
-  if (!t.buffer_) t.buffer_ = std::shared_ptr<std::byte[]>(new std::byte[bytes > 0 ? bytes : 1]);
+  try {
+    if (!t.buffer_) t.buffer_ = std::shared_ptr<std::byte[]>(new std::byte[bytes > 0 ? bytes : 1]);
+  } catch (const std::bad_alloc&) {
+    throw UserError(fmt::format("{} ({} bytes): host memory could not be allocated", what(), bytes));
+  }
   return t;
 }
 

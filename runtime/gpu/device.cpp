@@ -55,10 +55,38 @@ const DeviceInfo& device_info() { return context().info; }
 
 void make_current() { BRAZE_CU(cuCtxSetCurrent, context().ctx); }
 
-DeviceBuffer::DeviceBuffer(size_t bytes) : size_(bytes) {
+size_t free_device_memory() {
+  make_current();
+  size_t free = 0, total = 0;
+  BRAZE_CU(cuMemGetInfo, &free, &total);
+  return free;
+}
+
+namespace {
+
+std::string out_of_memory(size_t bytes, size_t free, const std::string& what) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  return fmt::format("out of GPU memory: {} needs {:.2f} GiB, the GPU ({}) has {:.2f} GiB free of {:.2f} GiB",
+                     what, static_cast<double>(bytes) / kGiB, device_info().name,
+                     static_cast<double>(free) / kGiB, static_cast<double>(device_info().memory_bytes) / kGiB);
+}
+
+}  // namespace
+
+void check_device_memory(size_t bytes, const std::string& what) {
+  const size_t free = free_device_memory();
+  if (bytes > free) throw DeviceError(out_of_memory(bytes, free, what));
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes, const std::string& what) : size_(bytes) {
   if (bytes == 0) return;
   make_current();
-  BRAZE_CU(cuMemAlloc, &ptr_, bytes);
+  const CUresult r = driver().cuMemAlloc(&ptr_, bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    ptr_ = 0;
+    throw DeviceError(out_of_memory(bytes, free_device_memory(), what));
+  }
+  if (r != CUDA_SUCCESS) throw_cuda_error(r, "cuMemAlloc", __FILE__, __LINE__);
 }
 
 DeviceBuffer::~DeviceBuffer() {

@@ -28,11 +28,18 @@ const DeviceInfo& device_info();
 // Makes device 0's primary context current on the calling thread (retained once).
 void make_current();
 
-// An owning device allocation.
+// Free and total device memory now, in bytes.
+size_t free_device_memory();
+// Throws DeviceError "out of GPU memory: `what` needs N GiB, the GPU has M GiB free" when
+// `bytes` is more than the device has free: checked before allocating, so that an engine too
+// big for the GPU fails up front with its size, not at the first of its allocations to fail.
+void check_device_memory(size_t bytes, const std::string& what);
+
+// An owning device allocation. `what` names it in the error when the device is out of memory.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes);
+  explicit DeviceBuffer(size_t bytes, const std::string& what = "a device buffer");
   ~DeviceBuffer();
   DeviceBuffer(DeviceBuffer&& o) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;

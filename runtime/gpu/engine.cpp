@@ -261,6 +261,10 @@ void Engine::load() const {
     const DeviceInfo& dev = device_info();
     if (dev.arch().major != arch_.major || dev.arch().minor != arch_.minor)
       throw InternalError(fmt::format("engine compiled for {} loaded on a {} device", arch_.name(), dev.arch().name()));
+    // The weights and one session's arena, before any of it is allocated.
+    check_device_memory(weights_bytes_ + arena_bytes_,
+                        fmt::format("the engine ({:.2f} GiB of weights, {:.2f} GiB of intermediates, inputs and outputs)",
+                                    weights_bytes_ / 1073741824.0, arena_bytes_ / 1073741824.0));
     modules_.assign(steps_.size(), nullptr);
     functions_.assign(steps_.size(), nullptr);
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -270,7 +274,7 @@ void Engine::load() const {
       BRAZE_CU(cuModuleGetFunction, &functions_[i], modules_[i], s.kernel->name.c_str());
       configure_function(functions_[i], *s.kernel);
     }
-    weights_ = DeviceBuffer(weights_bytes_);
+    weights_ = DeviceBuffer(weights_bytes_, "the engine's weights");
     for (size_t v = 0; v < slots_.size(); ++v) {
       if (slots_[v].where != Slot::Weights) continue;
       const Tensor& t = *graph_.value(static_cast<ValueId>(v)).constant;

@@ -20,7 +20,7 @@ using graph::ValueId;
 Session::Session(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {
   engine_->load();
   make_current();
-  arena_ = DeviceBuffer(engine_->arena_bytes());
+  arena_ = DeviceBuffer(engine_->arena_bytes(), "a session's intermediates, inputs and outputs (its arena)");
   size_t flags = 0;
   flag_index_.assign(engine_->steps().size(), 0);
   for (size_t i = 0; i < engine_->steps().size(); ++i) {

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "graph/text.h"
+#include "frontend/model_checks.h"
 #include "frontend/onnx_proto.h"
 #include "frontend/tensor_io.h"
 #include "tests/test_util.h"
@@ -167,6 +168,30 @@ TEST(ImportErrors, NestingDeeperThanTheLimit) {
   EXPECT_ERROR_HAS(frontend::import_model_bytes(nested_ifs(2)), "unsupported op");  // If: parsed, then refused
   EXPECT_ERROR_HAS(frontend::import_model_bytes(nested_ifs(50)), "nests messages more than 100 levels deep");
   EXPECT_ERROR_HAS(frontend::import_model_bytes(nested_ifs(1000)), "nested more than 1000 levels deep?");
+}
+
+// A model file over protobuf's 2 GiB: refused from its size, before it is read (a sparse file:
+// no disk space used).
+TEST(ImportErrors, ModelFileOverTwoGiB) {
+  fs::path d = test::temp_dir("import_test", "huge_file");
+  write(d / "model.onnx", small_model().SerializeAsString());
+  fs::resize_file(d / "model.onnx", (uint64_t{2} << 30) + (uint64_t{100} << 20));
+  EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "the model file is 2.10 GiB");
+  EXPECT_ERROR_HAS(frontend::import_model_file(d / "model.onnx"), "external data");
+  fs::remove_all(d);
+}
+
+// More nodes than braze imports (subgraphs counted): refused by count, before any is read.
+TEST(ImportErrors, MoreNodesThanTheLimit) {
+  onnx::ModelProto m = small_model();
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::NodeProto relu;
+  relu.set_op_type("Relu");
+  relu.add_input("y");
+  relu.add_output("r");
+  for (int64_t i = 0; i < frontend::kMaxNodes; ++i) *g->add_node() = relu;
+  EXPECT_ERROR_HAS(frontend::import_model_bytes(m.SerializeAsString()),
+                   "the model has 200001 nodes (subgraphs included); braze imports at most 200000");
 }
 
 TEST(ImportErrors, GraphWithACycle) {

@@ -38,6 +38,7 @@ std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src, 
   r.tune = o.tune;
   r.tuning_cache = o.tuning_cache;
   r.want_ptx = api::wants_dump(o, "ptx");
+  r.compile_limit_seconds = o.compile_limit_seconds;
   r.compile = o.kernels;
   api::Built b = api::build(m.imported.graph, r);
   const double build_s = seconds_since(t1);

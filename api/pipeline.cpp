@@ -63,6 +63,9 @@ Built build(const graph::Graph& g, const BuildRequest& r) {
   opts.use_cache = r.use_cache;
   opts.fuse = r.fuse;
   opts.want_ptx = r.want_ptx;
+  if (!(r.compile_limit_seconds > 0))
+    throw UserError(fmt::format("the compile limit must be a positive number of seconds, not {}", r.compile_limit_seconds));
+  opts.compile_limit_seconds = r.compile_limit_seconds;
   opts.tuning_cache = r.tuning_cache;
   opts.tune = r.tune && r.compile;
   opts.compile = r.compile;

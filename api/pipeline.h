@@ -58,6 +58,7 @@ struct BuildRequest {
   std::string tuning_cache;
   bool want_ptx = false;
   bool compile = true;  // false: no NVRTC (CompileOptions::kernels)
+  double compile_limit_seconds = gpu::kDefaultCompileLimitSeconds;
 };
 
 struct Built {

@@ -29,6 +29,15 @@ void BuildOptions::add_to(CLI::App& cmd) {
   cmd.add_flag("--tune", tune, "time each kernel's candidate schedules on the GPU and keep the fastest "
                                "(remembered in the tuning cache; without a GPU, heuristics choose)");
   cmd.add_option("--tuning-cache", tuning_cache, "tuning cache file (default: <cache dir>/tuning.json)");
+  cmd.add_option("--compile-limit", compile_limit, "seconds one kernel's NVRTC compile may take before it is cancelled "
+                                                   "and the compile fails (default 600)")
+      ->check([](const std::string& v) {
+        try {
+          if (std::stod(v) > 0) return std::string();
+        } catch (const std::exception&) {
+        }
+        return fmt::format("a positive number of seconds, not '{}'", v);
+      });
   add_precision_option(cmd, precision)->each([this](const std::string&) { precision_given = true; });
 }
 
@@ -62,6 +71,7 @@ CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b,
   o.tune = b.tune;
   o.use_cache = !b.no_cache;
   o.tuning_cache = b.tuning_cache;
+  o.compile_limit_seconds = b.compile_limit;
   for (const char* what : {"graph", "passes", "cuda", "ptx"})
     if (m.dumps(what)) o.dump.push_back(what);
   o.dump_to = &std::cout;
@@ -82,6 +92,7 @@ void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& 
   if (b.no_fuse) given.push_back("--no-fuse");
   if (b.tune) given.push_back("--tune");
   if (!b.tuning_cache.empty()) given.push_back("--tuning-cache");
+  if (b.compile_limit != CompileOptions{}.compile_limit_seconds) given.push_back("--compile-limit");
   if (b.precision_given && b.precision != engine_precision) given.push_back("--precision " + b.precision);
   if (given.empty()) return;
   throw UserError(fmt::format(

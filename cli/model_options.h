@@ -29,6 +29,7 @@ struct BuildOptions {
   bool no_fuse = false;
   bool tune = false;
   std::string tuning_cache;
+  double compile_limit = CompileOptions{}.compile_limit_seconds;  // --compile-limit
   // fp32, tf32 (tensor-core float32 GEMMs: codegen::Target::tf32), fp16 or bf16
   // (graph::passes::convert_precision)
   std::string precision = "fp32";

@@ -42,6 +42,8 @@ struct CompileOptions {
   // Backend::Reference and Backend::Emulator (Auto picks the reference) and cannot be saved.
   bool kernels = true;
   std::string tuning_cache;  // tune's cache file; empty: tuning.json in the kernel cache's folder
+  // A kernel whose NVRTC compile runs longer is cancelled and the compile fails (UserError).
+  double compile_limit_seconds = 600;
   // Intermediate forms written to `dump_to` as the compile goes: "graph" (as imported),
   // "passes" (after each graph pass), "cuda" (each kernel's source), "ptx" (each kernel's PTX).
   std::vector<std::string> dump;

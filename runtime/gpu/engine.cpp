@@ -82,7 +82,7 @@ void Engine::compile_steps(std::vector<Step>& steps, const Arch& arch, const Eng
         return;
       }
     }
-    Compiled c = nvrtc_compile(s.kernel->source, s.kernel->name, arch, opts.want_ptx);
+    Compiled c = nvrtc_compile(s.kernel->source, s.kernel->name, arch, opts.want_ptx, {}, opts.compile_limit_seconds);
     s.cubin = std::move(c.cubin);
     s.ptx = std::move(c.ptx);
     cache.store(key, s.cubin);

@@ -35,6 +35,7 @@ struct EngineOptions {
   std::filesystem::path cache_dir = default_cache_dir();
   bool want_ptx = false;       // keep PTX for --dump=ptx
   unsigned threads = 0;        // compile threads; 0 = all cores
+  double compile_limit_seconds = kDefaultCompileLimitSeconds;  // per kernel (nvrtc_compile)
   bool tune = false;           // autotune on the GPU (runtime/gpu/autotune.h)
   bool compile = true;         // false: kernels generated, not compiled (the engine cannot run on a GPU)
   std::filesystem::path tuning_cache;  // empty: <cache dir>/tuning.json

@@ -4,6 +4,7 @@
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -66,18 +67,32 @@ std::string generated_part(const std::string& source) {
   return p == std::string::npos ? source : source.substr(p);
 }
 
+// NVRTC's flow callback: 1 (cancel) once the deadline `payload` points to has passed; NVRTC
+// calls it from time to time during a compile (from any thread; it only reads the clock).
+int past_deadline(void* payload, void*) {
+  return std::chrono::steady_clock::now() >= *static_cast<const std::chrono::steady_clock::time_point*>(payload);
+}
+
 }  // namespace
 
 Compiled nvrtc_compile(const std::string& source, const std::string& name, const Arch& arch, bool want_ptx,
-                       const std::vector<std::string>& extra_options) {
+                       const std::vector<std::string>& extra_options, double limit_seconds) {
   nvrtcProgram prog;
   check(nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr), "create");
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(std::clamp(limit_seconds, 0.0, 1e9)));
+  check(nvrtcSetFlowCallback(prog, past_deadline, const_cast<std::chrono::steady_clock::time_point*>(&deadline)),
+        "flow callback");
   std::vector<std::string> opts = nvrtc_options(arch);
   opts.insert(opts.end(), extra_options.begin(), extra_options.end());
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());
   nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  if (r == NVRTC_ERROR_CANCELLED)
+    throw UserError(fmt::format("NVRTC compiling kernel {} for {} ran past the limit of {} s a kernel "
+                                "(--compile-limit sets it)", name, arch.name(), limit_seconds));
   Compiled out;
   size_t log_size = 0;
   nvrtcGetProgramLogSize(prog, &log_size);

@@ -25,11 +25,17 @@ struct Compiled {
 std::string nvrtc_version();
 // The options NVRTC gets for `arch` (part of the kernel cache key).
 std::vector<std::string> nvrtc_options(const Arch& arch);
+// How long one kernel's compile may run by default (--compile-limit): far beyond any kernel
+// braze generates (seconds), short of a build that seems to hang.
+inline constexpr double kDefaultCompileLimitSeconds = 600;
+
 // Compiles `source` (one translation unit) for `arch`. On failure throws InternalError with
 // the NVRTC log and the generated part of the source (after "// ---- generated ----").
 // `extra_options` follow nvrtc_options(arch) (tests: "--ptxas-options=-v" puts ptxas's
-// register and spill report in the log).
+// register and spill report in the log). A compile still running after `limit_seconds` is
+// cancelled (NVRTC's flow callback) and is a UserError naming the kernel and the limit.
 Compiled nvrtc_compile(const std::string& source, const std::string& name, const Arch& arch, bool want_ptx,
-                       const std::vector<std::string>& extra_options = {});
+                       const std::vector<std::string>& extra_options = {},
+                       double limit_seconds = kDefaultCompileLimitSeconds);
 
 }  // namespace braze::gpu

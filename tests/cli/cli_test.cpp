@@ -368,6 +368,21 @@ TEST(Cli, InspectJson) {
   EXPECT_NE(r.out.find("\"Relu\": 1"), std::string::npos) << r.out;
 }
 
+// A kernel compile past --compile-limit is cancelled: exit 2 naming the kernel and the limit.
+TEST(Cli, CompileLimitCancelsAKernelThatRunsPastIt) {
+  fs::path d = test::temp_dir("cli_test", "compile_limit");
+  const std::string model = write_model(d).string(), out = (d / "m.braze").string();
+  Result r = braze("compile " + model + " --no-cache --compile-limit 0.001 -o " + out);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("error: NVRTC compiling kernel braze_"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ran past the limit of 0.001 s a kernel (--compile-limit sets it)"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+  r = braze("compile " + model + " --no-cache --compile-limit 0 -o " + out);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--compile-limit: a positive number of seconds, not '0'"), std::string::npos) << r.out;
+  EXPECT_EQ(braze("compile " + model + " --no-cache --compile-limit 120 -o " + out).code, 0);
+}
+
 TEST(Cli, ConformanceOnOneCase) {
   fs::path d = test::temp_dir("cli_test", "conformance");
   fs::path c = d / "relu_case";

@@ -16,6 +16,8 @@
 namespace braze {
 
 int64_t checked_numel(const Shape& shape, const std::string& what) {
+  if (shape.size() > kMaxRank)
+    throw UserError(fmt::format("{} has rank {}; braze handles tensors of rank at most {}", what, shape.size(), kMaxRank));
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) throw UserError(fmt::format("{} has a negative dimension: {}", what, shape_str(shape)));

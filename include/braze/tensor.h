@@ -17,7 +17,13 @@ using Shape = std::vector<int64_t>;
 // than an allocation failure deep inside a run.
 inline constexpr uint64_t kMaxTensorBytes = uint64_t{16} << 30;
 
-// Number of elements; throws UserError on a negative dim or an overflowing product.
+// Highest rank braze handles (ONNX sets none; models stay under 10): a shape computed by the
+// model itself (a Reshape to a ConstantOfShape of millions of ones) could otherwise make every
+// pass and kernel walk millions of dims.
+inline constexpr size_t kMaxRank = 64;
+
+// Number of elements; throws UserError on a rank over kMaxRank, a negative dim or an
+// overflowing product.
 int64_t checked_numel(const Shape& shape, const std::string& what = "tensor");
 // Byte size for dtype and shape with the same checks, also against kMaxTensorBytes.
 uint64_t checked_nbytes(DType dt, const Shape& shape, const std::string& what = "tensor");

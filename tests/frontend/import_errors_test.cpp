@@ -10,6 +10,7 @@
 #include "frontend/model_checks.h"
 #include "frontend/onnx_proto.h"
 #include "frontend/tensor_io.h"
+#include "graph/passes/pipeline.h"
 #include "tests/test_util.h"
 
 namespace braze {
@@ -192,6 +193,30 @@ TEST(ImportErrors, MoreNodesThanTheLimit) {
   for (int64_t i = 0; i < frontend::kMaxNodes; ++i) *g->add_node() = relu;
   EXPECT_ERROR_HAS(frontend::import_model_bytes(m.SerializeAsString()),
                    "the model has 200001 nodes (subgraphs included); braze imports at most 200000");
+}
+
+// Ranks over braze's limit: declared on an input, or computed by the model (a Reshape to a
+// ConstantOfShape of a hundred thousand ones; the fuzzer's find was 4 million, which kept
+// every pass busy for seconds).
+TEST(ImportErrors, RankOverTheLimit) {
+  std::string dims = "1";
+  for (size_t i = 1; i <= kMaxRank; ++i) dims += ",1";
+  EXPECT_ERROR_HAS(frontend::import_model_bytes(frontend::parse_model_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[)" + dims + R"(] x) => (float[)" + dims + R"(] y) { y = Relu(x) })").SerializeAsString()),
+                   "input 'x' has rank 65; braze handles tensors of rank at most 64");
+  const auto import_and_passes = [](const std::string& text) {
+    graph::Graph g = frontend::import_model_bytes(frontend::parse_model_text(text).SerializeAsString()).graph;
+    graph::passes::run_pipeline(g);
+  };
+  EXPECT_ERROR_HAS(import_and_passes(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1] x) => (float y) {
+      n = Constant <value = int64[1] {100000}> ()
+      ones = ConstantOfShape <value = int64[1] {1}> (n)
+      r = Reshape(x, ones)
+      y = ReduceSum <keepdims = 0> (r) })"),
+                   "output 0 has rank 100000; braze handles tensors of rank at most 64");
 }
 
 TEST(ImportErrors, GraphWithACycle) {

@@ -18,7 +18,10 @@ torch.onnx.export(dynamo=True) in float32 (weights as external data), then
 Prints one table per row and a summary; writes models.json and models.md under --out.
 
   python3 bench/models.py --braze build-gpu/cli/braze --out OUTDIR [--only bert-b1,gpt2-*]
-                          [--no-tune] [--no-compile-default] [--export-only]
+                          [--no-tune] [--no-compile-default] [--export-only] [--small]
+
+--small exports each row at its model's smallest shape (batch 1, 32 tokens or 64x64 images) for
+scripts/gpu_check.sh, which runs compute-sanitizer over them.
 
 Exporting and torch.compile take minutes: pick rows with --only (names or shell patterns).
 """
@@ -277,9 +280,17 @@ def attention_rows(bench_json):
     return rows
 
 
+def smallest_shape(kind):
+    """(batch, size) of a model's smallest row shape: one sequence of 32 tokens, or one 64x64
+    image (ResNet-50's last stage still 2x2)."""
+    return (1, 64) if kind in ("resnet50", "mobilenetv2") else (1, 32)
+
+
 def run_row(args, name, results):
     t_row = time.perf_counter()
     kind, batch, size, precision = ROWS[name]
+    if args.small:
+        batch, size = smallest_shape(kind)
     row_dir = os.path.join(args.out, name)
     os.makedirs(row_dir, exist_ok=True)
     model, names, vocab = build_model(kind)
@@ -389,6 +400,7 @@ def main():
     ap.add_argument("--no-compile-default", action="store_true",
                     help="time torch.compile only with mode=reduce-overhead")
     ap.add_argument("--export-only", action="store_true", help="export the models and write the inputs")
+    ap.add_argument("--small", action="store_true", help="each row at its model's smallest shape (gpu_check.sh)")
     args = ap.parse_args()
     args.braze = os.path.abspath(args.braze)
     os.makedirs(args.out, exist_ok=True)

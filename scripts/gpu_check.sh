@@ -4,7 +4,10 @@
 #   doctor, ctest -L gpu, conformance on the GPU backend fused and unfused (ONNX node tests
 #   and models/), diff of fused vs unfused and per kernel on the models, and
 #   compute-sanitizer memcheck over the GPU conformance run and over the GPU search-space
-#   tests (every reduction, tensor-core and SIMT GEMM candidate; BRAZE_MEMCHECK_SECONDS caps it).
+#   tests (every reduction, tensor-core and SIMT GEMM candidate; BRAZE_MEMCHECK_SECONDS caps it);
+#   step sanitize_models (not in the default steps: it exports the real models, minutes):
+#   memcheck, racecheck and initcheck over every bench/models.py row at its smallest shape
+#   (scripts/sanitize_models.sh; BRAZE_SANITIZE_ROWS picks rows).
 # Prints a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,5 +62,9 @@ if has memcheck_search; then
   timeout "${BRAZE_MEMCHECK_SECONDS:-1800}" compute-sanitizer --tool memcheck --print-limit 20 build-gpu/tests/gpu_tests \
     --gtest_filter='*GpuSearchSpace*:*GpuGemmTc*:*GpuGemmSimt*:*GpuGemmWgmma*' >"$out/memcheck_search.txt" 2>&1
   summary+=("memcheck, search-space tests: $(grep -E 'ERROR SUMMARY' "$out/memcheck_search.txt" | sort | uniq -c | tr '\n' ' ') $(grep -E 'PASSED|FAILED' "$out/memcheck_search.txt" | head -2 | tr '\n' ' ')")
+fi
+if has sanitize_models; then
+  BRAZE=$b scripts/sanitize_models.sh "$out/sanitize_models" "${BRAZE_SANITIZE_ROWS:-}" >"$out/sanitize_models.txt" 2>&1
+  summary+=("compute-sanitizer over the models rows (exit $?): $(grep -c '| clean |' "$out/sanitize_models/sanitize_models.md" 2>/dev/null) clean runs of $(grep -cE '^\| [a-z0-9]+-' "$out/sanitize_models/sanitize_models.md" 2>/dev/null)")
 fi
 printf '%s\n' "${summary[@]}"

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -88,10 +89,16 @@ void read_external(const ExternalData& at, const std::string& what, uint64_t exp
 // the mapped file; the rest are read.
 constexpr uint64_t kMapAtLeast = 64 * 1024;
 
-template <class Field>
-void check_count(const Field& f, int64_t numel, const std::string& what, const char* field) {
-  if (static_cast<int64_t>(f.size()) != numel)
-    throw UserError(fmt::format("{}: {} holds {} values but its dims need {}", what, field, f.size(), numel));
+// How many values the typed field that holds `dt` stores, and its name.
+std::pair<int64_t, const char*> typed_data_count(const onnx::TensorProto& t, DType dt) {
+  switch (dt) {
+    case DType::Float32: return {t.float_data_size(), "float_data"};
+    case DType::Float64: return {t.double_data_size(), "double_data"};
+    case DType::Int64: return {t.int64_data_size(), "int64_data"};
+    case DType::UInt64:
+    case DType::UInt32: return {t.uint64_data_size(), "uint64_data"};
+    default: return {t.int32_data_size(), "int32_data"};  // float16 / bfloat16 bits, small ints, bool
+  }
 }
 
 }  // namespace
@@ -116,40 +123,40 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const DataScope& scope, con
     read_external(at, what, nbytes, out.raw());
     return out;
   }
-  Tensor out(*dt, shape);
+  // The inline data's size against the dims before anything is allocated: dims of billions
+  // over two stored values must not cost gigabytes first.
   if (t.has_raw_data()) {
     if (t.raw_data().size() != nbytes)
       throw UserError(fmt::format("{}: raw_data holds {} bytes but dims {} of {} need {}", what,
                                   t.raw_data().size(), shape_str(shape), dtype_name(*dt), nbytes));
+    Tensor out = Tensor::uninitialized(*dt, shape);
     if (nbytes) std::memcpy(out.raw(), t.raw_data().data(), nbytes);
     return out;
   }
+  const auto [count, field] = typed_data_count(t, *dt);
+  if (count != numel)
+    throw UserError(fmt::format("{}: {} holds {} values but its dims need {}", what, field, count, numel));
+  Tensor out = Tensor::uninitialized(*dt, shape);
   switch (*dt) {
     case DType::Float32:
-      check_count(t.float_data(), numel, what, "float_data");
       for (int64_t i = 0; i < numel; ++i) out.data<float>()[i] = t.float_data(static_cast<int>(i));
       break;
     case DType::Float64:
-      check_count(t.double_data(), numel, what, "double_data");
       for (int64_t i = 0; i < numel; ++i) out.data<double>()[i] = t.double_data(static_cast<int>(i));
       break;
     case DType::Int64:
-      check_count(t.int64_data(), numel, what, "int64_data");
       for (int64_t i = 0; i < numel; ++i) out.data<int64_t>()[i] = t.int64_data(static_cast<int>(i));
       break;
     case DType::UInt64:
     case DType::UInt32:
-      check_count(t.uint64_data(), numel, what, "uint64_data");
       for (int64_t i = 0; i < numel; ++i) out.set_u64(i, t.uint64_data(static_cast<int>(i)));
       break;
     case DType::Float16:
     case DType::BFloat16:  // bit patterns in int32_data
-      check_count(t.int32_data(), numel, what, "int32_data");
       for (int64_t i = 0; i < numel; ++i)
         out.data<uint16_t>()[i] = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
       break;
     default:  // int32, int16, int8, uint16, uint8, bool
-      check_count(t.int32_data(), numel, what, "int32_data");
       for (int64_t i = 0; i < numel; ++i) out.set_i64(i, t.int32_data(static_cast<int>(i)));
       break;
   }

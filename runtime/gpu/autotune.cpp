@@ -1,17 +1,13 @@
 #include "runtime/gpu/autotune.h"
 
 #include <braze/error.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <set>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "codegen/codegen.h"
 #include "runtime/compare.h"
@@ -22,9 +18,6 @@
 #include "runtime/inputs.h"
 
 namespace braze::gpu {
-
-namespace fs = std::filesystem;
-using nlohmann::json;
 
 namespace {
 

@@ -24,13 +24,23 @@ namespace fs = std::filesystem;
 
 const fs::path kModel = fs::path(BRAZE_SOURCE_DIR) / "models" / "bert_tiny_legacy";
 
-TEST(GpuApi, EightThreadsEachWithASessionOnOneEngine) {
-  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+// The bundled model at its test data's shapes, and that data's inputs.
+Engine bert_tiny() {
   CompileOptions o;
   o.shapes = {{"input_0", {2, 16}}, {"input_1", {2, 16}}};
-  const Engine e = Engine::compile((kModel / "model.onnx").string(), o);
+  return Engine::compile((kModel / "model.onnx").string(), o);
+}
+
+std::vector<Tensor> bert_tiny_inputs() {
   const fs::path data = kModel / "test_data_set_0";
-  const std::vector<Tensor> in = {read_tensor((data / "input_0.pb").string()), read_tensor((data / "input_1.pb").string())};
+  return {read_tensor((data / "input_0.pb").string()), read_tensor((data / "input_1.pb").string())};
+}
+
+TEST(GpuApi, EightThreadsEachWithASessionOnOneEngine) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  const Engine e = bert_tiny();
+  const fs::path data = kModel / "test_data_set_0";
+  const std::vector<Tensor> in = bert_tiny_inputs();
   Session one(e, Backend::Gpu);
   ASSERT_EQ(one.backend(), Backend::Gpu);
   const Tensor want = one.run(in)[0];
@@ -48,14 +58,6 @@ TEST(GpuApi, EightThreadsEachWithASessionOnOneEngine) {
   }
 }
 
-// Free device memory, in bytes.
-size_t free_device_bytes() {
-  gpu::make_current();
-  size_t free = 0, total = 0;
-  BRAZE_CU(cuMemGetInfo, &free, &total);
-  return free;
-}
-
 // The process's resident host memory, in bytes.
 size_t resident_host_bytes() {
   std::ifstream statm("/proc/self/statm");
@@ -71,11 +73,8 @@ size_t resident_host_bytes() {
 // run would show 20 MB).
 TEST(GpuApi, SixteenThreadsTenThousandRunsNoDifferenceNoLeak) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  CompileOptions o;
-  o.shapes = {{"input_0", {2, 16}}, {"input_1", {2, 16}}};
-  const Engine e = Engine::compile((kModel / "model.onnx").string(), o);
-  const fs::path data = kModel / "test_data_set_0";
-  const std::vector<Tensor> in = {read_tensor((data / "input_0.pb").string()), read_tensor((data / "input_1.pb").string())};
+  const Engine e = bert_tiny();
+  const std::vector<Tensor> in = bert_tiny_inputs();
   const Tensor want = Session(e, Backend::Gpu).run(in)[0];
   constexpr int kThreads = 16, kRuns = 10000 / kThreads;
   auto round = [&](int runs) {
@@ -90,9 +89,9 @@ TEST(GpuApi, SixteenThreadsTenThousandRunsNoDifferenceNoLeak) {
     }
   };
   round(20);
-  const size_t device_before = free_device_bytes(), host_before = resident_host_bytes();
+  const size_t device_before = gpu::free_device_memory(), host_before = resident_host_bytes();
   round(kRuns);
-  const size_t device_after = free_device_bytes(), host_after = resident_host_bytes();
+  const size_t device_after = gpu::free_device_memory(), host_after = resident_host_bytes();
   EXPECT_EQ(device_after, device_before) << "device memory not given back";
   EXPECT_LE(host_after, host_before + (size_t{16} << 20)) << "resident host memory grew";
 }
@@ -100,14 +99,11 @@ TEST(GpuApi, SixteenThreadsTenThousandRunsNoDifferenceNoLeak) {
 // Engines loaded from one file by eight threads at once, each run on the GPU.
 TEST(GpuApi, EightThreadsLoadOneEngineFileAtOnce) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  CompileOptions o;
-  o.shapes = {{"input_0", {2, 16}}, {"input_1", {2, 16}}};
   const fs::path dir = test::temp_dir("GpuApi", "LoadAtOnce");
   const std::string path = (dir / "bert.braze").string();
-  const Engine e = Engine::compile((kModel / "model.onnx").string(), o);
+  const Engine e = bert_tiny();
   e.save(path);
-  const fs::path data = kModel / "test_data_set_0";
-  const std::vector<Tensor> in = {read_tensor((data / "input_0.pb").string()), read_tensor((data / "input_1.pb").string())};
+  const std::vector<Tensor> in = bert_tiny_inputs();
   const Tensor want = Session(e, Backend::Gpu).run(in)[0];
   std::vector<Tensor> got(8);
   const std::vector<std::string> errors = test::on_threads(8, [&](int t) {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 
+#include "frontend/onnx_proto.h"
 #include "graph/host_memory.h"
 #include "tests/test_util.h"
 
@@ -66,6 +67,22 @@ TEST(HostMemory, AnOpOutputLargerThanWhatIsAvailableNamesTheNode) {
       s = Constant <value = int64[1] {1073741824}> ()  e = Expand(x, s)  y = ReduceSum <keepdims = 0> (e) })");
   expect_user_error_under_a_1gib_limit([&] { test::run(g, {test::floats({1}, {1.f})}); },
                                        {"Expand", "output 0", "needs 4.00 GiB of host memory"});
+}
+
+// A TensorProto whose dims need 3 GiB but whose float_data holds two values: refused for the
+// count before anything is allocated (the fuzzer's find: 3.3 GB allocated for the message).
+TEST(HostMemory, InlineDataIsCountedBeforeTheTensorIsAllocated) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(836565000);
+  t.add_float_data(1.f);
+  t.add_float_data(2.f);
+  expect_user_error_under_a_1gib_limit([&] { frontend::tensor_from_proto(t, {}, "w"); },
+                                       {"w: float_data holds 2 values but its dims need 836565000"});
+  t.clear_float_data();
+  t.set_raw_data(std::string(8, '\0'));
+  expect_user_error_under_a_1gib_limit([&] { frontend::tensor_from_proto(t, {}, "w"); },
+                                       {"w: raw_data holds 8 bytes"});
 }
 
 TEST(HostMemory, SmallAllocationsAreNotChecked) {

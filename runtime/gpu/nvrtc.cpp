@@ -91,7 +91,7 @@ Compiled nvrtc_compile(const std::string& source, const std::string& name, const
   for (const auto& o : opts) argv.push_back(o.c_str());
   nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
   if (r == NVRTC_ERROR_CANCELLED)
-    throw UserError(fmt::format("NVRTC compiling kernel {} for {} ran past the limit of {} s a kernel "
+    throw UserError(fmt::format("NVRTC compiling kernel {} for {} ran past the compile limit of {} s per kernel "
                                 "(--compile-limit sets it)", name, arch.name(), limit_seconds));
   Compiled out;
   size_t log_size = 0;

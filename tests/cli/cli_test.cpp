@@ -375,7 +375,7 @@ TEST(Cli, CompileLimitCancelsAKernelThatRunsPastIt) {
   Result r = braze("compile " + model + " --no-cache --compile-limit 0.001 -o " + out);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("error: NVRTC compiling kernel braze_"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("ran past the limit of 0.001 s a kernel (--compile-limit sets it)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ran past the compile limit of 0.001 s per kernel (--compile-limit sets it)"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(out));
   r = braze("compile " + model + " --no-cache --compile-limit 0 -o " + out);
   EXPECT_EQ(r.code, 2) << r.out;

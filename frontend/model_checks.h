@@ -1,6 +1,6 @@
-// Checks of a ModelProto that the protobuf parser does not make and ONNX's checker does: every
-// name valid UTF-8 (engine files and reports are JSON), and every attribute one its operator
-// has; and braze's own limit on the node count. Each failure is a UserError naming the node and the attribute or name.
+// Checks of a ModelProto that the protobuf parser does not make and ONNX's checker does (every
+// name valid UTF-8: engine files and reports are JSON; every attribute one its operator has),
+// and braze's own limit on the node count. Each failure is a UserError saying what and where.
 #pragma once
 
 #include <cstdint>

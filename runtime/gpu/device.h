@@ -28,7 +28,7 @@ const DeviceInfo& device_info();
 // Makes device 0's primary context current on the calling thread (retained once).
 void make_current();
 
-// Free and total device memory now, in bytes.
+// The device memory free now, in bytes.
 size_t free_device_memory();
 // Throws DeviceError "out of GPU memory: `what` needs N GiB, the GPU has M GiB free" when
 // `bytes` is more than the device has free: checked before allocating, so that an engine too

@@ -186,7 +186,7 @@ void add_run(CLI::App& app, Runner& run) {
   cmd->add_option("--outputs", o->outputs, "write each output as <name>.npy into this folder");
   cmd->add_option("--check", o->check, "folder of expected outputs (output_N.pb or <name>.npy) to compare with");
   cmd->add_flag("--sync-each-kernel", o->sync_each_kernel,
-                "GPU: wait for each kernel before the next and name the one that fails (slower)");
+                "GPU: wait for each kernel before the next, to confirm which one fails (slower)");
   cmd->callback([o, &run] { run = [o] { return run_run(*o); }; });
 }
 

@@ -1,5 +1,6 @@
 #include "codegen/codegen.h"
 
+#include <braze/error.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -13,7 +14,34 @@
 
 namespace braze::codegen {
 
-void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& code, unsigned helpers) {
+namespace {
+
+// Appends the progress parameters (Kernel::kProgressParams) to the kernel's signature and
+// makes braze_note_step (prelude.cuh) its body's first statement.
+std::string with_step_note(const std::string& code) {
+  const std::string head = "KERNEL_NAME(";
+  size_t open = code.find(head);
+  BRAZE_CHECK(open != std::string::npos && code.find(head, open + 1) == std::string::npos,
+              "a generated kernel has one KERNEL_NAME(…) signature");
+  size_t close = open + head.size();
+  for (int depth = 1; depth > 0; ++close) {
+    BRAZE_CHECK(close < code.size(), "a generated kernel's parameter list is closed");
+    depth += (code[close] == '(') - (code[close] == ')');
+  }
+  --close;  // the list's ')'
+  size_t brace = code.find_first_not_of(" \n", close + 1);
+  BRAZE_CHECK(brace != std::string::npos && code[brace] == '{', "a generated kernel's body follows its signature");
+  std::string params = code.substr(open + head.size(), close - open - head.size());
+  bool none = params.find_first_not_of(" \n") == std::string::npos;
+  return code.substr(0, close) + (none ? "" : ", ") + "unsigned* braze_progress, unsigned braze_step" +
+         code.substr(close, brace + 1 - close) + "\n  braze_note_step(braze_progress, braze_step);" +
+         code.substr(brace + 1);
+}
+
+}  // namespace
+
+void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& generated, unsigned helpers) {
+  const std::string code = with_step_note(generated);
   std::vector<std::string> ops;
   std::string covers;
   for (graph::NodeId id : k.nodes) {

@@ -40,7 +40,8 @@ enum DeviceHelpers : unsigned {
 // The whole translation unit: device helpers, then "// ---- generated ----", a comment
 // naming the ONNX nodes, and `code` (which must define `extern "C" __global__ NAME`).
 // Fills kernel.name (braze_<kind>_<ops>_<hash of code>) and kernel.source; `code` spells
-// the kernel's name as the placeholder KERNEL_NAME.
+// the kernel's name as the placeholder KERNEL_NAME. Every kernel gets the two progress
+// parameters last (codegen::Kernel) and notes its step first (braze_note_step).
 void finish_kernel(const graph::Graph& g, Kernel& kernel, const std::string& code,
                    unsigned helpers);
 

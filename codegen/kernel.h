@@ -66,7 +66,11 @@ struct Kernel {
   unsigned shared_bytes = 0;
   bool empty_launch = false;  // nothing to compute (zero-size output): skip the launch
   Tunables tunables;          // the schedule choices this source was generated with
-  std::vector<TensorMap> tensor_maps;  // trailing __grid_constant__ parameters, in order
+  std::vector<TensorMap> tensor_maps;  // __grid_constant__ parameters after the error flag, in order
+  // Every kernel's last two parameters, after everything above: `unsigned* braze_progress` (null, or the
+  // session's progress word in host memory mapped into the device) and `unsigned braze_step`
+  // (the step's 1-based number). Thread 0 of block 0 writes the step into the word first
+  // thing (finish_kernel, braze_note_step), so that a fault can be traced to its kernel.
 };
 
 }  // namespace braze::codegen

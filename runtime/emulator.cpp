@@ -47,7 +47,13 @@ std::string emulation_source(const graph::Graph& g, const codegen::Kernel& k) {
     args += fmt::format("{}({}{}*)a[{}]", i ? ", " : "", k.params[i].is_output ? "" : "const ",
                         graph::cuda_storage_type(v.dtype), i);
   }
-  if (k.has_error_flag) args += fmt::format("{}(int*)a[{}]", k.params.empty() ? "" : ", ", k.params.size());
+  size_t n = k.params.size();
+  if (k.has_error_flag) {
+    args += fmt::format("{}(int*)a[{}]", n ? ", " : "", n);
+    ++n;
+  }
+  // The progress parameters (codegen::Kernel): the word's address, the step number by value.
+  args += fmt::format("{}(unsigned*)a[{}], *(unsigned*)a[{}]", n ? ", " : "", n, n + 1);
   src += fmt::format(
       "\nextern \"C\" void braze_emu_launch(void** a, unsigned gx, unsigned gy, unsigned gz, unsigned bx, "
       "unsigned by, unsigned bz) {{\n  braze_emu_run([&] {{ {}({}); }}, {{gx, gy, gz}}, {{bx, by, bz}});\n}}\n",
@@ -171,6 +177,9 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
     }
     int flag = 0;
     if (k.has_error_flag) args.push_back(&flag);
+    unsigned progress = 0, step = static_cast<unsigned>(si + 1);
+    args.push_back(&progress);
+    args.push_back(&step);
     if (k.empty_launch) continue;
     LaunchFn fn = fns[si];
     // Pointwise kernels stride over their work by blockDim, so one thread does it all;
@@ -183,6 +192,7 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
     else
       fn(args.data(), 1, 1, 1, 1, 1, 1);
     if (flag > 0 && static_cast<size_t>(flag) <= k.error_messages.size()) throw UserError(k.error_messages[flag - 1]);
+    BRAZE_CHECK(progress == step, fmt::format("kernel {} noted step {}, not its own {}", k.name, progress, step));
   }
   std::vector<Tensor> out;
   for (const auto& o : g.outputs()) out.push_back(vals[o.value]);

@@ -85,6 +85,15 @@ BRAZE_DEV bool braze_split_reduce(float* flat, float* red) {
 }
 #endif
 
+// The first statement of every kernel (codegen.cpp adds it): thread 0 of block 0 writes the
+// kernel's step number (1-based) into the session's progress word, host memory mapped into the
+// device, so that when a kernel faults — and the context, hence device memory, is lost — the
+// host still reads which step was running. Null `progress`: not noted.
+BRAZE_DEV void braze_note_step(unsigned* progress, unsigned step) {
+  if (progress && (threadIdx.x | threadIdx.y | threadIdx.z | blockIdx.x | blockIdx.y | blockIdx.z) == 0)
+    *static_cast<volatile unsigned*>(progress) = step;
+}
+
 // Records the first failed run-time check of a kernel (an out-of-range index …); the
 // runtime reads the flag after the run and reports the message for `code`.
 BRAZE_DEV void braze_fail(int* flag, int code) { atomicCAS(flag, 0, code); }

@@ -118,7 +118,9 @@ enum class Backend {
 
 struct SessionOptions {
   bool poison = false;  // Gpu: device memory filled with NaN bytes before each run (unwritten outputs show)
-  // Gpu: wait for each kernel before launching the next, and name the one that fails (slower).
+  // Gpu: wait for each kernel before launching the next (slower), so that a failure is surely
+  // the kernel named. Without it a kernel that faults is named too: every kernel notes its step
+  // in host memory first, and the error names the one this session started last.
   bool sync_each_kernel = false;
 };
 

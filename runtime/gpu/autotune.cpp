@@ -57,9 +57,13 @@ Buffers make_buffers(const graph::Graph& g, const codegen::Kernel& k) {
 void launch(CUfunction fn, const codegen::Kernel& k, Buffers& b, std::vector<CUtensorMap>& maps) {
   std::vector<CUdeviceptr> ptrs = b.ptrs;
   if (k.has_error_flag) ptrs.push_back(b.flag.ptr());
+  CUdeviceptr progress = 0;  // no step to note (codegen::Kernel)
+  unsigned step = 0;
   std::vector<void*> args;
   for (CUdeviceptr& p : ptrs) args.push_back(&p);
   for (CUtensorMap& m : maps) args.push_back(&m);
+  args.push_back(&progress);
+  args.push_back(&step);
   BRAZE_CU(cuLaunchKernel, fn, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], k.shared_bytes,
            nullptr, args.data(), nullptr);
 }

@@ -66,8 +66,25 @@ void throw_cuda_error(CUresult r, const char* call, const char* file, int line) 
   const DriverApi& api = loaded().api;
   if (api.cuGetErrorName) api.cuGetErrorName(r, &name);
   if (api.cuGetErrorString) api.cuGetErrorString(r, &desc);
-  throw DeviceError(fmt::format("CUDA error {} ({}) in {} at {}:{}", name ? name : std::to_string(r),
-                                desc ? desc : "no description", call, file, line));
+  throw CudaError(r, fmt::format("CUDA error {} ({}) in {} at {}:{}", name ? name : std::to_string(r),
+                                 desc ? desc : "no description", call, file, line));
+}
+
+bool is_kernel_fault(CUresult code) {
+  switch (code) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace braze::gpu

@@ -15,6 +15,20 @@ namespace braze::gpu {
 // An error reported by the driver or NVRTC (out of memory, launch failure, no device …).
 using DeviceError = braze::DeviceError;
 
+// A driver call's failure, with the driver's code (throw_cuda_error).
+class CudaError : public DeviceError {
+ public:
+  CudaError(CUresult code, const std::string& what) : DeviceError(what), code_(code) {}
+  CUresult code() const { return code_; }
+
+ private:
+  CUresult code_;
+};
+
+// True for the errors a kernel raises by faulting (an illegal address or instruction, a trap,
+// a misaligned access …): sticky, they leave the context unusable for the rest of the process.
+bool is_kernel_fault(CUresult code);
+
 // X-macro of the driver entry points braze uses. Names are the cuda.h macros, which expand
 // to the versioned symbols (cuMemAlloc -> cuMemAlloc_v2) that dlsym must look up.
 #define BRAZE_CUDA_DRIVER_FUNCTIONS(X) \
@@ -48,6 +62,7 @@ using DeviceError = braze::DeviceError;
   X(cuMemsetD8)                        \
   X(cuMemsetD8Async)                   \
   X(cuMemHostAlloc)                    \
+  X(cuMemHostGetDevicePointer)         \
   X(cuMemFreeHost)                     \
   X(cuStreamCreate)                    \
   X(cuStreamDestroy)                   \
@@ -79,6 +94,7 @@ bool gpu_available();
 // Why gpu_available() is false ("no CUDA driver (libcuda.so.1 not found)" …), else "".
 std::string gpu_unavailable_reason();
 
+// Throws CudaError naming the call, the driver's error and the place in the source.
 [[noreturn]] void throw_cuda_error(CUresult r, const char* call, const char* file, int line);
 
 }  // namespace braze::gpu

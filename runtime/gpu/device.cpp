@@ -1,5 +1,6 @@
 #include "runtime/gpu/device.h"
 
+#include <cstring>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -105,6 +106,38 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
     size_ = o.size_;
     o.ptr_ = 0;
     o.size_ = 0;
+  }
+  return *this;
+}
+
+MappedHostBuffer::MappedHostBuffer(size_t bytes) {
+  make_current();
+  BRAZE_CU(cuMemHostAlloc, &host_, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+  std::memset(host_, 0, bytes);
+  const CUresult r = driver().cuMemHostGetDevicePointer(&device_, host_, 0);
+  if (r != CUDA_SUCCESS) {
+    driver().cuMemFreeHost(host_);
+    host_ = nullptr;
+    throw_cuda_error(r, "cuMemHostGetDevicePointer", __FILE__, __LINE__);
+  }
+}
+
+MappedHostBuffer::~MappedHostBuffer() {
+  if (host_) driver().cuMemFreeHost(host_);
+}
+
+MappedHostBuffer::MappedHostBuffer(MappedHostBuffer&& o) noexcept : host_(o.host_), device_(o.device_) {
+  o.host_ = nullptr;
+  o.device_ = 0;
+}
+
+MappedHostBuffer& MappedHostBuffer::operator=(MappedHostBuffer&& o) noexcept {
+  if (this != &o) {
+    if (host_) driver().cuMemFreeHost(host_);
+    host_ = o.host_;
+    device_ = o.device_;
+    o.host_ = nullptr;
+    o.device_ = 0;
   }
   return *this;
 }

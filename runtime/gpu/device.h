@@ -53,4 +53,23 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
+// An owning allocation of page-locked host memory mapped into the device's address space: the
+// device writes it, and the host reads it even after a fault has lost the context.
+class MappedHostBuffer {
+ public:
+  MappedHostBuffer() = default;
+  explicit MappedHostBuffer(size_t bytes);
+  ~MappedHostBuffer();
+  MappedHostBuffer(MappedHostBuffer&& o) noexcept;
+  MappedHostBuffer& operator=(MappedHostBuffer&& o) noexcept;
+  MappedHostBuffer(const MappedHostBuffer&) = delete;
+  MappedHostBuffer& operator=(const MappedHostBuffer&) = delete;
+  void* host() const { return host_; }
+  CUdeviceptr device() const { return device_; }
+
+ private:
+  void* host_ = nullptr;
+  CUdeviceptr device_ = 0;
+};
+
 }  // namespace braze::gpu

@@ -21,6 +21,7 @@
 #include "codegen/kernel.h"
 #include "fusion/plan.h"
 #include "graph/ir.h"
+#include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/device.h"
 #include "runtime/gpu/kernel_cache.h"
 #include "runtime/gpu/nvrtc.h"
@@ -134,7 +135,8 @@ struct RunOptions {
   // reuses its bytes (for diff --per-kernel); fetch() then returns them. Slow.
   bool capture = false;
   // Wait for each kernel before launching the next, and name the one that failed (a fault,
-  // a trap, the pipeline watchdog): a fault otherwise surfaces at the run's end, unnamed.
+  // a trap, the pipeline watchdog). Otherwise a fault surfaces at the next synchronisation and
+  // is traced through the progress word to the kernel the session started last.
   bool sync_each_kernel = false;
 };
 
@@ -189,8 +191,15 @@ class Session {
   void bind(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs);
   void launch_graph(CUstream stream);  // captured (again) when the binding changed
   void wait_for_step(size_t step);  // RunOptions::sync_each_kernel
+  // Called in a handler of CudaError: a kernel fault is thrown again as a DeviceError naming
+  // the step this session's kernels last noted (progress_); any other error as it was.
+  [[noreturn]] void rethrow_naming_fault(const CudaError& e) const;
   std::shared_ptr<const Engine> engine_;
   DeviceBuffer arena_;
+  // The progress word every kernel of this session writes its step number into first
+  // (codegen::Kernel); readable after a fault. Not passed (null) when BRAZE_STEP_NOTES=0.
+  MappedHostBuffer progress_;
+  CUdeviceptr progress_arg_ = 0;
   DeviceBuffer flags_;  // one int per kernel step with run-time checks
   std::vector<size_t> flag_index_;
   // Per step, the TMA descriptors its kernel takes (encoded once: the arena stays put).

@@ -36,8 +36,9 @@ namespace {
 // (u64), the JSON header, the blobs. Version 2 added the checksum: a flipped bit in a weight
 // would otherwise load without complaint and compute something else. Version 4 keeps each
 // kernel's source as a blob (escaping sources into the JSON was most of the header's cost).
+// Version 5: every kernel takes the progress parameters (codegen::Kernel) and notes its step.
 constexpr char kMagic[8] = {'B', 'R', 'A', 'Z', 'E', 'E', 'N', 'G'};
-constexpr uint32_t kVersion = 4;
+constexpr uint32_t kVersion = 5;
 constexpr size_t kPreamble = 28;
 
 struct Piece {

@@ -1,6 +1,7 @@
 #include <braze/error.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include <fmt/format.h>
@@ -33,6 +34,9 @@ Session::Session(std::shared_ptr<const Engine> engine) : engine_(std::move(engin
   bound_.assign(engine_->graph().num_values(), 0);
   graph_bound_ = bound_;
   BRAZE_CU(cuMemsetD8, flags_.ptr(), 0, flags_.size());
+  progress_ = MappedHostBuffer(sizeof(unsigned));
+  const char* notes = std::getenv("BRAZE_STEP_NOTES");
+  if (!notes || std::string(notes) != "0") progress_arg_ = progress_.device();
   BRAZE_CU(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
 }
 
@@ -60,7 +64,7 @@ CUdeviceptr Session::value_address(ValueId v) const {
   return b ? b : address(*engine_, arena_, v);
 }
 
-Tensor Session::fetch(ValueId v) const {
+Tensor Session::fetch(ValueId v) const try {
   const graph::Value& val = engine_->graph().value(v);
   if (val.constant) return *val.constant;
   if (auto it = host_values_.find(v); it != host_values_.end()) return it->second;
@@ -70,6 +74,8 @@ Tensor Session::fetch(ValueId v) const {
   BRAZE_CU(cuStreamSynchronize, stream_);
   if (t.nbytes()) BRAZE_CU(cuMemcpyDtoH, t.raw(), address(*engine_, arena_, v), t.nbytes());
   return t;
+} catch (const CudaError& e) {
+  rethrow_naming_fault(e);
 }
 
 void Session::run_fallback(const Step& step) {
@@ -102,7 +108,7 @@ void Session::run_fallback(const Step& step) {
   BRAZE_CU(cuStreamSynchronize, stream_);  // the copies read `host`, freed on return
 }
 
-void Session::upload(const std::vector<Tensor>& inputs) {
+void Session::upload(const std::vector<Tensor>& inputs) try {
   const graph::Graph& g = engine_->graph();
   runtime::check_inputs(g, inputs);
   make_current();
@@ -114,9 +120,15 @@ void Session::upload(const std::vector<Tensor>& inputs) {
   }
   // The inputs' host memory is pageable: finish the copies before the caller can free it.
   BRAZE_CU(cuStreamSynchronize, stream_);
+} catch (const CudaError& e) {
+  rethrow_naming_fault(e);
 }
 
-void Session::enqueue_step(size_t i) { enqueue_step(i, stream_); }
+void Session::enqueue_step(size_t i) try {
+  enqueue_step(i, stream_);
+} catch (const CudaError& e) {
+  rethrow_naming_fault(e);
+}
 
 void Session::enqueue_step(size_t i, CUstream stream) {
   const Step& s = engine_->steps()[i];
@@ -129,9 +141,13 @@ void Session::enqueue_step(size_t i, CUstream stream) {
     tensor_map_ptrs_[i] = ptrs;
   }
   if (k.has_error_flag) ptrs.push_back(flags_.ptr() + flag_index_[i] * sizeof(int));
+  CUdeviceptr progress = progress_arg_;
+  unsigned step = static_cast<unsigned>(i + 1);
   std::vector<void*> args;
   for (CUdeviceptr& p : ptrs) args.push_back(&p);
   for (CUtensorMap& m : tensor_maps_[i]) args.push_back(&m);
+  args.push_back(&progress);
+  args.push_back(&step);
   BRAZE_CU(cuLaunchKernel, engine_->function(i), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
            k.shared_bytes, stream, args.data(), nullptr);
 }
@@ -147,7 +163,7 @@ bool Session::graphable() const {
   return std::count_if(steps.begin(), steps.end(), [](const Step& s) { return !s.kernel->empty_launch; }) > 1;
 }
 
-void Session::enqueue(bool graph) {
+void Session::enqueue(bool graph) try {
   make_current();
   if (graph && graphable()) {
     launch_graph(stream_);
@@ -157,6 +173,8 @@ void Session::enqueue(bool graph) {
     if (engine_->steps()[i].kernel) enqueue_step(i);
     else run_fallback(engine_->steps()[i]);
   }
+} catch (const CudaError& e) {
+  rethrow_naming_fault(e);
 }
 
 void Session::launch_graph(CUstream stream) {
@@ -185,7 +203,7 @@ void Session::launch_graph(CUstream stream) {
 
 void Session::check_flags() { check_flags(stream_); }
 
-void Session::check_flags(CUstream stream) {
+void Session::check_flags(CUstream stream) try {
   BRAZE_CU(cuStreamSynchronize, stream);
   const auto& steps = engine_->steps();
   std::vector<int> flags(flags_.size() / sizeof(int));
@@ -199,17 +217,50 @@ void Session::check_flags(CUstream stream) {
       throw UserError(s.kernel->error_messages[code - 1]);
     }
   }
+} catch (const CudaError& e) {
+  rethrow_naming_fault(e);
 }
+
+namespace {
+
+// "step 3 of 12 (kernel braze_…, ONNX nodes 'a' (Add), 'b' (Relu))"
+std::string describe_step(const Engine& engine, size_t i) {
+  const Step& s = engine.steps()[i];
+  std::string nodes;
+  for (size_t k = 0; k < s.group.nodes.size() && k < 3; ++k) {
+    const graph::Node& n = engine.graph().node(s.group.nodes[k]);
+    nodes += fmt::format("{}'{}' ({})", k ? ", " : "", n.name, n.op_type());
+  }
+  if (s.group.nodes.size() > 3) nodes += fmt::format(" and {} more", s.group.nodes.size() - 3);
+  return fmt::format("step {} of {} (kernel {}, ONNX nodes {})", i + 1, engine.steps().size(),
+                     s.kernel ? s.kernel->name : "none: the CPU reference", nodes);
+}
+
+}  // namespace
 
 void Session::wait_for_step(size_t i) {
   try {
     BRAZE_CU(cuStreamSynchronize, stream_);
   } catch (const DeviceError& e) {
-    const Step& s = engine_->steps()[i];
-    std::string first = s.group.nodes.empty() ? "" : engine_->graph().node(s.group.nodes.front()).name;
-    throw DeviceError(fmt::format("step {} of {} (kernel {}, first node '{}') failed: {}", i + 1,
-                                  engine_->steps().size(), s.kernel->name, first, e.what()));
+    throw DeviceError(fmt::format("{} failed: {}", describe_step(*engine_, i), e.what()));
   }
+}
+
+void Session::rethrow_naming_fault(const CudaError& e) const {
+  if (!is_kernel_fault(e.code())) throw;
+  const unsigned noted = progress_.host() ? *static_cast<volatile unsigned*>(progress_.host()) : 0;
+  std::string where;
+  if (!progress_arg_)
+    where = "which kernel is not known (BRAZE_STEP_NOTES=0)";
+  else if (noted == 0 || noted > engine_->steps().size())
+    where = "no kernel of this session had started: the fault came from other work on the GPU";
+  else
+    where = fmt::format("the kernel this session started last: {}", describe_step(*engine_, noted - 1));
+  throw DeviceError(fmt::format(
+      "a kernel faulted on the GPU; {}. {}. After a fault the driver keeps this process's GPU "
+      "context unusable: GPU work fails until the process restarts (RunOptions::sync_each_kernel, "
+      "`braze run --sync-each-kernel`, waits for each kernel to confirm which one faults)",
+      where, e.what()));
 }
 
 void Session::bind(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs) {
@@ -232,7 +283,7 @@ void Session::bind(const std::vector<CUdeviceptr>& inputs, const std::vector<CUd
 }
 
 void Session::enqueue_device(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs,
-                             CUstream stream) {
+                             CUstream stream) try {
   const graph::Graph& g = engine_->graph();
   make_current();
   host_values_.clear();
@@ -256,6 +307,8 @@ void Session::enqueue_device(const std::vector<CUdeviceptr>& inputs, const std::
     BRAZE_CU(cuStreamSynchronize, stream_);
   }
   for (size_t i = 0; i < outputs.size(); ++i) copy_output(i, inputs, outputs[i], stream);
+} catch (const CudaError& e) {
+  rethrow_naming_fault(e);
 }
 
 void Session::copy_output(size_t i, const std::vector<CUdeviceptr>& inputs, CUdeviceptr dst, CUstream stream) {
@@ -281,7 +334,7 @@ void Session::copy_output(size_t i, const std::vector<CUdeviceptr>& inputs, CUde
   if (size_t n = engine_->slots().at(v).bytes) BRAZE_CU(cuMemcpyDtoDAsync, dst, value_address(v), n, stream);
 }
 
-std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOptions& opts) {
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOptions& opts) try {
   const graph::Graph& g = engine_->graph();
   runtime::check_inputs(g, inputs);
   make_current();
@@ -311,6 +364,8 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOpt
   }
   check_flags();
   return outs;
+} catch (const CudaError& e) {
+  rethrow_naming_fault(e);
 }
 
 }  // namespace braze::gpu

@@ -2,6 +2,8 @@
 #include <braze/braze.h>
 
 #include <algorithm>
+#include <chrono>
+#include <utility>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -43,7 +45,7 @@ OpChanges op_changes(const graph::Graph& g, const std::map<std::string, int>& im
   return c;
 }
 
-std::string inspect_json(const std::string& path, const api::LoadedModel& m, const OpChanges& c,
+nlohmann::json inspect_json(const std::string& path, const api::LoadedModel& m, const OpChanges& c,
                          const api::PlanView& view) {
   const graph::Graph& g = m.imported.graph;
   nlohmann::json j;
@@ -72,7 +74,7 @@ std::string inspect_json(const std::string& path, const api::LoadedModel& m, con
   }
   nlohmann::json pj = api::plan_json(g, view);
   for (auto& [k, val] : pj.items()) j[k] = val;
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return j;
 }
 
 std::string inspect_text(const std::string& path, const api::LoadedModel& m, const OpChanges& c,
@@ -107,19 +109,36 @@ InspectReport inspect(const std::string& onnx_path, const CompileOptions& o) {
   api::Dumps d;
   if (api::wants_dump(o, "graph")) d.graph = o.dump_to;
   if (api::wants_dump(o, "passes")) d.passes = o.dump_to;
+  InspectReport r;
+  auto t = std::chrono::steady_clock::now();
+  auto lap = [&t] {
+    const auto now = std::chrono::steady_clock::now();
+    return std::chrono::duration<double>(now - std::exchange(t, now)).count();
+  };
   api::LoadedModel m = api::load_model(src, {o.shapes.begin(), o.shapes.end()}, d);
+  r.import_seconds = lap();
   if (graph::passes::precision_dtype(o.precision) != DType::Float32)
     m.imported.graph = api::at_precision(m.imported.graph, o.precision);
+  r.precision_seconds = lap();
   const graph::Graph& g = m.imported.graph;
   gpu::EngineOptions eo = gpu::default_engine_options(o.arch);
   eo.target.tf32 = api::tf32_gemms(o.precision);
   const fusion::Plan plan = codegen::plan_for(g, o.fuse, eo.target);
-  const api::PlanView view = api::make_plan_view(g, plan, gpu::generate_steps(g, plan, eo.target));
+  r.plan_seconds = lap();
+  const std::vector<gpu::Step> steps = gpu::generate_steps(g, plan, eo.target);
+  r.codegen_seconds = lap();
+  const api::PlanView view = api::make_plan_view(g, plan, steps);
   const OpChanges c = op_changes(g, m.imported_ops);
-  InspectReport r;
   r.notes = m.imported.notes;
-  r.text = inspect_text(onnx_path, m, c, view);
-  r.json = inspect_json(onnx_path, m, c, view);
+  r.text = inspect_text(onnx_path, m, c, view) +
+           fmt::format("time: import and passes {:.2f} s, precision {:.2f} s, plan {:.2f} s, codegen {:.2f} s\n",
+                       r.import_seconds, r.precision_seconds, r.plan_seconds, r.codegen_seconds);
+  nlohmann::json j = inspect_json(onnx_path, m, c, view);
+  j["seconds"] = {{"import_and_passes", r.import_seconds},
+                  {"precision", r.precision_seconds},
+                  {"plan", r.plan_seconds},
+                  {"codegen", r.codegen_seconds}};
+  r.json = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::ostringstream dot, html;
   api::write_plan_dot(dot, g, view);
   api::write_plan_html(html, g, view, onnx_path);

@@ -237,7 +237,8 @@ std::optional<AttentionDims> attention_dims(const graph::Graph& g, const fusion:
     return std::nullopt;
   };
   if (target.sm < 80) return fail("flash attention needs sm_80 or newer");
-  const auto users = g.users();
+  const auto shared_users = g.shared_users();
+  const graph::Users& users = *shared_users;
   std::optional<fusion::AttentionMatch> m = fusion::match_attention_in(g, group.nodes, users, why_not);
   if (!m) return std::nullopt;
   AttentionDims a;

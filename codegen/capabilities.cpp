@@ -70,7 +70,7 @@ std::string ScheduleCapabilities::attention(const graph::Graph& g, const std::ve
   group.kind = fusion::GroupKind::Attention;
   group.nodes = nodes;
   std::sort(group.nodes.begin(), group.nodes.end());
-  fusion::compute_boundary(g, group, g.users());
+  fusion::compute_boundary(g, group, *g.shared_users());
   if (group.outputs.size() != 1) return "the attention's nodes leave more than its output";
   return attention_unsupported(g, group, target_);
 }

@@ -182,7 +182,8 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
   epi.out_coords = graph::cuda_unravel("b", d.out_batch);
   if (!d.a_vec) epi.out_coords.push_back("i");
   if (!d.b_vec) epi.out_coords.push_back("j");
-  auto users = g.users();
+  const auto shared_users = g.shared_users();
+  const graph::Users& users = *shared_users;
   const Shape prod_shape = g.value(epi.out).shape;
   std::optional<graph::Layout> view = graph::Layout::contiguous(prod_shape);
   for (size_t guard = 0; guard < group.nodes.size(); ++guard) {

@@ -41,8 +41,9 @@
 //        p ──────────────── c          merging p into c's group would make the group
 //        └── MatMul ── q ───┘          feed MatMul and consume its result: a cycle.
 //
-// Every merge is tried on a copy of the assignment and kept only if the group graph stays
-// acyclic; refused merges keep their reason for `braze inspect`.
+// Every merge is kept only if the group graph stays acyclic — no path between the two groups
+// through a third (a search that stays near them: path_through_others) — and refused merges
+// keep their reason for `braze inspect`.
 #include "fusion/partition.h"
 
 #include <braze/error.h>
@@ -96,13 +97,18 @@ class Partitioner {
       : g_(g), opts_(o), caps_(caps), users_(g.users()) {
     order_ = g.topo_order();
     group_of_.assign(g.num_nodes(), -1);
-    for (NodeId id : order_) {
+    pos_.assign(g.num_nodes(), 0);
+    for (size_t i = 0; i < order_.size(); ++i) {
+      const NodeId id = order_[i];
+      pos_[id] = i;
       group_of_[id] = static_cast<int>(groups_.size());
       Grp grp;
       grp.kind = kind_of(g.node(id));
       grp.nodes = {id};
+      grp.first = grp.last = i;
       groups_.push_back(grp);
     }
+    mark_.assign(groups_.size(), 0);
   }
 
   Plan run() {
@@ -128,6 +134,7 @@ class Partitioner {
     bool alive = true;
     std::optional<RowSpace> rows;
     bool anchored = false;  // a GEMM or reduction group: pointwise groups do not absorb it
+    size_t first = 0, last = 0;  // the least and greatest topological position of its nodes
   };
 
   size_t alive_groups() const {
@@ -146,39 +153,35 @@ class Partitioner {
     refused_.push_back({producer, consumer, std::move(why)});
   }
 
-  // True when merging group b into group a keeps the group graph acyclic.
-  bool acyclic_after_merge(int a, int b) const {
-    std::vector<int> target(groups_.size());
-    for (size_t i = 0; i < groups_.size(); ++i) target[i] = static_cast<int>(i);
-    target[b] = a;
-    // Edges between (merged) groups, then Kahn.
-    std::map<int, std::set<int>> succ;
-    std::map<int, int> indeg;
-    for (size_t i = 0; i < groups_.size(); ++i)
-      if (groups_[i].alive) indeg[target[i]];
-    for (NodeId id : order_) {
-      int to = target[group_of_[id]];
-      for (ValueId v : g_.node(id).inputs) {
-        if (v == kNoValue) continue;
-        NodeId p = g_.value(v).producer;
-        if (p == kNoNode) continue;
-        int from = target[group_of_[p]];
-        if (from != to && succ[from].insert(to).second) ++indeg[to];
-      }
+  // True when a path of the group graph leads from group `from` to group `to` through at least
+  // one other group. Depth-first from `from`'s other successors; a group whose first node comes
+  // after `to`'s last cannot reach `to` (every edge goes forward in the topological order), so
+  // the search stays near the two groups.
+  bool path_through_others(int from, int to) const {
+    ++stamp_;
+    std::vector<int> stack = {from};
+    mark_[from] = stamp_;
+    while (!stack.empty()) {
+      const int x = stack.back();
+      stack.pop_back();
+      for (NodeId id : groups_[x].nodes)
+        for (ValueId v : g_.node(id).outputs) {
+          if (v == kNoValue) continue;
+          for (NodeId u : users_[v]) {
+            const int y = group_of_[u];
+            if (y == x || mark_[y] == stamp_ || (x == from && y == to)) continue;
+            if (y == to) return true;
+            mark_[y] = stamp_;
+            if (groups_[y].first < groups_[to].last) stack.push_back(y);
+          }
+        }
     }
-    std::vector<int> ready;
-    for (auto& [k, d] : indeg)
-      if (d == 0) ready.push_back(k);
-    size_t seen = 0;
-    while (!ready.empty()) {
-      int k = ready.back();
-      ready.pop_back();
-      ++seen;
-      for (int s : succ[k])
-        if (--indeg[s] == 0) ready.push_back(s);
-    }
-    return seen == indeg.size();
+    return false;
   }
+
+  // True when merging group b into group a keeps the group graph acyclic: the graph is acyclic
+  // now, so a cycle after the merge is a path between a and b through another group.
+  bool acyclic_after_merge(int a, int b) const { return !path_through_others(a, b) && !path_through_others(b, a); }
 
   // Merges group b into a if legal; records the refusal otherwise.
   bool merge(int a, int b, NodeId producer, NodeId consumer, size_t max_nodes) {
@@ -194,6 +197,8 @@ class Partitioner {
     }
     for (NodeId id : groups_[b].nodes) group_of_[id] = a;
     groups_[a].nodes.insert(groups_[b].nodes.begin(), groups_[b].nodes.end());
+    groups_[a].first = std::min(groups_[a].first, groups_[b].first);
+    groups_[a].last = std::max(groups_[a].last, groups_[b].last);
     groups_[b].nodes.clear();
     groups_[b].alive = false;
     return true;
@@ -324,11 +329,16 @@ class Partitioner {
       std::set<ValueId> vals = region;
       if (escapes(vals, all) == 1) best = epi;
     }
-    for (NodeId c : order_)
-      if (best.count(c) && !merge(ga, group_of_[c], mm, c, opts_.max_gemm_epilogue + 8)) break;
-    for (NodeId c : order_)
-      if (epi.count(c) && !best.count(c))
-        refuse(mm, c, "the GEMM epilogue would write more than one result");
+    for (NodeId c : in_order(best))
+      if (!merge(ga, group_of_[c], mm, c, opts_.max_gemm_epilogue + 8)) break;
+    for (NodeId c : in_order(epi))
+      if (!best.count(c)) refuse(mm, c, "the GEMM epilogue would write more than one result");
+  }
+
+  std::vector<NodeId> in_order(const std::set<NodeId>& nodes) const {
+    std::vector<NodeId> r(nodes.begin(), nodes.end());
+    std::sort(r.begin(), r.end(), [&](NodeId x, NodeId y) { return pos_[x] < pos_[y]; });
+    return r;
   }
 
   // ---- phase 0: attention -------------------------------------------------------------
@@ -385,15 +395,18 @@ class Partitioner {
     }
     // Merged in an order that keeps every intermediate group graph acyclic: the core from
     // the scores on, each prologue op into the group that reads it, the epilogue after.
-    const std::vector<int> saved_group_of = group_of_;
-    const std::vector<Grp> saved_groups = groups_;
+    // The merges only move these groups' nodes into ga: keeping them undoes the merges.
     const int ga = group_of_[core[0]];
+    std::map<int, Grp> saved = {{ga, groups_[ga]}};
+    for (NodeId id : nodes) saved.emplace(group_of_[id], groups_[group_of_[id]]);
     bool ok = true;
     for (size_t k = 1; k < nodes.size() && ok; ++k)
       ok = merge(ga, group_of_[nodes[k]], nodes[k], core[0], 4 * opts_.max_gemm_epilogue);
     if (!ok) {
-      group_of_ = saved_group_of;
-      groups_ = saved_groups;
+      for (auto& [i, grp] : saved) {
+        for (NodeId id : grp.nodes) group_of_[id] = i;
+        groups_[i] = std::move(grp);
+      }
       refuse(m->softmax, m->pv, "merging the attention into one kernel would create a cycle between kernels");
       return;
     }
@@ -526,9 +539,6 @@ class Partitioner {
 
   Plan finish() {
     // Groups in a topological order of the group graph (ties by first node's position).
-    std::map<int, size_t> first;
-    std::vector<size_t> pos(g_.num_nodes());
-    for (size_t i = 0; i < order_.size(); ++i) pos[order_[i]] = i;
     std::vector<int> alive;
     for (size_t i = 0; i < groups_.size(); ++i)
       if (groups_[i].alive && !groups_[i].nodes.empty()) alive.push_back(static_cast<int>(i));
@@ -541,11 +551,9 @@ class Partitioner {
         int from = group_of_[g_.value(v).producer], to = group_of_[id];
         if (from != to && succ[from].insert(to).second) ++indeg[to];
       }
-    auto key = [&](int gi) {
-      size_t m = SIZE_MAX;
-      for (NodeId id : groups_[gi].nodes) m = std::min(m, pos[id]);
-      return m;
-    };
+    auto key = [&](int gi) { return groups_[gi].first; };
+    std::vector<std::vector<NodeId>> members(groups_.size());
+    for (NodeId id : order_) members[group_of_[id]].push_back(id);
     std::set<std::pair<size_t, int>> ready;
     for (int a : alive)
       if (indeg[a] == 0) ready.insert({key(a), a});
@@ -555,8 +563,7 @@ class Partitioner {
       ready.erase(ready.begin());
       Group grp;
       grp.kind = groups_[gi].kind;
-      for (NodeId id : order_)
-        if (group_of_[id] == gi) grp.nodes.push_back(id);
+      grp.nodes = std::move(members[gi]);
       if (grp.nodes.size() > 1 && grp.kind == GroupKind::Opaque) grp.kind = GroupKind::Pointwise;
       for (NodeId id : grp.nodes)
         if (is_gemm(g_.node(id)) && grp.kind != GroupKind::Attention) grp.kind = GroupKind::Gemm;
@@ -574,8 +581,11 @@ class Partitioner {
   const Capabilities* caps_;
   std::vector<std::vector<NodeId>> users_;
   std::vector<NodeId> order_;
+  std::vector<size_t> pos_;  // by node: its place in order_
   std::vector<int> group_of_;
   std::vector<Grp> groups_;
+  mutable std::vector<unsigned> mark_;  // by group: stamp_ when path_through_others has seen it
+  mutable unsigned stamp_ = 0;
   std::vector<RefusedMerge> refused_;
 };
 

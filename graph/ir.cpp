@@ -59,6 +59,7 @@ const Tensor& Node::attr_tensor(std::string_view a) const {
 }
 
 ValueId Graph::add_value(std::string nm, DType dtype, Shape shape) {
+  users_.reset();
   if (nm.empty() || name_index_.count(nm)) nm = unique_name(nm.empty() ? "v" : nm);
   ValueId id = static_cast<ValueId>(values_.size());
   name_index_.emplace(nm, id);
@@ -78,6 +79,7 @@ ValueId Graph::add_constant(std::string nm, Tensor t) {
 
 NodeId Graph::add_node(const OpDef* op, std::string nm, std::vector<ValueId> ins,
                        std::vector<ValueId> outs, Attributes attrs, int opset) {
+  users_.reset();
   NodeId id = static_cast<NodeId>(nodes_.size());
   for (ValueId o : outs) {
     if (o == kNoValue) continue;
@@ -162,17 +164,22 @@ std::vector<NodeId> Graph::topo_order() const {
   return order;
 }
 
-std::vector<std::vector<NodeId>> Graph::users() const {
-  std::vector<std::vector<NodeId>> u(values_.size());
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (nodes_[i].dead) continue;
-    for (ValueId v : nodes_[i].inputs)
-      if (v != kNoValue) u[v].push_back(static_cast<NodeId>(i));
+std::shared_ptr<const Users> Graph::shared_users() const {
+  std::lock_guard<std::mutex> lock(users_.mu);
+  if (!users_.users) {
+    auto u = std::make_shared<Users>(values_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i].dead) continue;
+      for (ValueId v : nodes_[i].inputs)
+        if (v != kNoValue) (*u)[v].push_back(static_cast<NodeId>(i));
+    }
+    users_.users = std::move(u);
   }
-  return u;
+  return users_.users;
 }
 
 void Graph::replace_all_uses(ValueId from, ValueId to) {
+  users_.reset();
   for (Node& n : nodes_) {
     if (n.dead) continue;
     for (ValueId& v : n.inputs)
@@ -183,6 +190,7 @@ void Graph::replace_all_uses(ValueId from, ValueId to) {
 }
 
 void Graph::kill_node(NodeId id) {
+  users_.reset();
   Node& n = nodes_.at(id);
   n.dead = true;
   for (ValueId o : n.outputs)
@@ -203,6 +211,7 @@ ValueId Graph::find_value(std::string_view nm) const {
 }
 
 void Graph::compact() {
+  users_.reset();
   std::vector<bool> used(values_.size(), false);
   for (ValueId v : inputs_) used[v] = true;
   for (const Output& o : outputs_) used[o.value] = true;

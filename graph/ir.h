@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -25,6 +26,8 @@ struct OpDef;
 
 using ValueId = int32_t;
 using NodeId = int32_t;
+// For each value (by ValueId), the nodes that read it: Graph::users().
+using Users = std::vector<std::vector<NodeId>>;
 inline constexpr ValueId kNoValue = -1;
 inline constexpr NodeId kNoNode = -1;
 
@@ -78,7 +81,10 @@ class Graph {
 
   Value& value(ValueId id) { return values_.at(static_cast<size_t>(id)); }
   const Value& value(ValueId id) const { return values_.at(static_cast<size_t>(id)); }
-  Node& node(NodeId id) { return nodes_.at(static_cast<size_t>(id)); }
+  Node& node(NodeId id) {  // a node may change through it: users() is computed again
+    users_.reset();
+    return nodes_.at(static_cast<size_t>(id));
+  }
   const Node& node(NodeId id) const { return nodes_.at(static_cast<size_t>(id)); }
   size_t num_values() const { return values_.size(); }
   size_t num_nodes() const { return nodes_.size(); }
@@ -101,7 +107,11 @@ class Graph {
   // Throws UserError naming nodes on a cycle.
   std::vector<NodeId> topo_order() const;
   // For each value, the live nodes that consume it (one entry per use).
-  std::vector<std::vector<NodeId>> users() const;
+  Users users() const { return *shared_users(); }
+  // The same without a copy: computed once until the graph next changes, then shared (safe
+  // from several threads while none changes the graph), for the planner and codegen, which
+  // ask per group.
+  std::shared_ptr<const Users> shared_users() const;
 
   // Rewires every use of `from` (node inputs and graph outputs) to `to`.
   void replace_all_uses(ValueId from, ValueId to);
@@ -119,6 +129,18 @@ class Graph {
   std::vector<ValueId> inputs_;
   std::vector<Output> outputs_;
   std::unordered_map<std::string, ValueId> name_index_;
+  // shared_users()'s result while the nodes stay as they are; a copy of the graph starts empty.
+  struct UsersCache {
+    UsersCache() = default;
+    UsersCache(const UsersCache&) {}
+    UsersCache& operator=(const UsersCache&) {
+      reset();
+      return *this;
+    }
+    void reset() { users.reset(); }
+    mutable std::mutex mu;
+    mutable std::shared_ptr<const Users> users;
+  } users_;
 };
 
 // Deterministic text forms (stable value names, "C" locale numbers).

@@ -200,6 +200,9 @@ bool is_engine_file(const std::string& path);
 struct InspectReport {
   std::vector<std::string> notes;  // from the import: dims defaulted …
   std::string text, json, dot, html;
+  // Seconds each step took (also the last line of `text`, and "seconds" in `json`): import
+  // and graph passes, precision conversion, the fusion plan, generating the kernels' source.
+  double import_seconds = 0, precision_seconds = 0, plan_seconds = 0, codegen_seconds = 0;
 };
 InspectReport inspect(const std::string& onnx_path, const CompileOptions& options = {});
 

@@ -34,7 +34,8 @@ runtime::BackendFn emulator_backend(bool fuse) {  // the GPU path's kernels, run
     runtime::BackendRun r;
     runtime::EmulatorOptions eo;
     eo.fallbacks = &r.fallbacks;
-    r.outputs = runtime::run_emulated(g, codegen::plan_for(g, fuse, runtime::emulator_target(eo)), in, eo);
+    r.outputs =
+        runtime::run_emulated(g, codegen::plan_for(g, fuse, runtime::emulator_target(eo)), in, eo);
     return r;
   };
 }
@@ -43,13 +44,16 @@ runtime::BackendFn emulator_backend(bool fuse) {  // the GPU path's kernels, run
 
 runtime::BackendFn make_backend(Backend backend, bool fuse) {
   switch (backend) {
-    case Backend::Gpu: return gpu_backend(fuse);
-    case Backend::Emulator: return emulator_backend(fuse);
+    case Backend::Gpu:
+      return gpu_backend(fuse);
+    case Backend::Emulator:
+      return emulator_backend(fuse);
     case Backend::Reference:
       return [](const graph::Graph& g, const std::vector<Tensor>& in) {
         return runtime::BackendRun{runtime::run_reference(g, in), {}};
       };
-    case Backend::Auto: break;
+    case Backend::Auto:
+      break;
   }
   throw InternalError("make_backend: Backend::Auto is resolved by the caller");
 }

@@ -19,20 +19,22 @@ namespace {
 // A kernel's peak arithmetic rate: tensor-core GEMMs and attention against the tensor-core
 // peak of their operands' type (tf32 for float), the rest against SIMT float32.
 double peak_rate(const graph::Graph& g, const gpu::Step& s, const gpu::PeakRates& peak) {
-  if (s.kernel->kind == fusion::GroupKind::Attention) return peak.fp16_tensor;  // float16 / bfloat16 only
+  if (s.kernel->kind == fusion::GroupKind::Attention)
+    return peak.fp16_tensor;  // float16 / bfloat16 only
   if (s.kernel->kind != fusion::GroupKind::Gemm) return peak.fp32;
   const bool tc = s.kernel->tunables.count("tc") && s.kernel->tunables.at("tc") != 0;
   const DType out = g.value(s.group.outputs[0]).dtype;
   DType operand = out;
   for (graph::NodeId id : s.group.nodes)
-    if (g.node(id).op->kind == graph::FusionKind::OutEWiseFusable) operand = g.value(g.node(id).inputs[0]).dtype;
+    if (g.node(id).op->kind == graph::FusionKind::OutEWiseFusable)
+      operand = g.value(g.node(id).inputs[0]).dtype;
   if (tc && operand == DType::Float32) return peak.tf32_tensor;
   if (tc || is_half(out)) return peak.fp16_tensor;
   return peak.fp32;
 }
 
-KernelBench kernel_bench(const graph::Graph& g, const gpu::Step& s, const gpu::KernelTiming& k, double copy_gbs,
-                         const gpu::PeakRates& peak) {
+KernelBench kernel_bench(const graph::Graph& g, const gpu::Step& s, const gpu::KernelTiming& k,
+                         double copy_gbs, const gpu::PeakRates& peak) {
   KernelBench b;
   b.step = k.step;
   b.name = s.kernel->name;
@@ -46,8 +48,8 @@ KernelBench kernel_bench(const graph::Graph& g, const gpu::Step& s, const gpu::K
   const double secs = k.us.median * 1e-6;
   b.gbs = static_cast<double>(k.bytes) / secs / 1e9;
   b.tflops = k.flops / secs / 1e12;
-  const double floor_s =
-      std::max(static_cast<double>(k.bytes) / (copy_gbs * 1e9), k.flops / (peak_rate(g, s, peak) * 1e12));
+  const double floor_s = std::max(static_cast<double>(k.bytes) / (copy_gbs * 1e9),
+                                  k.flops / (peak_rate(g, s, peak) * 1e12));
   b.roofline_pct = 100.0 * floor_s / secs;
   b.tunables = s.kernel->tunables;
   if (std::optional<codegen::GemmShape> gs = codegen::gemm_shape(g, s.group))
@@ -59,8 +61,10 @@ KernelBench kernel_bench(const graph::Graph& g, const gpu::Step& s, const gpu::K
 
 }  // namespace
 
-BenchReport benchmark(const Engine& engine, const std::vector<Tensor>& inputs, const BenchOptions& o) {
-  if (!gpu::gpu_available()) throw UserError("benchmark: no GPU (" + gpu::gpu_unavailable_reason() + ")");
+BenchReport benchmark(const Engine& engine, const std::vector<Tensor>& inputs,
+                      const BenchOptions& o) {
+  if (!gpu::gpu_available())
+    throw UserError("benchmark: no GPU (" + gpu::gpu_unavailable_reason() + ")");
   std::shared_ptr<gpu::Engine> e = api::for_this_gpu(EngineAccess::of(engine).engine, nullptr);
   gpu::Session session(e);
   gpu::BenchOptions bo;

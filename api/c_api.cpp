@@ -72,7 +72,8 @@ int enum_code(const E& e) {
   return code;
 }
 
-std::vector<braze::DeviceTensor> device_tensors(const braze_device_tensor* t, size_t n, const char* what) {
+std::vector<braze::DeviceTensor> device_tensors(const braze_device_tensor* t, size_t n,
+                                                const char* what) {
   if (n > 0) need(t, what);
   std::vector<braze::DeviceTensor> out;
   for (size_t i = 0; i < n; ++i) {
@@ -80,7 +81,8 @@ std::vector<braze::DeviceTensor> device_tensors(const braze_device_tensor* t, si
     const int dtype = enum_code(t[i].dtype);
     if (dtype < 0 || dtype >= braze::kNumDTypes)
       throw braze::UserError(fmt::format("{}[{}]: dtype {} is not a braze_dtype", what, i, dtype));
-    out.push_back({t[i].data, static_cast<braze::DType>(dtype), braze::Shape(t[i].shape, t[i].shape + t[i].rank)});
+    out.push_back({t[i].data, static_cast<braze::DType>(dtype),
+                   braze::Shape(t[i].shape, t[i].shape + t[i].rank)});
   }
   return out;
 }
@@ -97,7 +99,8 @@ const char* braze_last_error(void) { return last_error.c_str(); }
 const char* braze_version(void) { return BRAZE_VERSION; }
 int braze_gpu_available(void) { return braze::gpu_available() ? 1 : 0; }
 
-braze_status braze_engine_compile(const char* onnx_path, const braze_compile_options* options, braze_engine** out) {
+braze_status braze_engine_compile(const char* onnx_path, const braze_compile_options* options,
+                                  braze_engine** out) {
   return guard([&] {
     need(onnx_path, "onnx_path");
     need(out, "out");
@@ -105,7 +108,8 @@ braze_status braze_engine_compile(const char* onnx_path, const braze_compile_opt
     braze::CompileOptions o;
     if (options) {
       if (options->shapes)
-        for (auto& [name, shape] : braze::frontend::parse_shape_spec(options->shapes)) o.shapes[name] = shape;
+        for (auto& [name, shape] : braze::frontend::parse_shape_spec(options->shapes))
+          o.shapes[name] = shape;
       if (options->precision) o.precision = options->precision;
       if (options->arch) o.arch = options->arch;
       o.fuse = options->fuse != 0;
@@ -143,8 +147,8 @@ const char* braze_engine_output_name(const braze_engine* e, size_t i) {
   return e && i < e->outputs.size() ? e->outputs[i].c_str() : nullptr;
 }
 
-braze_status braze_tensor_create(braze_dtype dtype, const int64_t* shape, size_t rank, const void* data,
-                                 braze_tensor** out) {
+braze_status braze_tensor_create(braze_dtype dtype, const int64_t* shape, size_t rank,
+                                 const void* data, braze_tensor** out) {
   return guard([&] {
     need(out, "out");
     *out = nullptr;
@@ -180,38 +184,43 @@ braze_dtype braze_tensor_dtype(const braze_tensor* t) {
   return t ? static_cast<braze_dtype>(t->tensor.dtype()) : BRAZE_FLOAT32;
 }
 size_t braze_tensor_rank(const braze_tensor* t) { return t ? t->tensor.shape().size() : 0; }
-const int64_t* braze_tensor_shape(const braze_tensor* t) { return t ? t->tensor.shape().data() : nullptr; }
+const int64_t* braze_tensor_shape(const braze_tensor* t) {
+  return t ? t->tensor.shape().data() : nullptr;
+}
 size_t braze_tensor_nbytes(const braze_tensor* t) { return t ? t->tensor.nbytes() : 0; }
 const void* braze_tensor_data(const braze_tensor* t) { return t ? t->tensor.raw() : nullptr; }
 
-braze_status braze_session_create(const braze_engine* engine, braze_backend backend, braze_session** out) {
+braze_status braze_session_create(const braze_engine* engine, braze_backend backend,
+                                  braze_session** out) {
   return guard([&] {
     need(engine, "engine");
     need(out, "out");
     *out = nullptr;
     const int code = enum_code(backend);
-    if (code != BRAZE_BACKEND_AUTO && code != BRAZE_BACKEND_GPU && code != BRAZE_BACKEND_REFERENCE &&
-        code != BRAZE_BACKEND_EMULATOR)
+    if (code != BRAZE_BACKEND_AUTO && code != BRAZE_BACKEND_GPU &&
+        code != BRAZE_BACKEND_REFERENCE && code != BRAZE_BACKEND_EMULATOR)
       throw braze::UserError(fmt::format("backend {} is not a braze_backend", code));
     const braze::Backend b = backend == BRAZE_BACKEND_GPU         ? braze::Backend::Gpu
                              : backend == BRAZE_BACKEND_REFERENCE ? braze::Backend::Reference
                              : backend == BRAZE_BACKEND_EMULATOR  ? braze::Backend::Emulator
                                                                   : braze::Backend::Auto;
-    *out = new braze_session{braze::Session(engine->engine, b), engine->inputs.size(), engine->outputs.size()};
+    *out = new braze_session{braze::Session(engine->engine, b), engine->inputs.size(),
+                             engine->outputs.size()};
   });
 }
 
 void braze_session_free(braze_session* session) { delete session; }
 
-braze_status braze_session_run(braze_session* session, const braze_tensor* const* inputs, size_t num_inputs,
-                               braze_tensor** outputs, size_t num_outputs) {
+braze_status braze_session_run(braze_session* session, const braze_tensor* const* inputs,
+                               size_t num_inputs, braze_tensor** outputs, size_t num_outputs) {
   return guard([&] {
     need(session, "session");
     need(outputs, "outputs");
     if (num_inputs > 0) need(inputs, "inputs");
     if (num_outputs != session->num_outputs)
-      throw braze::UserError(fmt::format("num_outputs is {}, the engine has {} output{}", num_outputs,
-                                         session->num_outputs, session->num_outputs == 1 ? "" : "s"));
+      throw braze::UserError(fmt::format("num_outputs is {}, the engine has {} output{}",
+                                         num_outputs, session->num_outputs,
+                                         session->num_outputs == 1 ? "" : "s"));
     std::vector<braze::Tensor> in;
     for (size_t i = 0; i < num_inputs; ++i) {
       need(inputs[i], fmt::format("inputs[{}]", i).c_str());
@@ -222,8 +231,9 @@ braze_status braze_session_run(braze_session* session, const braze_tensor* const
   });
 }
 
-braze_status braze_session_run_device(braze_session* session, const braze_device_tensor* inputs, size_t num_inputs,
-                                      const braze_device_tensor* outputs, size_t num_outputs, void* stream) {
+braze_status braze_session_run_device(braze_session* session, const braze_device_tensor* inputs,
+                                      size_t num_inputs, const braze_device_tensor* outputs,
+                                      size_t num_outputs, void* stream) {
   return guard([&] {
     need(session, "session");
     session->session.run_device(device_tensors(inputs, num_inputs, "inputs"),

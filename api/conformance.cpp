@@ -10,7 +10,8 @@ namespace braze {
 
 std::vector<std::string> find_conformance_cases(const std::vector<std::string>& roots) {
   std::vector<std::string> out;
-  for (const std::filesystem::path& p : runtime::find_cases({roots.begin(), roots.end()})) out.push_back(p.string());
+  for (const std::filesystem::path& p : runtime::find_cases({roots.begin(), roots.end()}))
+    out.push_back(p.string());
   return out;
 }
 

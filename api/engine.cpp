@@ -17,7 +17,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src, const CompileOptions& o) {
+std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src,
+                                                   const CompileOptions& o) {
   api::check_precision(o.precision);
   for (const std::string& d : o.dump)
     if (d != "graph" && d != "passes" && d != "cuda" && d != "ptx")
@@ -42,7 +43,9 @@ std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src, 
   r.compile = o.kernels;
   api::Built b = api::build(m.imported.graph, r);
   const double build_s = seconds_since(t1);
-  if (api::wants_dump(o, "cuda") || api::wants_dump(o, "ptx")) api::write_kernel_dumps(*b.engine, api::wants_dump(o, "cuda"), api::wants_dump(o, "ptx"), *o.dump_to);
+  if (api::wants_dump(o, "cuda") || api::wants_dump(o, "ptx"))
+    api::write_kernel_dumps(*b.engine, api::wants_dump(o, "cuda"), api::wants_dump(o, "ptx"),
+                            *o.dump_to);
   auto impl = std::make_shared<Engine::Impl>();
   impl->notes = m.imported.notes;
   impl->notes.insert(impl->notes.end(), b.notes.begin(), b.notes.end());
@@ -82,7 +85,8 @@ Engine Engine::compile(const std::string& onnx_path, const CompileOptions& optio
   return Engine(compile_source(src, options));
 }
 
-Engine Engine::compile_bytes(const std::string& onnx_bytes, const CompileOptions& options, const std::string& model_dir) {
+Engine Engine::compile_bytes(const std::string& onnx_bytes, const CompileOptions& options,
+                             const std::string& model_dir) {
   api::ModelSource src;
   src.bytes = onnx_bytes;
   src.model_dir = model_dir;
@@ -101,9 +105,10 @@ Engine Engine::load(const std::string& engine_path) {
 
 void Engine::save(const std::string& engine_path) const {
   if (!impl_->compiled)
-    throw UserError(fmt::format("{}: the engine was compiled without kernels (CompileOptions::kernels false); "
-                                "compile it with them to save it",
-                                engine_path));
+    throw UserError(
+        fmt::format("{}: the engine was compiled without kernels (CompileOptions::kernels false); "
+                    "compile it with them to save it",
+                    engine_path));
   gpu::save_engine(engine_path, *impl_->engine, impl_->info);
 }
 
@@ -138,7 +143,9 @@ size_t Engine::kernels() const {
 
 bool gpu_available() { return gpu::gpu_available(); }
 std::string gpu_name() { return gpu::gpu_available() ? gpu::device_info().name : ""; }
-std::string gpu_unavailable_reason() { return gpu::gpu_available() ? "" : gpu::gpu_unavailable_reason(); }
+std::string gpu_unavailable_reason() {
+  return gpu::gpu_available() ? "" : gpu::gpu_unavailable_reason();
+}
 std::string version() { return BRAZE_VERSION; }
 
 }  // namespace braze

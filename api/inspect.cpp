@@ -23,8 +23,10 @@ namespace {
 
 nlohmann::json value_json(const graph::Value& v) {
   nlohmann::json j = {{"name", v.name}, {"dtype", dtype_name(v.dtype)}};
-  if (v.has_shape) j["shape"] = v.shape;
-  else j["shape"] = nullptr;
+  if (v.has_shape)
+    j["shape"] = v.shape;
+  else
+    j["shape"] = nullptr;
   return j;
 }
 
@@ -46,7 +48,7 @@ OpChanges op_changes(const graph::Graph& g, const std::map<std::string, int>& im
 }
 
 nlohmann::json inspect_json(const std::string& path, const api::LoadedModel& m, const OpChanges& c,
-                         const api::PlanView& view) {
+                            const api::PlanView& view) {
   const graph::Graph& g = m.imported.graph;
   nlohmann::json j;
   j["model"] = path;
@@ -67,9 +69,14 @@ nlohmann::json inspect_json(const std::string& path, const api::LoadedModel& m, 
   j["graph"] = nlohmann::json::array();
   for (graph::NodeId id : g.topo_order()) {
     const graph::Node& n = g.node(id);
-    nlohmann::json nj = {{"name", n.name}, {"op", n.op_type()}, {"kind", graph::fusion_kind_name(n.op->kind)}};
-    for (graph::ValueId v : n.inputs) nj["inputs"].push_back(v == graph::kNoValue ? nlohmann::json(nullptr) : nlohmann::json(g.value(v).name));
-    for (graph::ValueId v : n.outputs) nj["outputs"].push_back(v == graph::kNoValue ? nlohmann::json(nullptr) : value_json(g.value(v)));
+    nlohmann::json nj = {
+        {"name", n.name}, {"op", n.op_type()}, {"kind", graph::fusion_kind_name(n.op->kind)}};
+    for (graph::ValueId v : n.inputs)
+      nj["inputs"].push_back(v == graph::kNoValue ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(g.value(v).name));
+    for (graph::ValueId v : n.outputs)
+      nj["outputs"].push_back(v == graph::kNoValue ? nlohmann::json(nullptr)
+                                                   : value_json(g.value(v)));
     j["graph"].push_back(nj);
   }
   nlohmann::json pj = api::plan_json(g, view);
@@ -81,9 +88,11 @@ std::string inspect_text(const std::string& path, const api::LoadedModel& m, con
                          const api::PlanView& view) {
   const graph::Graph& g = m.imported.graph;
   std::ostringstream os;
-  os << fmt::format("model     {}\nproducer  {}\nopset     {}\n", path, m.imported.producer, m.imported.opset);
+  os << fmt::format("model     {}\nproducer  {}\nopset     {}\n", path, m.imported.producer,
+                    m.imported.opset);
   os << "inputs\n";
-  for (graph::ValueId v : g.inputs()) os << fmt::format("  {:<32} {}\n", g.value(v).name, graph::value_type_str(g.value(v)));
+  for (graph::ValueId v : g.inputs())
+    os << fmt::format("  {:<32} {}\n", g.value(v).name, graph::value_type_str(g.value(v)));
   os << "outputs\n";
   for (const auto& out : g.outputs())
     os << fmt::format("  {:<32} {}\n", out.name, graph::value_type_str(g.value(out.value)));
@@ -130,9 +139,11 @@ InspectReport inspect(const std::string& onnx_path, const CompileOptions& o) {
   const api::PlanView view = api::make_plan_view(g, plan, steps);
   const OpChanges c = op_changes(g, m.imported_ops);
   r.notes = m.imported.notes;
-  r.text = inspect_text(onnx_path, m, c, view) +
-           fmt::format("time: import and passes {:.2f} s, precision {:.2f} s, plan {:.2f} s, codegen {:.2f} s\n",
-                       r.import_seconds, r.precision_seconds, r.plan_seconds, r.codegen_seconds);
+  r.text =
+      inspect_text(onnx_path, m, c, view) +
+      fmt::format(
+          "time: import and passes {:.2f} s, precision {:.2f} s, plan {:.2f} s, codegen {:.2f} s\n",
+          r.import_seconds, r.precision_seconds, r.plan_seconds, r.codegen_seconds);
   nlohmann::json j = inspect_json(onnx_path, m, c, view);
   j["seconds"] = {{"import_and_passes", r.import_seconds},
                   {"precision", r.precision_seconds},

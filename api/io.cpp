@@ -12,15 +12,19 @@ namespace braze {
 
 Tensor read_tensor(const std::string& path) { return frontend::read_tensor_file(path).tensor; }
 void write_npy(const std::string& path, const Tensor& tensor) { frontend::write_npy(path, tensor); }
-void write_file(const std::string& path, const std::string& contents) { frontend::write_file(path, {contents}); }
+void write_file(const std::string& path, const std::string& contents) {
+  frontend::write_file(path, {contents});
+}
 
-std::vector<Tensor> read_inputs(const std::vector<std::string>& paths, const std::vector<std::string>& names,
-                                const std::string& prefix) {
+std::vector<Tensor> read_inputs(const std::vector<std::string>& paths,
+                                const std::vector<std::string>& names, const std::string& prefix) {
   const std::vector<std::filesystem::path> p(paths.begin(), paths.end());
   return runtime::match_inputs(names, runtime::read_input_files(p, prefix));
 }
 
-std::map<std::string, Shape> parse_shapes(const std::string& spec) { return frontend::parse_shape_spec(spec); }
+std::map<std::string, Shape> parse_shapes(const std::string& spec) {
+  return frontend::parse_shape_spec(spec);
+}
 
 std::vector<std::string> model_input_names(const std::string& onnx_path) {
   const frontend::ImportResult probe = frontend::import_model_file(onnx_path);

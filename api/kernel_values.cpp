@@ -48,7 +48,8 @@ std::vector<KernelValues> kernel_values(const Engine& engine, const std::vector<
   for (const gpu::Step& s : steps) {
     KernelValues k;
     k.kernel = s.kernel ? s.kernel->name : "(CPU reference)";
-    for (graph::NodeId id : s.group.nodes) k.nodes.push_back(fmt::format("'{}' ({})", g.node(id).name, g.node(id).op_type()));
+    for (graph::NodeId id : s.group.nodes)
+      k.nodes.push_back(fmt::format("'{}' ({})", g.node(id).name, g.node(id).op_type()));
     for (graph::ValueId v : s.group.outputs) {
       Tensor a = got(v);
       const Tensor& b = ref_values.at(v);

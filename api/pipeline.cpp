@@ -17,7 +17,8 @@
 
 namespace braze::api {
 
-LoadedModel load_model(const ModelSource& src, const std::map<std::string, Shape>& shapes, const Dumps& dumps) {
+LoadedModel load_model(const ModelSource& src, const std::map<std::string, Shape>& shapes,
+                       const Dumps& dumps) {
   frontend::ImportOptions io;
   io.shapes = shapes;
   LoadedModel m;
@@ -64,7 +65,8 @@ Built build(const graph::Graph& g, const BuildRequest& r) {
   opts.fuse = r.fuse;
   opts.want_ptx = r.want_ptx;
   if (!(r.compile_limit_seconds > 0))
-    throw UserError(fmt::format("the compile limit must be a positive number of seconds, not {}", r.compile_limit_seconds));
+    throw UserError(fmt::format("the compile limit must be a positive number of seconds, not {}",
+                                r.compile_limit_seconds));
   opts.compile_limit_seconds = r.compile_limit_seconds;
   opts.tuning_cache = r.tuning_cache;
   opts.tune = r.tune && r.compile;
@@ -72,24 +74,29 @@ Built build(const graph::Graph& g, const BuildRequest& r) {
   opts.target.tf32 = tf32_gemms(r.precision);
   Built out;
   if (opts.tune && !gpu::gpu_available()) {
-    out.notes.push_back(fmt::format("--tune needs a GPU ({}): heuristics choose", gpu::gpu_unavailable_reason()));
+    out.notes.push_back(
+        fmt::format("--tune needs a GPU ({}): heuristics choose", gpu::gpu_unavailable_reason()));
     opts.tune = false;
   }
   if (graph::passes::precision_dtype(r.precision) != DType::Float32) {
     graph::Graph low = at_precision(g, r.precision);
-    out.engine = gpu::Engine::build(low, codegen::plan_for(low, opts.fuse, opts.target), opts, &out.report);
+    out.engine =
+        gpu::Engine::build(low, codegen::plan_for(low, opts.fuse, opts.target), opts, &out.report);
   } else {
-    out.engine = gpu::Engine::build(g, codegen::plan_for(g, opts.fuse, opts.target), opts, &out.report);
+    out.engine =
+        gpu::Engine::build(g, codegen::plan_for(g, opts.fuse, opts.target), opts, &out.report);
   }
   return out;
 }
 
-gpu::EngineFileInfo file_info(const ModelSource& src, const gpu::Engine& engine, const std::string& precision) {
+gpu::EngineFileInfo file_info(const ModelSource& src, const gpu::Engine& engine,
+                              const std::string& precision) {
   const std::string bytes = src.path.empty() ? std::string() : frontend::read_file(src.path);
   const std::string& hashed = src.path.empty() ? src.bytes : bytes;
   gpu::EngineFileInfo info;
   info.model_hash = fmt::format("{:016x}", XXH64(hashed.data(), hashed.size(), 0));
-  info.model_name = src.path.empty() ? "(bytes)" : std::filesystem::path(src.path).filename().string();
+  info.model_name =
+      src.path.empty() ? "(bytes)" : std::filesystem::path(src.path).filename().string();
   info.braze_version = BRAZE_VERSION;
   info.nvrtc_version = gpu::nvrtc_version();
   info.arch = engine.arch().name();
@@ -133,8 +140,8 @@ std::shared_ptr<gpu::Engine> for_this_gpu(std::shared_ptr<gpu::Engine> engine, s
   // sm_90 code runs on an sm_90 device as it is; sm_90a code needs that device too.
   if (dev.major == engine->arch().major && dev.minor == engine->arch().minor) return engine;
   if (note)
-    *note = fmt::format("the engine was compiled for {}, this GPU is {}: recompiling its kernels", engine->arch().name(),
-                        dev.name());
+    *note = fmt::format("the engine was compiled for {}, this GPU is {}: recompiling its kernels",
+                        engine->arch().name(), dev.name());
   std::vector<gpu::Step> steps = engine->steps();
   gpu::Engine::compile_steps(steps, dev, gpu::default_engine_options(), nullptr);
   return gpu::Engine::assemble(engine->graph(), std::move(steps), dev);

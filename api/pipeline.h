@@ -19,8 +19,8 @@
 namespace braze::api {
 
 struct ModelSource {
-  std::string path;   // an ONNX file, or
-  std::string bytes;  // a serialized ModelProto (path empty)
+  std::string path;       // an ONNX file, or
+  std::string bytes;      // a serialized ModelProto (path empty)
   std::string model_dir;  // bytes: where external data lies
 };
 
@@ -36,7 +36,8 @@ struct Dumps {
 };
 
 // Imports (UserError for an engine file, naming it) and runs the pass pipeline.
-LoadedModel load_model(const ModelSource& src, const std::map<std::string, Shape>& shapes, const Dumps& dumps = {});
+LoadedModel load_model(const ModelSource& src, const std::map<std::string, Shape>& shapes,
+                       const Dumps& dumps = {});
 
 // Whether CompileOptions::dump asks for `what` (graph, passes, cuda, ptx) and has a stream.
 bool wants_dump(const CompileOptions& o, const char* what);
@@ -71,7 +72,8 @@ struct Built {
 Built build(const graph::Graph& g, const BuildRequest& request);
 
 // What an engine file records about its source and build.
-gpu::EngineFileInfo file_info(const ModelSource& src, const gpu::Engine& engine, const std::string& precision);
+gpu::EngineFileInfo file_info(const ModelSource& src, const gpu::Engine& engine,
+                              const std::string& precision);
 
 // The public report of an engine and its build (`build` null for an engine from a file).
 CompileReport report_of(const gpu::Engine& engine, const gpu::BuildReport* build);

@@ -35,11 +35,16 @@ std::string kind_color(const std::string& kind) {
 std::string escape_html(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else if (c == '"')
+      o += "&quot;";
+    else
+      o += c;
   }
   return o;
 }
@@ -55,7 +60,8 @@ std::string escape_dot(const std::string& s) {
 
 }  // namespace
 
-PlanView make_plan_view(const graph::Graph& g, const fusion::Plan& plan, const std::vector<gpu::Step>& steps) {
+PlanView make_plan_view(const graph::Graph& g, const fusion::Plan& plan,
+                        const std::vector<gpu::Step>& steps) {
   PlanView v;
   v.kernel_of.assign(g.num_nodes(), -1);
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -78,30 +84,36 @@ PlanView make_plan_view(const graph::Graph& g, const fusion::Plan& plan, const s
   auto users = g.users();
   for (size_t i = 0; i < steps.size(); ++i)
     for (ValueId val : steps[i].group.outputs) {
-      PlanView::Crossing c{val, value_bytes(g.value(val)), static_cast<int>(i), {}, g.is_graph_output(val)};
+      PlanView::Crossing c{
+          val, value_bytes(g.value(val)), static_cast<int>(i), {}, g.is_graph_output(val)};
       std::set<int> seen;
       for (NodeId u : users[val])
-        if (v.kernel_of[u] != static_cast<int>(i) && seen.insert(v.kernel_of[u]).second) c.consumers.push_back(v.kernel_of[u]);
+        if (v.kernel_of[u] != static_cast<int>(i) && seen.insert(v.kernel_of[u]).second)
+          c.consumers.push_back(v.kernel_of[u]);
       v.crossings.push_back(std::move(c));
     }
   for (const fusion::RefusedMerge& r : plan.refused) {
     const graph::Node& p = g.node(r.producer);
     const graph::Node& c = g.node(r.consumer);
-    v.refused.push_back(fmt::format("'{}' ({}) -> '{}' ({}): {}", p.name, p.op_type(), c.name, c.op_type(), r.reason));
+    v.refused.push_back(fmt::format("'{}' ({}) -> '{}' ({}): {}", p.name, p.op_type(), c.name,
+                                    c.op_type(), r.reason));
   }
   return v;
 }
 
 void print_plan_text(std::ostream& os, const graph::Graph& g, const PlanView& v) {
-  size_t fallbacks = std::count_if(v.kernels.begin(), v.kernels.end(), [](const auto& k) { return k.kind == "fallback"; });
-  os << fmt::format("kernels   {} ({} on the CPU reference) for {} nodes\n", v.kernels.size() - fallbacks, fallbacks,
-                    g.num_live_nodes());
+  size_t fallbacks = std::count_if(v.kernels.begin(), v.kernels.end(),
+                                   [](const auto& k) { return k.kind == "fallback"; });
+  os << fmt::format("kernels   {} ({} on the CPU reference) for {} nodes\n",
+                    v.kernels.size() - fallbacks, fallbacks, g.num_live_nodes());
   for (size_t i = 0; i < v.kernels.size(); ++i) {
     const auto& k = v.kernels[i];
     std::vector<std::string> names;
-    for (NodeId id : k.nodes) names.push_back(fmt::format("'{}' ({})", g.node(id).name, g.node(id).op_type()));
+    for (NodeId id : k.nodes)
+      names.push_back(fmt::format("'{}' ({})", g.node(id).name, g.node(id).op_type()));
     const std::string kind = k.kind == "gemm" ? fmt::format("gemm {}", k.schedule) : k.kind;
-    os << fmt::format("  #{:<3} {:<10} {}\n        nodes: {}\n", i, kind, k.name, fmt::join(names, ", "));
+    os << fmt::format("  #{:<3} {:<10} {}\n        nodes: {}\n", i, kind, k.name,
+                      fmt::join(names, ", "));
     if (k.kind != "fallback") {
       std::vector<std::string> tn;
       for (const auto& [key, val] : k.tunables) tn.push_back(fmt::format("{}={}", key, val));
@@ -122,7 +134,8 @@ void print_plan_text(std::ostream& os, const graph::Graph& g, const PlanView& v)
     os << fmt::format("  %{:<40} {:<22} {:>12}  #{} -> {}\n", val.name, graph::value_type_str(val),
                       format_bytes(static_cast<double>(c.bytes)), c.producer, fmt::join(to, ", "));
   }
-  os << fmt::format("  total written between kernels: {}\n", format_bytes(static_cast<double>(total)));
+  os << fmt::format("  total written between kernels: {}\n",
+                    format_bytes(static_cast<double>(total)));
   os << fmt::format("merges refused ({})\n", v.refused.size());
   for (const std::string& r : v.refused) os << "  " << r << "\n";
 }
@@ -135,7 +148,11 @@ nlohmann::json plan_json(const graph::Graph& g, const PlanView& v) {
       nodes.push_back(g.node(id).name);
       ops.push_back(g.node(id).op_type());
     }
-    nlohmann::json kj = {{"name", k.name}, {"kind", k.kind}, {"schedule", k.schedule}, {"nodes", nodes}, {"ops", ops}};
+    nlohmann::json kj = {{"name", k.name},
+                         {"kind", k.kind},
+                         {"schedule", k.schedule},
+                         {"nodes", nodes},
+                         {"ops", ops}};
     if (k.kind != "fallback") {
       kj["tunables"] = k.tunables;
       kj["grid"] = k.grid;
@@ -147,22 +164,27 @@ nlohmann::json plan_json(const graph::Graph& g, const PlanView& v) {
   }
   nlohmann::json crossings = nlohmann::json::array();
   for (const auto& c : v.crossings)
-    crossings.push_back({{"value", g.value(c.value).name}, {"bytes", c.bytes}, {"producer", c.producer},
-                         {"consumers", c.consumers}, {"graph_output", c.graph_output}});
+    crossings.push_back({{"value", g.value(c.value).name},
+                         {"bytes", c.bytes},
+                         {"producer", c.producer},
+                         {"consumers", c.consumers},
+                         {"graph_output", c.graph_output}});
   return {{"kernels", kernels}, {"crossing_values", crossings}, {"refused_merges", v.refused}};
 }
 
 void write_plan_dot(std::ostream& os, const graph::Graph& g, const PlanView& v) {
-  os << "digraph braze {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", "
+  os << "digraph braze {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", "
+        "fontname=\"Helvetica\", "
         "fontsize=10];\n";
   for (size_t i = 0; i < v.kernels.size(); ++i) {
     const auto& k = v.kernels[i];
-    os << fmt::format("  subgraph cluster_{} {{\n    label=\"#{} {}\\n{}\";\n    style=\"filled,rounded\"; "
-                      "fillcolor=\"{}\"; color=\"#555555\"; fontname=\"Helvetica\"; fontsize=10;\n",
-                      i, i, k.kind, escape_dot(k.name), kind_color(k.kind));
+    os << fmt::format(
+        "  subgraph cluster_{} {{\n    label=\"#{} {}\\n{}\";\n    style=\"filled,rounded\"; "
+        "fillcolor=\"{}\"; color=\"#555555\"; fontname=\"Helvetica\"; fontsize=10;\n",
+        i, i, k.kind, escape_dot(k.name), kind_color(k.kind));
     for (NodeId id : k.nodes)
-      os << fmt::format("    n{} [label=\"{}\\n{}\", fillcolor=\"white\"];\n", id, g.node(id).op_type(),
-                        escape_dot(g.node(id).name));
+      os << fmt::format("    n{} [label=\"{}\\n{}\", fillcolor=\"white\"];\n", id,
+                        g.node(id).op_type(), escape_dot(g.node(id).name));
     os << "  }\n";
   }
   for (ValueId in : g.inputs())
@@ -176,24 +198,28 @@ void write_plan_dot(std::ostream& os, const graph::Graph& g, const PlanView& v) 
       NodeId p = g.value(in).producer;
       std::string from = p == graph::kNoNode ? fmt::format("v{}", in) : fmt::format("n{}", p);
       bool crossing = p == graph::kNoNode || v.kernel_of[p] != v.kernel_of[i];
-      os << fmt::format("  {} -> n{}{};\n", from, i,
-                        crossing ? fmt::format(" [label=\"{}\", fontsize=8, color=\"#cc3333\"]",
-                                               format_bytes(static_cast<double>(value_bytes(g.value(in)))))
-                                 : "");
+      os << fmt::format(
+          "  {} -> n{}{};\n", from, i,
+          crossing ? fmt::format(" [label=\"{}\", fontsize=8, color=\"#cc3333\"]",
+                                 format_bytes(static_cast<double>(value_bytes(g.value(in)))))
+                   : "");
     }
   }
   for (const auto& o : g.outputs()) {
-    os << fmt::format("  out_{} [shape=ellipse, fillcolor=\"#eeeeee\", label=\"{}\"];\n", o.value, escape_dot(o.name));
+    os << fmt::format("  out_{} [shape=ellipse, fillcolor=\"#eeeeee\", label=\"{}\"];\n", o.value,
+                      escape_dot(o.name));
     NodeId p = g.value(o.value).producer;
     if (p != graph::kNoNode) os << fmt::format("  n{} -> out_{};\n", p, o.value);
   }
   os << "}\n";
 }
 
-void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v, const std::string& title) {
+void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v,
+                     const std::string& title) {
   // Layout: one band per kernel in execution order; its nodes as boxes inside, wrapping;
   // edges that cross kernels drawn as curves.
-  const int width = 1100, box_w = 150, box_h = 34, gap = 10, pad = 12, per_row = (width - 2 * pad) / (box_w + gap);
+  const int width = 1100, box_w = 150, box_h = 34, gap = 10, pad = 12,
+            per_row = (width - 2 * pad) / (box_w + gap);
   std::map<NodeId, std::pair<int, int>> pos;  // node -> centre
   std::string bands, boxes, edges;
   int y = 20;
@@ -202,9 +228,11 @@ void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v,
     int rows = static_cast<int>((k.nodes.size() + per_row - 1) / per_row);
     int h = 24 + rows * (box_h + gap) + pad;
     std::string tip = escape_html(k.name + (k.fallback.empty() ? "" : " — CPU: " + k.fallback));
-    bands += fmt::format("<g><title>{}</title><rect x=\"4\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"10\" fill=\"{}\" "
-                         "stroke=\"#555\"/><text x=\"14\" y=\"{}\" class=\"k\">#{} {} — {}</text></g>\n",
-                         tip, y, width - 8, h, kind_color(k.kind), y + 16, i, k.kind, escape_html(k.name));
+    bands += fmt::format(
+        "<g><title>{}</title><rect x=\"4\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"10\" "
+        "fill=\"{}\" "
+        "stroke=\"#555\"/><text x=\"14\" y=\"{}\" class=\"k\">#{} {} — {}</text></g>\n",
+        tip, y, width - 8, h, kind_color(k.kind), y + 16, i, k.kind, escape_html(k.name));
     for (size_t j = 0; j < k.nodes.size(); ++j) {
       int col = static_cast<int>(j) % per_row, row = static_cast<int>(j) / per_row;
       int x = pad + col * (box_w + gap), by = y + 24 + row * (box_h + gap);
@@ -213,11 +241,13 @@ void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v,
       std::string types;
       for (ValueId o : n.outputs)
         if (o != kNoValue) types += graph::value_type_str(g.value(o)) + " ";
-      boxes += fmt::format("<g><title>{} ({}) → {}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"5\" "
-                           "fill=\"white\" stroke=\"#333\"/><text x=\"{}\" y=\"{}\" class=\"op\">{}</text>"
-                           "<text x=\"{}\" y=\"{}\" class=\"nm\">{}</text></g>\n",
-                           escape_html(n.name), n.op_type(), escape_html(types), x, by, box_w, box_h, x + 6, by + 14,
-                           n.op_type(), x + 6, by + 27, escape_html(label));
+      boxes += fmt::format(
+          "<g><title>{} ({}) → {}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+          "rx=\"5\" "
+          "fill=\"white\" stroke=\"#333\"/><text x=\"{}\" y=\"{}\" class=\"op\">{}</text>"
+          "<text x=\"{}\" y=\"{}\" class=\"nm\">{}</text></g>\n",
+          escape_html(n.name), n.op_type(), escape_html(types), x, by, box_w, box_h, x + 6, by + 14,
+          n.op_type(), x + 6, by + 27, escape_html(label));
       pos[k.nodes[j]] = {x + box_w / 2, by + box_h / 2};
     }
     y += h + 14;
@@ -231,10 +261,11 @@ void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v,
       if (p == graph::kNoNode || v.kernel_of[p] == v.kernel_of[i]) continue;
       auto [x1, y1] = pos[p];
       auto [x2, y2] = pos[static_cast<NodeId>(i)];
-      edges += fmt::format("<path d=\"M{} {} C{} {} {} {} {} {}\" class=\"e\"><title>%{} ({})</title></path>\n", x1,
-                           y1 + box_h / 2, x1 + 40, y1 + 60, x2 - 40, y2 - 60, x2, y2 - box_h / 2,
-                           escape_html(g.value(in).name),
-                           format_bytes(static_cast<double>(value_bytes(g.value(in)))));
+      edges += fmt::format(
+          "<path d=\"M{} {} C{} {} {} {} {} {}\" class=\"e\"><title>%{} ({})</title></path>\n", x1,
+          y1 + box_h / 2, x1 + 40, y1 + 60, x2 - 40, y2 - 60, x2, y2 - box_h / 2,
+          escape_html(g.value(in).name),
+          format_bytes(static_cast<double>(value_bytes(g.value(in)))));
     }
   }
   std::string crossing_rows;
@@ -242,9 +273,10 @@ void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v,
     std::vector<std::string> to;
     for (int k : c.consumers) to.push_back("#" + std::to_string(k));
     if (c.graph_output) to.push_back("output");
-    crossing_rows += fmt::format("<tr><td>%{}</td><td>{}</td><td>{}</td><td>#{} → {}</td></tr>\n",
-                                 escape_html(g.value(c.value).name), graph::value_type_str(g.value(c.value)),
-                                 format_bytes(static_cast<double>(c.bytes)), c.producer, fmt::join(to, ", "));
+    crossing_rows +=
+        fmt::format("<tr><td>%{}</td><td>{}</td><td>{}</td><td>#{} → {}</td></tr>\n",
+                    escape_html(g.value(c.value).name), graph::value_type_str(g.value(c.value)),
+                    format_bytes(static_cast<double>(c.bytes)), c.producer, fmt::join(to, ", "));
   }
   std::string refused;
   for (const std::string& r : v.refused) refused += "<li>" + escape_html(r) + "</li>\n";
@@ -271,8 +303,8 @@ table {{ border-collapse: collapse; font-size: 12px; }} td, th {{ border: 1px so
 <h3>Merges refused ({9})</h3><ul>
 {10}</ul></body></html>
 )",
-                    escape_html(title), v.kernels.size(), g.num_live_nodes(), width, y + 10, bands, boxes, edges,
-                    crossing_rows, v.refused.size(), refused);
+                    escape_html(title), v.kernels.size(), g.num_live_nodes(), width, y + 10, bands,
+                    boxes, edges, crossing_rows, v.refused.size(), refused);
 }
 
 }  // namespace braze::api

@@ -21,11 +21,11 @@ namespace braze::api {
 struct PlanView {
   struct Kernel {
     std::string name;
-    std::string kind;  // pointwise, reduction, gemm, opaque, fallback
+    std::string kind;      // pointwise, reduction, gemm, opaque, fallback
     std::string schedule;  // a GEMM's wgmma, mma or simt; else the kind (codegen::schedule_name)
     std::vector<graph::NodeId> nodes;
-    std::string fallback;  // why it runs on the CPU reference
-    std::string split;     // why codegen split a fused group
+    std::string fallback;                 // why it runs on the CPU reference
+    std::string split;                    // why codegen split a fused group
     std::map<std::string, int> tunables;  // the schedule's parameters (codegen::Tunables)
     std::array<unsigned, 3> grid{}, block{};
   };
@@ -42,11 +42,13 @@ struct PlanView {
   std::vector<int> kernel_of;        // by NodeId
 };
 
-PlanView make_plan_view(const graph::Graph& g, const fusion::Plan& plan, const std::vector<gpu::Step>& steps);
+PlanView make_plan_view(const graph::Graph& g, const fusion::Plan& plan,
+                        const std::vector<gpu::Step>& steps);
 
 void print_plan_text(std::ostream& os, const graph::Graph& g, const PlanView& v);
 nlohmann::json plan_json(const graph::Graph& g, const PlanView& v);
 void write_plan_dot(std::ostream& os, const graph::Graph& g, const PlanView& v);
-void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v, const std::string& title);
+void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v,
+                     const std::string& title);
 
 }  // namespace braze::api

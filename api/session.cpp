@@ -17,7 +17,7 @@ struct Session::Impl {
   std::shared_ptr<const Engine::Impl> engine;
   Backend backend = Backend::Reference;
   SessionOptions options;
-  std::unique_ptr<gpu::Session> gpu;  // Backend::Gpu
+  std::unique_ptr<gpu::Session> gpu;          // Backend::Gpu
   std::optional<fusion::Plan> emulator_plan;  // Backend::Emulator
   std::vector<std::string> notes, run_notes;
   std::vector<TensorInfo> inputs, outputs;  // run_device checks against these
@@ -25,7 +25,9 @@ struct Session::Impl {
 
 namespace {
 
-std::string fallback_note(const std::string& reason) { return "runs on the CPU reference: " + reason; }
+std::string fallback_note(const std::string& reason) {
+  return "runs on the CPU reference: " + reason;
+}
 
 }  // namespace
 
@@ -34,10 +36,12 @@ Session::Session(const Engine& engine, Backend backend, const SessionOptions& op
   impl_->engine = engine.impl_;
   impl_->options = options;
   const bool compiled = impl_->engine->compiled;
-  if (backend == Backend::Auto) backend = gpu::gpu_available() && compiled ? Backend::Gpu : Backend::Reference;
+  if (backend == Backend::Auto)
+    backend = gpu::gpu_available() && compiled ? Backend::Gpu : Backend::Reference;
   if (backend == Backend::Gpu && !compiled)
-    throw UserError("Backend::Gpu: the engine was compiled without kernels (CompileOptions::kernels false); "
-                    "it runs on Backend::Reference or Backend::Emulator");
+    throw UserError(
+        "Backend::Gpu: the engine was compiled without kernels (CompileOptions::kernels false); "
+        "it runs on Backend::Reference or Backend::Emulator");
   impl_->backend = backend;
   if (backend == Backend::Emulator) {  // kernels generated for the emulator's own target
     const graph::Graph& g = impl_->engine->engine->graph();
@@ -92,16 +96,19 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
 namespace {
 
 std::vector<CUdeviceptr> device_addresses(const std::vector<DeviceTensor>& given,
-                                          const std::vector<TensorInfo>& expected, const char* what) {
+                                          const std::vector<TensorInfo>& expected,
+                                          const char* what) {
   if (given.size() != expected.size())
-    throw UserError(fmt::format("run_device: {} {}s given, the engine has {}", given.size(), what, expected.size()));
+    throw UserError(fmt::format("run_device: {} {}s given, the engine has {}", given.size(), what,
+                                expected.size()));
   std::vector<CUdeviceptr> ptrs;
   for (size_t i = 0; i < given.size(); ++i) {
     const DeviceTensor& t = given[i];
     const TensorInfo& e = expected[i];
     if (t.dtype != e.dtype || t.shape != e.shape)
-      throw UserError(fmt::format("run_device: {} '{}' is {}{}, the engine takes {}{}", what, e.name,
-                                  dtype_name(t.dtype), shape_str(t.shape), dtype_name(e.dtype), shape_str(e.shape)));
+      throw UserError(fmt::format("run_device: {} '{}' is {}{}, the engine takes {}{}", what,
+                                  e.name, dtype_name(t.dtype), shape_str(t.shape),
+                                  dtype_name(e.dtype), shape_str(e.shape)));
     if (!t.data && checked_numel(t.shape) > 0)
       throw UserError(fmt::format("run_device: {} '{}' has no device address", what, e.name));
     ptrs.push_back(reinterpret_cast<CUdeviceptr>(t.data));
@@ -111,8 +118,8 @@ std::vector<CUdeviceptr> device_addresses(const std::vector<DeviceTensor>& given
 
 }  // namespace
 
-void Session::run_device(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs,
-                         void* stream) {
+void Session::run_device(const std::vector<DeviceTensor>& inputs,
+                         const std::vector<DeviceTensor>& outputs, void* stream) {
   if (!impl_->gpu)
     throw UserError(fmt::format("run_device: the session runs on the CPU {} (Backend::Gpu needed)",
                                 impl_->backend == Backend::Emulator ? "emulator" : "reference"));

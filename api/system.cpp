@@ -30,7 +30,8 @@ SystemReport check_system(size_t copy_bytes, int copy_runs) {
   const auto t0 = std::chrono::steady_clock::now();
   const gpu::Compiled copy_kernel = gpu::compile_copy_kernel(arch);
   r.cubin_bytes = copy_kernel.cubin.size();
-  r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!r.gpu) {
     r.gpu_unavailable_reason = gpu::gpu_unavailable_reason();
     return r;

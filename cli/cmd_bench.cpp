@@ -34,16 +34,26 @@ struct BenchCmdOptions {
 };
 
 nlohmann::json kernel_json(const KernelBench& k) {
-  nlohmann::json j = {{"step", k.step}, {"name", k.name}, {"kind", k.kind}, {"schedule", k.schedule},
-                      {"nodes", k.nodes}, {"median_us", k.median_us}, {"min_us", k.min_us}, {"bytes", k.bytes},
-                      {"flops", k.flops}, {"gbs", k.gbs}, {"tflops", k.tflops}, {"roofline_pct", k.roofline_pct},
-                      {"tunables", k.tunables}};
+  nlohmann::json j = {
+      {"step", k.step},         {"name", k.name},     {"kind", k.kind},
+      {"schedule", k.schedule}, {"nodes", k.nodes},   {"median_us", k.median_us},
+      {"min_us", k.min_us},     {"bytes", k.bytes},   {"flops", k.flops},
+      {"gbs", k.gbs},           {"tflops", k.tflops}, {"roofline_pct", k.roofline_pct},
+      {"tunables", k.tunables}};
   if (k.gemm)
-    j["gemm"] = {{"batch", k.gemm->batch}, {"m", k.gemm->m}, {"n", k.gemm->n}, {"k", k.gemm->k},
-                 {"dtype", dtype_name(k.gemm->dtype)}, {"schedule", k.schedule}};
+    j["gemm"] = {{"batch", k.gemm->batch},
+                 {"m", k.gemm->m},
+                 {"n", k.gemm->n},
+                 {"k", k.gemm->k},
+                 {"dtype", dtype_name(k.gemm->dtype)},
+                 {"schedule", k.schedule}};
   if (k.attention)
-    j["attention"] = {{"batch", k.attention->batch}, {"sq", k.attention->sq}, {"sk", k.attention->sk},
-                      {"d", k.attention->d}, {"dtype", dtype_name(k.attention->dtype)}, {"mask", k.attention->mask}};
+    j["attention"] = {{"batch", k.attention->batch},
+                      {"sq", k.attention->sq},
+                      {"sk", k.attention->sk},
+                      {"d", k.attention->d},
+                      {"dtype", dtype_name(k.attention->dtype)},
+                      {"mask", k.attention->mask}};
   return j;
 }
 
@@ -63,9 +73,11 @@ int run_bench(const BenchCmdOptions& o) {
     return e;
   }();
   if (!gpu_available()) {
-    std::cout << "no GPU (" << gpu_unavailable_reason() << "): nothing to time. What each kernel moves:\n";
+    std::cout << "no GPU (" << gpu_unavailable_reason()
+              << "): nothing to time. What each kernel moves:\n";
     for (const KernelCost& k : kernel_costs(engine))
-      std::cout << fmt::format("  {:<52} {:>12}  {:.3g} FLOP\n", k.name, human_bytes(static_cast<double>(k.bytes)), k.flops);
+      std::cout << fmt::format("  {:<52} {:>12}  {:.3g} FLOP\n", k.name,
+                               human_bytes(static_cast<double>(k.bytes)), k.flops);
     return 1;
   }
   const CompileReport& report = engine.report();
@@ -78,32 +90,40 @@ int run_bench(const BenchCmdOptions& o) {
   bo.flush_l2 = !o.warm_l2;
   bo.profile = o.profile;
   const BenchReport r = benchmark(engine, inputs, bo);
-  std::cout << fmt::format("device {} ({}, {} SMs); copy bandwidth {:.0f} GB/s, measured now\n", r.device, r.arch,
-                           r.sms, r.copy_gbs);
-  std::cout << fmt::format("end to end ({}, {} runs, L2 {}): min {:.2f} us, median {:.2f} us, p90 {:.2f} us\n",
-                           r.cuda_graph ? "one CUDA graph" : o.no_graph ? "stream launches" : "stream launches, no graph: one kernel or a CPU step", o.iters,
-                           bo.flush_l2 ? "flushed before each" : "warm", r.min_us, r.median_us, r.p90_us);
-  std::cout << fmt::format("  {:>3}  {:<52} {:>10} {:>11} {:>10} {:>9} {:>8} {:>9}\n", "#", "kernel", "median us",
-                           "bytes", "FLOPs", "GB/s", "TFLOP/s", "roofline");
+  std::cout << fmt::format("device {} ({}, {} SMs); copy bandwidth {:.0f} GB/s, measured now\n",
+                           r.device, r.arch, r.sms, r.copy_gbs);
+  std::cout << fmt::format(
+      "end to end ({}, {} runs, L2 {}): min {:.2f} us, median {:.2f} us, p90 {:.2f} us\n",
+      r.cuda_graph ? "one CUDA graph"
+      : o.no_graph ? "stream launches"
+                   : "stream launches, no graph: one kernel or a CPU step",
+      o.iters, bo.flush_l2 ? "flushed before each" : "warm", r.min_us, r.median_us, r.p90_us);
+  std::cout << fmt::format("  {:>3}  {:<52} {:>10} {:>11} {:>10} {:>9} {:>8} {:>9}\n", "#",
+                           "kernel", "median us", "bytes", "FLOPs", "GB/s", "TFLOP/s", "roofline");
   nlohmann::json kernels = nlohmann::json::array();
   double total_us = 0;
   for (const KernelBench& k : r.kernels) {
     total_us += k.median_us;
-    std::cout << fmt::format("  {:>3}  {:<52} {:>10.2f} {:>11} {:>10.3g} {:>9.0f} {:>8.2f} {:>8.0f}%\n", k.step, k.name,
-                             k.median_us, human_bytes(static_cast<double>(k.bytes)), k.flops, k.gbs, k.tflops,
-                             k.roofline_pct);
+    std::cout << fmt::format(
+        "  {:>3}  {:<52} {:>10.2f} {:>11} {:>10.3g} {:>9.0f} {:>8.2f} {:>8.0f}%\n", k.step, k.name,
+        k.median_us, human_bytes(static_cast<double>(k.bytes)), k.flops, k.gbs, k.tflops,
+        k.roofline_pct);
     kernels.push_back(kernel_json(k));
   }
-  std::cout << fmt::format("  sum of kernel medians {:.2f} us over {} kernels\n", total_us, r.kernels.size());
-  if (!o.profile.empty()) std::cout << "wrote the trace " << o.profile << " (chrome://tracing or ui.perfetto.dev)\n";
+  std::cout << fmt::format("  sum of kernel medians {:.2f} us over {} kernels\n", total_us,
+                           r.kernels.size());
+  if (!o.profile.empty())
+    std::cout << "wrote the trace " << o.profile << " (chrome://tracing or ui.perfetto.dev)\n";
   if (!o.json.empty()) {
-    nlohmann::json j = {{"model", o.model.model},
-                        {"device", r.device},
-                        {"copy_gbs", r.copy_gbs},
-                        {"cuda_graph", r.cuda_graph},
-                        {"latency_us", {{"min", r.min_us}, {"median", r.median_us}, {"p90", r.p90_us}}},
-                        {"kernels", kernels}};
-    write_output("--json", o.json, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    nlohmann::json j = {
+        {"model", o.model.model},
+        {"device", r.device},
+        {"copy_gbs", r.copy_gbs},
+        {"cuda_graph", r.cuda_graph},
+        {"latency_us", {{"min", r.min_us}, {"median", r.median_us}, {"p90", r.p90_us}}},
+        {"kernels", kernels}};
+    write_output("--json", o.json,
+                 j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   return 0;
 }
@@ -112,14 +132,18 @@ int run_bench(const BenchCmdOptions& o) {
 
 void add_bench(CLI::App& app, Runner& run) {
   auto o = std::make_shared<BenchCmdOptions>();
-  CLI::App* cmd = app.add_subcommand("bench", "time a model or engine on the GPU, end to end and per kernel");
+  CLI::App* cmd =
+      app.add_subcommand("bench", "time a model or engine on the GPU, end to end and per kernel");
   o->model.add_to(*cmd, "ONNX model or .braze engine file");
   o->build.add_to(*cmd);
   o->in.add_to(*cmd);
-  cmd->add_option("--warmup", o->warmup, "untimed runs first (default 20)")->check(CLI::Range(0, 10000000));
+  cmd->add_option("--warmup", o->warmup, "untimed runs first (default 20)")
+      ->check(CLI::Range(0, 10000000));
   cmd->add_option("--iters", o->iters, "timed runs (default 200)")->check(CLI::Range(1, 10000000));
-  cmd->add_flag("--no-cuda-graph", o->no_graph, "launch kernel by kernel instead of one CUDA graph");
-  cmd->add_flag("--warm-l2", o->warm_l2, "do not flush the L2 cache before each timed run (it is flushed by default)");
+  cmd->add_flag("--no-cuda-graph", o->no_graph,
+                "launch kernel by kernel instead of one CUDA graph");
+  cmd->add_flag("--warm-l2", o->warm_l2,
+                "do not flush the L2 cache before each timed run (it is flushed by default)");
   cmd->add_option("--profile", o->profile, "write a Chrome-trace JSON of one run");
   cmd->add_option("--json", o->json, "write the numbers as JSON");
   cmd->callback([o, &run] { run = [o] { return run_bench(*o); }; });

@@ -46,8 +46,9 @@ int run_compile(const CompileCommand& o) {
       "time: {:.2f} s: import and passes {:.2f} s, precision and plan {:.2f} s, codegen {:.2f} s, "
       "NVRTC and kernel cache {:.2f} s{}, engine file {:.2f} s\n",
       seconds_since(t0), r.import_seconds,
-      std::max(0.0, r.build_seconds - r.codegen_seconds - r.compile_seconds - r.tune_seconds), r.codegen_seconds,
-      r.compile_seconds, r.tune_seconds > 0 ? fmt::format(", tuning {:.2f} s", r.tune_seconds) : "", write_s);
+      std::max(0.0, r.build_seconds - r.codegen_seconds - r.compile_seconds - r.tune_seconds),
+      r.codegen_seconds, r.compile_seconds,
+      r.tune_seconds > 0 ? fmt::format(", tuning {:.2f} s", r.tune_seconds) : "", write_s);
   std::cout << fmt::format("wrote {} (model hash {})\n", o.output, r.model_hash);
   return 0;
 }
@@ -56,7 +57,8 @@ int run_compile(const CompileCommand& o) {
 
 void add_compile(CLI::App& app, Runner& run) {
   auto o = std::make_shared<CompileCommand>();
-  CLI::App* cmd = app.add_subcommand("compile", "compile a model into a self-contained engine file (no GPU needed)");
+  CLI::App* cmd = app.add_subcommand(
+      "compile", "compile a model into a self-contained engine file (no GPU needed)");
   o->model.add_to(*cmd);
   o->build.add_to(*cmd);
   cmd->add_option("-o,--output", o->output, "engine file to write (.braze)")->required();

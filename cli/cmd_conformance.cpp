@@ -47,20 +47,30 @@ int run_conformance(const ConformanceOptions& o) {
     }
     if (detail.size() > 600) detail = detail.substr(0, 600) + " … (whole text in --json)";
     if (!r.fallbacks.empty())
-      detail += fmt::format("{}CPU fallback: {}", detail.empty() ? "" : "; ", fmt::join(r.fallbacks, "; "));
+      detail += fmt::format("{}CPU fallback: {}", detail.empty() ? "" : "; ",
+                            fmt::join(r.fallbacks, "; "));
     (r.status == "PASS" ? pass : r.status == "FAIL" ? fail : skip)++;
     std::cout << fmt::format("{} {} ({:.1f} ms){}{}\n", r.status, r.name, r.seconds * 1e3,
                              detail.empty() ? "" : ": ", detail)
               << std::flush;
-    cases.push_back({{"name", r.name}, {"path", dir}, {"status", r.status},
-                     {"detail", r.detail}, {"fallbacks", r.fallbacks}, {"seconds", r.seconds}});
+    cases.push_back({{"name", r.name},
+                     {"path", dir},
+                     {"status", r.status},
+                     {"detail", r.detail},
+                     {"fallbacks", r.fallbacks},
+                     {"seconds", r.seconds}});
   }
   std::cout << fmt::format("{} passed, {} failed, {} skipped\n", pass, fail, skip);
   if (pass + fail + skip == 0 && !o.filter.empty())
     throw UserError(fmt::format("--filter '{}' matches none of the cases", o.filter));
   if (!o.json.empty()) {
-    nlohmann::json j = {{"backend", o.backend}, {"passed", pass}, {"failed", fail}, {"skipped", skip}, {"cases", cases}};
-    write_output("--json", o.json, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    nlohmann::json j = {{"backend", o.backend},
+                        {"passed", pass},
+                        {"failed", fail},
+                        {"skipped", skip},
+                        {"cases", cases}};
+    write_output("--json", o.json,
+                 j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   return fail ? 1 : 0;
 }
@@ -69,10 +79,13 @@ int run_conformance(const ConformanceOptions& o) {
 
 void add_conformance(CLI::App& app, Runner& run) {
   auto o = std::make_shared<ConformanceOptions>();
-  CLI::App* cmd = app.add_subcommand("conformance", "run ONNX backend-test cases and compare outputs");
+  CLI::App* cmd =
+      app.add_subcommand("conformance", "run ONNX backend-test cases and compare outputs");
   cmd->add_option("dirs", o->dirs, "case folders, or folders of cases")->required();
-  cmd->add_option("--backend", o->backend, "backend to test")->check(CLI::IsMember(backend_names()));
-  cmd->add_option("--filter", o->filter, "run only cases whose name matches this regular expression");
+  cmd->add_option("--backend", o->backend, "backend to test")
+      ->check(CLI::IsMember(backend_names()));
+  cmd->add_option("--filter", o->filter,
+                  "run only cases whose name matches this regular expression");
   cmd->add_option("--json", o->json, "also write the results as JSON to this file");
   cmd->callback([o, &run] { run = [o] { return run_conformance(*o); }; });
 }

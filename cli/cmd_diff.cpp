@@ -31,7 +31,9 @@ struct DiffOptions {
 };
 
 DType precision_dtype(const std::string& precision) {
-  return precision == "fp16" ? DType::Float16 : precision == "bf16" ? DType::BFloat16 : DType::Float32;
+  return precision == "fp16"   ? DType::Float16
+         : precision == "bf16" ? DType::BFloat16
+                               : DType::Float32;
 }
 
 // Float32 outputs computed at a lower --precision are held to that dtype's tolerance; at
@@ -39,7 +41,8 @@ DType precision_dtype(const std::string& precision) {
 // L2 error decides (below).
 runtime::Tolerance tolerance_for(const DiffOptions& o, DType dt) {
   DType low = o.precision == "tf32" ? DType::Float16 : precision_dtype(o.precision);
-  runtime::Tolerance tol = runtime::default_tolerance(dt == DType::Float32 && low != DType::Float32 ? low : dt);
+  runtime::Tolerance tol =
+      runtime::default_tolerance(dt == DType::Float32 && low != DType::Float32 ? low : dt);
   if (o.atol >= 0) tol.atol = o.atol;
   if (o.rtol >= 0) tol.rtol = o.rtol;
   return tol;
@@ -77,15 +80,18 @@ Engine engine_for(const DiffOptions& o, const std::string& config, const GivenIn
 // kernel whose outputs diverge beyond tolerance, with the ONNX nodes inside it.
 int per_kernel_diff(const DiffOptions& o, const Engine& engine, const std::vector<Tensor>& inputs) {
   if (!gpu_available())
-    std::cerr << "note: no GPU (" << gpu_unavailable_reason() << "): comparing the emulator's kernels\n";
+    std::cerr << "note: no GPU (" << gpu_unavailable_reason()
+              << "): comparing the emulator's kernels\n";
   const std::vector<KernelValues> steps = kernel_values(engine, inputs);
   std::cout << fmt::format("{}: each kernel's outputs vs the reference executor\n", o.model.model);
   int first_bad = -1;
   for (size_t i = 0; i < steps.size(); ++i)
     for (const KernelValue& v : steps[i].outputs) {
-      runtime::Comparison c = runtime::compare(v.fused, v.reference, tolerance_for(o, v.reference.dtype()));
+      runtime::Comparison c =
+          runtime::compare(v.fused, v.reference, tolerance_for(o, v.reference.dtype()));
       const bool ok = agrees(o, c, v.reference.dtype());
-      std::cout << fmt::format("  #{:<3} {:<44} %{:<28} max abs {:<10.3g} {}\n", i, steps[i].kernel, v.value, c.max_abs,
+      std::cout << fmt::format("  #{:<3} {:<44} %{:<28} max abs {:<10.3g} {}\n", i, steps[i].kernel,
+                               v.value, c.max_abs,
                                ok ? "ok" : "DIFFERS: " + c.summary(v.fused, v.reference));
       if (!ok && first_bad < 0) first_bad = static_cast<int>(i);
     }
@@ -93,12 +99,13 @@ int per_kernel_diff(const DiffOptions& o, const Engine& engine, const std::vecto
     std::cout << "every kernel's outputs agree within tolerance\n";
     return 0;
   }
-  std::cout << fmt::format("first kernel to diverge: #{} {} covering {}\n", first_bad, steps[first_bad].kernel,
-                           fmt::join(steps[first_bad].nodes, ", "));
+  std::cout << fmt::format("first kernel to diverge: #{} {} covering {}\n", first_bad,
+                           steps[first_bad].kernel, fmt::join(steps[first_bad].nodes, ", "));
   return 1;
 }
 
-std::vector<Tensor> run_config(const std::string& config, const Engine& engine, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> run_config(const std::string& config, const Engine& engine,
+                               const std::vector<Tensor>& inputs) {
   SessionOptions so;
   so.poison = true;
   Session s(engine, backend_choice(config).backend, so);
@@ -113,14 +120,16 @@ int run_diff(const DiffOptions& o) {
   std::string a = o.a, b = o.b;
   for (std::string* c : {&a, &b})
     if (backend_choice(*c).backend == Backend::Gpu && !gpu_available()) {
-      std::cerr << fmt::format("note: no GPU ({}): running '{}' with the CPU emulator (the same kernels)\n",
-                               gpu_unavailable_reason(), *c);
+      std::cerr << fmt::format(
+          "note: no GPU ({}): running '{}' with the CPU emulator (the same kernels)\n",
+          gpu_unavailable_reason(), *c);
       *c = "emulator";
     }
   refuse_engine_file(o.model);
   if (o.per_kernel && precision_dtype(o.precision) != DType::Float32)
-    throw UserError("--per-kernel compares the values of the model as given: use it without --precision " +
-                    o.precision);
+    throw UserError(
+        "--per-kernel compares the values of the model as given: use it without --precision " +
+        o.precision);
   GivenInputs given;
   if (!o.in.inputs.empty()) given = read_given_inputs(o.in, model_input_names(o.model.model));
   const Engine ea = engine_for(o, o.per_kernel ? (gpu_available() ? "gpu" : "emulator") : a, given);
@@ -130,10 +139,11 @@ int run_diff(const DiffOptions& o) {
   if (o.per_kernel) return per_kernel_diff(o, ea, inputs);
   const Engine eb = engine_for(o, b, given);
   const std::vector<Tensor> ra = run_config(a, ea, inputs), rb = run_config(b, eb, inputs);
-  std::string prec = o.precision == "fp32" ? "" : " (at --precision " + o.precision + " where it runs kernels)";
+  std::string prec =
+      o.precision == "fp32" ? "" : " (at --precision " + o.precision + " where it runs kernels)";
   std::cout << fmt::format("{}: {} vs {}{}\n", o.model.model, a, b, prec);
-  std::cout << fmt::format("  {:<28} {:>12} {:>12} {:>12} {:>18}  {}\n", "output", "max abs err", "max rel err",
-                           "rel l2 err", "mismatches", "tolerance");
+  std::cout << fmt::format("  {:<28} {:>12} {:>12} {:>12} {:>18}  {}\n", "output", "max abs err",
+                           "max rel err", "rel l2 err", "mismatches", "tolerance");
   bool ok = true;
   const std::vector<std::string> names = ea.output_names();
   for (size_t i = 0; i < ra.size(); ++i) {
@@ -142,10 +152,11 @@ int run_diff(const DiffOptions& o) {
     const bool agree = agrees(o, c, rb[i].dtype());
     ok = ok && agree;
     std::string mism = c.problem.empty() ? fmt::format("{}/{}", c.mismatches, c.numel) : c.problem;
-    std::string rule = tf32_rule(o, rb[i].dtype()) ? fmt::format("rel l2 {:g}", kTf32RelL2)
-                                                   : fmt::format("atol {:g} rtol {:g}", tol.atol, tol.rtol);
-    std::cout << fmt::format("  {:<28} {:>12.3g} {:>12.3g} {:>12.3g} {:>18}  {}{}\n", names[i], c.max_abs, c.max_rel,
-                             c.rel_l2, mism, rule, agree ? "" : "  DIFFERS");
+    std::string rule = tf32_rule(o, rb[i].dtype())
+                           ? fmt::format("rel l2 {:g}", kTf32RelL2)
+                           : fmt::format("atol {:g} rtol {:g}", tol.atol, tol.rtol);
+    std::cout << fmt::format("  {:<28} {:>12.3g} {:>12.3g} {:>12.3g} {:>18}  {}{}\n", names[i],
+                             c.max_abs, c.max_rel, c.rel_l2, mism, rule, agree ? "" : "  DIFFERS");
   }
   std::cout << (ok ? "outputs agree within tolerance\n" : "outputs differ beyond tolerance\n");
   return ok ? 0 : 1;
@@ -155,11 +166,13 @@ int run_diff(const DiffOptions& o) {
 
 void add_diff(CLI::App& app, Runner& run) {
   auto o = std::make_shared<DiffOptions>();
-  CLI::App* cmd = app.add_subcommand("diff", "run two configurations on the same inputs and compare their outputs");
+  CLI::App* cmd = app.add_subcommand(
+      "diff", "run two configurations on the same inputs and compare their outputs");
   o->model.add_to(*cmd);
   o->in.add_to(*cmd);
   cmd->add_option("--a", o->a, "first configuration")->check(CLI::IsMember(backend_names()));
-  cmd->add_option("--b", o->b, "second configuration (the expected side)")->check(CLI::IsMember(backend_names()));
+  cmd->add_option("--b", o->b, "second configuration (the expected side)")
+      ->check(CLI::IsMember(backend_names()));
   // Finite and not negative: NaN or a negative value used to fall back to the default
   // silently, and inf made every output agree.
   const CLI::Validator tolerance(
@@ -171,11 +184,14 @@ void add_diff(CLI::App& app, Runner& run) {
                    : fmt::format("'{}' is not a tolerance (a finite number, 0 or more)", s);
       },
       "TOLERANCE");
-  cmd->add_option("--atol", o->atol, "absolute tolerance (default by dtype: float32 1e-5)")->check(tolerance);
-  cmd->add_option("--rtol", o->rtol, "relative tolerance (default by dtype: float32 1e-3)")->check(tolerance);
+  cmd->add_option("--atol", o->atol, "absolute tolerance (default by dtype: float32 1e-5)")
+      ->check(tolerance);
+  cmd->add_option("--rtol", o->rtol, "relative tolerance (default by dtype: float32 1e-3)")
+      ->check(tolerance);
   add_precision_option(*cmd, o->precision);
   cmd->add_flag("--per-kernel", o->per_kernel,
-                "compare every value a fused kernel writes with the reference executor's and name the first kernel "
+                "compare every value a fused kernel writes with the reference executor's and name "
+                "the first kernel "
                 "whose outputs diverge");
   cmd->callback([o, &run] { run = [o] { return run_diff(*o); }; });
 }

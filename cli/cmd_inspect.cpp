@@ -24,7 +24,6 @@ struct InspectOptions {
   std::string arch, precision = "fp32";  // the plan `compile` builds with them
 };
 
-
 int run_inspect(const InspectOptions& o) {
   refuse_engine_file(o.model);
   BuildOptions b;
@@ -47,9 +46,12 @@ void add_inspect(CLI::App& app, Runner& run) {
   o->model.add_to(*cmd);
   cmd->add_flag("--json", o->json, "print JSON instead of text");
   cmd->add_flag("--no-fuse", o->no_fuse, "show the plan with one node per kernel");
-  cmd->add_option("--dot", o->dot, "write the graph with each kernel as a coloured cluster (Graphviz DOT)");
+  cmd->add_option("--dot", o->dot,
+                  "write the graph with each kernel as a coloured cluster (Graphviz DOT)");
   cmd->add_option("--html", o->html, "write the same as a standalone HTML page");
-  cmd->add_option("--arch", o->arch, "plan for this GPU architecture, as compile does (default: the device's, else sm_90)");
+  cmd->add_option(
+      "--arch", o->arch,
+      "plan for this GPU architecture, as compile does (default: the device's, else sm_90)");
   add_precision_option(*cmd, o->precision);
   cmd->callback([o, &run] { run = [o] { return run_inspect(*o); }; });
 }

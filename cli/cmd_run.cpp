@@ -50,11 +50,13 @@ std::string summarize(const Tensor& t) {
     lo = std::min(lo, v), hi = std::max(hi, v), sum += v;
   }
   std::string first;
-  for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 4); ++i) first += fmt::format("{}{:.6g}", i ? ", " : "", t.get_f64(i));
+  for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 4); ++i)
+    first += fmt::format("{}{:.6g}", i ? ", " : "", t.get_f64(i));
   int64_t finite = t.numel() - nonfinite;
-  return fmt::format("min {:.6g}  max {:.6g}  mean {:.6g}{}  [{}{}]", finite ? lo : NAN, finite ? hi : NAN,
-                     finite ? sum / static_cast<double>(finite) : NAN,
-                     nonfinite ? fmt::format("  ({} NaN/Inf)", nonfinite) : "", first, t.numel() > 4 ? ", …" : "");
+  return fmt::format("min {:.6g}  max {:.6g}  mean {:.6g}{}  [{}{}]", finite ? lo : NAN,
+                     finite ? hi : NAN, finite ? sum / static_cast<double>(finite) : NAN,
+                     nonfinite ? fmt::format("  ({} NaN/Inf)", nonfinite) : "", first,
+                     t.numel() > 4 ? ", …" : "");
 }
 
 // Output names may hold characters a file name should not.
@@ -73,9 +75,12 @@ struct Ran {
 
 std::string where_of(Backend b) {
   switch (b) {
-    case Backend::Gpu: return "the GPU (" + gpu_name() + ")";
-    case Backend::Emulator: return "the emulator backend";
-    default: return "the CPU reference";
+    case Backend::Gpu:
+      return "the GPU (" + gpu_name() + ")";
+    case Backend::Emulator:
+      return "the emulator backend";
+    default:
+      return "the CPU reference";
   }
 }
 
@@ -98,17 +103,20 @@ Ran run_on(const Engine& engine, Backend backend, const RunOptions& o, const Giv
 Ran run_engine_file(const RunOptions& o) {
   const Engine engine = Engine::load(o.model.model);
   refuse_build_options_for_engine(o.model, o.build, engine.precision());
-  std::cout << fmt::format("engine {}: model {} (hash {}), {} kernels for {} at --precision {}\n", o.model.model,
-                           engine.model_name(), engine.report().model_hash, engine.kernels() + engine.report().cpu_groups,
-                           engine.arch(), engine.precision());
+  std::cout << fmt::format("engine {}: model {} (hash {}), {} kernels for {} at --precision {}\n",
+                           o.model.model, engine.model_name(), engine.report().model_hash,
+                           engine.kernels() + engine.report().cpu_groups, engine.arch(),
+                           engine.precision());
   if (!o.backend.empty() && o.backend != "gpu" && o.backend != "reference")
-    throw UserError(fmt::format("--backend {}: an engine runs its own kernels on the GPU, or its graph on the "
-                                "reference; give the model for {}",
-                                o.backend, o.backend));
+    throw UserError(
+        fmt::format("--backend {}: an engine runs its own kernels on the GPU, or its graph on the "
+                    "reference; give the model for {}",
+                    o.backend, o.backend));
   const GivenInputs given = read_given_inputs(o.in, engine.input_names());
   if (o.backend == "reference") return run_on(engine, Backend::Reference, o, given);
   if (!gpu_available()) {
-    std::cerr << "note: no GPU (" << gpu_unavailable_reason() << "): running the engine's graph on the CPU reference\n";
+    std::cerr << "note: no GPU (" << gpu_unavailable_reason()
+              << "): running the engine's graph on the CPU reference\n";
     return run_on(engine, Backend::Reference, o, given);
   }
   return run_on(engine, Backend::Gpu, o, given);
@@ -118,7 +126,9 @@ Ran run_model(const RunOptions& o) {
   std::string backend = o.backend;
   if (backend.empty()) {
     backend = gpu_available() ? "gpu" : "reference";
-    if (backend == "reference") std::cerr << "note: no GPU (" << gpu_unavailable_reason() << "): running on the CPU reference\n";
+    if (backend == "reference")
+      std::cerr << "note: no GPU (" << gpu_unavailable_reason()
+                << "): running on the CPU reference\n";
   }
   GivenInputs given;
   if (!o.in.inputs.empty()) given = read_given_inputs(o.in, model_input_names(o.model.model));
@@ -126,8 +136,9 @@ Ran run_model(const RunOptions& o) {
   const BackendChoice choice = backend_choice(backend);
   const bool gpu = choice.backend == Backend::Gpu;
   co.fuse = co.fuse && choice.fuse;
-  if (choice.backend == Backend::Reference) co.precision = "fp32";  // the reference runs the model as given
-  co.kernels = gpu;  // the reference and the emulator need no GPU kernels
+  if (choice.backend == Backend::Reference)
+    co.precision = "fp32";  // the reference runs the model as given
+  co.kernels = gpu;         // the reference and the emulator need no GPU kernels
   const Engine engine = Engine::compile(o.model.model, co);
   // The groups a GPU session runs on the CPU reference are its notes (run_on prints them).
   for (const std::string& n : engine.notes())
@@ -141,8 +152,10 @@ Ran run_model(const RunOptions& o) {
 int run_run(const RunOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   Ran r = is_engine_file(o.model.model) ? run_engine_file(o) : run_model(o);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << fmt::format("ran {} on {} in {:.1f} ms (including set-up)\n", o.model.model, r.where, ms);
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << fmt::format("ran {} on {} in {:.1f} ms (including set-up)\n", o.model.model, r.where,
+                           ms);
   for (size_t i = 0; i < r.outputs.size(); ++i)
     std::cout << fmt::format("  {} {}{}  {}\n", r.output_names[i], dtype_name(r.outputs[i].dtype()),
                              shape_str(r.outputs[i].shape()), summarize(r.outputs[i]));
@@ -151,23 +164,26 @@ int run_run(const RunOptions& o) {
     fs::create_directories(o.outputs, ec);
     if (ec) throw UserError(fmt::format("--outputs {}: cannot create the folder", o.outputs));
     for (size_t i = 0; i < r.outputs.size(); ++i)
-      write_npy((fs::path(o.outputs) / (file_safe(r.output_names[i]) + ".npy")).string(), r.outputs[i]);
-    std::cout << fmt::format("wrote {} output{} to {}\n", r.outputs.size(), r.outputs.size() == 1 ? "" : "s", o.outputs);
+      write_npy((fs::path(o.outputs) / (file_safe(r.output_names[i]) + ".npy")).string(),
+                r.outputs[i]);
+    std::cout << fmt::format("wrote {} output{} to {}\n", r.outputs.size(),
+                             r.outputs.size() == 1 ? "" : "s", o.outputs);
   }
   if (o.check.empty()) return 0;
   std::vector<Tensor> expected = read_inputs({o.check}, r.output_names, "output_");
   std::vector<std::string> differ;
   for (size_t i = 0; i < r.outputs.size(); ++i) {
-    runtime::Comparison c =
-        runtime::compare(r.outputs[i], expected[i], runtime::default_tolerance(expected[i].dtype()));
+    runtime::Comparison c = runtime::compare(r.outputs[i], expected[i],
+                                             runtime::default_tolerance(expected[i].dtype()));
     if (!c.ok) differ.push_back(r.output_names[i]);
     std::cout << fmt::format("check {} {}: {}\n", r.output_names[i], c.ok ? "ok" : "MISMATCH",
                              c.summary(r.outputs[i], expected[i]));
   }
   if (differ.empty()) return 0;
   std::cout.flush();
-  std::cerr << fmt::format("error: {} of {} output{} from {} ({}) beyond the tolerance\n", differ.size(),
-                           r.outputs.size(), differ.size() == 1 ? " differs" : "s differ", o.check,
+  std::cerr << fmt::format("error: {} of {} output{} from {} ({}) beyond the tolerance\n",
+                           differ.size(), r.outputs.size(),
+                           differ.size() == 1 ? " differs" : "s differ", o.check,
                            fmt::join(differ, ", "));
   return 1;
 }
@@ -176,15 +192,18 @@ int run_run(const RunOptions& o) {
 
 void add_run(CLI::App& app, Runner& run) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand("run", "run a model or an engine file on given or random inputs");
+  CLI::App* cmd =
+      app.add_subcommand("run", "run a model or an engine file on given or random inputs");
   o->model.add_to(*cmd, "ONNX model or .braze engine file");
   o->build.add_to(*cmd);
   o->in.add_to(*cmd);
-  cmd->add_option("--backend", o->backend, "where to run a model: gpu (default when present), gpu-unfused, "
-                                           "reference (the CPU), emulator (the GPU kernels on the CPU)")
+  cmd->add_option("--backend", o->backend,
+                  "where to run a model: gpu (default when present), gpu-unfused, "
+                  "reference (the CPU), emulator (the GPU kernels on the CPU)")
       ->check(CLI::IsMember(backend_names()));
   cmd->add_option("--outputs", o->outputs, "write each output as <name>.npy into this folder");
-  cmd->add_option("--check", o->check, "folder of expected outputs (output_N.pb or <name>.npy) to compare with");
+  cmd->add_option("--check", o->check,
+                  "folder of expected outputs (output_N.pb or <name>.npy) to compare with");
   cmd->add_flag("--sync-each-kernel", o->sync_each_kernel,
                 "GPU: wait for each kernel before the next, to confirm which one fails (slower)");
   cmd->callback([o, &run] { run = [o] { return run_run(*o); }; });

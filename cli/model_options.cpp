@@ -15,22 +15,29 @@ namespace braze::cli {
 
 void ModelOptions::add_to(CLI::App& cmd, const std::string& what) {
   cmd.add_option("model", model, what)->required();
-  cmd.add_option("--shapes", shapes, "input shapes, e.g. input_ids:1x128,attention_mask:1x128 (symbolic dims default to 1)");
-  cmd.add_option("--dump", dump, "print intermediate forms: graph (after import), passes (after each pass), "
-                                  "cuda (each kernel's source), ptx (each kernel's PTX); also from BRAZE_DUMP")
+  cmd.add_option(
+      "--shapes", shapes,
+      "input shapes, e.g. input_ids:1x128,attention_mask:1x128 (symbolic dims default to 1)");
+  cmd.add_option("--dump", dump,
+                 "print intermediate forms: graph (after import), passes (after each pass), "
+                 "cuda (each kernel's source), ptx (each kernel's PTX); also from BRAZE_DUMP")
       ->delimiter(',')
       ->check(CLI::IsMember({"graph", "passes", "cuda", "ptx"}));
 }
 
 void BuildOptions::add_to(CLI::App& cmd) {
-  cmd.add_option("--arch", arch, "GPU architecture to compile for, e.g. sm_90 (default: the device's, else sm_90)");
+  cmd.add_option("--arch", arch,
+                 "GPU architecture to compile for, e.g. sm_90 (default: the device's, else sm_90)");
   cmd.add_flag("--no-cache", no_cache, "compile every kernel, bypassing the kernel cache");
   cmd.add_flag("--no-fuse", no_fuse, "one node per kernel");
-  cmd.add_flag("--tune", tune, "time each kernel's candidate schedules on the GPU and keep the fastest "
-                               "(remembered in the tuning cache; without a GPU, heuristics choose)");
-  cmd.add_option("--tuning-cache", tuning_cache, "tuning cache file (default: <cache dir>/tuning.json)");
-  cmd.add_option("--compile-limit", compile_limit, "seconds one kernel's NVRTC compile may take before it is cancelled "
-                                                   "and the compile fails (default 600)")
+  cmd.add_flag("--tune", tune,
+               "time each kernel's candidate schedules on the GPU and keep the fastest "
+               "(remembered in the tuning cache; without a GPU, heuristics choose)");
+  cmd.add_option("--tuning-cache", tuning_cache,
+                 "tuning cache file (default: <cache dir>/tuning.json)");
+  cmd.add_option("--compile-limit", compile_limit,
+                 "seconds one kernel's NVRTC compile may take before it is cancelled "
+                 "and the compile fails (default 600)")
       ->check([](const std::string& v) {
         try {
           if (std::stod(v) > 0) return std::string();
@@ -38,26 +45,35 @@ void BuildOptions::add_to(CLI::App& cmd) {
         }
         return fmt::format("a positive number of seconds, not '{}'", v);
       });
-  add_precision_option(cmd, precision)->each([this](const std::string&) { precision_given = true; });
+  add_precision_option(cmd, precision)->each([this](const std::string&) {
+    precision_given = true;
+  });
 }
 
 CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {
-  return cmd.add_option("--precision", precision,
-                 "fp32 (default): float32 exact, GEMMs on the SIMT kernel; tf32: float32 MatMul/Gemm on tensor cores "
-                 "with operands rounded to tf32 (10-bit mantissa), fp32 accumulation, everything else exact; fp16 or "
-                 "bf16: compute a float32 model in half precision (weights and activations converted, inputs and "
-                 "outputs stay float32, reductions and normalisation statistics in float32)")
+  return cmd
+      .add_option("--precision", precision,
+                  "fp32 (default): float32 exact, GEMMs on the SIMT kernel; tf32: float32 "
+                  "MatMul/Gemm on tensor cores "
+                  "with operands rounded to tf32 (10-bit mantissa), fp32 accumulation, everything "
+                  "else exact; fp16 or "
+                  "bf16: compute a float32 model in half precision (weights and activations "
+                  "converted, inputs and "
+                  "outputs stay float32, reductions and normalisation statistics in float32)")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
 }
 
-
-std::vector<std::string> backend_names() { return {"reference", "gpu", "gpu-unfused", "emulator", "emulator-unfused"}; }
+std::vector<std::string> backend_names() {
+  return {"reference", "gpu", "gpu-unfused", "emulator", "emulator-unfused"};
+}
 
 BackendChoice backend_choice(const std::string& name) {
   if (name == "reference") return {Backend::Reference, true};
   if (name == "gpu" || name == "gpu-unfused") return {Backend::Gpu, name == "gpu"};
-  if (name == "emulator" || name == "emulator-unfused") return {Backend::Emulator, name == "emulator"};
-  throw UserError(fmt::format("unknown backend '{}' (choose from: {})", name, fmt::join(backend_names(), ", ")));
+  if (name == "emulator" || name == "emulator-unfused")
+    return {Backend::Emulator, name == "emulator"};
+  throw UserError(fmt::format("unknown backend '{}' (choose from: {})", name,
+                              fmt::join(backend_names(), ", ")));
 }
 
 CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b,
@@ -80,8 +96,9 @@ CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b,
 
 void refuse_engine_file(const ModelOptions& m) {
   if (is_engine_file(m.model))
-    throw UserError(fmt::format("{} is a braze engine file; this command takes the ONNX model it was compiled from",
-                                m.model));
+    throw UserError(fmt::format(
+        "{} is a braze engine file; this command takes the ONNX model it was compiled from",
+        m.model));
 }
 
 void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& b,
@@ -93,7 +110,8 @@ void refuse_build_options_for_engine(const ModelOptions& m, const BuildOptions& 
   if (b.tune) given.push_back("--tune");
   if (!b.tuning_cache.empty()) given.push_back("--tuning-cache");
   if (b.compile_limit != CompileOptions{}.compile_limit_seconds) given.push_back("--compile-limit");
-  if (b.precision_given && b.precision != engine_precision) given.push_back("--precision " + b.precision);
+  if (b.precision_given && b.precision != engine_precision)
+    given.push_back("--precision " + b.precision);
   if (given.empty()) return;
   throw UserError(fmt::format(
       "{} is an engine (compiled at --precision {}): {} take{} effect when a model is compiled; "

@@ -14,7 +14,7 @@ namespace braze::cli {
 
 struct ModelOptions {
   std::string model;
-  std::string shapes;  // "name:1x128,..."
+  std::string shapes;             // "name:1x128,..."
   std::vector<std::string> dump;  // graph, passes, cuda, ptx
 
   // `what` names the positional argument ("ONNX model file" …).
@@ -60,6 +60,7 @@ struct BackendChoice {
   Backend backend;
   bool fuse;
 };
-BackendChoice backend_choice(const std::string& name);  // UserError for a name not in backend_names()
+BackendChoice backend_choice(
+    const std::string& name);  // UserError for a name not in backend_names()
 
 }  // namespace braze::cli

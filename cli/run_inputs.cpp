@@ -11,9 +11,11 @@
 namespace braze::cli {
 
 void InputOptions::add_to(CLI::App& cmd) {
-  cmd.add_option("--inputs", inputs, "input files (.pb or .npy), or a folder of them; random when absent");
+  cmd.add_option("--inputs", inputs,
+                 "input files (.pb or .npy), or a folder of them; random when absent");
   cmd.add_option("--seed", seed, "seed for random inputs");
-  cmd.add_option("--int-range", int_range, "range LO,HI (inclusive) for random integer inputs (default 0,9)")
+  cmd.add_option("--int-range", int_range,
+                 "range LO,HI (inclusive) for random integer inputs (default 0,9)")
       ->delimiter(',');
 }
 
@@ -22,7 +24,8 @@ RandomOptions InputOptions::random() const {
   if (!int_range.empty()) {
     if (int_range.size() != 2) throw UserError("--int-range takes LO,HI");
     if (int_range[1] < int_range[0])
-      throw UserError(fmt::format("--int-range {},{} is empty (LO above HI)", int_range[0], int_range[1]));
+      throw UserError(
+          fmt::format("--int-range {},{} is empty (LO above HI)", int_range[0], int_range[1]));
     r.int_min = int_range[0];
     r.int_max = int_range[1];
   }
@@ -66,11 +69,13 @@ Tensor bfloat16_input(const TensorInfo& v, const Tensor& t) {
 
 }  // namespace
 
-std::vector<Tensor> inputs_for(const std::vector<TensorInfo>& inputs, const InputOptions& o, const GivenInputs& given) {
+std::vector<Tensor> inputs_for(const std::vector<TensorInfo>& inputs, const InputOptions& o,
+                               const GivenInputs& given) {
   if (!given.tensors.empty()) {
     std::vector<Tensor> out = given.tensors;
     for (size_t i = 0; i < out.size() && i < inputs.size(); ++i)
-      if (inputs[i].dtype == DType::BFloat16 && out[i].dtype() == DType::Float32) out[i] = bfloat16_input(inputs[i], out[i]);
+      if (inputs[i].dtype == DType::BFloat16 && out[i].dtype() == DType::Float32)
+        out[i] = bfloat16_input(inputs[i], out[i]);
     return out;
   }
   const RandomOptions r = o.random();
@@ -82,8 +87,8 @@ std::vector<Tensor> inputs_for(const std::vector<TensorInfo>& inputs, const Inpu
     } catch (const UserError& e) {
       throw UserError(fmt::format("input '{}': --int-range: {}", v.name, e.what()));
     }
-    std::cerr << fmt::format("note: input '{}' is random {}{} (seed {})\n", v.name, dtype_name(v.dtype),
-                             shape_str(v.shape), o.seed);
+    std::cerr << fmt::format("note: input '{}' is random {}{} (seed {})\n", v.name,
+                             dtype_name(v.dtype), shape_str(v.shape), o.seed);
   }
   return out;
 }

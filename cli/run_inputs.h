@@ -33,6 +33,7 @@ GivenInputs read_given_inputs(const InputOptions& o, const std::vector<std::stri
 std::vector<std::string> names_of(const std::vector<TensorInfo>& infos);
 
 // The given tensors, or random ones for `inputs` (with a note each on stderr).
-std::vector<Tensor> inputs_for(const std::vector<TensorInfo>& inputs, const InputOptions& o, const GivenInputs& given);
+std::vector<Tensor> inputs_for(const std::vector<TensorInfo>& inputs, const InputOptions& o,
+                               const GivenInputs& given);
 
 }  // namespace braze::cli

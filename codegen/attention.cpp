@@ -63,7 +63,10 @@ std::string view_problem(const OperandView& v, bool want_kcontig, const char* wh
   if (v.kcontig != want_kcontig) return fmt::format("{}'s head dim is not contiguous", what);
   bool aligned = v.ld % 8 == 0 && v.offset % 8 == 0;
   for (const graph::StridedDim& f : v.batch) aligned = aligned && f.stride % 8 == 0;
-  return aligned ? "" : fmt::format("{}'s row stride, offset and batch strides must be multiples of 8 elements", what);
+  return aligned ? ""
+                 : fmt::format(
+                       "{}'s row stride, offset and batch strides must be multiples of 8 elements",
+                       what);
 }
 
 // bm query rows a block, bn keys a tile, ks groups of warps sharing the key tiles, mt mma
@@ -85,16 +88,18 @@ std::vector<graph::ValueId> chain_inputs(const graph::Graph& g, const AttentionD
   std::vector<graph::ValueId> r;
   for (graph::NodeId id : a.match.chain)
     for (graph::ValueId v : g.node(id).inputs)
-      if (v != graph::kNoValue && !inside.count(v) && checked_numel(g.value(v).shape) > 1) r.push_back(v);
+      if (v != graph::kNoValue && !inside.count(v) && checked_numel(g.value(v).shape) > 1)
+        r.push_back(v);
   return r;
 }
 
 // "j <= i + off ? live : dead" (and off, and dead) when `mask` is a constant [1…, Sq, Sk] of
 // two values above and on or below a diagonal: numbers whose dead value is at most -1e30
 // (exp takes it to 0), or booleans (a Where's condition, either way round); else empty.
-std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_t* off_out, double* dead_out,
-                        std::string* live_out) {
-  if (!mask.constant || mask.shape.size() < 2 || mask.shape.back() != a.sk || mask.shape[mask.shape.size() - 2] != a.sq)
+std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_t* off_out,
+                        double* dead_out, std::string* live_out) {
+  if (!mask.constant || mask.shape.size() < 2 || mask.shape.back() != a.sk ||
+      mask.shape[mask.shape.size() - 2] != a.sq)
     return "";
   for (size_t k = 0; k + 2 < mask.shape.size(); ++k)
     if (mask.shape[k] != 1) return "";
@@ -114,7 +119,8 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_
     std::memcpy(&x, raw + static_cast<size_t>(i) * es, es);
     return x;
   };
-  const uint32_t live_bits = bits(0), dead_bits = off + 1 < a.sk ? bits(off + 1) : (boolean ? !live_bits : 0);
+  const uint32_t live_bits = bits(0),
+                 dead_bits = off + 1 < a.sk ? bits(off + 1) : (boolean ? !live_bits : 0);
   // Row by row against a row of live and a row of dead elements (memcmp; element by element
   // this scan was 9% of a warm GPT-2 b1 s1024 compile, 12 masks of 1024 x 1024).
   const size_t row_bytes = static_cast<size_t>(a.sk) * es;
@@ -125,7 +131,8 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_
   }
   for (int64_t i = 0; i < a.sq; ++i) {
     const unsigned char* row = raw + static_cast<size_t>(i) * row_bytes;
-    const size_t live_bytes = static_cast<size_t>(std::min(a.sk, i + off + 1)) * es;  // j <= i + off
+    const size_t live_bytes =
+        static_cast<size_t>(std::min(a.sk, i + off + 1)) * es;  // j <= i + off
     if (std::memcmp(row, live_row.data(), live_bytes) != 0 ||
         std::memcmp(row + live_bytes, dead_row.data(), row_bytes - live_bytes) != 0)
       return "";
@@ -183,14 +190,16 @@ MaskRead mask_read(const graph::Graph& g, const AttentionDims& a, bool scan_cons
 }
 
 // Every row has a live key (key 0: off >= 0).
-std::vector<int> key_tile_ends(const graph::Graph& g, const AttentionDims& a, int bm, int bn, const MaskRead& r) {
+std::vector<int> key_tile_ends(const graph::Graph& g, const AttentionDims& a, int bm, int bn,
+                               const MaskRead& r) {
   if (r.causal.empty() || !dead_scores_vanish(g, a, r)) return {};
   const int64_t q_tiles = (a.sq + bm - 1) / bm, k_tiles = (a.sk + bn - 1) / bn;
   std::vector<int> ends(static_cast<size_t>(q_tiles));
   bool any = false;
   for (int64_t qt = 0; qt < q_tiles; ++qt) {
     const int64_t last_row = std::min(a.sq, (qt + 1) * bm) - 1;
-    ends[static_cast<size_t>(qt)] = static_cast<int>(std::min(k_tiles, (last_row + r.causal_off) / bn + 1));
+    ends[static_cast<size_t>(qt)] =
+        static_cast<int>(std::min(k_tiles, (last_row + r.causal_off) / bn + 1));
     any = any || ends[static_cast<size_t>(qt)] < k_tiles;
   }
   return any ? ends : std::vector<int>{};
@@ -207,8 +216,8 @@ std::string mask_batch_offset(const MaskRead& r, const Shape& out_batch) {
   int64_t inner = 1;
   for (size_t f = out_batch.size(); f-- > 0;) {
     if (r.batch_stride[f] != 0 && out_batch[f] != 1)
-      off += fmt::format("{}((b / {}LL) % {}LL) * {}LL", off.empty() ? "" : " + ", inner, out_batch[f],
-                         r.batch_stride[f]);
+      off += fmt::format("{}((b / {}LL) % {}LL) * {}LL", off.empty() ? "" : " + ", inner,
+                         out_batch[f], r.batch_stride[f]);
     inner *= out_batch[f];
   }
   return off.empty() ? "0LL" : off;
@@ -239,7 +248,8 @@ std::optional<AttentionDims> attention_dims(const graph::Graph& g, const fusion:
   if (target.sm < 80) return fail("flash attention needs sm_80 or newer");
   const auto shared_users = g.shared_users();
   const graph::Users& users = *shared_users;
-  std::optional<fusion::AttentionMatch> m = fusion::match_attention_in(g, group.nodes, users, why_not);
+  std::optional<fusion::AttentionMatch> m =
+      fusion::match_attention_in(g, group.nodes, users, why_not);
   if (!m) return std::nullopt;
   AttentionDims a;
   a.match = *m;
@@ -250,11 +260,13 @@ std::optional<AttentionDims> attention_dims(const graph::Graph& g, const fusion:
   a.qk = *qk;
   a.pv = *pv;
   const DType t = g.value(qk->node->inputs[0]).dtype;
-  if (t != DType::Float16 && t != DType::BFloat16) return fail("flash attention takes float16 or bfloat16 Q, K and V");
+  if (t != DType::Float16 && t != DType::BFloat16)
+    return fail("flash attention takes float16 or bfloat16 Q, K and V");
   if (g.value(qk->node->inputs[1]).dtype != t || g.value(pv->node->inputs[1]).dtype != t ||
       g.value(pv->node->outputs[0]).dtype != t)
     return fail("Q, K, V and the output differ in type");
-  if (qk->ta || qk->tb || qk->a_vec || qk->b_vec || pv->b_vec) return fail("a matrix-vector product");
+  if (qk->ta || qk->tb || qk->a_vec || qk->b_vec || pv->b_vec)
+    return fail("a matrix-vector product");
   a.dtype = t;
   a.d = qk->k;
   a.sq = qk->m;
@@ -262,14 +274,18 @@ std::optional<AttentionDims> attention_dims(const graph::Graph& g, const fusion:
   a.batches = qk->batches;
   if (pv->nn != a.d || pv->k != a.sk || pv->m != a.sq || pv->out_batch != qk->out_batch)
     return fail("Q Kᵀ and P V do not share the batch, sequence and head dims");
-  if (a.d % 16 != 0 || a.d < 16 || a.d > 128) return fail(fmt::format("head dim {} (16 to 128, a multiple of 16)", a.d));
+  if (a.d % 16 != 0 || a.d < 16 || a.d > 128)
+    return fail(fmt::format("head dim {} (16 to 128, a multiple of 16)", a.d));
   if (a.sq == 0 || a.sk == 0 || a.batches == 0) return fail("an empty attention");
   if (a.sq >= (int64_t{1} << 31) || a.sk >= (int64_t{1} << 31)) return fail("sequences past 2^31");
   const std::pair<const std::optional<OperandView>*, const std::string*> views[] = {
-      {&qk->view[0], &qk->no_view[0]}, {&qk->view[1], &qk->no_view[1]}, {&pv->view[1], &pv->no_view[1]}};
+      {&qk->view[0], &qk->no_view[0]},
+      {&qk->view[1], &qk->no_view[1]},
+      {&pv->view[1], &pv->no_view[1]}};
   const char* names[] = {"Q", "K", "V"};
   for (int i = 0; i < 3; ++i) {
-    if (!*views[i].first) return fail(fmt::format("{} is not a strided view: {}", names[i], *views[i].second));
+    if (!*views[i].first)
+      return fail(fmt::format("{} is not a strided view: {}", names[i], *views[i].second));
     std::string why = view_problem(**views[i].first, i != 2, names[i]);
     if (!why.empty()) return fail(why);
   }
@@ -295,17 +311,20 @@ std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::
   // S = 1024), four groups of warps share the key tiles; with fewer key tiles (Llama at
   // S = 512, BERT at batch 8) their merge costs what they save.
   const int64_t tiles64 = (a->sq + 63) / 64 * a->batches, key_tiles = (a->sk + 63) / 64;
-  const FlashTile def = tiles64 * 4 < 8 * int64_t{target.num_sms} && key_tiles >= 16 ? FlashTile{64, 64, 4}
-                                                                                      : FlashTile{64, 64};
-  for (FlashTile t : {def, FlashTile{64, 64}, FlashTile{64, 64, 2}, FlashTile{128, 64}, FlashTile{64, 32},
-                      FlashTile{64, 32, 2}, FlashTile{128, 32}, FlashTile{64, 128}, FlashTile{128, 128},
-                      FlashTile{64, 64, 4}, FlashTile{128, 64, 1, 2}, FlashTile{64, 64, 1, 2},
-                      FlashTile{128, 32, 1, 2}, FlashTile{64, 64, 2, 2}}) {
+  const FlashTile def = tiles64 * 4 < 8 * int64_t{target.num_sms} && key_tiles >= 16
+                            ? FlashTile{64, 64, 4}
+                            : FlashTile{64, 64};
+  for (FlashTile t :
+       {def, FlashTile{64, 64}, FlashTile{64, 64, 2}, FlashTile{128, 64}, FlashTile{64, 32},
+        FlashTile{64, 32, 2}, FlashTile{128, 32}, FlashTile{64, 128}, FlashTile{128, 128},
+        FlashTile{64, 64, 4}, FlashTile{128, 64, 1, 2}, FlashTile{64, 64, 1, 2},
+        FlashTile{128, 32, 1, 2}, FlashTile{64, 64, 2, 2}}) {
     // Two row tiles a warp hold twice the scores and outputs: registers enough up to D = 64
     // and 64-key tiles (255 at D = 64; at 128 keys they spill).
     if (t.mt > 1 && a->d > 64) continue;
     Tunables tu = tunables_of(t);
-    if (t.shared_bytes(a->d) <= kMaxSharedBytes && std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
+    if (t.shared_bytes(a->d) <= kMaxSharedBytes && std::find(c.begin(), c.end(), tu) == c.end())
+      c.push_back(tu);
   }
   // On sm_90a the wgmma schedule's candidates lead: on the H200 (2026-12-03, every candidate
   // of GpuAttentionThroughput) its 128-row blocks were ahead at every model row's size, also
@@ -316,7 +335,9 @@ std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::
   // Llama at S = 512 level, 15.0 against 15.1).
   std::vector<Tunables> wg = flash::wgmma_candidates(*a, target);
   if (!wg.empty() && a->sq <= 512 && attention_mask_kind(g, *a) == "causal") {
-    auto small = std::find_if(wg.begin(), wg.end(), [](const Tunables& t) { return t.at("cons") == 1 && t.at("bn") == 64; });
+    auto small = std::find_if(wg.begin(), wg.end(), [](const Tunables& t) {
+      return t.at("cons") == 1 && t.at("bn") == 64;
+    });
     if (small != wg.end()) std::rotate(wg.begin(), small, small + 1);
   }
   c.insert(c.begin(), wg.begin(), wg.end());
@@ -330,15 +351,17 @@ std::string attention_mask_kind(const graph::Graph& g, const AttentionDims& a) {
 
 namespace flash {
 
-void intercept_reads(Emitter& e, const AttentionDims& a, const MaskRead& mr, std::shared_ptr<bool> live) {
+void intercept_reads(Emitter& e, const AttentionDims& a, const MaskRead& mr,
+                     std::shared_ptr<bool> live) {
   const graph::ValueId scores = a.qk.node->outputs[0], prod = a.pv.node->outputs[0];
-  e.set_intercept([=](graph::ValueId v, const std::vector<std::string>&) -> std::optional<std::string> {
-    if (v == scores) return std::string("s");
-    if (v == prod) return std::string("acc");
-    if (v == mr.value && !mr.causal.empty()) return *live ? mr.causal_live : mr.causal;
-    if (v == mr.value && mr.pairs) return std::string("mk");
-    return std::nullopt;
-  });
+  e.set_intercept(
+      [=](graph::ValueId v, const std::vector<std::string>&) -> std::optional<std::string> {
+        if (v == scores) return std::string("s");
+        if (v == prod) return std::string("acc");
+        if (v == mr.value && !mr.causal.empty()) return *live ? mr.causal_live : mr.causal;
+        if (v == mr.value && mr.pairs) return std::string("mk");
+        return std::nullopt;
+      });
 }
 
 std::string emit_key_range(Emitter& e, const AttentionDims& a, int bm, int bn, const MaskRead& mr,
@@ -351,13 +374,15 @@ std::string emit_key_range(Emitter& e, const AttentionDims& a, int bm, int bn, c
                       : "const int kt_end = braze_key_tile_end[qt];");
   if (ends.empty()) return "";
   // Key tiles wholly below the diagonal for the block's first row (so for all its rows).
-  e.line(fmt::format("const int kt_whole = (q0 + {0} < {1} ? q0 + {0} : {1}) / {2}, kt_live = kt_whole < kt_end ? kt_whole : kt_end;",
-                     mr.causal_off + 1, a.sk, bn));
+  e.line(
+      fmt::format("const int kt_whole = (q0 + {0} < {1} ? q0 + {0} : {1}) / {2}, kt_live = "
+                  "kt_whole < kt_end ? kt_whole : kt_end;",
+                  mr.causal_off + 1, a.sk, bn));
   return fmt::format("__device__ const int braze_key_tile_end[] = {{{}}};\n", table);
 }
 
-void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a, const std::shared_ptr<bool>& live,
-                 bool with_live) {
+void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a,
+                 const std::shared_ptr<bool>& live, bool with_live) {
   std::vector<std::string> coords = graph::cuda_unravel("b", a.qk.out_batch);
   coords.push_back("i");
   coords.push_back("j");
@@ -376,12 +401,13 @@ void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a, cons
 }
 
 std::string mask_args(Emitter& e, const AttentionDims& a, const MaskRead& mr) {
-  return mr.pairs ? fmt::format("{} + {}, {}LL", e.input_param(mr.value), mask_batch_offset(mr, a.qk.out_batch),
-                                mr.row_stride)
+  return mr.pairs ? fmt::format("{} + {}, {}LL", e.input_param(mr.value),
+                                mask_batch_offset(mr, a.qk.out_batch), mr.row_stride)
                   : fmt::format("({}*)nullptr, 0LL", graph::cuda_storage_type(a.dtype));
 }
 
-void emit_output(Emitter& e, const graph::Graph& g, const AttentionDims& a, int mt, const std::string& row) {
+void emit_output(Emitter& e, const graph::Graph& g, const AttentionDims& a, int mt,
+                 const std::string& row) {
   e.open("if (mine) {");
   e.line("#pragma unroll");
   e.open(fmt::format("for (int mt = 0; mt < {}; ++mt) {{", mt));
@@ -395,7 +421,9 @@ void emit_output(Emitter& e, const graph::Graph& g, const AttentionDims& a, int 
   for (int c = 0; c < 4; ++c) e.close();  // r, n, mt, mine
 }
 
-std::string dead_literal(const AttentionDims& a) { return std::isnan(a.dead) ? "__int_as_float(0x7fc00000)" : "0.f"; }
+std::string dead_literal(const AttentionDims& a) {
+  return std::isnan(a.dead) ? "__int_as_float(0x7fc00000)" : "0.f";
+}
 
 }  // namespace flash
 
@@ -404,12 +432,15 @@ namespace {
 // The kernel; `final_code`: with a constant mask's structure used (a causal mask as an index
 // comparison, its dead key tiles skipped), which reads every element of it. Without, the
 // code is only written to see that it can be (the partitioner's question).
-std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& group, const AttentionDims& a,
-                                   const FlashTile& t, std::string* why_not, bool final_code) {
-  if (t.mt < 1 || t.mt > 2 || t.bm % (16 * t.mt) || t.bn % 16 || t.bm < 16 || t.bm > 256 || t.bn < 16 ||
-      t.bn > 128 || t.ks < 1 || t.ks > 4 || t.threads() > 1024 || t.shared_bytes(a.d) > kMaxSharedBytes) {
-    *why_not = fmt::format("flash attention tile {}x{} over {} warp groups of {}-row warps is not supported", t.bm,
-                           t.bn, t.ks, 16 * t.mt);
+std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& group,
+                                   const AttentionDims& a, const FlashTile& t, std::string* why_not,
+                                   bool final_code) {
+  if (t.mt < 1 || t.mt > 2 || t.bm % (16 * t.mt) || t.bn % 16 || t.bm < 16 || t.bm > 256 ||
+      t.bn < 16 || t.bn > 128 || t.ks < 1 || t.ks > 4 || t.threads() > 1024 ||
+      t.shared_bytes(a.d) > kMaxSharedBytes) {
+    *why_not = fmt::format(
+        "flash attention tile {}x{} over {} warp groups of {}-row warps is not supported", t.bm,
+        t.bn, t.ks, 16 * t.mt);
     return std::nullopt;
   }
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
@@ -418,7 +449,8 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   auto live_mask = std::make_shared<bool>(false);  // writing the chain below the diagonal
   flash::intercept_reads(e, a, mr, live_mask);
   const OperandView &vq = *a.qk.view[0], &vk = *a.qk.view[1], &vv = *a.pv.view[1];
-  const std::string pq = e.input_param(vq.root), pk = e.input_param(vk.root), pv = e.input_param(vv.root);
+  const std::string pq = e.input_param(vq.root), pk = e.input_param(vk.root),
+                    pv = e.input_param(vv.root);
   const int64_t q_tiles = (a.sq + t.bm - 1) / t.bm;
   e.line("const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;");
   const std::vector<int> ends = flash::key_tile_ends(g, a, t.bm, t.bn, mr);
@@ -431,15 +463,20 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
     return std::nullopt;
   }
   e.line(fmt::format("float o[{}][{}][4];", t.mt, a.d / 8));
-  e.line(fmt::format("const bool mine = flash::run<{}, {}, {}>(o, {} + {}, {}LL, {} + {}, {}LL, {} + {}, {}LL, {}, q0, {}, {}, kt_end, {}, "
-                     "score, {}, braze_smem);",
-                     mr.pairs ? "true" : "false", flash::safe_score(g, a, mr) ? "true" : "false", ends.empty() ? "false" : "true", pq, operand_view_offset(vq), vq.ld, pk, operand_view_offset(vk),
-                     vk.ld, pv, operand_view_offset(vv), vv.ld, flash::mask_args(e, a, mr), a.sq, a.sk,
-                     flash::dead_literal(a), ends.empty() ? "score, 0" : "live, kt_live"));
+  e.line(
+      fmt::format("const bool mine = flash::run<{}, {}, {}>(o, {} + {}, {}LL, {} + {}, {}LL, {} + "
+                  "{}, {}LL, {}, q0, {}, {}, kt_end, {}, "
+                  "score, {}, braze_smem);",
+                  mr.pairs ? "true" : "false", flash::safe_score(g, a, mr) ? "true" : "false",
+                  ends.empty() ? "false" : "true", pq, operand_view_offset(vq), vq.ld, pk,
+                  operand_view_offset(vk), vk.ld, pv, operand_view_offset(vv), vv.ld,
+                  flash::mask_args(e, a, mr), a.sq, a.sk, flash::dead_literal(a),
+                  ends.empty() ? "score, 0" : "live, kt_live"));
   // Group 0's warps hold the output: row i = q0 + 16 (MT warp + mt) + g + 8 r.
   try {
     flash::emit_output(e, g, a, t.mt,
-                       fmt::format("q0 + (warp % {}) * {} + mt * 16 + lane / 4 + r * 8", t.bm / (16 * t.mt), 16 * t.mt));
+                       fmt::format("q0 + (warp % {}) * {} + mt * 16 + lane / 4 + r * 8",
+                                   t.bm / (16 * t.mt), 16 * t.mt));
   } catch (const graph::CudaUnsupported& u) {
     *why_not = u.why;
     return std::nullopt;
@@ -448,22 +485,25 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Attention, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
-  kern.grid = {static_cast<unsigned>(q_tiles), static_cast<unsigned>(std::clamp<int64_t>(a.batches, 1, 65535)), 1};
+  kern.grid = {static_cast<unsigned>(q_tiles),
+               static_cast<unsigned>(std::clamp<int64_t>(a.batches, 1, 65535)), 1};
   kern.shared_bytes = static_cast<unsigned>(t.shared_bytes(a.d));
   code += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}{9}) KERNEL_NAME({1}) {{\n"
       "  typedef braze_flash<{2}, {3}, {4}, {5}, {8}, {10}> flash;\n"
       "  static_assert(flash::kSharedBytes <= {6}, \"the launch's shared memory\");\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {6});\n{7}}}\n",
-      t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), a.d, t.bm, t.bn, kern.shared_bytes, e.body(),
-      t.ks, t.threads() == 256 ? ", 2" : "", t.mt);  // two blocks an SM: at most 128 registers
+      t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), a.d, t.bm, t.bn,
+      kern.shared_bytes, e.body(), t.ks, t.threads() == 256 ? ", 2" : "",
+      t.mt);  // two blocks an SM: at most 128 registers
   finish_kernel(g, kern, code, kMmaHelpers | kAttentionHelpers);
   return kern;
 }
 
 // The kernel of tunables `tune` (else the heuristic's), on wgmma where they say so.
-std::optional<Kernel> any_flash_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
-                                       std::string* why_not, const Tunables* tune, bool final_code) {
+std::optional<Kernel> any_flash_kernel(const graph::Graph& g, const fusion::Group& group,
+                                       const Target& target, std::string* why_not,
+                                       const Tunables* tune, bool final_code) {
   std::optional<AttentionDims> a = attention_dims(g, group, target, why_not);
   if (!a) return std::nullopt;
   const Tunables t = tune ? *tune : attention_candidates(g, group, target).front();
@@ -473,7 +513,8 @@ std::optional<Kernel> any_flash_kernel(const graph::Graph& g, const fusion::Grou
 
 }  // namespace
 
-std::string attention_unsupported(const graph::Graph& g, const fusion::Group& group, const Target& target) {
+std::string attention_unsupported(const graph::Graph& g, const fusion::Group& group,
+                                  const Target& target) {
   std::string why;
   if (!attention_dims(g, group, target, &why)) return why;
   // The element-wise chain and the epilogue are written by the emitter: try it.
@@ -482,7 +523,8 @@ std::string attention_unsupported(const graph::Graph& g, const fusion::Group& gr
 }
 
 std::optional<Kernel> attention_kernel(const graph::Graph& g, const fusion::Group& group,
-                                       const Target& target, std::string* why_not, const Tunables* tune) {
+                                       const Target& target, std::string* why_not,
+                                       const Tunables* tune) {
   return any_flash_kernel(g, group, target, why_not, tune, true);
 }
 

@@ -32,7 +32,8 @@ std::optional<AttentionDims> attention_dims(const graph::Graph& g, const fusion:
 std::string attention_mask_kind(const graph::Graph& g, const AttentionDims& a);
 
 // Empty when the schedule runs the group on `target`, else why not.
-std::string attention_unsupported(const graph::Graph& g, const fusion::Group& group, const Target& target);
+std::string attention_unsupported(const graph::Graph& g, const fusion::Group& group,
+                                  const Target& target);
 // Its search space ("flash" = 1, "bm", "bn": query rows and keys a tile; on sm_90a also the
 // wgmma schedule's, "wg" = 1), heuristic default first.
 std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::Group& group,

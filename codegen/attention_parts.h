@@ -21,12 +21,12 @@ constexpr int64_t kMaxSharedBytes = 227 * 1024;
 // its keys contiguous, or (neither) through the emitter, element by element.
 struct MaskRead {
   graph::ValueId value = graph::kNoValue;
-  std::string causal;                  // for a causal constant: its value at (i, j)
-  int64_t causal_off = 0;              // … live where j <= i + causal_off
-  double causal_dead = 0;              // … its value elsewhere
-  std::string causal_live;             // … its value where live, as a literal
+  std::string causal;       // for a causal constant: its value at (i, j)
+  int64_t causal_off = 0;   // … live where j <= i + causal_off
+  double causal_dead = 0;   // … its value elsewhere
+  std::string causal_live;  // … its value where live, as a literal
   bool pairs = false;
-  std::vector<int64_t> batch_stride;   // per output batch dim, elements (0: broadcast)
+  std::vector<int64_t> batch_stride;  // per output batch dim, elements (0: broadcast)
   int64_t row_stride = 0;
 };
 
@@ -36,7 +36,8 @@ MaskRead mask_read(const graph::Graph& g, const AttentionDims& a, bool scan_cons
 // For each query tile of bm rows, one past the last key tile of bn keys it must visit, when the
 // scores' chain ends in a causal constant mask (GPT-2's and Llama's): the later key tiles are
 // dead for every row of the tile. Empty when every tile visits every key tile.
-std::vector<int> key_tile_ends(const graph::Graph& g, const AttentionDims& a, int bm, int bn, const MaskRead& r);
+std::vector<int> key_tile_ends(const graph::Graph& g, const AttentionDims& a, int bm, int bn,
+                               const MaskRead& r);
 
 // True when the scores' chain reads nothing past the last key: its inputs besides the
 // scores are scalars and the mask the kernel reads itself (by pairs, or a causal constant).
@@ -47,7 +48,8 @@ std::string mask_batch_offset(const MaskRead& r, const Shape& out_batch);
 
 // The emitter's reads inside the kernel: the scores as `s`, P V's sum as `acc`, the mask as
 // `mk` (pairs) or its causal comparison (its live value while *live is set).
-void intercept_reads(Emitter& e, const AttentionDims& a, const MaskRead& mr, std::shared_ptr<bool> live);
+void intercept_reads(Emitter& e, const AttentionDims& a, const MaskRead& mr,
+                     std::shared_ptr<bool> live);
 
 // Declares qt (the block's query tile: the last first), q0, kt_end (and kt_live, the key tiles
 // whole and live for every row, with `ends`); returns the device table `ends` needs ("" without).
@@ -57,15 +59,16 @@ std::string emit_key_range(Emitter& e, const AttentionDims& a, int bm, int bn, c
 // The lambdas `score` (and `live` with_live: the causal mask's live value in place), the
 // softmax's input at (b, i, j) from the product's value s and the mask's mk. Throws
 // graph::CudaUnsupported.
-void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a, const std::shared_ptr<bool>& live,
-                 bool with_live);
+void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a,
+                 const std::shared_ptr<bool>& live, bool with_live);
 
 // run()'s mask arguments: batch b's mask and its row stride, or nulls.
 std::string mask_args(Emitter& e, const AttentionDims& a, const MaskRead& mr);
 
 // The output: o[mt][n][2 r + q] is element (i, 8 n + 2 (lane % 4) + q), i = `row` (of mt, r),
 // stored by the threads for which `mine` holds. Throws graph::CudaUnsupported.
-void emit_output(Emitter& e, const graph::Graph& g, const AttentionDims& a, int mt, const std::string& row);
+void emit_output(Emitter& e, const graph::Graph& g, const AttentionDims& a, int mt,
+                 const std::string& row);
 
 // The dead rows' value as a literal.
 std::string dead_literal(const AttentionDims& a);
@@ -74,7 +77,8 @@ std::string dead_literal(const AttentionDims& a);
 // else why not; its candidates ("flash" = 1, "wg" = 1, "bn", "cons", "stages"); its kernel.
 std::string wgmma_problem(const AttentionDims& a, const Target& target);
 std::vector<Tunables> wgmma_candidates(const AttentionDims& a, const Target& target);
-std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& group, const AttentionDims& a,
-                                   const Tunables& t, std::string* why_not, bool final_code);
+std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& group,
+                                   const AttentionDims& a, const Tunables& t, std::string* why_not,
+                                   bool final_code);
 
 }  // namespace braze::codegen::flash

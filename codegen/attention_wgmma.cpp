@@ -62,26 +62,32 @@ std::string wgmma_ops(int bn, int d, const char* type) {
   const int qr = bn / 2, pr = d / 2;
   return fmt::format(
       "struct braze_wg_ops {{\n"
-      "  static BRAZE_DEV void qk(float (&d)[{0}][4], unsigned long long da, unsigned long long db, bool acc) {{\n"
+      "  static BRAZE_DEV void qk(float (&d)[{0}][4], unsigned long long da, unsigned long long "
+      "db, bool acc) {{\n"
       "    asm volatile(\"{{\\n .reg .pred p;\\n setp.ne.b32 p, %{1}, 0;\\n"
-      " wgmma.mma_async.sync.aligned.m64n{2}k16.f32.{3}.{3} {{{4}}}, %{5}, %{6}, p, 1, 1, 0, 0;\\n}}\\n\"\n"
+      " wgmma.mma_async.sync.aligned.m64n{2}k16.f32.{3}.{3} {{{4}}}, %{5}, %{6}, p, 1, 1, 0, "
+      "0;\\n}}\\n\"\n"
       "                 : {7}\n"
       "                 : \"r\"((int)acc), \"l\"(da), \"l\"(db));\n"
       "  }}\n"
-      "  static BRAZE_DEV void pv(float (&d)[{8}][4], const unsigned (&a)[4], unsigned long long db) {{\n"
-      "    asm volatile(\"wgmma.mma_async.sync.aligned.m64n{9}k16.f32.{3}.{3} {{{10}}}, {{%{11}, %{12}, %{13}, %{14}}}, %{15}, 1, 1, 1, 1;\\n\"\n"
+      "  static BRAZE_DEV void pv(float (&d)[{8}][4], const unsigned (&a)[4], unsigned long long "
+      "db) {{\n"
+      "    asm volatile(\"wgmma.mma_async.sync.aligned.m64n{9}k16.f32.{3}.{3} {{{10}}}, {{%{11}, "
+      "%{12}, %{13}, %{14}}}, %{15}, 1, 1, 1, 1;\\n\"\n"
       "                 : {16}\n"
       "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(db));\n"
       "  }}\n"
       "}};\n",
-      bn / 8, qr, bn, type, ql, qr + 1, qr + 2, qo, d / 8, d, pl, pr, pr + 1, pr + 2, pr + 3, pr + 4, po);
+      bn / 8, qr, bn, type, ql, qr + 1, qr + 2, qo, d / 8, d, pl, pr, pr + 1, pr + 2, pr + 3,
+      pr + 4, po);
 }
 
 }  // namespace
 
 std::string wgmma_problem(const AttentionDims& a, const Target& target) {
   if (!target.sm90a || target.emulated) return "wgmma needs sm_90a";
-  if (a.d != 64 && a.d != 128) return fmt::format("wgmma flash attention: head dim {} (64 or 128)", a.d);
+  if (a.d != 64 && a.d != 128)
+    return fmt::format("wgmma flash attention: head dim {} (64 or 128)", a.d);
   if (a.batches > 65535) return "wgmma flash attention: more than 65535 batches";
   const std::pair<const GemmDims*, int> views[] = {{&a.qk, 0}, {&a.qk, 1}, {&a.pv, 1}};
   for (const auto& [d, i] : views) {
@@ -96,23 +102,26 @@ std::vector<Tunables> wgmma_candidates(const AttentionDims& a, const Target& tar
   // Each consumer thread holds (D + bn) / 2 fp32 accumulators and bn / 4 registers of P in the
   // 232 registers setmaxnreg gives it (no spills up to 176-key tiles at D = 128, 256 at D = 64,
   // by ptxas's report). Three stages where they fit: a stage's V is read a phase after its K.
-  const std::initializer_list<WgFlash> d128 = {{128, 2, 3}, {128, 2, 2}, {176, 2, 2}, {96, 2, 3},
-                                               {64, 2, 4}, {128, 2, 2, 0}, {128, 1, 2}, {64, 1, 3}};
-  const std::initializer_list<WgFlash> d64 = {{128, 2, 3}, {192, 2, 3}, {256, 2, 2}, {128, 2, 4},
-                                              {64, 2, 4}, {128, 2, 3, 0}, {128, 1, 3}, {64, 1, 3}};
+  const std::initializer_list<WgFlash> d128 = {{128, 2, 3}, {128, 2, 2}, {176, 2, 2},
+                                               {96, 2, 3},  {64, 2, 4},  {128, 2, 2, 0},
+                                               {128, 1, 2}, {64, 1, 3}};
+  const std::initializer_list<WgFlash> d64 = {{128, 2, 3}, {192, 2, 3},    {256, 2, 2}, {128, 2, 4},
+                                              {64, 2, 4},  {128, 2, 3, 0}, {128, 1, 3}, {64, 1, 3}};
   std::vector<Tunables> c;
   for (WgFlash t : a.d == 128 ? d128 : d64)
     if (t.shared_bytes(a.d) <= kMaxSharedBytes) c.push_back(tunables_of(t));
   return c;
 }
 
-std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& group, const AttentionDims& a,
-                                   const Tunables& tune, std::string* why_not, bool final_code) {
+std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& group,
+                                   const AttentionDims& a, const Tunables& tune,
+                                   std::string* why_not, bool final_code) {
   const WgFlash t = tile_of(tune);
-  if (t.bn % 16 || t.bn < 16 || t.bn > 256 || (t.cons != 1 && t.cons != 2) || t.stages < 2 || t.stages > 4 ||
-      t.shared_bytes(a.d) > kMaxSharedBytes) {
-    *why_not = fmt::format("wgmma flash attention: {}-key tiles, {} consumer warpgroups, {} stages is not supported",
-                           t.bn, t.cons, t.stages);
+  if (t.bn % 16 || t.bn < 16 || t.bn > 256 || (t.cons != 1 && t.cons != 2) || t.stages < 2 ||
+      t.stages > 4 || t.shared_bytes(a.d) > kMaxSharedBytes) {
+    *why_not = fmt::format(
+        "wgmma flash attention: {}-key tiles, {} consumer warpgroups, {} stages is not supported",
+        t.bn, t.cons, t.stages);
     return std::nullopt;
   }
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
@@ -138,9 +147,10 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
   // The loads of this batch's boxes: (destination, head-dim column, row, barrier).
   auto emit_load = [&](const char* name, const OperandView& v, const char* map) {
     const std::vector<std::string> bc = tma_batch_coords(v);
-    e.line(fmt::format("auto {} = [&](braze_saddr dst, int c0, int row, braze_saddr bar) {{ "
-                       "braze_tma_load_{}d(dst, {}, c0, row, {}, bar); }};",
-                       name, 2 + bc.size(), map, fmt::join(bc, ", ")));
+    e.line(
+        fmt::format("auto {} = [&](braze_saddr dst, int c0, int row, braze_saddr bar) {{ "
+                    "braze_tma_load_{}d(dst, {}, c0, row, {}, bar); }};",
+                    name, 2 + bc.size(), map, fmt::join(bc, ", ")));
   };
   emit_load("load_q", vq, "braze_tmap_q");
   emit_load("load_k", vk, "braze_tmap_k");
@@ -151,10 +161,11 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
   e.line("return;");
   e.close();
   e.line(fmt::format("float o[1][{}][4];", a.d / 8));
-  e.line(fmt::format("flash::consume<{}, {}, {}>(o, {}, q0, {}, {}, kt_end, {}, score, {}, braze_smem);",
-                     mr.pairs ? "true" : "false", safe_score(g, a, mr) ? "true" : "false",
-                     ends.empty() ? "false" : "true", mask_args(e, a, mr), a.sq, a.sk, dead_literal(a),
-                     ends.empty() ? "score, 0" : "live, kt_live"));
+  e.line(fmt::format(
+      "flash::consume<{}, {}, {}>(o, {}, q0, {}, {}, kt_end, {}, score, {}, braze_smem);",
+      mr.pairs ? "true" : "false", safe_score(g, a, mr) ? "true" : "false",
+      ends.empty() ? "false" : "true", mask_args(e, a, mr), a.sq, a.sk, dead_literal(a),
+      ends.empty() ? "score, 0" : "live, kt_live"));
   e.line("const bool mine = true;");
   try {
     emit_output(e, g, a, 1, "q0 + warp * 16 + lane / 4 + r * 8");
@@ -165,7 +176,8 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Attention, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
-  kern.grid = {static_cast<unsigned>((a.sq + t.bm() - 1) / t.bm()), static_cast<unsigned>(a.batches), 1};
+  kern.grid = {static_cast<unsigned>((a.sq + t.bm() - 1) / t.bm()),
+               static_cast<unsigned>(a.batches), 1};
   kern.shared_bytes = static_cast<unsigned>(t.shared_bytes(a.d));
   auto param_of = [&](graph::ValueId v) {
     for (size_t i = 0; i < kern.params.size(); ++i)
@@ -179,14 +191,16 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
   code += wgmma_ops(t.bn, static_cast<int>(a.d), type);
   code += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
-      "const __grid_constant__ braze_tmap braze_tmap_q, const __grid_constant__ braze_tmap braze_tmap_k, "
+      "const __grid_constant__ braze_tmap braze_tmap_q, const __grid_constant__ braze_tmap "
+      "braze_tmap_k, "
       "const __grid_constant__ braze_tmap braze_tmap_v) {{\n"
       "  typedef braze_flash_wg<{2}, {3}, {4}, {5}, {6}, {9}, braze_wg_ops> flash;\n"
       "  static_assert(flash::kSharedBytes <= {7}, \"the launch's shared memory\");\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {7});\n{8}}}\n",
       t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), a.d, t.bn, t.cons, t.stages,
       kern.shared_bytes, e.body(), t.pp && t.cons == 2 ? "true" : "false");
-  finish_kernel(g, kern, code, kMmaHelpers | kWgmmaHelpers | kAttentionHelpers | kAttentionWgmmaHelpers);
+  finish_kernel(g, kern, code,
+                kMmaHelpers | kWgmmaHelpers | kAttentionHelpers | kAttentionWgmmaHelpers);
   return kern;
 }
 

@@ -10,15 +10,17 @@ namespace braze::codegen {
 namespace {
 
 // The product's dims when it runs on a tensor-core schedule for `target`, else nullopt.
-std::optional<GemmDims> tensor_core_dims(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
-                                         graph::NodeId mm, const Target& target) {
+std::optional<GemmDims> tensor_core_dims(const graph::Graph& g,
+                                         const std::vector<graph::NodeId>& nodes, graph::NodeId mm,
+                                         const Target& target) {
   fusion::Group group;
   group.kind = fusion::GroupKind::Gemm;
   group.nodes = nodes;
   std::sort(group.nodes.begin(), group.nodes.end());
   std::string why;
   std::optional<GemmDims> d = gemm_dims(g, group, &why);
-  if (!d || d->node != &g.node(mm) || !gemm_tensor_core_types(g, *d, target) || d->a_vec || d->b_vec)
+  if (!d || d->node != &g.node(mm) || !gemm_tensor_core_types(g, *d, target) || d->a_vec ||
+      d->b_vec)
     return std::nullopt;
   return d;
 }
@@ -29,7 +31,8 @@ struct OperandProblems {
   std::string mma, wgmma;
   bool none() const { return mma.empty() && wgmma.empty(); }
 };
-OperandProblems operand_problems(const graph::Graph& g, const GemmDims& d, int i, const Target& target) {
+OperandProblems operand_problems(const graph::Graph& g, const GemmDims& d, int i,
+                                 const Target& target) {
   OperandProblems p;
   p.mma = gemm_tc_operand_problem(g, d, i);
   if (p.mma.empty() && target.sm90a && !target.emulated) p.wgmma = gemm_wgmma_operand_problem(d, i);
@@ -56,7 +59,8 @@ std::string ScheduleCapabilities::gemm_operand(const graph::Graph& g,
   return why.empty() ? "" : "the tensor-core GEMM would not read it in place: " + why;
 }
 
-bool ScheduleCapabilities::gemm_reads_view(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
+bool ScheduleCapabilities::gemm_reads_view(const graph::Graph& g,
+                                           const std::vector<graph::NodeId>& nodes,
                                            graph::NodeId mm, int operand) const {
   std::optional<GemmDims> d = tensor_core_dims(g, nodes, mm, target_);
   // The view reaches a tensor-core schedule, and the other operand as it stands keeps the
@@ -65,7 +69,8 @@ bool ScheduleCapabilities::gemm_reads_view(const graph::Graph& g, const std::vec
          gemm_tc_operand_problem(g, *d, 1 - operand).empty();
 }
 
-std::string ScheduleCapabilities::attention(const graph::Graph& g, const std::vector<graph::NodeId>& nodes) const {
+std::string ScheduleCapabilities::attention(const graph::Graph& g,
+                                            const std::vector<graph::NodeId>& nodes) const {
   fusion::Group group;
   group.kind = fusion::GroupKind::Attention;
   group.nodes = nodes;

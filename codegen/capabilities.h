@@ -16,9 +16,10 @@ class ScheduleCapabilities : public fusion::Capabilities {
   explicit ScheduleCapabilities(const Target& target) : target_(target) {}
   std::string gemm_operand(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
                            graph::NodeId mm, int operand) const override;
-  bool gemm_reads_view(const graph::Graph& g, const std::vector<graph::NodeId>& nodes, graph::NodeId mm,
-                       int operand) const override;
-  std::string attention(const graph::Graph& g, const std::vector<graph::NodeId>& nodes) const override;
+  bool gemm_reads_view(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
+                       graph::NodeId mm, int operand) const override;
+  std::string attention(const graph::Graph& g,
+                        const std::vector<graph::NodeId>& nodes) const override;
 
  private:
   Target target_;

@@ -30,17 +30,19 @@ std::string with_step_note(const std::string& code) {
   }
   --close;  // the list's ')'
   size_t brace = code.find_first_not_of(" \n", close + 1);
-  BRAZE_CHECK(brace != std::string::npos && code[brace] == '{', "a generated kernel's body follows its signature");
+  BRAZE_CHECK(brace != std::string::npos && code[brace] == '{',
+              "a generated kernel's body follows its signature");
   std::string params = code.substr(open + head.size(), close - open - head.size());
   bool none = params.find_first_not_of(" \n") == std::string::npos;
-  return code.substr(0, close) + (none ? "" : ", ") + "unsigned* braze_progress, unsigned braze_step" +
-         code.substr(close, brace + 1 - close) + "\n  braze_note_step(braze_progress, braze_step);" +
-         code.substr(brace + 1);
+  return code.substr(0, close) + (none ? "" : ", ") +
+         "unsigned* braze_progress, unsigned braze_step" + code.substr(close, brace + 1 - close) +
+         "\n  braze_note_step(braze_progress, braze_step);" + code.substr(brace + 1);
 }
 
 }  // namespace
 
-void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& generated, unsigned helpers) {
+void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& generated,
+                   unsigned helpers) {
   const std::string code = with_step_note(generated);
   std::vector<std::string> ops;
   std::string covers;
@@ -61,7 +63,8 @@ void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& generate
   if (helpers & kAttentionWgmmaHelpers) source += std::string(device_attention_wgmma());
   // The name hashes the device helpers too, so that the tuning cache (keyed by name) does
   // not keep a winner timed against helpers that have since changed.
-  uint64_t h = XXH3_64bits_withSeed(code.data(), code.size(), XXH3_64bits(source.data(), source.size()));
+  uint64_t h =
+      XXH3_64bits_withSeed(code.data(), code.size(), XXH3_64bits(source.data(), source.size()));
   k.name = fmt::format("braze_{}_{}_{:08x}", fusion::group_kind_name(k.kind), op_part,
                        static_cast<uint32_t>(h));
   std::string body = code;

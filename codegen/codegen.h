@@ -29,12 +29,13 @@ std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& gro
 // Device helper files a kernel includes besides the prelude and ops (a bit set).
 enum DeviceHelpers : unsigned {
   kNoHelpers = 0,
-  kReduceHelpers = 1,    // device/reduce.cuh: warp and block reductions
-  kMmaHelpers = 2,       // device/mma.cuh: tensor-core GEMM main loop
-  kSimtGemmHelpers = 4,  // device/simt_gemm.cuh: SIMT GEMM main loop
-  kWgmmaHelpers = 8,     // device/wgmma.cuh: TMA, mbarriers, wgmma (sm_90a; after kMmaHelpers)
+  kReduceHelpers = 1,      // device/reduce.cuh: warp and block reductions
+  kMmaHelpers = 2,         // device/mma.cuh: tensor-core GEMM main loop
+  kSimtGemmHelpers = 4,    // device/simt_gemm.cuh: SIMT GEMM main loop
+  kWgmmaHelpers = 8,       // device/wgmma.cuh: TMA, mbarriers, wgmma (sm_90a; after kMmaHelpers)
   kAttentionHelpers = 16,  // device/attention.cuh: flash attention (after kMmaHelpers)
-  kAttentionWgmmaHelpers = 32,  // device/attention_wgmma.cuh: flash attention on wgmma (after all three)
+  kAttentionWgmmaHelpers =
+      32,  // device/attention_wgmma.cuh: flash attention on wgmma (after all three)
 };
 
 // The whole translation unit: device helpers, then "// ---- generated ----", a comment
@@ -64,8 +65,10 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
 // Candidates for rows of `len` elements; for a group (empty when it is element-wise).
 // Candidates for rows of `len` elements read `vec` at a time, `staged_bytes` of group
 // inputs per row (shared-memory staging), `rows` rows (0: unknown).
-std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t staged_bytes = 0, int64_t rows = 0);
-std::vector<graph::ValueId> staged_inputs(const graph::Graph& g, const fusion::Group& group, const Shape& xshape);
+std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t staged_bytes = 0,
+                                               int64_t rows = 0);
+std::vector<graph::ValueId> staged_inputs(const graph::Graph& g, const fusion::Group& group,
+                                          const Shape& xshape);
 std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::Group& group);
 
 }  // namespace braze::codegen

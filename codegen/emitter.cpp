@@ -17,7 +17,8 @@ using graph::kNoValue;
 using graph::NodeId;
 using graph::ValueId;
 
-std::vector<std::string> broadcast_coords(const std::vector<std::string>& coords, const Shape& out, const Shape& in) {
+std::vector<std::string> broadcast_coords(const std::vector<std::string>& coords, const Shape& out,
+                                          const Shape& in) {
   std::vector<std::string> c(in.size());
   size_t off = out.size() - in.size();
   for (size_t d = 0; d < in.size(); ++d) c[d] = in[d] == 1 ? "0LL" : coords[off + d];
@@ -32,7 +33,8 @@ bool identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)
 bool mentions(const std::string& expr, const std::string& var) {
   for (size_t at = expr.find(var); at != std::string::npos; at = expr.find(var, at + 1)) {
     const size_t end = at + var.size();
-    if ((at == 0 || !identifier_char(expr[at - 1])) && (end == expr.size() || !identifier_char(expr[end])))
+    if ((at == 0 || !identifier_char(expr[at - 1])) &&
+        (end == expr.size() || !identifier_char(expr[end])))
       return true;
   }
   return false;
@@ -43,7 +45,9 @@ bool mentions(const std::string& expr, const std::string& var) {
 Emitter::Emitter(const graph::Graph& g, std::function<bool(NodeId)> in_group)
     : g_(g), in_group_(std::move(in_group)) {}
 
-std::string Emitter::fresh(const std::string& prefix) { return fmt::format("{}{}", prefix, counter_++); }
+std::string Emitter::fresh(const std::string& prefix) {
+  return fmt::format("{}{}", prefix, counter_++);
+}
 
 void Emitter::line(const std::string& s) {
   body_.append(static_cast<size_t>(indent_) * 2, ' ');
@@ -96,7 +100,8 @@ std::vector<std::string> Emitter::unravel32(const std::string& flat, const Shape
     } else {
       std::string q = stride == 1 ? u : fmt::format("({} / {}u)", u, stride);
       c[d] = fresh("c");
-      line(fmt::format("const long long {} = (long long){};", c[d], d == 0 ? q : fmt::format("({} % {}u)", q, shape[d])));
+      line(fmt::format("const long long {} = (long long){};", c[d],
+                       d == 0 ? q : fmt::format("({} % {}u)", q, shape[d])));
     }
     stride *= shape[d];
   }
@@ -115,7 +120,8 @@ std::string Emitter::input_param(ValueId v) {
 std::string Emitter::output_param(ValueId v) {
   auto it = param_names_.find(v);
   if (it != param_names_.end()) {
-    BRAZE_CHECK(std::any_of(params_.begin(), params_.end(), [&](const Param& p) { return p.value == v && p.is_output; }),
+    BRAZE_CHECK(std::any_of(params_.begin(), params_.end(),
+                            [&](const Param& p) { return p.value == v && p.is_output; }),
                 "value used as a kernel input and output: " + g_.value(v).name);
     return it->second;
   }
@@ -135,8 +141,8 @@ std::string Emitter::signature() const {
   for (const Param& p : params_) {
     const graph::Value& v = g_.value(p.value);
     if (!s.empty()) s += ", ";
-    s += fmt::format("{}{}* __restrict__ {}", p.is_output ? "" : "const ", graph::cuda_storage_type(v.dtype),
-                     param_names_.at(p.value));
+    s += fmt::format("{}{}* __restrict__ {}", p.is_output ? "" : "const ",
+                     graph::cuda_storage_type(v.dtype), param_names_.at(p.value));
   }
   if (!errors_.empty()) s += std::string(s.empty() ? "" : ", ") + "int* __restrict__ braze_err";
   return s;
@@ -147,7 +153,8 @@ namespace {
 // CudaIndexCtx over the emitter, for one node's output at one coordinate.
 class IndexCtx final : public graph::CudaIndexCtx {
  public:
-  IndexCtx(Emitter& e, const graph::Node& n, size_t out_index, const std::vector<std::string>& coords)
+  IndexCtx(Emitter& e, const graph::Node& n, size_t out_index,
+           const std::vector<std::string>& coords)
       : e_(e), n_(n), out_(out_index), coords_(coords) {}
   const graph::Node& node() const override { return n_; }
   size_t output_index() const override { return out_; }
@@ -160,11 +167,15 @@ class IndexCtx final : public graph::CudaIndexCtx {
   }
   bool has_input(size_t i) const override { return n_.has_input(i); }
   std::string load(size_t i, const std::vector<std::string>& coords) override {
-    BRAZE_CHECK(coords.size() == in_shape(i).size(), n_.describe() + ": index map gave the wrong rank");
+    BRAZE_CHECK(coords.size() == in_shape(i).size(),
+                n_.describe() + ": index map gave the wrong rank");
     return e_.value_at(n_.inputs.at(i), coords);
   }
-  std::string let(const std::string& type, const std::string& expr) override { return e_.let(type, expr); }
-  std::string select(const std::string& cond, const std::string& type, const std::function<std::string()>& then,
+  std::string let(const std::string& type, const std::string& expr) override {
+    return e_.let(type, expr);
+  }
+  std::string select(const std::string& cond, const std::string& type,
+                     const std::function<std::string()>& then,
                      const std::function<std::string()>& otherwise) override {
     std::string r = e_.fresh("s");
     e_.line(fmt::format("{} {};", type, r));
@@ -180,8 +191,9 @@ class IndexCtx final : public graph::CudaIndexCtx {
     e_.close();
     return r;
   }
-  std::string accumulate(const std::string& type, const std::string& init, int64_t count,
-                         const std::function<std::string(const std::string&, const std::string&)>& step) override {
+  std::string accumulate(
+      const std::string& type, const std::string& init, int64_t count,
+      const std::function<std::string(const std::string&, const std::string&)>& step) override {
     std::string acc = e_.fresh("acc"), k = e_.fresh("k");
     e_.line(fmt::format("{} {} = {};", type, acc, init));
     e_.open(fmt::format("for (long long {0} = 0; {0} < {1}LL; ++{0}) {{", k, count));
@@ -192,7 +204,8 @@ class IndexCtx final : public graph::CudaIndexCtx {
     e_.close();
     return acc;
   }
-  void check(const std::string& cond, const std::string& message, const std::string& fixup) override {
+  void check(const std::string& cond, const std::string& message,
+             const std::string& fixup) override {
     int code = e_.add_check(fmt::format("{}: {}", n_.describe(), message));
     e_.line(fmt::format("if (!({})) {{ braze_fail(braze_err, {}); {} }}", cond, code, fixup));
   }
@@ -227,7 +240,8 @@ std::string Emitter::value_at(ValueId v, const std::vector<std::string>& coords)
   return r;
 }
 
-std::string Emitter::value_at_view(ValueId v, const Shape& view, const std::vector<std::string>& coords) {
+std::string Emitter::value_at_view(ValueId v, const Shape& view,
+                                   const std::vector<std::string>& coords) {
   const graph::Value& val = g_.value(v);
   if (view == val.shape) return value_at(v, coords);
   std::string flat = graph::cuda_linearize(coords, view);
@@ -236,7 +250,8 @@ std::string Emitter::value_at_view(ValueId v, const Shape& view, const std::vect
     std::string key = std::to_string(v) + "@" + flat;
     for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
       if (auto f = it->find(key); f != it->end()) return f->second;
-    std::string r = let(graph::cuda_compute_type(val.dtype), fmt::format("braze_load({}, {})", input_param(v), flat));
+    std::string r = let(graph::cuda_compute_type(val.dtype),
+                        fmt::format("braze_load({}, {})", input_param(v), flat));
     memo_.back()[key] = r;
     return r;
   }
@@ -248,14 +263,17 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
     if (std::optional<std::string> bound = intercept_(v, coords)) return *bound;
   const graph::Value& val = g_.value(v);
   std::string type = graph::cuda_compute_type(val.dtype);
-  BRAZE_CHECK(val.has_shape && coords.size() == val.shape.size(), "value_at: rank mismatch for %" + val.name);
+  BRAZE_CHECK(val.has_shape && coords.size() == val.shape.size(),
+              "value_at: rank mismatch for %" + val.name);
   bool inside = val.producer != graph::kNoNode && in_group_(val.producer);
   if (!inside) {
     // Scalar constants become literals (exactly representable ones only).
     if (val.constant && val.constant->numel() == 1) {
       const Tensor& t = *val.constant;
-      if (is_float(t.dtype()) || t.dtype() == DType::Bool || std::fabs(static_cast<double>(t.get_i64(0))) < 9e15)
-        return graph::cuda_literal(type, is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)));
+      if (is_float(t.dtype()) || t.dtype() == DType::Bool ||
+          std::fabs(static_cast<double>(t.get_i64(0))) < 9e15)
+        return graph::cuda_literal(
+            type, is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)));
     }
     std::string p = input_param(v);
     if (!preload_var_.empty()) return preload(v, coords, p);
@@ -271,8 +289,9 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
         std::vector<std::string> lane0 = coords;
         lane0.back() = lane_var_;
         std::string vec = fresh("w");
-        line(fmt::format("const braze_vec<{}, {}> {} = braze_vload<{}>({}, {});", graph::cuda_storage_type(val.dtype),
-                         vec_, vec, vec_, p, graph::cuda_linearize(lane0, val.shape)));
+        line(fmt::format("const braze_vec<{}, {}> {} = braze_vload<{}>({}, {});",
+                         graph::cuda_storage_type(val.dtype), vec_, vec, vec_, p,
+                         graph::cuda_linearize(lane0, val.shape)));
         // Lanes stay in the loaded vector (packed, for half types) and convert where used,
         // so a row held in registers costs half the registers in float16.
         std::string mine;
@@ -286,7 +305,8 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
         return mine;
       }
     }
-    return let(type, fmt::format("braze_load({}, {})", p, graph::cuda_linearize(coords, val.shape)));
+    return let(type,
+               fmt::format("braze_load({}, {})", p, graph::cuda_linearize(coords, val.shape)));
   }
   const graph::Node& n = g_.node(val.producer);
   size_t out_index = 0;
@@ -319,38 +339,48 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
     std::string e = n.op->cuda_index(ctx);
     return let(type, e);
   }
-  throw InternalError(n.describe() + " has no CUDA expression or index map but was put in a pointwise kernel");
+  throw InternalError(n.describe() +
+                      " has no CUDA expression or index map but was put in a pointwise kernel");
 }
 
-std::string Emitter::preload(ValueId v, const std::vector<std::string>& coords, const std::string& p) {
+std::string Emitter::preload(ValueId v, const std::vector<std::string>& coords,
+                             const std::string& p) {
   const graph::Value& val = g_.value(v);
   const std::string zero = graph::cuda_literal(graph::cuda_compute_type(val.dtype), 0);
   if (vec_ < 2 || coords.empty() || val.shape.back() % vec_ != 0 || !preload_stmt_) return zero;
   int lane = -1;
   for (int k = 0; k < vec_; ++k)
     if (coords.back() == lane_expr(lane_var_, k)) lane = k;
-  const bool others_free = std::none_of(coords.begin(), coords.end() - 1, [&](const std::string& c) {
-    return c.find(lane_var_) != std::string::npos;
-  });
-  const bool moves = std::any_of(coords.begin(), coords.end(), [&](const std::string& c) { return mentions(c, preload_var_); });
+  const bool others_free =
+      std::none_of(coords.begin(), coords.end() - 1,
+                   [&](const std::string& c) { return c.find(lane_var_) != std::string::npos; });
+  const bool moves = std::any_of(coords.begin(), coords.end(),
+                                 [&](const std::string& c) { return mentions(c, preload_var_); });
   if (lane < 0 || !others_free || !moves) return zero;
   // As compute()'s vector load: lane 0's coordinates, every lane's recorded (and memoised here
   // as 0, so that the other lanes do not load again).
   std::vector<std::string> lane0 = coords;
   lane0.back() = lane_var_;
-  Preload pre{v, graph::cuda_storage_type(val.dtype), val.dtype, vec_, vec_ * static_cast<int>(dtype_size(val.dtype)), {}};
+  Preload pre{v,
+              graph::cuda_storage_type(val.dtype),
+              val.dtype,
+              vec_,
+              vec_ * static_cast<int>(dtype_size(val.dtype)),
+              {}};
   for (int k = 0; k < vec_; ++k) {
     std::vector<std::string> ck = coords;
     ck.back() = lane_expr(lane_var_, k);
     memo_.back()[memo_key(v, ck)] = zero;
     pre.lane_coords.push_back(std::move(ck));
   }
-  line(preload_stmt_(v, vec_, pre.bytes, fmt::format("({} + {})", p, graph::cuda_linearize(lane0, val.shape))));
+  line(preload_stmt_(v, vec_, pre.bytes,
+                     fmt::format("({} + {})", p, graph::cuda_linearize(lane0, val.shape))));
   preloads_.push_back(std::move(pre));
   return zero;
 }
 
-Kernel kernel_record(const Emitter& e, fusion::GroupKind kind, const fusion::Group& group, const Tunables& tunables) {
+Kernel kernel_record(const Emitter& e, fusion::GroupKind kind, const fusion::Group& group,
+                     const Tunables& tunables) {
   Kernel k;
   k.kind = kind;
   k.nodes = group.nodes;

@@ -28,7 +28,8 @@ class Emitter {
   // Schedules bind some values to expressions they compute themselves (a reduction's
   // result for the current row, a GEMM's accumulator): the interceptor is asked first and
   // its answer, when it gives one, is v's value at `coords`.
-  using Intercept = std::function<std::optional<std::string>(graph::ValueId v, const std::vector<std::string>& coords)>;
+  using Intercept = std::function<std::optional<std::string>(
+      graph::ValueId v, const std::vector<std::string>& coords)>;
   void set_intercept(Intercept f) { intercept_ = std::move(f); }
   const Intercept& intercept() const { return intercept_; }
 
@@ -37,7 +38,8 @@ class Emitter {
   void memoize(graph::ValueId v, const std::vector<std::string>& coords, const std::string& expr);
 
   // Value v at `coords` of `view`, a shape with v's element count it is reinterpreted as.
-  std::string value_at_view(graph::ValueId v, const Shape& view, const std::vector<std::string>& coords);
+  std::string value_at_view(graph::ValueId v, const Shape& view,
+                            const std::vector<std::string>& coords);
 
   // Vector lanes: a schedule that computes `vec` consecutive elements of its output per
   // thread names the lane-0 innermost output coordinate `var`; lane k's is "(var + k)".
@@ -82,7 +84,7 @@ class Emitter {
   std::string fresh(const std::string& prefix);
   std::string let(const std::string& type, const std::string& expr);
   void line(const std::string& s);
-  void open(const std::string& header);  // a line ending in "{", indenting what follows
+  void open(const std::string& header);       // a line ending in "{", indenting what follows
   void close(const std::string& after = "");  // "}" and `after` (";" ending a lambda)
   void push_scope();
   void pop_scope();
@@ -108,7 +110,8 @@ class Emitter {
 
  private:
   std::string compute(graph::ValueId v, const std::vector<std::string>& coords);
-  std::string preload(graph::ValueId v, const std::vector<std::string>& coords, const std::string& param);
+  std::string preload(graph::ValueId v, const std::vector<std::string>& coords,
+                      const std::string& param);
 
   const graph::Graph& g_;
   std::function<bool(graph::NodeId)> in_group_;
@@ -129,11 +132,13 @@ class Emitter {
 
 // Maps coordinates in `out` to those of an operand of shape `in` under numpy broadcasting
 // (right-aligned; size-1 dims read index 0).
-std::vector<std::string> broadcast_coords(const std::vector<std::string>& coords, const Shape& out, const Shape& in);
+std::vector<std::string> broadcast_coords(const std::vector<std::string>& coords, const Shape& out,
+                                          const Shape& in);
 
 // A kernel record for `group` of `kind` with what the emitter gathered (parameters in
 // signature order, run-time check messages) and the schedule's `tunables`; the schedule
 // fills in launch shape and source.
-Kernel kernel_record(const Emitter& e, fusion::GroupKind kind, const fusion::Group& group, const Tunables& tunables);
+Kernel kernel_record(const Emitter& e, fusion::GroupKind kind, const fusion::Group& group,
+                     const Tunables& tunables);
 
 }  // namespace braze::codegen

@@ -103,7 +103,8 @@ std::optional<StoreMap> store_map(const graph::Layout& m, const GemmDims& d) {
     std::vector<F> out;
     for (const F& f : fs) {
       if (f.prod_stride < bound && f.prod_stride * f.size > bound) {
-        if (bound % f.prod_stride != 0 || f.size % (bound / f.prod_stride) != 0) return std::nullopt;
+        if (bound % f.prod_stride != 0 || f.size % (bound / f.prod_stride) != 0)
+          return std::nullopt;
         const int64_t low = bound / f.prod_stride;
         out.push_back({f.size / low, bound, f.out_stride * low});
         out.push_back({low, f.prod_stride, f.out_stride});
@@ -228,7 +229,8 @@ Emitter gemm_emitter(const graph::Graph& g, const fusion::Group& group, const Ge
 namespace {
 
 // `s` with the identifier `name` (not part of a longer one) replaced by `by`.
-std::string replace_identifier(const std::string& s, const std::string& name, const std::string& by) {
+std::string replace_identifier(const std::string& s, const std::string& name,
+                               const std::string& by) {
   auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   std::string out;
   for (size_t p = 0; p < s.size();) {
@@ -315,9 +317,8 @@ bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEp
   return epi.out_coords.back() == "j" && ov.shape.back() == d.nn && d.nn % width == 0;
 }
 
-void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                      const GemmEpilogue& epi, int width, const std::string& sum_q,
-                      bool in_range) {
+void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
+                      int width, const std::string& sum_q, bool in_range) {
   const graph::Value& ov = g.value(epi.out);
   if (!gemm_vector_store_ok(g, d, epi, width)) {
     e.line("#pragma unroll");
@@ -335,9 +336,11 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
   // none, adjacent, and aligned to the vector. The lanes are written out one after another,
   // lane q at column (j + q), so that an input read at the output's column (a residual, a
   // bias) is one vector load shared by the lanes (Emitter::set_lanes), not `width` loads.
-  const std::string ct = graph::cuda_compute_type(ov.dtype), st = graph::cuda_storage_type(ov.dtype);
+  const std::string ct = graph::cuda_compute_type(ov.dtype),
+                    st = graph::cuda_storage_type(ov.dtype);
   e.open(in_range ? std::string("{") : fmt::format("if (i < {}LL && jp < {}LL) {{", d.m, d.nn));
-  e.line(fmt::format("{} acc_q[{}];", graph::cuda_compute_type(g.value(d.node->outputs[0]).dtype), width));
+  e.line(fmt::format("{} acc_q[{}];", graph::cuda_compute_type(g.value(d.node->outputs[0]).dtype),
+                     width));
   e.line("#pragma unroll");
   e.line(fmt::format("for (int q = 0; q < {}; ++q) acc_q[q] = {};", width, sum_q));
   e.line("const long long j = jp;");
@@ -348,11 +351,12 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
   std::string packed;
   for (int q = 0; q < width; ++q) {
     const std::string acc = fmt::format("acc{}", q);
-    e.set_intercept([&outer, prod, acc](graph::ValueId v, const std::vector<std::string>& c)
-                        -> std::optional<std::string> {
-      if (v == prod) return acc;
-      return outer ? outer(v, c) : std::nullopt;
-    });
+    e.set_intercept(
+        [&outer, prod, acc](graph::ValueId v,
+                            const std::vector<std::string>& c) -> std::optional<std::string> {
+          if (v == prod) return acc;
+          return outer ? outer(v, c) : std::nullopt;
+        });
     const std::string r = emit_gemm_value_at(e, g, d, epi, fmt::format("acc_q[{}]", q),
                                              Emitter::lane_expr("j", q), acc);
     packed += fmt::format("{}braze_pack(braze_tag<{}>(), ({}){})", q ? ", " : "", st, ct, r);
@@ -365,9 +369,9 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
   e.close();
 }
 
-std::vector<Emitter::Preload> emit_gemm_preloads(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                                               const GemmEpilogue& epi, int width,
-                                               const Emitter::PreloadStmt& stmt) {
+std::vector<Emitter::Preload> emit_gemm_preloads(Emitter& e, const graph::Graph& g,
+                                                 const GemmDims& d, const GemmEpilogue& epi,
+                                                 int width, const Emitter::PreloadStmt& stmt) {
   if (!gemm_vector_store_ok(g, d, epi, width)) return {};
   // emit_gemm_stores' vector path, lane by lane at the same coordinates, without the store:
   // the product reads as 0 and only the row-wise inputs' loads are live.
@@ -378,12 +382,14 @@ std::vector<Emitter::Preload> emit_gemm_preloads(Emitter& e, const graph::Graph&
   e.set_preload("i", stmt);
   const Emitter::Intercept outer = e.intercept();
   const graph::ValueId prod = d.node->outputs[0];
-  e.set_intercept([&outer, prod](graph::ValueId v, const std::vector<std::string>& c) -> std::optional<std::string> {
+  e.set_intercept([&outer, prod](graph::ValueId v,
+                                 const std::vector<std::string>& c) -> std::optional<std::string> {
     if (v == prod) return std::string("0.f");
     return outer ? outer(v, c) : std::nullopt;
   });
   for (int q = 0; q < width; ++q)
-    emit_gemm_value_at(e, g, d, epi, "0.f", Emitter::lane_expr("j", q), fmt::format("pre_acc{}", q));
+    emit_gemm_value_at(e, g, d, epi, "0.f", Emitter::lane_expr("j", q),
+                       fmt::format("pre_acc{}", q));
   std::vector<Emitter::Preload> pre = e.preloads();
   e.set_intercept(outer);
   e.set_preload("");
@@ -401,9 +407,10 @@ void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm,
   e.line(fmt::format("const int raster_rows = {0} - first_row < {1} ? {0} - first_row : {1};",
                      tiles_m, raster_rows));
   e.line(fmt::format("const int in_raster = tile % {};", raster_rows * tiles_n));
-  e.line(fmt::format("const int i0 = (first_row + in_raster % raster_rows) * {}, "
-                     "j0 = (in_raster / raster_rows) * {};",
-                     bm, bn));
+  e.line(
+      fmt::format("const int i0 = (first_row + in_raster % raster_rows) * {}, "
+                  "j0 = (in_raster / raster_rows) * {};",
+                  bm, bn));
 }
 
 std::string gemm_too_large(const GemmDims& d, int bm, int bn, int bk, int split) {

@@ -112,18 +112,17 @@ std::string emit_gemm_value(Emitter& e, const graph::Graph& g, const GemmDims& d
 // in scope; jp is a multiple of `width`. `in_range`: the caller knows all `width` elements
 // are in range (a tile inside the output), so no bounds checks — and no branches keeping the
 // compiler from overlapping one element's loads and math with the next's.
-void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                      const GemmEpilogue& epi, int width, const std::string& sum_q,
-                      bool in_range = false);
+void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
+                      int width, const std::string& sum_q, bool in_range = false);
 bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
                           int width);
 // The loads of emit_gemm_stores(…, width, …) at (b, i, jp) whose index moves with the row (a
 // residual's), emitted ahead as `stmt(…)` (Emitter::set_preload); returns them with each
 // lane's coordinates, for the later emit_gemm_stores to find memoised (Emitter::memoize).
 // None where the stores are not vector stores.
-std::vector<Emitter::Preload> emit_gemm_preloads(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                                               const GemmEpilogue& epi, int width,
-                                               const Emitter::PreloadStmt& stmt);
+std::vector<Emitter::Preload> emit_gemm_preloads(Emitter& e, const graph::Graph& g,
+                                                 const GemmDims& d, const GemmEpilogue& epi,
+                                                 int width, const Emitter::PreloadStmt& stmt);
 
 // Why a product is too large for the tiled schedules' 32-bit block, row, column and k
 // indices and batch count with tiles of bm x bn x bk, or empty.
@@ -158,8 +157,8 @@ std::vector<std::string> tma_batch_coords(const OperandView& v);
 // A view's tensor map over parameter `param`: its contiguous dim (contig elements) first, then
 // its rows, then the batch factors TMA walks (one of size 1 when there are none); boxes of
 // box_contig x box_rows; the base is the view's first element.
-TensorMap tma_view_map(const OperandView& v, size_t param, DType dtype, int64_t contig, int64_t rows,
-                       unsigned box_contig, unsigned box_rows);
+TensorMap tma_view_map(const OperandView& v, size_t param, DType dtype, int64_t contig,
+                       int64_t rows, unsigned box_contig, unsigned box_rows);
 
 // The tensor-core schedule (gemm_tc.cpp): float16 / bfloat16 products, and float32 ones
 // when target.tf32. Empty when it applies to the group on `target`, else why not.

@@ -19,7 +19,8 @@ std::optional<OperandView> gemm_operand_view(const graph::Graph& g,
   }
   OperandView view;
   graph::ValueId v = n.inputs[static_cast<size_t>(i)];
-  for (graph::NodeId p = g.value(v).producer; p != graph::kNoNode && in_group(p); p = g.value(v).producer) {
+  for (graph::NodeId p = g.value(v).producer; p != graph::kNoNode && in_group(p);
+       p = g.value(v).producer) {
     const graph::Node& pn = g.node(p);
     if (!pn.op->layout || pn.outputs.size() != 1) {
       *why_not = fmt::format("operand %{} is computed in the kernel ({} is not a layout op)",
@@ -35,8 +36,9 @@ std::optional<OperandView> gemm_operand_view(const graph::Graph& g,
     const graph::Node& pn = g.node(view.chain[k]);
     std::optional<graph::Layout> next = pn.op->layout(g, pn, l);
     if (!next) {
-      *why_not = fmt::format("{} in front of operand %{} is not a strided view of %{}", pn.describe(),
-                             g.value(n.inputs[static_cast<size_t>(i)]).name, g.value(view.root).name);
+      *why_not =
+          fmt::format("{} in front of operand %{} is not a strided view of %{}", pn.describe(),
+                      g.value(n.inputs[static_cast<size_t>(i)]).name, g.value(view.root).name);
       return std::nullopt;
     }
     l = *next;
@@ -78,7 +80,8 @@ std::optional<OperandView> gemm_operand_view(const graph::Graph& g,
     return std::nullopt;
   }
   std::vector<graph::StridedDim> batch;
-  for (size_t k = 0; k + 2 < r; ++k) batch.insert(batch.end(), b->dims[k].begin(), b->dims[k].end());
+  for (size_t k = 0; k + 2 < r; ++k)
+    batch.insert(batch.end(), b->dims[k].begin(), b->dims[k].end());
   view.batch = graph::simplify(batch);
   view.offset = b->offset;
   return view;

@@ -72,18 +72,17 @@ int acc_bytes_of(DType out) {
 std::string tile_problem(const SimtTile& t, int acc_bytes) {
   const int rt = t.tm > 0 ? t.bm / t.tm : 0, ct = t.tn > 0 ? t.bn / t.tn : 0;
   const int lane_rows = ct > 0 ? 32 / std::min(ct, 8) : 0;
-  if (t.bm <= 0 || t.bn <= 0 || t.tm <= 0 || t.tn <= 0 || t.tm % 4 != 0 || t.tn % 4 != 0 || t.bm % t.tm != 0 ||
-      t.bn % t.tn != 0 || t.bk <= 0 || t.bk % 4 != 0 || t.threads() % 32 != 0 ||
+  if (t.bm <= 0 || t.bn <= 0 || t.tm <= 0 || t.tn <= 0 || t.tm % 4 != 0 || t.tn % 4 != 0 ||
+      t.bm % t.tm != 0 || t.bn % t.tn != 0 || t.bk <= 0 || t.bk % 4 != 0 || t.threads() % 32 != 0 ||
       t.threads() > 1024 || 32 % std::min(ct, 8) != 0 || rt % lane_rows != 0 ||
       (t.pf != 0 && t.pf != 1))
-    return fmt::format("SIMT GEMM tile {}x{}x{} with {}x{} per thread is not supported", t.bm,
-                       t.bn, t.bk, t.tm, t.tn);
+    return fmt::format("SIMT GEMM tile {}x{}x{} with {}x{} per thread is not supported", t.bm, t.bn,
+                       t.bk, t.tm, t.tn);
   if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8)
     return "SIMT split-K over 1, 2, 4 or 8 blocks";
   if (t.split > 1 && acc_bytes != 4) return "SIMT split-K sums in float only";
   if (t.shared_bytes(acc_bytes) > kStaticSharedBytes)
-    return fmt::format("SIMT GEMM tile needs {} bytes of shared memory",
-                       t.shared_bytes(acc_bytes));
+    return fmt::format("SIMT GEMM tile needs {} bytes of shared memory", t.shared_bytes(acc_bytes));
   return "";
 }
 
@@ -97,10 +96,10 @@ int vector_width(DType dtype) {
 // element (row, p) at `coords` (over b, rows_var, p). `operand`: 0 for A, 1 for B (its view in
 // d). `kfast`: an operand read through the emitter walks k fastest.
 void emit_operand_reader(Emitter& e, const graph::Graph& g, const GemmDims& d, int operand,
-                         graph::ValueId v, bool is_vec,
-                         const std::vector<std::string>& coords, const std::string& name,
-                         const std::string& rows_var, const std::string& row0, int64_t rows,
-                         int tile_rows, bool kfast, const SimtTile& t, const std::string& acc) {
+                         graph::ValueId v, bool is_vec, const std::vector<std::string>& coords,
+                         const std::string& name, const std::string& rows_var,
+                         const std::string& row0, int64_t rows, int tile_rows, bool kfast,
+                         const SimtTile& t, const std::string& acc) {
   const graph::Value& val = g.value(v);
   const bool scalar_constant = val.constant && val.constant->numel() == 1;
   // An operand read in place (a kernel input, or a view of one through layout ops): straight
@@ -113,11 +112,12 @@ void emit_operand_reader(Emitter& e, const graph::Graph& g, const GemmDims& d, i
     bool aligned = ov.ld % w == 0 && ov.offset % w == 0 && (fast ? d.k : rows) % w == 0 &&
                    (fast ? t.bk : tile_rows) % w == 0;
     for (const graph::StridedDim& f : ov.batch) aligned = aligned && f.stride % w == 0;
-    e.line(fmt::format("braze_simt_gmem<{}, {}, {}, {}, {}, {}, {}> {}({} + ({}), {}LL, {}, {}LL, "
-                       "{}LL);",
-                       graph::cuda_storage_type(root.dtype), acc, tile_rows, t.bk, t.threads(),
-                       fast ? "true" : "false", aligned ? w : 1, name, e.input_param(ov.root),
-                       operand_view_offset(ov), ov.ld, row0, rows, d.k));
+    e.line(
+        fmt::format("braze_simt_gmem<{}, {}, {}, {}, {}, {}, {}> {}({} + ({}), {}LL, {}, {}LL, "
+                    "{}LL);",
+                    graph::cuda_storage_type(root.dtype), acc, tile_rows, t.bk, t.threads(),
+                    fast ? "true" : "false", aligned ? w : 1, name, e.input_param(ov.root),
+                    operand_view_offset(ov), ov.ld, row0, rows, d.k));
     return;
   }
   const std::string fn = name + "_at";
@@ -127,9 +127,9 @@ void emit_operand_reader(Emitter& e, const graph::Graph& g, const GemmDims& d, i
   e.line(fmt::format("return ({}){};", acc, x));
   e.pop_scope();
   e.close(";");
-  e.line(fmt::format("braze_simt_fn<{}, {}, {}, {}, {}, decltype({})> {}({}, {}, {}LL, {}LL);",
-                     acc, tile_rows, t.bk, t.threads(), kfast ? "true" : "false", fn, name, fn,
-                     row0, rows, d.k));
+  e.line(fmt::format("braze_simt_fn<{}, {}, {}, {}, {}, decltype({})> {}({}, {}, {}LL, {}LL);", acc,
+                     tile_rows, t.bk, t.threads(), kfast ? "true" : "false", fn, name, fn, row0,
+                     rows, d.k));
 }
 
 }  // namespace
@@ -244,10 +244,10 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
   }
   try {
     // A is stored with k contiguous unless transposed (transA); B only when transposed.
-    emit_operand_reader(e, g, d, 0, n.inputs[0], d.a_vec, a_coords, "la", "i", "i0", d.m,
-                        t.bm, !d.ta, t, acc);
-    emit_operand_reader(e, g, d, 1, n.inputs[1], d.b_vec, b_coords, "lb", "jj", "j0", d.nn,
-                        t.bn, d.tb, t, acc);
+    emit_operand_reader(e, g, d, 0, n.inputs[0], d.a_vec, a_coords, "la", "i", "i0", d.m, t.bm,
+                        !d.ta, t, acc);
+    emit_operand_reader(e, g, d, 1, n.inputs[1], d.b_vec, b_coords, "lb", "jj", "j0", d.nn, t.bn,
+                        d.tb, t, acc);
     e.line(fmt::format("{} sum[{}][{}];", acc, t.tm, t.tn));
     if (split) {
       // Block rank r of the cluster sums k-tiles r * share onwards (the last share may be short
@@ -289,8 +289,8 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
   // without spilling: float, up to 32 accumulators a thread, or 64 without prefetched
   // fragments and with one float4 of each operand in flight (bk 8). The rest take what
   // they need (ptxas -v, sm_90).
-  const bool two_blocks = t.threads() == 256 && acc_bytes == 4 &&
-                          (t.tm * t.tn <= 32 || (t.pf == 0 && t.bk == 8));
+  const bool two_blocks =
+      t.threads() == 256 && acc_bytes == 4 && (t.tm * t.tn <= 32 || (t.pf == 0 && t.bk == 8));
   const int min_blocks = two_blocks ? 2 : 1;
   // The stages are declared as 4-vectors of the accumulator type, for their alignment.
   // split: the stages also hold the tile's partial sums, bm x bn floats.

@@ -72,8 +72,15 @@ struct TcTile {
 };
 
 TcTile tile_of(const Tunables& t, int elem, const GemmDims& d) {
-  return {t.at("bm"), t.at("bn"), t.at("bk"), t.at("wm"), t.at("wn"), t.at("stages"),
-          t.count("split") ? t.at("split") : 1, elem, d.view[0] ? d.view[0]->kcontig : !d.ta,
+  return {t.at("bm"),
+          t.at("bn"),
+          t.at("bk"),
+          t.at("wm"),
+          t.at("wn"),
+          t.at("stages"),
+          t.count("split") ? t.at("split") : 1,
+          elem,
+          d.view[0] ? d.view[0]->kcontig : !d.ta,
           d.view[1] ? d.view[1]->kcontig : d.tb};
 }
 
@@ -90,8 +97,8 @@ bool pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 // A k-tile holds whole mma k-steps (16 half elements or 8 floats: 32 bytes); an m- or
 // n-contiguous float tile, rows of 128-byte multiples (its padding, mma.cuh).
 std::string tile_problem(const TcTile& t) {
-  if (!pow2(t.bm) || !pow2(t.bn) || !pow2(t.bk) || t.bk * t.elem < 32 || t.wm < 1 ||
-      t.wn < 1 || t.bm % (16 * t.wm) != 0 || t.bn % (16 * t.wn) != 0 || t.bm < 32 || t.bn < 32)
+  if (!pow2(t.bm) || !pow2(t.bn) || !pow2(t.bk) || t.bk * t.elem < 32 || t.wm < 1 || t.wn < 1 ||
+      t.bm % (16 * t.wm) != 0 || t.bn % (16 * t.wn) != 0 || t.bm < 32 || t.bn < 32)
     return fmt::format("tensor-core tile {}x{}x{} with {}x{} warps is not supported", t.bm, t.bn,
                        t.bk, t.wm, t.wn);
   if (t.threads() > 1024 || t.stages < 2) return "tensor-core tile: too many warps or stages";
@@ -156,16 +163,15 @@ std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& 
   // 4096^3 in float16 at 277 TFLOP/s against 220 with 128 x 128; 8192^3 best too); else
   // 64 x 64 x 64 (4096 x 3072 x 768 + GELU 109 us against 120 at 128 x 256, 4096 x 768 x 3072
   // 81 us against 106-135); where even those leave half the SMs idle and k is long, split-K
-  // over 2-4 blocks (128 x 768 x 768 + GELU: 12.0 us at split 4 against 12.9). The tf32 tiles are those ptxas (CUDA 12, sm_90) fits in registers
-  // without spilling for all four operand layouts: warp tiles of 64 x 32 or 32 x 64 with
-  // bk 16 (two m16n8k8 k-steps a stage; 114-220 registers); 128 x 256 tiles, warp tiles of
-  // 64 x 64, and bk 32 spill for some layout.
-  const TcTile def =
-      tf32 ? (tiles(128, 128) >= target.num_sms  ? TcTile{128, 128, 16, 2, 4, 4}
-              : tiles(64, 128) >= target.num_sms ? TcTile{64, 128, 16, 1, 4, 4}
-                                                 : TcTile{64, 64, 16, 2, 2, 4})
-           : (tiles(128, 256) >= 3 * target.num_sms ? TcTile{128, 256, 32, 2, 4, 3}
-                                                      : TcTile{64, 64, 64, 2, 2, 3});
+  // over 2-4 blocks (128 x 768 x 768 + GELU: 12.0 us at split 4 against 12.9). The tf32 tiles are
+  // those ptxas (CUDA 12, sm_90) fits in registers without spilling for all four operand layouts:
+  // warp tiles of 64 x 32 or 32 x 64 with bk 16 (two m16n8k8 k-steps a stage; 114-220 registers);
+  // 128 x 256 tiles, warp tiles of 64 x 64, and bk 32 spill for some layout.
+  const TcTile def = tf32 ? (tiles(128, 128) >= target.num_sms  ? TcTile{128, 128, 16, 2, 4, 4}
+                             : tiles(64, 128) >= target.num_sms ? TcTile{64, 128, 16, 1, 4, 4}
+                                                                : TcTile{64, 64, 16, 2, 2, 4})
+                          : (tiles(128, 256) >= 3 * target.num_sms ? TcTile{128, 256, 32, 2, 4, 3}
+                                                                   : TcTile{64, 64, 64, 2, 2, 3});
   TcTile def_split{64, 64, 32, 2, 2, 4};
   for (int split : {4, 2})
     if (!tf32 && target.sm >= 90 && !target.emulated && tiles(64, 64) * split <= target.num_sms &&
@@ -187,8 +193,10 @@ std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& 
   }
   // Split-K where the output tiles leave SMs idle and k is long enough to share: clusters
   // of 2-8 blocks (sm_90; not in the CPU emulator).
-  const std::initializer_list<TcTile> half_split = {
-      {64, 64, 64, 2, 2, 3}, {64, 64, 32, 2, 2, 4}, {64, 128, 32, 2, 2, 4}, {128, 128, 32, 2, 4, 3}};
+  const std::initializer_list<TcTile> half_split = {{64, 64, 64, 2, 2, 3},
+                                                    {64, 64, 32, 2, 2, 4},
+                                                    {64, 128, 32, 2, 2, 4},
+                                                    {128, 128, 32, 2, 4, 3}};
   const std::initializer_list<TcTile> tf32_split = {
       {64, 64, 16, 2, 2, 4}, {64, 128, 16, 1, 4, 4}, {128, 128, 16, 2, 4, 4}};
   if (target.sm >= 90 && !target.emulated)
@@ -246,8 +254,9 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
                   "j0, smem{});",
                   pa, a_off, va.ld, pb, b_off, vb.ld, d.m, d.nn, d.k, krange));
   if (split)
-    e.line(fmt::format("if (!braze_tc_split_reduce<{}>(accum, reinterpret_cast<float*>(braze_smem))) continue;",
-                       t.split));
+    e.line(fmt::format(
+        "if (!braze_tc_split_reduce<{}>(accum, reinterpret_cast<float*>(braze_smem))) continue;",
+        t.split));
   // The epilogue, once per accumulator: accum[mi][ni][2 * r + q] is C's element
   // (mi * 16 + lane / 4 + 8 * r, ni * 8 + 2 * (lane % 4) + q) of the warp's tile; the two
   // q's are adjacent in the output when its last dim is j, of even size: one paired store.
@@ -281,8 +290,8 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {11});\n"
       "  const braze_saddr smem = braze_smem_addr(braze_smem);\n{12}}}\n",
       t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), t.bm, t.bn, t.bk, t.wm, t.wn,
-      t.stages, va.kcontig ? "true" : "false", vb.kcontig ? "true" : "false", kern.shared_bytes, e.body(),
-      split ? fmt::format(" __cluster_dims__({}, 1, 1)", t.split) : "");
+      t.stages, va.kcontig ? "true" : "false", vb.kcontig ? "true" : "false", kern.shared_bytes,
+      e.body(), split ? fmt::format(" __cluster_dims__({}, 1, 1)", t.split) : "");
   finish_kernel(g, kern, code, kMmaHelpers);
   return kern;
 }

@@ -39,8 +39,8 @@ namespace braze::codegen {
 
 namespace {
 
-constexpr int kBk = 64;                    // k-tile: one 128-byte swizzled row of 16-bit elements
-constexpr int kBox = 64;                   // m- or n-contiguous operands load 64 x 64 boxes
+constexpr int kBk = 64;   // k-tile: one 128-byte swizzled row of 16-bit elements
+constexpr int kBox = 64;  // m- or n-contiguous operands load 64 x 64 boxes
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 // se: a staged block is 64 rows of 32 se floats, row r's columns XOR-ed with 8 (r % 4), so
 // that the fragments' 8-byte writes (rows lane / 4, columns 2 (lane % 4)) hit distinct banks
@@ -66,8 +66,8 @@ struct WgTile {
   bool pp = false;
   int se = 0;  // 0: no staging, else the staged block is 32 se columns wide
   int sr = 0;  // se: 0 unrolled, 1 rolled, 2 blocks unrolled and 32 elements a step rolled
-  int rr = 8;   // raster: the walk takes rr rows of tiles at a time (emit_gemm_tile_origin)
-  int cw = 1;   // cooperative: 64-row blocks a consumer computes (2: 256 x bn as two 128-row halves)
+  int rr = 8;  // raster: the walk takes rr rows of tiles at a time (emit_gemm_tile_origin)
+  int cw = 1;  // cooperative: 64-row blocks a consumer computes (2: 256 x bn as two 128-row halves)
   int64_t rb = 0;  // se: each consumer's buffer of epilogue inputs copied ahead (cp.async), bytes
   int consumers() const { return pp ? 2 : bm / (64 * cw); }
   int turn_bytes() const { return pp ? 16 : 0; }
@@ -149,9 +149,8 @@ std::vector<std::string> tma_batch_coords(const OperandView& v) {
   return c;
 }
 
-
-TensorMap tma_view_map(const OperandView& v, size_t param, DType dtype, int64_t contig, int64_t rows,
-                       unsigned box_contig, unsigned box_rows) {
+TensorMap tma_view_map(const OperandView& v, size_t param, DType dtype, int64_t contig,
+                       int64_t rows, unsigned box_contig, unsigned box_rows) {
   const uint64_t es = dtype_size(dtype);
   TensorMap m;
   m.param = param;
@@ -176,10 +175,13 @@ TensorMap tma_view_map(const OperandView& v, size_t param, DType dtype, int64_t 
 std::string gemm_wgmma_operand_problem(const GemmDims& d, int i) {
   if (!d.view[i]) return d.no_view[i];
   std::vector<TmaBatchDim> dims = tma_batch_dims(*d.view[i]);
-  if (dims.size() > 3) return "wgmma schedule: an operand's view has more than 3 batch strides (TMA: 5 dims)";
+  if (dims.size() > 3)
+    return "wgmma schedule: an operand's view has more than 3 batch strides (TMA: 5 dims)";
   for (const TmaBatchDim& t : dims)
-    if (t.dim.stride < 0 || t.dim.size > (1LL << 31)) return "wgmma schedule: a batch stride TMA cannot walk";
-  if (d.view[i]->ld <= 0 || d.view[i]->ld >= (1LL << 36)) return "wgmma schedule: a row stride TMA cannot take";
+    if (t.dim.stride < 0 || t.dim.size > (1LL << 31))
+      return "wgmma schedule: a batch stride TMA cannot walk";
+  if (d.view[i]->ld <= 0 || d.view[i]->ld >= (1LL << 36))
+    return "wgmma schedule: a row stride TMA cannot take";
   return "";
 }
 
@@ -258,7 +260,9 @@ WgTile wave_fit_tile(const GemmDims& d, const Target& target, std::vector<int> b
 }  // namespace
 
 std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target) {
-  auto tiles_of = [&](int bm, int bn) { return ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches; };
+  auto tiles_of = [&](int bm, int bn) {
+    return ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
+  };
   const int64_t big_tiles = tiles_of(128, 256);
   const int64_t sms = std::max(target.num_sms, 1);
   // A cooperative tile's time goes with its area, a kernel's with its waves of tiles.
@@ -274,17 +278,30 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // x / sqrt 2), the persistent ping-pong 64 x 256 won where a tile has few k-tiles and the
   // output many tiles (4096 x 3072 x 768 + GELU: 51.9 us against 58.1; the MLP's 8192 x 4096
   // x 1024: 145 against 160): one warpgroup's epilogue runs under the other's wgmma's.
-  std::vector<WgTile> tiles = {{128, 256, 4},      {128, 192, 5},       {128, 128, 6},
-                               {64, 256, 4},       {128, 64, 8},        {64, 128, 8},
-                               {64, 256, 5, true}, {64, 128, 8, true},  {128, 128, 6, true},
-                               {64, 256, 5, true, 1},   {64, 256, 4, true, 2},
-                               {128, 256, 4, false, 1}, {128, 192, 5, false, 1},
-                               {64, 256, 4, true, 4, 1}, {64, 256, 4, true, 2, 1},
-                               {128, 256, 4, false, 2, 1}, {64, 64, 8},
-                               {64, 256, 4, true, 4, 2},   {64, 256, 4, true, 2, 2},
+  std::vector<WgTile> tiles = {{128, 256, 4},
+                               {128, 192, 5},
+                               {128, 128, 6},
+                               {64, 256, 4},
+                               {128, 64, 8},
+                               {64, 128, 8},
+                               {64, 256, 5, true},
+                               {64, 128, 8, true},
+                               {128, 128, 6, true},
+                               {64, 256, 5, true, 1},
+                               {64, 256, 4, true, 2},
+                               {128, 256, 4, false, 1},
+                               {128, 192, 5, false, 1},
+                               {64, 256, 4, true, 4, 1},
+                               {64, 256, 4, true, 2, 1},
+                               {128, 256, 4, false, 2, 1},
+                               {64, 64, 8},
+                               {64, 256, 4, true, 4, 2},
+                               {64, 256, 4, true, 2, 2},
                                {128, 256, 4, false, 1, 0, 16},
-                               {128, 128, 6, true, 2, 2},  {128, 128, 5, true, 4, 2},
-                               {128, 192, 4, true, 2, 2},  {256, 128, 4, false, 1, 0, 8, 2},
+                               {128, 128, 6, true, 2, 2},
+                               {128, 128, 5, true, 4, 2},
+                               {128, 192, 4, true, 2, 2},
+                               {256, 128, 4, false, 1, 0, 8, 2},
                                {256, 128, 4, false, 2, 2, 8, 2}};
   // Moves the bm x bn tile (ping-pong or not, its epilogue staged or not) to the front.
   auto lead = [&](int bm, int bn, bool pp, int se = 0, int sr = 0, int rr = 8) {
@@ -337,12 +354,14 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   }
   // 128 x 192 where 128 x 256 leaves SMs idle in its last wave (4096 x 768 x 3072: 96 tiles
   // of 128 x 256 on 132 SMs, 128 of 128 x 192).
-  else if (10 * cost(128, 192) < 9 * cost(128, 256)) lead(128, 192, false, 1);
+  else if (10 * cost(128, 192) < 9 * cost(128, 256))
+    lead(128, 192, false, 1);
   // 16 rows of tiles a raster group where there are as many: 132 blocks of 128 x 256 as 16 x
   // 8 tiles rather than 8 x 16 span 65 MB of A and B rather than 82 (8192^3 + GELU, end
   // to end over 400 runs, three runs each alternating: 1724.6 / 1725.4 / 1723.8 us against
   // 1727.1 / 1727.1 / 1727.2).
-  else lead(128, 256, false, 1, 0, (d.m + 127) / 128 >= 16 ? 16 : 8);
+  else
+    lead(128, 256, false, 1, 0, (d.m + 127) / 128 >= 16 ? 16 : 8);
   std::vector<Tunables> c;
   for (const WgTile& t : tiles)
     if (t.shared_bytes() <= kMaxSharedBytes && t.bn % bn_step(d) == 0) c.push_back(tunables_of(t));
@@ -354,14 +373,18 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
                                         const Target& target, const Tunables& tune,
                                         std::string* why_not) {
   std::string why = gemm_wgmma_unsupported(g, group, d, target);
-  WgTile t{tune.at("bm"), tune.at("bn"), tune.at("stages"),
-                 tune.count("pp") && tune.at("pp") != 0, tune.count("se") ? tune.at("se") : 0,
-                 tune.count("sr") ? tune.at("sr") : 0, tune.count("rr") ? tune.at("rr") : 8,
-                 tune.count("cw") ? tune.at("cw") : 1};
+  WgTile t{tune.at("bm"),
+           tune.at("bn"),
+           tune.at("stages"),
+           tune.count("pp") && tune.at("pp") != 0,
+           tune.count("se") ? tune.at("se") : 0,
+           tune.count("sr") ? tune.at("sr") : 0,
+           tune.count("rr") ? tune.at("rr") : 8,
+           tune.count("cw") ? tune.at("cw") : 1};
   if (why.empty() &&
       ((t.bm != 64 && t.bm != 128 && t.bm != 256) || (t.cw != 1 && (t.cw != 2 || t.pp)) ||
-       t.bm % (64 * t.cw) != 0 || (t.bm == 256 && (t.pp || t.cw != 2)) || t.bn % bn_step(d) != 0 || t.bn < 16 || t.bn > 256 ||
-       t.stages < 2 || t.row_blocks() * t.bn > 384 ||
+       t.bm % (64 * t.cw) != 0 || (t.bm == 256 && (t.pp || t.cw != 2)) || t.bn % bn_step(d) != 0 ||
+       t.bn < 16 || t.bn > 256 || t.stages < 2 || t.row_blocks() * t.bn > 384 ||
        (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) || t.sr < 0 ||
        t.sr > 2 || (t.sr == 2 && t.stage_cols() % 64 != 0) || t.rr < 1 || t.rr > 64 ||
        (t.se && t.bn % t.stage_cols() != 0) || t.shared_bytes() > kMaxSharedBytes))
@@ -406,7 +429,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     e.close();
     e.close();
   };
-  const std::string res_slot = fmt::format("(((mi * {} + c) * {} + se_it) * 128 + se_t)", blocks, cols / 8);
+  const std::string res_slot =
+      fmt::format("(((mi * {} + c) * {} + se_it) * 128 + se_t)", blocks, cols / 8);
   // rb: the staged epilogue's row-wise inputs (a residual) are copied into shared memory by
   // cp.async as the tile begins, each thread the vectors it will read back (no barrier), and
   // the epilogue reads them there, where it would otherwise wait on DRAM once the k-loop is
@@ -425,11 +449,13 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     e.open(fmt::format("if (i0 + {} <= {}LL && j0 + {} <= {}LL) {{", t.bm, d.m, t.bn, d.nn));
     emit_block_walk([&] {
       size_t q = 0;
-      pre = emit_gemm_preloads(e, g, d, epi, 4, [&](graph::ValueId, int, int bytes, const std::string& addr) {
-        const int64_t base = trial || q >= res_base.size() ? 0 : res_base[q];
-        ++q;
-        return fmt::format("braze_cp_async<{}>(res_ptr + {} + {} * {}, {});", bytes, base, res_slot, bytes, addr);
-      });
+      pre = emit_gemm_preloads(
+          e, g, d, epi, 4, [&](graph::ValueId, int, int bytes, const std::string& addr) {
+            const int64_t base = trial || q >= res_base.size() ? 0 : res_base[q];
+            ++q;
+            return fmt::format("braze_cp_async<{}>(res_ptr + {} + {} * {}, {});", bytes, base,
+                               res_slot, bytes, addr);
+          });
     });
     e.close();
     e.close();
@@ -527,28 +553,29 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
       return;
     }
     for (int q = 0; q < rows / kBox; ++q)
-      e.line(fmt::format("{}({} + {}u, {}, {} + {}, kt * {}, {}, bar);", fn, dst, q * kBox * 128, map,
-                         origin, q * kBox, kBk, bc));
+      e.line(fmt::format("{}({} + {}u, {}, {} + {}, kt * {}, {}, bar);", fn, dst, q * kBox * 128,
+                         map, origin, q * kBox, kBk, bc));
   };
   emit_load("sa", "braze_tmap_a", a_mn, t.bm, "i0", ba);
   emit_load("sb", "braze_tmap_b", b_mn, t.bn, "j0", bb);
-  e.close();  // kt
+  e.close();            // kt
   if (t.pp) e.close();  // tl
-  e.close();  // thread 0
+  e.close();            // thread 0
   e.line("return;");
   e.close();  // producer
 
   // The consumers. Cooperative: warpgroup 1 + cons computes rows 64 cw cons .. 64 cw (cons +
-  // 1) - 1 of the block's tile. pp: warpgroup 1 + cons computes tiles cons, cons + 2, … of the block's
-  // walk, whose k-tiles are the producer's (position in the walk) * KTILES onwards.
+  // 1) - 1 of the block's tile. pp: warpgroup 1 + cons computes tiles cons, cons + 2, … of the
+  // block's walk, whose k-tiles are the producer's (position in the walk) * KTILES onwards.
   if (t.consumers() > 1) e.line("braze_setmaxnreg_inc<232>();");
   const int regs = t.bn / 2;
   e.line("const int cons = wg - 1;");
   if (t.pp) {
     e.line(fmt::format("int gk0 = cons * {}, it = 0;", ktiles));
-    e.open(fmt::format(
-        "for (int tl = blockIdx.x + cons * gridDim.x; tl < {}; tl += 2 * gridDim.x, gk0 += {}, ++it) {{",
-        tiles, 2 * ktiles));
+    e.open(
+        fmt::format("for (int tl = blockIdx.x + cons * gridDim.x; tl < {}; tl += 2 * gridDim.x, "
+                    "gk0 += {}, ++it) {{",
+                    tiles, 2 * ktiles));
     emit_tile("tl");
     // Mainloops take turns, warpgroup 0 first: a warpgroup starts waiting for its tile's
     // k-tiles only once the other has seen all of its previous tile's land, so that no wait
@@ -557,7 +584,9 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     // were it one thread, a warp still storing its previous tile could find the barrier two
     // phases on when it came to wait, and wait for ever (GPT-2's Q Kᵀ, one k-tile a tile and a
     // mask load in the epilogue, deadlocked so on the H200).
-    e.line("if (cons == 1 || it > 0) braze_mbar_wait(turn + 8 * cons, (cons == 1 ? it : it - 1) & 1);");
+    e.line(
+        "if (cons == 1 || it > 0) braze_mbar_wait(turn + 8 * cons, (cons == 1 ? it : it - 1) & "
+        "1);");
   } else {
     e.line("const int gk0 = 0;");
   }
@@ -567,9 +596,10 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   for (int mi = 0; mi < mw; ++mi) e.line(fmt::format("  accum[{}][r] = 0.f;", mi));
   e.line("}");
   if (!res_pre.empty()) {
-    e.line(fmt::format("char* const res_ptr = reinterpret_cast<char*>(braze_smem) + ((smem + {}u + cons * {}u) - "
-                       "braze_smem_addr(braze_smem));",
-                       t.staging_offset() + t.consumers() * t.staging_bytes(), t.rb));
+    e.line(fmt::format(
+        "char* const res_ptr = reinterpret_cast<char*>(braze_smem) + ((smem + {}u + cons * {}u) - "
+        "braze_smem_addr(braze_smem));",
+        t.staging_offset() + t.consumers() * t.staging_bytes(), t.rb));
     emit_res_copies(false);
   }
   auto fence_accum = [&] {
@@ -580,8 +610,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // operand's offset in 16-byte units (the address field's unit; shared addresses are under
   // 2^18, so the field never carries): a 32-bit add a wgmma operand, not the masks, shifts
   // and ORs of making it from the address.
-  const std::string a_desc = fmt::format("braze_wgmma_desc_plus(da, ({} + 64 * mi) * 8u + kk * {}u)",
-                                         row0, a_mn ? 128 : 2);
+  const std::string a_desc = fmt::format(
+      "braze_wgmma_desc_plus(da, ({} + 64 * mi) * 8u + kk * {}u)", row0, a_mn ? 128 : 2);
   const std::string b_desc = fmt::format("braze_wgmma_desc_plus(db, kk * {}u)", b_mn ? 128 : 2);
   e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles));
   e.line("const int gk = gk0 + kt;");
@@ -590,13 +620,13 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // pp: all of this tile's k-tiles have landed: the other warpgroup's turn begins once all
   // 128 threads have seen them.
   if (t.pp)
-    e.line(fmt::format("if (kt == {}) braze_mbar_arrive(turn + 8 * (1 - cons));",
-                       ktiles - 1));
+    e.line(fmt::format("if (kt == {}) braze_mbar_arrive(turn + 8 * (1 - cons));", ktiles - 1));
   e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u;", t.stage_bytes(),
                      t.a_bytes()));
-  e.line(fmt::format("const unsigned long long da = braze_wgmma_desc(sa, {}u, 1024u), "
-                     "db = braze_wgmma_desc(sb, {}u, 1024u);",
-                     a_mn ? kBox * 128 : 16, b_mn ? kBox * 128 : 16));
+  e.line(
+      fmt::format("const unsigned long long da = braze_wgmma_desc(sa, {}u, 1024u), "
+                  "db = braze_wgmma_desc(sb, {}u, 1024u);",
+                  a_mn ? kBox * 128 : 16, b_mn ? kBox * 128 : 16));
   fence_accum();
   e.line("braze_wgmma_fence();");
   e.line("#pragma unroll");
@@ -611,7 +641,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // k-tile waits for all of its own too, inside the loop: with the wait only after the loop,
   // ptxas (CUDA 13.0) was seen to hoist an epilogue read of the accumulators above it — a
   // race that left an 8 x 8 block of each warp's tile short of its last k-tile.
-  e.line(fmt::format("if (kt + 1 < {}) braze_wgmma_wait<1>(); else braze_wgmma_wait<0>();", ktiles));
+  e.line(
+      fmt::format("if (kt + 1 < {}) braze_wgmma_wait<1>(); else braze_wgmma_wait<0>();", ktiles));
   fence_accum();
   e.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));",
                      t.stages));
@@ -632,18 +663,19 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // share between rows, like a bias's).
   const bool edges = d.m % t.bm != 0 || d.nn % t.bn != 0;
   if (edges)
-    e.line(fmt::format("const bool interior = i0 + {} <= {}LL && j0 + {} <= {}LL;", t.bm, d.m,
-                       t.bn, d.nn));
+    e.line(fmt::format("const bool interior = i0 + {} <= {}LL && j0 + {} <= {}LL;", t.bm, d.m, t.bn,
+                       d.nn));
   if (t.se) {
     e.line(fmt::format("const braze_saddr ebuf = smem + {}u + cons * {}u;", t.staging_offset(),
                        t.staging_bytes()));
     // The staged blocks are read by plain loads (not asm), which the compiler can see.
-    e.line("const float* const se_buf = reinterpret_cast<const float*>(braze_smem + (ebuf - "
-           "braze_smem_addr(braze_smem)));");
+    e.line(
+        "const float* const se_buf = reinterpret_cast<const float*>(braze_smem + (ebuf - "
+        "braze_smem_addr(braze_smem)));");
     // A thread's fragment rows, and the rows it reads, are one residue mod 4: one swizzle each.
     e.line("const int se_t = (int)threadIdx.x % 128, se_wx = ((lane / 4) % 4) * 8;");
-    e.line(fmt::format("const int se_c = (se_t % {0}) * 4, se_rx = se_c ^ (((se_t / {0}) % 4) * 8);",
-                       cols / 4));
+    e.line(fmt::format(
+        "const int se_c = (se_t % {0}) * 4, se_rx = se_c ^ (((se_t / {0}) % 4) * 8);", cols / 4));
   }
   // se: block (mi, c)'s fragments into the staging buffer.
   auto emit_staging_writes = [&](const std::string& mi, const std::string& c) {
@@ -652,7 +684,8 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     e.line("#pragma unroll");
     e.open("for (int r = 0; r < 2; ++r) {");
     e.line(fmt::format(
-        "braze_st_shared_v2(ebuf + ((cwarp * 16 + lane / 4 + 8 * r) * {} + ((8 * nn + 2 * (lane % 4)) ^ se_wx)) * 4u, "
+        "braze_st_shared_v2(ebuf + ((cwarp * 16 + lane / 4 + 8 * r) * {} + ((8 * nn + 2 * (lane % "
+        "4)) ^ se_wx)) * 4u, "
         "accum[{}][4 * ({} * {} + nn) + 2 * r], accum[{}][4 * ({} * {} + nn) + 2 * r + 1]);",
         cols, mi, cols / 8, c, mi, cols / 8, c));
     e.close();  // r
@@ -714,8 +747,9 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
       // Thread se_t's rows are se_t / (cols / 4) + (512 / cols) se_it, its columns the same
       // four in each (written so, the compiler sees it).
       e.line(fmt::format("const int se_r = se_it * {} + se_t / {};", 512 / cols, cols / 4));
-      e.line(fmt::format("const float4 se_f4 = *reinterpret_cast<const float4*>(se_buf + se_r * {} + se_rx);",
-                         cols));
+      e.line(fmt::format(
+          "const float4 se_f4 = *reinterpret_cast<const float4*>(se_buf + se_r * {} + se_rx);",
+          cols));
       e.line("const float se_v[4] = {se_f4.x, se_f4.y, se_f4.z, se_f4.w};");
       e.line(fmt::format("const long long i = i0 + {} + mi * 64 + se_r;", row0));
       e.line(fmt::format("const long long jp = j0 + c * {} + se_c;", cols));
@@ -726,29 +760,34 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
       e.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", t.bn / 8));
       e.line("#pragma unroll");
       e.open("for (int r = 0; r < 2; ++r) {");
-      e.line(fmt::format("const long long i = i0 + {} + mi * 64 + cwarp * 16 + lane / 4 + r * 8;", row0));
+      e.line(fmt::format("const long long i = i0 + {} + mi * 64 + cwarp * 16 + lane / 4 + r * 8;",
+                         row0));
       e.line("const long long jp = j0 + ni * 8 + (lane % 4) * 2;");
     }
     e.push_scope();
     if (in_range)
       for (size_t q = 0; q < res_pre.size(); ++q) {
         const Emitter::Preload& p = res_pre[q];
-        e.line(fmt::format("const braze_vec<{0}, {1}> res{2} = *reinterpret_cast<const braze_vec<{0}, {1}>*>(res_ptr + {3} + {4} * {5});",
-                           p.storage, p.vec, q, res_base[q], res_slot, res_bytes[q]));
+        e.line(
+            fmt::format("const braze_vec<{0}, {1}> res{2} = *reinterpret_cast<const braze_vec<{0}, "
+                        "{1}>*>(res_ptr + {3} + {4} * {5});",
+                        p.storage, p.vec, q, res_base[q], res_slot, res_bytes[q]));
         for (size_t k = 0; k < p.lane_coords.size(); ++k)
           e.memoize(p.value, p.lane_coords[k], fmt::format("braze_val(res{}.v[{}])", q, k));
       }
     try {
-      if (t.se) emit_gemm_stores(e, g, d, epi, 4, "se_v[q]", in_range);
-      else emit_gemm_stores(e, g, d, epi, 2, "accum[mi][4 * ni + 2 * r + q]", in_range);
+      if (t.se)
+        emit_gemm_stores(e, g, d, epi, 4, "se_v[q]", in_range);
+      else
+        emit_gemm_stores(e, g, d, epi, 2, "accum[mi][4 * ni + 2 * r + q]", in_range);
     } catch (const graph::CudaUnsupported& u) {
       *why_not = u.why;
       return std::nullopt;
     }
     e.pop_scope();
-    e.close();  // r / se_it / se_u
-    e.close();  // ni / c / se_o
-    e.close();  // mi / blk / c
+    e.close();                         // r / se_it / se_u
+    e.close();                         // ni / c / se_o
+    e.close();                         // mi / blk / c
     if (t.se && t.sr == 2) e.close();  // mi
     if (edges) e.close();
   }
@@ -769,15 +808,16 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   kern.tensor_maps.push_back(a_mn ? map_of(va, d.m, d.k, kBk) : map_of(va, d.k, d.m, t.bm));
   kern.tensor_maps.push_back(b_mn ? map_of(vb, d.nn, d.k, kBk) : map_of(vb, d.k, d.nn, t.bn));
 
-  std::string code = wgmma_step_function(t.bn, a.dtype == DType::Float16 ? "f16" : "bf16", a_mn,
-                                         b_mn);
+  std::string code =
+      wgmma_step_function(t.bn, a.dtype == DType::Float16 ? "f16" : "bf16", a_mn, b_mn);
   code += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
       "const __grid_constant__ braze_tmap braze_tmap_a, "
       "const __grid_constant__ braze_tmap braze_tmap_b) {{\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {2});\n{3}}}\n",
       t.threads(), e.signature(), kern.shared_bytes, e.body());
-  finish_kernel(g, kern, code, kMmaHelpers | kWgmmaHelpers | (res_pre.empty() ? 0 : kReduceHelpers));
+  finish_kernel(g, kern, code,
+                kMmaHelpers | kWgmmaHelpers | (res_pre.empty() ? 0 : kReduceHelpers));
   return kern;
 }
 

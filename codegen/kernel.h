@@ -43,20 +43,21 @@ struct Param {
 // innermost first, boxes written to shared memory with the 128-byte swizzle, elements outside
 // the tensor read as zeros.
 struct TensorMap {
-  size_t param = 0;                // index into Kernel::params: the buffer's base address
-  uint64_t offset_bytes = 0;       // from that address to the tensor's first element
-  DType dtype = DType::Float16;    // Float16 or BFloat16
-  std::vector<uint64_t> dims;      // elements, innermost first
-  std::vector<uint64_t> strides;   // bytes between consecutive indices of dims 1, 2, …
-  std::vector<uint32_t> box;       // elements a copy moves along each dim
+  size_t param = 0;               // index into Kernel::params: the buffer's base address
+  uint64_t offset_bytes = 0;      // from that address to the tensor's first element
+  DType dtype = DType::Float16;   // Float16 or BFloat16
+  std::vector<uint64_t> dims;     // elements, innermost first
+  std::vector<uint64_t> strides;  // bytes between consecutive indices of dims 1, 2, …
+  std::vector<uint32_t> box;      // elements a copy moves along each dim
 };
 
 struct Kernel {
-  std::string name;  // braze_<kind>_<ops>_<hash of the generated code and device helpers>, deterministic
+  std::string
+      name;  // braze_<kind>_<ops>_<hash of the generated code and device helpers>, deterministic
   fusion::GroupKind kind = fusion::GroupKind::Pointwise;
   std::vector<graph::NodeId> nodes;
-  std::string source;          // the whole translation unit
-  std::vector<Param> params;   // device pointers, in signature order
+  std::string source;         // the whole translation unit
+  std::vector<Param> params;  // device pointers, in signature order
   // When set, the last parameter is an `int*` flag a failed run-time check writes
   // (1 + index into error_messages).
   bool has_error_flag = false;
@@ -66,9 +67,10 @@ struct Kernel {
   unsigned shared_bytes = 0;
   bool empty_launch = false;  // nothing to compute (zero-size output): skip the launch
   Tunables tunables;          // the schedule choices this source was generated with
-  std::vector<TensorMap> tensor_maps;  // __grid_constant__ parameters after the error flag, in order
-  // Every kernel's last two parameters, after everything above: `unsigned* braze_progress` (null, or the
-  // session's progress word in host memory mapped into the device) and `unsigned braze_step`
+  std::vector<TensorMap>
+      tensor_maps;  // __grid_constant__ parameters after the error flag, in order
+  // Every kernel's last two parameters, after everything above: `unsigned* braze_progress` (null,
+  // or the session's progress word in host memory mapped into the device) and `unsigned braze_step`
   // (the step's 1-based number). Thread 0 of block 0 writes the step into the word first
   // thing (finish_kernel, braze_note_step), so that a fault can be traced to its kernel.
 };

@@ -23,8 +23,10 @@ namespace {
 // the innermost dimension of every output of `shape`.
 int default_vec(const graph::Graph& g, const fusion::Group& group, const Shape& shape) {
   size_t narrowest = 8;
-  for (graph::ValueId v : group.inputs) narrowest = std::min(narrowest, dtype_size(g.value(v).dtype));
-  for (graph::ValueId v : group.outputs) narrowest = std::min(narrowest, dtype_size(g.value(v).dtype));
+  for (graph::ValueId v : group.inputs)
+    narrowest = std::min(narrowest, dtype_size(g.value(v).dtype));
+  for (graph::ValueId v : group.outputs)
+    narrowest = std::min(narrowest, dtype_size(g.value(v).dtype));
   int vec = static_cast<int>(std::min<size_t>(16 / narrowest, 8));
   int64_t last = shape.empty() ? 1 : shape.back();
   while (vec > 1 && last % vec != 0) vec /= 2;
@@ -47,8 +49,9 @@ std::vector<Tunables> pointwise_candidates(const graph::Graph& g, const fusion::
   return c;
 }
 
-std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
-                                       std::string* why_not, const Tunables* tune) {
+std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Group& group,
+                                       const Target& target, std::string* why_not,
+                                       const Tunables* tune) {
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
   for (graph::NodeId id : group.nodes) {
     const graph::Node& n = g.node(id);
@@ -66,8 +69,10 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
   for (graph::ValueId o : group.outputs) {
     auto it = std::find_if(loops.begin(), loops.end(),
                            [&](const auto& l) { return g.value(l[0]).shape == g.value(o).shape; });
-    if (it == loops.end()) loops.push_back({o});
-    else it->push_back(o);
+    if (it == loops.end())
+      loops.push_back({o});
+    else
+      it->push_back(o);
   }
   int64_t max_slots = 0;
   for (const auto& loop : loops) {
@@ -82,9 +87,11 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
     // Steps of `unroll` slots `threads` apart: their loads are independent and in flight
     // together.
     // blockDim rather than the constant, so the CPU emulator may run a block as one thread.
-    e.open(fmt::format("for (long long base = (long long)blockIdx.x * blockDim.x * {0} + threadIdx.x; base < {1}LL; "
-                       "base += (long long)gridDim.x * blockDim.x * {0}) {{",
-                       unroll, slots));
+    e.open(
+        fmt::format("for (long long base = (long long)blockIdx.x * blockDim.x * {0} + threadIdx.x; "
+                    "base < {1}LL; "
+                    "base += (long long)gridDim.x * blockDim.x * {0}) {{",
+                    unroll, slots));
     for (int u = 0; u < unroll; ++u) {
       e.open(u == 0 ? std::string("{ const long long s = base;")
                     : fmt::format("{{ const long long s = base + {}LL * blockDim.x;", u));
@@ -115,7 +122,8 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
           std::string pk = e.fresh("pk");
           e.line(fmt::format("braze_vec<{}, {}> {};", st, vec, pk));
           for (int k = 0; k < vec; ++k)
-            e.line(fmt::format("{}.v[{}] = braze_pack(braze_tag<{}>{{}}, ({}){});", pk, k, st, ct, lanes[k]));
+            e.line(fmt::format("{}.v[{}] = braze_pack(braze_tag<{}>{{}}, ({}){});", pk, k, st, ct,
+                               lanes[k]));
           e.line(fmt::format("braze_vstore<{}>({}, {}, {});", vec, out, i, pk));
         }
       }
@@ -133,11 +141,14 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
   k.block = {threads, 1, 1};
   // Enough blocks to fill every SM (2048 threads each), never more than the work needs.
   int64_t needed = (max_slots + int64_t{threads} * unroll - 1) / (int64_t{threads} * unroll);
-  int64_t full = t.count("all_blocks") && t.at("all_blocks") ? int64_t{2147483647} : int64_t{target.num_sms} * (2048 / threads);
+  int64_t full = t.count("all_blocks") && t.at("all_blocks")
+                     ? int64_t{2147483647}
+                     : int64_t{target.num_sms} * (2048 / threads);
   k.grid = {static_cast<unsigned>(std::clamp<int64_t>(needed, 1, full)), 1, 1};
   k.empty_launch = max_slots == 0;
-  std::string code = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) KERNEL_NAME({}) {{\n{}}}\n",
-                                 threads, e.signature(), e.body());
+  std::string code =
+      fmt::format("extern \"C\" __global__ void __launch_bounds__({}) KERNEL_NAME({}) {{\n{}}}\n",
+                  threads, e.signature(), e.body());
   finish_kernel(g, k, code, kNoHelpers);
   return k;
 }

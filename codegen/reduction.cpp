@@ -47,7 +47,8 @@ std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::
         widest = std::max(widest, dtype_size(g.value(v).dtype));
       }
       for (graph::ValueId o : group.outputs)
-        if (g.value(o).shape == ins.shapes[0]) widest = std::max(widest, dtype_size(g.value(o).dtype));
+        if (g.value(o).shape == ins.shapes[0])
+          widest = std::max(widest, dtype_size(g.value(o).dtype));
     }
     if (widest == 0) widest = dtype_size(ins.dtypes[0]);
     int vec = static_cast<int>(std::min<size_t>(16 / widest, 8));
@@ -61,11 +62,13 @@ std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::
 
 // The group inputs a row staged in shared memory holds: those read element by element
 // along the rows (input 0's shape), not constants.
-std::vector<graph::ValueId> staged_inputs(const graph::Graph& g, const fusion::Group& group, const Shape& xshape) {
+std::vector<graph::ValueId> staged_inputs(const graph::Graph& g, const fusion::Group& group,
+                                          const Shape& xshape) {
   std::vector<graph::ValueId> out;
   for (graph::ValueId v : group.inputs) {
     const graph::Value& val = g.value(v);
-    if (!val.constant && val.has_shape && val.shape == xshape && dtype_size(val.dtype) > 0) out.push_back(v);
+    if (!val.constant && val.has_shape && val.shape == xshape && dtype_size(val.dtype) > 0)
+      out.push_back(v);
   }
   return out;
 }
@@ -85,7 +88,8 @@ std::string substitute(const std::string& templ, const std::map<std::string, std
     BRAZE_CHECK(j != std::string::npos, n.describe() + ": unclosed field in row program");
     std::string name = templ.substr(i + 1, j - i - 1);
     auto it = fields.find(name);
-    BRAZE_CHECK(it != fields.end(), n.describe() + ": row program uses unknown field {" + name + "}");
+    BRAZE_CHECK(it != fields.end(),
+                n.describe() + ": row program uses unknown field {" + name + "}");
     out += it->second;
     i = j;
   }
@@ -96,8 +100,10 @@ std::string identity_of(const std::string& combine, const std::string& type) {
   bool flt = type == "float" || type == "double";
   if (combine == "sum") return graph::cuda_literal(type, 0);
   if (combine == "prod") return graph::cuda_literal(type, 1);
-  if (combine == "max") return flt ? graph::cuda_literal(type, -INFINITY) : graph::cuda_literal(type, -1e300);
-  if (combine == "min") return flt ? graph::cuda_literal(type, INFINITY) : graph::cuda_literal(type, 1e300);
+  if (combine == "max")
+    return flt ? graph::cuda_literal(type, -INFINITY) : graph::cuda_literal(type, -1e300);
+  if (combine == "min")
+    return flt ? graph::cuda_literal(type, INFINITY) : graph::cuda_literal(type, 1e300);
   throw InternalError("unknown row combine " + combine);
 }
 
@@ -130,7 +136,8 @@ bool uses_field(const graph::CudaRowProgram& p, const std::string& name) {
 // 1024 threads holding 32 each need 63 registers, so one block an SM, and its load, reduce
 // and store phases do not overlap; three staged blocks an SM do. Two row buffers a block,
 // the next row's copies in flight during this row's passes, measured slower still: 149 us.)
-std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t staged_bytes, int64_t rows) {
+std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t staged_bytes,
+                                               int64_t rows) {
   auto per = [&](int tpr, int v) { return (len / v + tpr - 1) / tpr * v; };  // elements a thread
   std::vector<Tunables> c;
   auto add = [&](int tpr, int rpb, int cache, int v) {
@@ -147,7 +154,9 @@ std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t sta
       if (std::find(c.begin(), c.end(), t) == c.end()) c.push_back(t);
     };
     auto mode = [&](int split, int tpr) {
-      return per(tpr * split, vec) <= 32 ? 1 : staged_bytes > 0 && staged_bytes / split <= kStageLimit ? 2 : 0;
+      return per(tpr * split, vec) <= 32                               ? 1
+             : staged_bytes > 0 && staged_bytes / split <= kStageLimit ? 2
+                                                                       : 0;
     };
     int want = 2;
     while (want < 8 && want * rows < sms) want *= 2;
@@ -160,10 +169,14 @@ std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t sta
   }
   int best = 32;
   while (best < 1024 && per(best, vec) > 16) best *= 2;
-  if (per(best, vec) <= 16) add(best, best == 32 ? 4 : 1, 1, vec);
-  else if (stageable) add(512, 1, 2, vec);  // W3 on an H200: 136 us, in registers (1024 x 32) 208 us
-  else if (per(1024, vec) <= 32) add(1024, 1, 1, vec);
-  else add(512, 1, 0, vec);
+  if (per(best, vec) <= 16)
+    add(best, best == 32 ? 4 : 1, 1, vec);
+  else if (stageable)
+    add(512, 1, 2, vec);  // W3 on an H200: 136 us, in registers (1024 x 32) 208 us
+  else if (per(1024, vec) <= 32)
+    add(1024, 1, 1, vec);
+  else
+    add(512, 1, 0, vec);
   if (stageable) {
     for (int tpr : {128, 256, 512, 1024}) add(tpr, 1, 2, vec);
     if (staged_bytes * 4 <= kStageLimit) add(32, 4, 2, vec);
@@ -200,8 +213,9 @@ struct Red {
 
 }  // namespace
 
-std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Group& group, const Target& target,
-                                       std::string* why_not, const Tunables* tune) {
+std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Group& group,
+                                       const Target& target, std::string* why_not,
+                                       const Tunables* tune) {
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
   std::vector<Red> reds;
   for (graph::NodeId id : group.nodes) {
@@ -229,9 +243,11 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   const graph::CudaRowProgram& p0 = reds[0].prog;
   const graph::Value& xv = g.value(n0.inputs[0]);
   const Shape xshape = p0.x_view.empty() ? xv.shape : p0.x_view;
-  BRAZE_CHECK(checked_numel(xshape) == checked_numel(xv.shape), n0.describe() + ": row program view of X differs in size");
+  BRAZE_CHECK(checked_numel(xshape) == checked_numel(xv.shape),
+              n0.describe() + ": row program view of X differs in size");
   for (const Red& r : reds) {
-    bool same = r.prog.axes == p0.axes && g.value(r.node->inputs[0]).shape == xv.shape && r.prog.x_view == p0.x_view;
+    bool same = r.prog.axes == p0.axes && g.value(r.node->inputs[0]).shape == xv.shape &&
+                r.prog.x_view == p0.x_view;
     if (!same || (reds.size() > 1 && !r.prog.x_view.empty())) {
       *why_not = r.node->describe() + " reduces other rows than " + n0.describe();
       return std::nullopt;
@@ -240,7 +256,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   Shape kept_shape, red_shape;
   std::vector<bool> reduced(xshape.size(), false);
   for (int64_t a : p0.axes) reduced.at(static_cast<size_t>(a)) = true;
-  for (size_t d = 0; d < xshape.size(); ++d) (reduced[d] ? red_shape : kept_shape).push_back(xshape[d]);
+  for (size_t d = 0; d < xshape.size(); ++d)
+    (reduced[d] ? red_shape : kept_shape).push_back(xshape[d]);
   int64_t rows = checked_numel(kept_shape), len = checked_numel(red_shape);
   // A single program without passes is element-wise (inference BatchNormalization): every
   // thread takes elements, as the pointwise schedule does.
@@ -254,7 +271,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   }
 
   Emitter e(g, [&](graph::NodeId id) { return members.count(id) != 0; });
-  auto full_coords = [&](const std::vector<std::string>& kept, const std::vector<std::string>& red) {
+  auto full_coords = [&](const std::vector<std::string>& kept,
+                         const std::vector<std::string>& red) {
     std::vector<std::string> c;
     size_t ki = 0, ri = 0;
     for (size_t d = 0; d < xshape.size(); ++d) c.push_back(reduced[d] ? red[ri++] : kept[ki++]);
@@ -271,7 +289,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     f["x"] = e.value_at_view(r.node->inputs[0], xshape, coords);
     for (size_t i = 1; i < r.node->inputs.size(); ++i) {
       if (r.node->inputs[i] == graph::kNoValue) continue;
-      Shape view = i - 1 < r.prog.views.size() && !r.prog.views[i - 1].empty() ? r.prog.views[i - 1] : r.shapes[i];
+      Shape view = i - 1 < r.prog.views.size() && !r.prog.views[i - 1].empty() ? r.prog.views[i - 1]
+                                                                               : r.shapes[i];
       std::string name = "in" + std::to_string(i);
       if (uses_field(r.prog, name))
         f[name] = e.value_at_view(r.node->inputs[i], view, broadcast_coords(coords, xshape, view));
@@ -288,7 +307,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     return k;
   };
   // {p0}, {p1} … of reduction `ri` at `coords`: the held value, else the map recomputed.
-  auto add_pass_fields = [&](size_t ri, const std::vector<std::string>& coords, std::map<std::string, std::string>& f) {
+  auto add_pass_fields = [&](size_t ri, const std::vector<std::string>& coords,
+                             std::map<std::string, std::string>& f) {
     const Red& r = reds[ri];
     for (size_t p = 0; p < r.prog.passes.size() && p < r.s.size(); ++p) {
       std::string name = fmt::format("p{}", p);
@@ -309,7 +329,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   // coordinates.
   std::vector<std::string> kept;
   std::map<graph::ValueId, std::pair<const Red*, size_t>> bound;  // value -> (reduction, output)
-  e.set_intercept([&](graph::ValueId v, const std::vector<std::string>& coords) -> std::optional<std::string> {
+  e.set_intercept([&](graph::ValueId v,
+                      const std::vector<std::string>& coords) -> std::optional<std::string> {
     auto it = bound.find(v);
     if (it == bound.end()) return std::nullopt;
     const Red& r = *it->second.first;
@@ -318,11 +339,14 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     std::map<std::string, std::string> f;
     if (o.per_element) {
       std::vector<std::string> xc =
-          coords.size() == xshape.size() ? coords : graph::cuda_unravel(graph::cuda_linearize(coords, g.value(v).shape), xshape);
+          coords.size() == xshape.size()
+              ? coords
+              : graph::cuda_unravel(graph::cuda_linearize(coords, g.value(v).shape), xshape);
       f = element_fields(r, xc);
       add_pass_fields(static_cast<size_t>(&r - reds.data()), xc, f);
     } else {
-      bool uses_inputs = o.expr.find("{in") != std::string::npos || o.expr.find("{x}") != std::string::npos;
+      bool uses_inputs =
+          o.expr.find("{in") != std::string::npos || o.expr.find("{x}") != std::string::npos;
       if (uses_inputs)
         f = element_fields(r, full_coords(kept, std::vector<std::string>(red_shape.size(), "0LL")));
       for (size_t k = 0; k < r.s.size(); ++k) f[fmt::format("s{}", k)] = r.s[k];
@@ -335,7 +359,9 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   // block (warps each taking a row), and with `cache` each thread holds its elements of the
   // row in registers — E = ceil(L / tpr) of them, loaded once however many passes follow.
   std::vector<Tunables> cands = tune ? std::vector<Tunables>{} : reduction_candidates(g, group);
-  Tunables t = tune ? *tune : cands.empty() ? Tunables{{"tpr", 32}, {"rpb", 1}, {"cache", 0}, {"vec", 1}} : cands.front();
+  Tunables t = tune            ? *tune
+               : cands.empty() ? Tunables{{"tpr", 32}, {"rpb", 1}, {"cache", 0}, {"vec", 1}}
+                               : cands.front();
   const int tpr = t.at("tpr"), rpb = t.at("rpb");
   const bool cache = t.at("cache") == 1 && !elementwise;
   // Split rows: a cluster of `split` blocks shares each row (sm_90 thread-block clusters),
@@ -347,12 +373,14 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   for (const Red& r : reds)
     for (const auto& pass : r.prog.passes) has_arg |= pass.combine.rfind("arg", 0) == 0;
   int split = t.count("split") ? t.at("split") : 1;
-  if (split < 1 || elementwise || rpb != 1 || has_arg || target.sm < 90 || target.emulated) split = 1;
+  if (split < 1 || elementwise || rpb != 1 || has_arg || target.sm < 90 || target.emulated)
+    split = 1;
   const int64_t T = int64_t{tpr} * split;
   // Staged: the row's group inputs are copied into shared memory once (asynchronously on
   // sm_80+), and every pass and the output sweep read them there.
   std::vector<graph::ValueId> staged;
-  if (t.at("cache") == 2 && !elementwise && p0.x_view.empty()) staged = staged_inputs(g, group, xv.shape);
+  if (t.at("cache") == 2 && !elementwise && p0.x_view.empty())
+    staged = staged_inputs(g, group, xv.shape);
   const bool smem = !staged.empty();
   // Vector lanes along the row: only for one reduced axis that is innermost, whole vectors.
   int vec = t.count("vec") ? t.at("vec") : 1;
@@ -364,14 +392,19 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   if (!elementwise) {
     e.line(fmt::format("const int lane = threadIdx.x % {};", tpr));
     if (split > 1) {
-      e.line(fmt::format("const int glane = lane + (int)(blockIdx.x % {}u) * {};  // the row's thread", split, tpr));
-      e.open(fmt::format("for (long long row = (long long)(blockIdx.x / {0}u); row < {1}LL; row += (long long)(gridDim.x / {0}u)) {{",
-                         split, rows));
+      e.line(
+          fmt::format("const int glane = lane + (int)(blockIdx.x % {}u) * {};  // the row's thread",
+                      split, tpr));
+      e.open(
+          fmt::format("for (long long row = (long long)(blockIdx.x / {0}u); row < {1}LL; row += "
+                      "(long long)(gridDim.x / {0}u)) {{",
+                      split, rows));
     } else {
       e.line("const int glane = lane;");
-      e.open(fmt::format("for (long long row = (long long)blockIdx.x * {0} + threadIdx.x / {1}; row < {2}LL; "
-                         "row += (long long)gridDim.x * {0}) {{",
-                         rpb, tpr, rows));
+      e.open(fmt::format(
+          "for (long long row = (long long)blockIdx.x * {0} + threadIdx.x / {1}; row < {2}LL; "
+          "row += (long long)gridDim.x * {0}) {{",
+          rpb, tpr, rows));
     }
   }
   kept = e.unravel("row", kept_shape);
@@ -382,19 +415,25 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   // A thread's chunk at iteration `it` of a row loop sits at (it·tpr + lane)·vec of its
   // block's region (the row's element b itself when the block has the whole row).
   const int64_t smem_row = split == 1 ? len : per_thread * tpr * vec;
-  const std::string sidx = split == 1 ? "b" : fmt::format("(it * {}LL + lane * {}LL)", int64_t{tpr} * vec, vec);
+  const std::string sidx =
+      split == 1 ? "b" : fmt::format("(it * {}LL + lane * {}LL)", int64_t{tpr} * vec, vec);
   if (smem) {
     std::string decls;
     for (graph::ValueId v : staged) {
       const graph::Value& val = g.value(v);
-      std::string st = graph::cuda_storage_type(val.dtype), name = fmt::format("braze_sx{}", staged_ptr.size());
-      decls += fmt::format("  {0}* const {1} = reinterpret_cast<{0}*>(braze_smem + {2}) + (threadIdx.x / {3}) * {4}LL;\n",
-                           st, name, smem_bytes, tpr, smem_row);
+      std::string st = graph::cuda_storage_type(val.dtype),
+                  name = fmt::format("braze_sx{}", staged_ptr.size());
+      decls += fmt::format(
+          "  {0}* const {1} = reinterpret_cast<{0}*>(braze_smem + {2}) + (threadIdx.x / {3}) * "
+          "{4}LL;\n",
+          st, name, smem_bytes, tpr, smem_row);
       staged_ptr.push_back(name);
       smem_bytes += static_cast<unsigned>((rpb * smem_row * dtype_size(val.dtype) + 15) / 16 * 16);
     }
     acc_decls += fmt::format("  BRAZE_DYNAMIC_SMEM(braze_smem, {});\n", smem_bytes) + decls;
-    e.open(fmt::format("for (long long b = (long long)glane * {0}, it = 0; b < {1}LL; b += {2}LL, ++it) {{", vec, len, T * vec));
+    e.open(fmt::format(
+        "for (long long b = (long long)glane * {0}, it = 0; b < {1}LL; b += {2}LL, ++it) {{", vec,
+        len, T * vec));
     e.push_scope();
     std::string gidx = graph::cuda_linearize(full_coords(kept, e.unravel("b", red_shape)), xshape);
     for (size_t i = 0; i < staged.size(); ++i) {
@@ -404,8 +443,9 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       if (target.sm >= 80 && (bytes == 4 || bytes == 8 || bytes == 16))
         e.line(fmt::format("braze_cp_async<{}>({} + {}, {});", bytes, staged_ptr[i], sidx, src));
       else if (vec > 1)
-        e.line(fmt::format("*reinterpret_cast<braze_vec<{0}, {1}>*>({2} + {3}) = braze_vload<{1}>({4}, 0);",
-                           graph::cuda_storage_type(val.dtype), vec, staged_ptr[i], sidx, src));
+        e.line(fmt::format(
+            "*reinterpret_cast<braze_vec<{0}, {1}>*>({2} + {3}) = braze_vload<{1}>({4}, 0);",
+            graph::cuda_storage_type(val.dtype), vec, staged_ptr[i], sidx, src));
       else
         e.line(fmt::format("{}[{}] = *({});", staged_ptr[i], sidx, src));
     }
@@ -424,7 +464,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     std::vector<Elem> elems;
     std::string lane_var;  // the clamped start, when vec > 1
   };
-  auto make_chunk = [&](const std::string& base, const std::string& valid, const std::string& clamped) {
+  auto make_chunk = [&](const std::string& base, const std::string& valid,
+                        const std::string& clamped) {
     Chunk c;
     if (vec == 1) {
       c.elems.push_back({base, valid, full_coords(kept, e.unravel(clamped, red_shape))});
@@ -432,7 +473,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     }
     c.lane_var = clamped;
     for (int j = 0; j < vec; ++j)
-      c.elems.push_back({Emitter::lane_expr(base, j), valid, full_coords(kept, {Emitter::lane_expr(clamped, j)})});
+      c.elems.push_back({Emitter::lane_expr(base, j), valid,
+                         full_coords(kept, {Emitter::lane_expr(clamped, j)})});
     return c;
   };
   // Cached mode: chunk k of this thread starts at (lane + k·tpr)·vec, clamped into the row
@@ -440,10 +482,13 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   std::vector<Chunk> cached;
   if (cache) {
     for (int64_t kk = 0; kk < per_thread; ++kk) {
-      std::string base = e.let("long long", fmt::format("((long long)glane + {}LL) * {}LL", kk * T, vec));
+      std::string base =
+          e.let("long long", fmt::format("((long long)glane + {}LL) * {}LL", kk * T, vec));
       bool always = (kk + 1) * T <= chunks;
       std::string valid = always ? "true" : e.let("bool", fmt::format("{} < {}LL", base, len));
-      std::string clamped = always ? base : e.let("long long", fmt::format("{0} ? {1} : {2}LL", valid, base, len - vec));
+      std::string clamped =
+          always ? base
+                 : e.let("long long", fmt::format("{0} ? {1} : {2}LL", valid, base, len - vec));
       cached.push_back(make_chunk(base, valid, clamped));
     }
   }
@@ -457,21 +502,25 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       e.set_lanes("", 1);
       return;
     }
-    e.open(fmt::format("for (long long b = (long long)glane * {0}, it = 0; b < {1}LL; b += {2}LL, ++it) {{", vec, len,
-                       T * vec));
+    e.open(fmt::format(
+        "for (long long b = (long long)glane * {0}, it = 0; b < {1}LL; b += {2}LL, ++it) {{", vec,
+        len, T * vec));
     e.push_scope();
     Chunk c = make_chunk("b", "true", "b");
     for (size_t i = 0; i < staged.size(); ++i) {  // the staged inputs come from shared memory
       const graph::Value& val = g.value(staged[i]);
       if (vec == 1) {
         e.memoize(staged[i], c.elems[0].coords,
-                  e.let(graph::cuda_compute_type(val.dtype), fmt::format("braze_val({}[{}])", staged_ptr[i], sidx)));
+                  e.let(graph::cuda_compute_type(val.dtype),
+                        fmt::format("braze_val({}[{}])", staged_ptr[i], sidx)));
         continue;
       }
       std::string w = e.fresh("sv");
-      e.line(fmt::format("const braze_vec<{}, {}> {} = braze_vload<{}>({}, {});", graph::cuda_storage_type(val.dtype), vec,
-                         w, vec, staged_ptr[i], sidx));
-      for (int j = 0; j < vec; ++j) e.memoize(staged[i], c.elems[static_cast<size_t>(j)].coords, fmt::format("braze_val({}.v[{}])", w, j));
+      e.line(fmt::format("const braze_vec<{}, {}> {} = braze_vload<{}>({}, {});",
+                         graph::cuda_storage_type(val.dtype), vec, w, vec, staged_ptr[i], sidx));
+      for (int j = 0; j < vec; ++j)
+        e.memoize(staged[i], c.elems[static_cast<size_t>(j)].coords,
+                  fmt::format("braze_val({}.v[{}])", w, j));
     }
     if (vec > 1) e.set_lanes("b", vec);
     body(c);
@@ -479,18 +528,20 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     e.pop_scope();
     e.close();
   };
-  auto row_reduce = [&](const std::string& s, const std::string& type, const std::string& acc, const std::string& comb,
-                        const std::string& ident, const std::string& tag) {
+  auto row_reduce = [&](const std::string& s, const std::string& type, const std::string& acc,
+                        const std::string& comb, const std::string& ident, const std::string& tag) {
     std::string r;
     if (tpr == 32) {
       r = fmt::format("{} {} = braze_warp_reduce({}, {});", type, s, acc, comb);
     } else {
       acc_decls += fmt::format("  __shared__ {} braze_shm{}[32];\n", type, tag);
-      r = fmt::format("{} {} = braze_block_reduce({}, {}, {}, braze_shm{});", type, s, acc, comb, ident, tag);
+      r = fmt::format("{} {} = braze_block_reduce({}, {}, {}, braze_shm{});", type, s, acc, comb,
+                      ident, tag);
     }
     if (split > 1) {
       acc_decls += fmt::format("  __shared__ {} braze_cslot{};\n", type, tag);
-      r += fmt::format(" {0} = braze_cluster_reduce({0}, {1}, &braze_cslot{2}, {3});", s, comb, tag, split);
+      r += fmt::format(" {0} = braze_cluster_reduce({0}, {1}, &braze_cslot{2}, {3});", s, comb, tag,
+                       split);
     }
     return r;
   };
@@ -501,8 +552,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       std::string tag = fmt::format("{}_o", ri);
       const std::string t0 = r.prog.passes[0].type;
       std::string m = "m" + tag, sm = "sm" + tag;
-      e.line(fmt::format("{0} {1} = {2}; {0} {3} = {4};", t0, m, graph::cuda_literal(t0, -INFINITY), sm,
-                         graph::cuda_literal(t0, 0)));
+      e.line(fmt::format("{0} {1} = {2}; {0} {3} = {4};", t0, m, graph::cuda_literal(t0, -INFINITY),
+                         sm, graph::cuda_literal(t0, 0)));
       try {
         for_chunks([&](const Chunk& c) {
           for (const Elem& el : c.elems) {
@@ -520,8 +571,10 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       if (tpr == 32) {
         e.line(fmt::format("braze_warp_online({}, {});", m, sm));
       } else {
-        acc_decls += fmt::format("  __shared__ {0} braze_shm{1}m[32];\n  __shared__ {0} braze_shm{1}s[32];\n", t0, tag);
-        e.line(fmt::format("braze_block_online({}, {}, braze_shm{}m, braze_shm{}s);", m, sm, tag, tag));
+        acc_decls += fmt::format(
+            "  __shared__ {0} braze_shm{1}m[32];\n  __shared__ {0} braze_shm{1}s[32];\n", t0, tag);
+        e.line(fmt::format("braze_block_online({}, {}, braze_shm{}m, braze_shm{}s);", m, sm, tag,
+                           tag));
       }
       if (split > 1) {
         acc_decls += fmt::format("  __shared__ {} braze_cslot{}[2];\n", t0, tag);
@@ -532,7 +585,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     for (size_t p = r.s.size(); p < r.prog.passes.size(); ++p) {
       const auto& pass = r.prog.passes[p];
       bool arg = pass.combine.rfind("arg", 0) == 0;
-      bool is_max = pass.combine.find("max") != std::string::npos, last = pass.combine.find("last") != std::string::npos;
+      bool is_max = pass.combine.find("max") != std::string::npos,
+           last = pass.combine.find("last") != std::string::npos;
       std::string tag = fmt::format("{}_{}", ri, p);
       std::string xt = graph::cuda_compute_type(g.value(r.node->inputs[0]).dtype);
       std::string val_type = arg ? xt : pass.type;
@@ -544,7 +598,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         e.line(fmt::format("{} {} = {};", pass.type, acc, identity_of(pass.combine, pass.type)));
       }
       // One element's contribution: its mapped value folded into the accumulator.
-      auto contribute = [&](const std::vector<std::string>& coords, const std::string& rr, const std::string& valid) {
+      auto contribute = [&](const std::vector<std::string>& coords, const std::string& rr,
+                            const std::string& valid) {
         std::map<std::string, std::string> f = element_fields(r, coords);
         f["r"] = rr;
         f["n"] = graph::cuda_literal(arg ? "double" : pass.type, static_cast<double>(len));
@@ -552,13 +607,15 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         if (cache) pass_values[pass_key(ri, p, coords)] = m;
         std::string guard = valid == "true" ? "" : valid + " && ";
         if (arg)
-          e.line(fmt::format("if ({}braze_arg_better({}, {}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}", guard, m, rr, acc,
-                             acci, is_max, last, acc, m, acci, rr));
+          e.line(
+              fmt::format("if ({}braze_arg_better({}, {}, {}, {}, {}, {})) {{ {} = {}; {} = {}; }}",
+                          guard, m, rr, acc, acci, is_max, last, acc, m, acci, rr));
         else if (valid == "true")
-          e.line(fmt::format("{} = ({}){}({}, {});", acc, pass.type, combiner(pass.combine, pass.type), acc, m));
+          e.line(fmt::format("{} = ({}){}({}, {});", acc, pass.type,
+                             combiner(pass.combine, pass.type), acc, m));
         else
-          e.line(fmt::format("if ({}) {} = ({}){}({}, {});", valid, acc, pass.type, combiner(pass.combine, pass.type),
-                             acc, m));
+          e.line(fmt::format("if ({}) {} = ({}){}({}, {});", valid, acc, pass.type,
+                             combiner(pass.combine, pass.type), acc, m));
       };
       try {
         for_chunks([&](const Chunk& c) {
@@ -571,21 +628,26 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       std::string s = "s" + tag;
       if (arg) {
         if (tpr == 32) {
-          e.line(fmt::format("const long long {} = braze_warp_argreduce({}, {}, {}, {});", s, acc, acci, is_max, last));
+          e.line(fmt::format("const long long {} = braze_warp_argreduce({}, {}, {}, {});", s, acc,
+                             acci, is_max, last));
         } else {
-          acc_decls += fmt::format("  __shared__ {} braze_shm{}[32];\n  __shared__ long long braze_shmi{}[32];\n",
-                                   val_type, tag, tag);
-          e.line(fmt::format("const long long {} = braze_block_argreduce({}, {}, {}, {}, braze_shm{}, braze_shmi{});", s,
-                             acc, acci, is_max, last, tag, tag));
+          acc_decls += fmt::format(
+              "  __shared__ {} braze_shm{}[32];\n  __shared__ long long braze_shmi{}[32];\n",
+              val_type, tag, tag);
+          e.line(
+              fmt::format("const long long {} = braze_block_argreduce({}, {}, {}, {}, braze_shm{}, "
+                          "braze_shmi{});",
+                          s, acc, acci, is_max, last, tag, tag));
         }
       } else {
-        e.line(row_reduce(s, pass.type, acc, combiner(pass.combine, pass.type), identity_of(pass.combine, pass.type),
-                          tag));
+        e.line(row_reduce(s, pass.type, acc, combiner(pass.combine, pass.type),
+                          identity_of(pass.combine, pass.type), tag));
       }
       r.s.push_back(s);
     }
     for (size_t k = 0; k < r.node->outputs.size() && k < r.prog.outputs.size(); ++k)
-      if (r.node->outputs[k] != graph::kNoValue && !r.prog.outputs[k].expr.empty()) bound[r.node->outputs[k]] = {&r, k};
+      if (r.node->outputs[k] != graph::kNoValue && !r.prog.outputs[k].expr.empty())
+        bound[r.node->outputs[k]] = {&r, k};
   }
 
   // The group's outputs: per row (lane 0) or per element (a last sweep).
@@ -620,8 +682,8 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
           while (k < kept_shape.size() && kept_shape[k] == 1) ++k;
           c.push_back(d == 1 ? "0LL" : kept[k++]);
         }
-        e.line(fmt::format("braze_store({}, row, ({}){});", e.output_param(o), graph::cuda_compute_type(v.dtype),
-                           e.value_at(o, c)));
+        e.line(fmt::format("braze_store({}, row, ({}){});", e.output_param(o),
+                           graph::cuda_compute_type(v.dtype), e.value_at(o, c)));
       }
       e.pop_scope();
       e.close();
@@ -630,8 +692,10 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       std::string lin = e.let("long long", graph::cuda_linearize(coords, xshape));
       for (graph::ValueId o : per_element) {
         const graph::Value& v = g.value(o);
-        std::string val = v.shape == xshape ? e.value_at(o, coords) : e.value_at_view(o, xshape, coords);
-        e.line(fmt::format("braze_store({}, {}, ({}){});", e.output_param(o), lin, graph::cuda_compute_type(v.dtype), val));
+        std::string val =
+            v.shape == xshape ? e.value_at(o, coords) : e.value_at_view(o, xshape, coords);
+        e.line(fmt::format("braze_store({}, {}, ({}){});", e.output_param(o), lin,
+                           graph::cuda_compute_type(v.dtype), val));
       }
     };
     // A chunk's values of each output, stored as one vector (outputs here are laid out as X).
@@ -649,16 +713,18 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         for (size_t j = 0; j < c.elems.size(); ++j) {
           const auto& co = c.elems[j].coords;
           std::string val = v.shape == xshape ? e.value_at(o, co) : e.value_at_view(o, xshape, co);
-          e.line(fmt::format("{}.v[{}] = braze_pack(braze_tag<{}>{{}}, ({}){});", pk, j, st, ct, val));
+          e.line(
+              fmt::format("{}.v[{}] = braze_pack(braze_tag<{}>{{}}, ({}){});", pk, j, st, ct, val));
         }
         e.line(fmt::format("braze_vstore<{}>({}, {}, {});", vec, e.output_param(o), lin, pk));
       }
     };
     if (!per_element.empty()) {
       if (elementwise) {
-        e.open(fmt::format("for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < {}LL; "
-                           "r += (long long)gridDim.x * blockDim.x) {{",
-                           len));
+        e.open(fmt::format(
+            "for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < {}LL; "
+            "r += (long long)gridDim.x * blockDim.x) {{",
+            len));
         e.push_scope();
         store_elements(full_coords(kept, e.unravel("r", red_shape)));
         e.pop_scope();
@@ -695,8 +761,9 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     int64_t fit = std::min<int64_t>(2048 / threads, (227 * 1024) / (int64_t{smem_bytes} + 1024));
     if (fit > 1) bounds += ", " + std::to_string(fit);
   }
-  std::string code = fmt::format("extern \"C\" __global__ void __launch_bounds__({}){} KERNEL_NAME({}) {{\n{}{}}}\n",
-                                 bounds, cluster, e.signature(), acc_decls, e.body());
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({}){} KERNEL_NAME({}) {{\n{}{}}}\n", bounds,
+      cluster, e.signature(), acc_decls, e.body());
   finish_kernel(g, k, code, kReduceHelpers);
   return k;
 }

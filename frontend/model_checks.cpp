@@ -49,9 +49,12 @@ void check_names_are_utf8(const onnx::GraphProto& g) {
     for (int a = 0; a < node.attribute_size(); ++a) {
       const onnx::AttributeProto& attr = node.attribute(a);
       check_utf8(attr.name(), [&] { return in_node(fmt::format("the name of attribute {}", a)); });
-      check_utf8(attr.s(), [&] { return in_node(fmt::format("the value of attribute '{}'", attr.name())); });
+      check_utf8(attr.s(),
+                 [&] { return in_node(fmt::format("the value of attribute '{}'", attr.name())); });
       for (int k = 0; k < attr.strings_size(); ++k)
-        check_utf8(attr.strings(k), [&] { return in_node(fmt::format("value {} of attribute '{}'", k, attr.name())); });
+        check_utf8(attr.strings(k), [&] {
+          return in_node(fmt::format("value {} of attribute '{}'", k, attr.name()));
+        });
     }
   }
 }
@@ -73,12 +76,14 @@ int64_t count_nodes(const onnx::GraphProto& g) {
 void check_node_count(const onnx::GraphProto& g) {
   const int64_t n = count_nodes(g);
   if (n > kMaxNodes)
-    throw UserError(fmt::format("the model has {} nodes (subgraphs included); braze imports at most {}", n, kMaxNodes));
+    throw UserError(fmt::format(
+        "the model has {} nodes (subgraphs included); braze imports at most {}", n, kMaxNodes));
 }
 
-void check_attributes(const onnx::NodeProto& node, const graph::OpDef& op, int opset, const std::string& what) {
-  const onnx::OpSchema* schema =
-      onnx::OpSchemaRegistry::Schema(node.op_type(), opset, op.domain.empty() ? onnx::ONNX_DOMAIN : op.domain);
+void check_attributes(const onnx::NodeProto& node, const graph::OpDef& op, int opset,
+                      const std::string& what) {
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(
+      node.op_type(), opset, op.domain.empty() ? onnx::ONNX_DOMAIN : op.domain);
   std::set<std::string> known;
   for (const graph::AttrSpec& spec : op.attrs) known.insert(spec.name);
   if (schema)
@@ -89,9 +94,9 @@ void check_attributes(const onnx::NodeProto& node, const graph::OpDef& op, int o
     if (!seen.insert(a.name()).second)
       throw UserError(fmt::format("{}: attribute '{}' is given twice", what, a.name()));
     if (!known.count(a.name()))
-      throw UserError(fmt::format("{}: unknown attribute '{}' ({} at opset {} takes {})", what, a.name(),
-                                  node.op_type(), opset,
-                                  known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
+      throw UserError(fmt::format(
+          "{}: unknown attribute '{}' ({} at opset {} takes {})", what, a.name(), node.op_type(),
+          opset, known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
   }
 }
 

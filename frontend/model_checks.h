@@ -26,6 +26,7 @@ void check_node_count(const onnx::GraphProto& graph);
 
 // Every attribute of `node` named, once, and one that `op` takes at `opset`: in the registry's
 // specs or in ONNX's schema of the op (which knows attributes braze reads nowhere).
-void check_attributes(const onnx::NodeProto& node, const graph::OpDef& op, int opset, const std::string& what);
+void check_attributes(const onnx::NodeProto& node, const graph::OpDef& op, int opset,
+                      const std::string& what);
 
 }  // namespace braze::frontend

@@ -38,31 +38,48 @@ std::string node_label(const onnx::NodeProto& n, int index) {
   return n.name().empty() ? fmt::format("{}_{}", n.op_type(), index) : n.name();
 }
 
-AttrValue convert_attr(const onnx::AttributeProto& a, const DataScope& scope, const std::string& what) {
+AttrValue convert_attr(const onnx::AttributeProto& a, const DataScope& scope,
+                       const std::string& what) {
   using A = onnx::AttributeProto;
   A::AttributeType type = a.type();
   if (!a.ref_attr_name().empty())
-    throw UnsupportedError(fmt::format("{}: attribute '{}' refers to a function attribute", what, a.name()));
+    throw UnsupportedError(
+        fmt::format("{}: attribute '{}' refers to a function attribute", what, a.name()));
   if (type == A::UNDEFINED) {  // very old models leave the type out: take the field that is set
-    if (a.has_f()) type = A::FLOAT;
-    else if (a.has_i()) type = A::INT;
-    else if (a.has_s()) type = A::STRING;
-    else if (a.has_t()) type = A::TENSOR;
-    else if (a.floats_size()) type = A::FLOATS;
-    else if (a.ints_size()) type = A::INTS;
-    else if (a.strings_size()) type = A::STRINGS;
+    if (a.has_f())
+      type = A::FLOAT;
+    else if (a.has_i())
+      type = A::INT;
+    else if (a.has_s())
+      type = A::STRING;
+    else if (a.has_t())
+      type = A::TENSOR;
+    else if (a.floats_size())
+      type = A::FLOATS;
+    else if (a.ints_size())
+      type = A::INTS;
+    else if (a.strings_size())
+      type = A::STRINGS;
   }
   switch (type) {
-    case A::FLOAT: return static_cast<double>(a.f());
-    case A::INT: return static_cast<int64_t>(a.i());
-    case A::STRING: return a.s();
-    case A::TENSOR: return tensor_from_proto(a.t(), scope, fmt::format("{}: attribute '{}'", what, a.name()));
-    case A::FLOATS: return std::vector<double>(a.floats().begin(), a.floats().end());
-    case A::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
-    case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    case A::FLOAT:
+      return static_cast<double>(a.f());
+    case A::INT:
+      return static_cast<int64_t>(a.i());
+    case A::STRING:
+      return a.s();
+    case A::TENSOR:
+      return tensor_from_proto(a.t(), scope, fmt::format("{}: attribute '{}'", what, a.name()));
+    case A::FLOATS:
+      return std::vector<double>(a.floats().begin(), a.floats().end());
+    case A::INTS:
+      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case A::STRINGS:
+      return std::vector<std::string>(a.strings().begin(), a.strings().end());
     default:
-      throw UnsupportedError(fmt::format("{}: attribute '{}' has a kind braze does not support ({})", what,
-                                         a.name(), A::AttributeType_Name(type)));
+      throw UnsupportedError(
+          fmt::format("{}: attribute '{}' has a kind braze does not support ({})", what, a.name(),
+                      A::AttributeType_Name(type)));
   }
 }
 
@@ -77,16 +94,21 @@ void check_supported(const onnx::GraphProto& gp, const std::map<std::string, int
     const graph::OpDef* op = graph::find_op(domain, n.op_type());
     std::string dname = domain.empty() ? "ai.onnx" : domain;
     std::string key;
-    if (opset < 0) key = fmt::format("{} ({}, a domain the model does not import)", n.op_type(), dname);
-    else if (!op) key = fmt::format("{} ({}, opset {})", n.op_type(), dname, opset);
+    if (opset < 0)
+      key = fmt::format("{} ({}, a domain the model does not import)", n.op_type(), dname);
+    else if (!op)
+      key = fmt::format("{} ({}, opset {})", n.op_type(), dname, opset);
     else if (op->since > opset)
-      key = fmt::format("{} ({}, opset {}: the op first appears in opset {})", n.op_type(), dname, opset, op->since);
+      key = fmt::format("{} ({}, opset {}: the op first appears in opset {})", n.op_type(), dname,
+                        opset, op->since);
     else if (op->oldest > opset)
-      key = fmt::format("{} ({}, opset {}: braze imports this op from opset {})", n.op_type(), dname, opset, op->oldest);
+      key = fmt::format("{} ({}, opset {}: braze imports this op from opset {})", n.op_type(),
+                        dname, opset, op->oldest);
     if (!key.empty()) missing[key].push_back("'" + node_label(n, i) + "'");
   }
   if (missing.empty()) return;
-  std::string msg = fmt::format("the model uses {} unsupported op{}:", missing.size(), missing.size() == 1 ? "" : "s");
+  std::string msg = fmt::format("the model uses {} unsupported op{}:", missing.size(),
+                                missing.size() == 1 ? "" : "s");
   for (auto& [k, nodes] : missing) {
     size_t total = nodes.size();
     if (nodes.size() > 8) {
@@ -100,14 +122,15 @@ void check_supported(const onnx::GraphProto& gp, const std::map<std::string, int
 
 // ONNX requires nodes in topological order, but exporters do not always comply; order them,
 // reporting values nothing defines and cycles as user errors.
-std::vector<int> onnx_node_order(const onnx::GraphProto& gp, const std::set<std::string>& available) {
+std::vector<int> onnx_node_order(const onnx::GraphProto& gp,
+                                 const std::set<std::string>& available) {
   std::unordered_map<std::string, int> producer;
   for (int i = 0; i < gp.node_size(); ++i)
     for (const auto& o : gp.node(i).output())
       if (!o.empty()) {
         if (available.count(o) || !producer.emplace(o, i).second)
-          throw UserError(fmt::format("value '{}' is defined more than once (again by node '{}')", o,
-                                      node_label(gp.node(i), i)));
+          throw UserError(fmt::format("value '{}' is defined more than once (again by node '{}')",
+                                      o, node_label(gp.node(i), i)));
       }
   std::vector<int> pending(gp.node_size(), 0);
   std::vector<std::vector<int>> consumers(gp.node_size());
@@ -116,8 +139,9 @@ std::vector<int> onnx_node_order(const onnx::GraphProto& gp, const std::set<std:
       if (in.empty() || available.count(in)) continue;
       auto it = producer.find(in);
       if (it == producer.end())
-        throw UserError(fmt::format("node '{}' ({}) reads '{}', which no node, input or initializer defines",
-                                    node_label(gp.node(i), i), gp.node(i).op_type(), in));
+        throw UserError(
+            fmt::format("node '{}' ({}) reads '{}', which no node, input or initializer defines",
+                        node_label(gp.node(i), i), gp.node(i).op_type(), in));
       ++pending[i];
       consumers[it->second].push_back(i);
     }
@@ -142,31 +166,37 @@ std::vector<int> onnx_node_order(const onnx::GraphProto& gp, const std::set<std:
   return order;
 }
 
-Shape input_shape(const onnx::ValueInfoProto& vi, const ImportOptions& opts, std::vector<std::string>& notes) {
+Shape input_shape(const onnx::ValueInfoProto& vi, const ImportOptions& opts,
+                  std::vector<std::string>& notes) {
   const auto& tt = vi.type().tensor_type();
   auto given = opts.shapes.find(vi.name());
   if (!tt.has_shape()) {
     if (given != opts.shapes.end()) return given->second;
-    throw UserError(fmt::format("input '{}' has no shape in the model; give one with --shapes {}:<dims>",
-                                vi.name(), vi.name()));
+    throw UserError(
+        fmt::format("input '{}' has no shape in the model; give one with --shapes {}:<dims>",
+                    vi.name(), vi.name()));
   }
   const auto& dims = tt.shape().dim();
   if (given != opts.shapes.end()) {
     const Shape& s = given->second;
     bool differs = static_cast<int>(s.size()) != dims.size();
-    for (int i = 0; !differs && i < dims.size(); ++i) differs = dims[i].has_dim_value() && dims[i].dim_value() != s[i];
+    for (int i = 0; !differs && i < dims.size(); ++i)
+      differs = dims[i].has_dim_value() && dims[i].dim_value() != s[i];
     if (differs && opts.shapes_override_model) {
-      notes.push_back(fmt::format("input '{}' is given as {} although the model declares another shape", vi.name(),
-                                  shape_str(s)));
+      notes.push_back(
+          fmt::format("input '{}' is given as {} although the model declares another shape",
+                      vi.name(), shape_str(s)));
       return s;
     }
     if (static_cast<int>(s.size()) != dims.size())
-      throw UserError(fmt::format("--shapes gives input '{}' rank {} ({}), but the model declares rank {}",
-                                  vi.name(), s.size(), shape_str(s), dims.size()));
+      throw UserError(
+          fmt::format("--shapes gives input '{}' rank {} ({}), but the model declares rank {}",
+                      vi.name(), s.size(), shape_str(s), dims.size()));
     for (int i = 0; i < dims.size(); ++i)
       if (dims[i].has_dim_value() && dims[i].dim_value() != s[i])
-        throw UserError(fmt::format("--shapes gives input '{}' dim {} = {}, but the model fixes it to {}",
-                                    vi.name(), i, s[i], dims[i].dim_value()));
+        throw UserError(
+            fmt::format("--shapes gives input '{}' dim {} = {}, but the model fixes it to {}",
+                        vi.name(), i, s[i], dims[i].dim_value()));
     return s;
   }
   Shape s;
@@ -178,8 +208,9 @@ Shape input_shape(const onnx::ValueInfoProto& vi, const ImportOptions& opts, std
       s.push_back(dims[i].dim_value());
     } else {
       std::string sym = dims[i].dim_param().empty() ? "?" : dims[i].dim_param();
-      notes.push_back(fmt::format("input '{}' dim {} ('{}') set to 1; choose it with --shapes {}:<dims>",
-                                  vi.name(), i, sym, vi.name()));
+      notes.push_back(
+          fmt::format("input '{}' dim {} ('{}') set to 1; choose it with --shapes {}:<dims>",
+                      vi.name(), i, sym, vi.name()));
       s.push_back(1);
     }
   }
@@ -193,7 +224,8 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
   ImportResult res;
   if (!model.has_graph()) throw UserError("not an ONNX model: it has no graph");
   std::map<std::string, int64_t> opsets;
-  for (const auto& oi : model.opset_import()) opsets[is_default_domain(oi.domain()) ? "" : oi.domain()] = oi.version();
+  for (const auto& oi : model.opset_import())
+    opsets[is_default_domain(oi.domain()) ? "" : oi.domain()] = oi.version();
   if (model.opset_import_size() == 0) {
     if (model.ir_version() == 0 && model.graph().node_size() == 0)
       throw UserError("not an ONNX model: no IR version, opset or nodes");
@@ -203,10 +235,12 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
   if (def != opsets.end()) {
     res.opset = def->second;
     if (def->second < graph::kMinOpset || def->second > graph::kMaxOpset)
-      throw UnsupportedError(fmt::format("the model uses opset {} of the default domain; braze imports opsets {} to {}",
-                                         def->second, graph::kMinOpset, graph::kMaxOpset));
+      throw UnsupportedError(fmt::format(
+          "the model uses opset {} of the default domain; braze imports opsets {} to {}",
+          def->second, graph::kMinOpset, graph::kMaxOpset));
   }
-  res.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
+  res.producer = model.producer_name() +
+                 (model.producer_version().empty() ? "" : " " + model.producer_version());
   const onnx::GraphProto& gp = model.graph();
   check_node_count(gp);
   check_names_are_utf8(gp);
@@ -230,21 +264,22 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
   });
   for (size_t i = 0; i < weights.size(); ++i)
     g.add_constant(gp.initializer(static_cast<int>(i)).name(), std::move(weights[i]));
-  if (gp.sparse_initializer_size())
-    throw UnsupportedError("sparse initializers are not supported");
+  if (gp.sparse_initializer_size()) throw UnsupportedError("sparse initializers are not supported");
 
   std::set<std::string> input_names;
   for (const auto& vi : gp.input()) {
     if (available.count(vi.name())) continue;  // an initializer's default value: a constant
     if (!vi.type().has_tensor_type())
-      throw UnsupportedError(fmt::format("input '{}' is not a tensor ({}); braze supports tensor inputs only",
-                                         vi.name(), vi.type().has_sequence_type() ? "a sequence"
-                                                    : vi.type().has_optional_type() ? "an optional"
-                                                                                    : "a non-tensor type"));
+      throw UnsupportedError(fmt::format(
+          "input '{}' is not a tensor ({}); braze supports tensor inputs only", vi.name(),
+          vi.type().has_sequence_type()   ? "a sequence"
+          : vi.type().has_optional_type() ? "an optional"
+                                          : "a non-tensor type"));
     auto dt = graph::dtype_from_onnx(vi.type().tensor_type().elem_type());
     if (!dt)
-      throw UnsupportedError(fmt::format("input '{}' has dtype {}, which braze does not support", vi.name(),
-                                         graph::onnx_dtype_name(vi.type().tensor_type().elem_type())));
+      throw UnsupportedError(
+          fmt::format("input '{}' has dtype {}, which braze does not support", vi.name(),
+                      graph::onnx_dtype_name(vi.type().tensor_type().elem_type())));
     Shape s = input_shape(vi, opts, res.notes);
     available.insert(vi.name());
     input_names.insert(vi.name());
@@ -253,8 +288,9 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
   for (const auto& [name, shape] : opts.shapes)
     if (!input_names.count(name)) {
       std::vector<std::string> names(input_names.begin(), input_names.end());
-      throw UserError(fmt::format("--shapes names '{}', which is not an input of the model (inputs: {})", name,
-                                  fmt::join(names, ", ")));
+      throw UserError(
+          fmt::format("--shapes names '{}', which is not an input of the model (inputs: {})", name,
+                      fmt::join(names, ", ")));
     }
 
   for (int idx : onnx_node_order(gp, available)) {
@@ -267,15 +303,18 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
     graph::Attributes attrs;
     for (const auto& a : np.attribute()) {
       AttrValue v = convert_attr(a, scope, what);
-      if (const graph::AttrSpec* spec = op->find_attr(a.name()); spec && graph::attr_type(v) != spec->type)
-        throw UserError(fmt::format("{}: attribute '{}' should be of type {}, not {}", what, a.name(),
-                                    graph::attr_type_name(spec->type), graph::attr_type_name(graph::attr_type(v))));
+      if (const graph::AttrSpec* spec = op->find_attr(a.name());
+          spec && graph::attr_type(v) != spec->type)
+        throw UserError(fmt::format("{}: attribute '{}' should be of type {}, not {}", what,
+                                    a.name(), graph::attr_type_name(spec->type),
+                                    graph::attr_type_name(graph::attr_type(v))));
       attrs.emplace(a.name(), std::move(v));
     }
     std::vector<ValueId> ins, outs;
     for (const auto& in : np.input()) ins.push_back(in.empty() ? kNoValue : g.find_value(in));
     while (!ins.empty() && ins.back() == kNoValue) ins.pop_back();
-    for (const auto& o : np.output()) outs.push_back(o.empty() ? kNoValue : g.add_value(o, DType::Float32, {}));
+    for (const auto& o : np.output())
+      outs.push_back(o.empty() ? kNoValue : g.add_value(o, DType::Float32, {}));
     while (!outs.empty() && outs.back() == kNoValue) outs.pop_back();
     NodeId id = g.add_node(op, label, std::move(ins), std::move(outs), std::move(attrs),
                            static_cast<int>(opsets.at(domain)));
@@ -296,7 +335,8 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
 
   for (const auto& vi : gp.output()) {
     ValueId v = g.find_value(vi.name());
-    if (v == kNoValue) throw UserError(fmt::format("graph output '{}' is never defined", vi.name()));
+    if (v == kNoValue)
+      throw UserError(fmt::format("graph output '{}' is never defined", vi.name()));
     g.add_output(v, vi.name());
   }
   if (g.outputs().empty()) throw UserError("the model has no outputs");
@@ -320,16 +360,21 @@ bool parse_model(std::string_view bytes, int depth, onnx::ModelProto& model) {
 
 ImportResult import_model_bytes(std::string_view bytes, ImportOptions opts) {
   if (bytes.empty()) throw UserError("the model file is empty");
-  if (bytes.size() > INT32_MAX) throw UnsupportedError("models over 2 GiB must keep their weights as external data");
+  if (bytes.size() > INT32_MAX)
+    throw UnsupportedError("models over 2 GiB must keep their weights as external data");
   onnx::ModelProto model;
   if (!parse_model(bytes, kMaxNesting, model)) {
     // Nested too deep, or not a model at all: a second parse, allowed deeper, tells them apart.
     onnx::ModelProto deeper;
     if (parse_model(bytes, kMaxNesting * 10, deeper))
-      throw UserError(fmt::format("the model nests messages more than {} levels deep (subgraphs within subgraphs, "
-                                  "or types within types); braze reads at most {}", kMaxNesting, kMaxNesting));
-    throw UserError(fmt::format("not an ONNX model: the file does not parse as a ModelProto (truncated, another "
-                                "format, or nested more than {} levels deep?)", kMaxNesting * 10));
+      throw UserError(fmt::format(
+          "the model nests messages more than {} levels deep (subgraphs within subgraphs, "
+          "or types within types); braze reads at most {}",
+          kMaxNesting, kMaxNesting));
+    throw UserError(fmt::format(
+        "not an ONNX model: the file does not parse as a ModelProto (truncated, another "
+        "format, or nested more than {} levels deep?)",
+        kMaxNesting * 10));
   }
   if (!model.has_graph() || model.ir_version() <= 0)
     throw UserError("not an ONNX model: it has no graph or IR version");
@@ -339,11 +384,13 @@ ImportResult import_model_bytes(std::string_view bytes, ImportOptions opts) {
 ImportResult import_model_file(const fs::path& path, ImportOptions opts) {
   std::error_code ec;
   if (const uint64_t size = fs::file_size(path, ec); !ec && size > INT32_MAX)
-    throw UnsupportedError(fmt::format("{}: the model file is {:.2f} GiB; an ONNX model (a protobuf message) is at "
-                                       "most 2 GiB, larger models keep their weights as external data",
-                                       path.string(), static_cast<double>(size) / (1 << 30)));
+    throw UnsupportedError(
+        fmt::format("{}: the model file is {:.2f} GiB; an ONNX model (a protobuf message) is at "
+                    "most 2 GiB, larger models keep their weights as external data",
+                    path.string(), static_cast<double>(size) / (1 << 30)));
   std::string bytes = read_file(path);
-  if (opts.model_dir.empty()) opts.model_dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (opts.model_dir.empty())
+    opts.model_dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   opts.model_file = path;
   try {
     return import_model_bytes(bytes, std::move(opts));
@@ -367,14 +414,16 @@ std::map<std::string, Shape> parse_shape_spec(std::string_view spec) {
   while (pos < spec.size()) {
     size_t end = spec.find(',', pos);
     // A name may contain ':' (torch exports); the dims follow the last ':'.
-    std::string item(spec.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos));
+    std::string item(
+        spec.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos));
     pos = end == std::string_view::npos ? spec.size() : end + 1;
     size_t colon = item.rfind(':');
     if (colon == std::string::npos || colon == 0)
       throw UserError(fmt::format("--shapes: '{}' is not NAME:DIMS (e.g. input_ids:1x128)", item));
     std::string name = item.substr(0, colon), dims = item.substr(colon + 1);
     if (!dims.empty() && dims.back() == 'x')  // "name:" is a scalar
-      throw UserError(fmt::format("--shapes: '{}' ends without a dimension (e.g. input_ids:1x128)", item));
+      throw UserError(
+          fmt::format("--shapes: '{}' ends without a dimension (e.g. input_ids:1x128)", item));
     Shape s;
     size_t p = 0;
     while (p < dims.size()) {
@@ -386,7 +435,8 @@ std::map<std::string, Shape> parse_shape_spec(std::string_view spec) {
       s.push_back(std::stoll(d));
     }
     checked_numel(s, "--shapes " + name);
-    if (!out.emplace(name, s).second) throw UserError(fmt::format("--shapes names '{}' twice", name));
+    if (!out.emplace(name, s).second)
+      throw UserError(fmt::format("--shapes names '{}' twice", name));
   }
   return out;
 }

@@ -22,7 +22,8 @@ namespace braze::frontend {
 struct ImportOptions {
   std::map<std::string, Shape> shapes;  // input name -> full shape
   std::filesystem::path model_dir;      // folder external data is read relative to
-  std::filesystem::path model_file;     // the model's file, which external data may not name (empty: bytes)
+  std::filesystem::path
+      model_file;  // the model's file, which external data may not name (empty: bytes)
   // When `shapes` disagrees with a dim the model fixes: false = error, true = the given
   // shape wins with a note (test data is the ground truth in conformance runs).
   bool shapes_override_model = false;

@@ -21,7 +21,8 @@ struct DataScope {
 
 // TensorProto -> Tensor; external data read from within `scope`. `what` names the tensor in
 // errors.
-Tensor tensor_from_proto(const onnx::TensorProto& t, const DataScope& scope, const std::string& what);
+Tensor tensor_from_proto(const onnx::TensorProto& t, const DataScope& scope,
+                         const std::string& what);
 onnx::TensorProto tensor_to_proto(const Tensor& t, const std::string& name);
 
 // Builds a ModelProto from ONNX's text syntax (onnx::OnnxParser); UserError on a parse error.

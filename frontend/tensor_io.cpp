@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 std::string read_file(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw UserError(fmt::format("{}: no such file", path.string()));
-  if (fs::is_directory(path, ec)) throw UserError(fmt::format("{}: is a folder, not a file", path.string()));
+  if (fs::is_directory(path, ec))
+    throw UserError(fmt::format("{}: is a folder, not a file", path.string()));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(fmt::format("{}: cannot open", path.string()));
   uint64_t size = fs::file_size(path, ec);
@@ -36,17 +37,23 @@ std::string read_file(const fs::path& path) {
 
 void write_file(const fs::path& path, const std::vector<std::string_view>& parts) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw UserError(fmt::format("{}: cannot open for writing ({})", path.string(), std::strerror(errno)));
+  if (fd < 0)
+    throw UserError(
+        fmt::format("{}: cannot open for writing ({})", path.string(), std::strerror(errno)));
   int error = 0;
   for (std::string_view part : parts)
     for (size_t done = 0; !error && done < part.size();) {
       const ssize_t w = ::write(fd, part.data() + done, part.size() - done);
-      if (w > 0) done += static_cast<size_t>(w);
-      else if (w == 0) error = EIO;
-      else if (errno != EINTR) error = errno;
+      if (w > 0)
+        done += static_cast<size_t>(w);
+      else if (w == 0)
+        error = EIO;
+      else if (errno != EINTR)
+        error = errno;
     }
   if (::close(fd) != 0 && !error) error = errno;
-  if (error) throw UserError(fmt::format("{}: write failed ({})", path.string(), std::strerror(error)));
+  if (error)
+    throw UserError(fmt::format("{}: write failed ({})", path.string(), std::strerror(error)));
 }
 
 namespace {
@@ -76,10 +83,11 @@ Shape npy_shape(const std::string& tuple, const std::string& what) {
     item = first == std::string::npos ? "" : item.substr(first, last - first + 1);
     if (!item.empty() && item.back() == 'L') item.pop_back();
     const bool is_last = comma == tuple.size();
-    if (item.empty() && is_last && !shape.empty()) break;  // "(4,)": the trailing comma of a 1-tuple
+    if (item.empty() && is_last && !shape.empty())
+      break;  // "(4,)": the trailing comma of a 1-tuple
     if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
-      throw UserError(fmt::format("{}: .npy shape ({}) has dimension '{}', not a non-negative integer", what, tuple,
-                                  item));
+      throw UserError(fmt::format(
+          "{}: .npy shape ({}) has dimension '{}', not a non-negative integer", what, tuple, item));
     try {
       shape.push_back(std::stoll(item));
     } catch (const std::exception&) {
@@ -96,12 +104,14 @@ Tensor read_npy(const std::string& bytes, const std::string& what) {
   uint8_t major = static_cast<uint8_t>(bytes[6]);
   size_t header_len, header_start;
   if (major == 1) {
-    header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+    header_len =
+        static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
     header_start = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) throw UserError(what + ": truncated .npy header");
     header_len = 0;
-    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      header_len |= static_cast<size_t>(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
     header_start = 12;
   } else {
     throw UserError(fmt::format("{}: unsupported .npy version {}", what, major));
@@ -160,12 +170,21 @@ void write_npy(const fs::path& path, const Tensor& tensor) {
   std::string shape;
   for (int64_t d : t->shape()) shape += std::to_string(d) + ",";
   if (t->rank() > 1) shape.pop_back();
-  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", descr, shape);
+  std::string header =
+      fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", descr, shape);
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
   const uint16_t len = static_cast<uint16_t>(header.size());
-  const char preamble[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', '\x01', '\x00', static_cast<char>(len & 0xff),
+  const char preamble[10] = {'\x93',
+                             'N',
+                             'U',
+                             'M',
+                             'P',
+                             'Y',
+                             '\x01',
+                             '\x00',
+                             static_cast<char>(len & 0xff),
                              static_cast<char>(len >> 8)};
   write_file(path, {std::string_view(preamble, sizeof preamble), header,
                     std::string_view(static_cast<const char*>(t->raw()), t->nbytes())});

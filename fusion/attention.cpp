@@ -53,7 +53,8 @@ bool chain_to_product(const graph::Graph& g, ValueId v, const Shape& s,
     chain.insert(chain.begin(), p);
     bool others_broadcast = true;
     for (ValueId w : n.inputs)
-      if (w != u && w != graph::kNoValue) others_broadcast = others_broadcast && broadcasts_to(g.value(w).shape, s);
+      if (w != u && w != graph::kNoValue)
+        others_broadcast = others_broadcast && broadcasts_to(g.value(w).shape, s);
     if (others_broadcast && chain_to_product(g, u, s, users, chain, qk)) return true;
     chain.erase(chain.begin());
   }
@@ -93,11 +94,14 @@ std::optional<AttentionMatch> match_attention(const graph::Graph& g, NodeId soft
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   int64_t axis = sm.attr_int("axis");
   if (axis < 0) axis += rank;
-  if (rank < 2 || axis != rank - 1) return fail("the Softmax is not over the last axis of a matrix");
+  if (rank < 2 || axis != rank - 1)
+    return fail("the Softmax is not over the last axis of a matrix");
   AttentionMatch m;
   m.softmax = softmax;
   if (!chain_to_product(g, sm.inputs[0], x.shape, users, m.chain, m.qk))
-    return fail("the Softmax's input is not a MatMul's output through element-wise ops that read the rest by broadcast");
+    return fail(
+        "the Softmax's input is not a MatMul's output through element-wise ops that read the rest "
+        "by broadcast");
   const Node& qk = g.node(m.qk);
   if (only_user(g, qk.outputs[0], users) == kNoNode) return fail("the scores have other consumers");
   if (g.value(qk.inputs[0]).shape.size() < 2 || g.value(qk.inputs[1]).shape.size() < 2)
@@ -109,19 +113,29 @@ std::optional<AttentionMatch> match_attention(const graph::Graph& g, NodeId soft
     const Node* isnan = nullptr;
     const Node* where = nullptr;
     for (NodeId u : users[p]) {
-      if (g.node(u).op_type() == "IsNaN") { m.isnan = u; isnan = &g.node(u); }
-      if (g.node(u).op_type() == "Where") { m.where = u; where = &g.node(u); }
+      if (g.node(u).op_type() == "IsNaN") {
+        m.isnan = u;
+        isnan = &g.node(u);
+      }
+      if (g.node(u).op_type() == "Where") {
+        m.where = u;
+        where = &g.node(u);
+      }
     }
     if (!isnan || !where || only_user(g, isnan->outputs[0], users) != m.where ||
-        where->inputs[0] != isnan->outputs[0] || where->inputs[2] != p || !is_zero_constant(g, where->inputs[1]) ||
-        g.value(where->outputs[0]).shape != x.shape)
-      return fail("the probabilities have consumers other than Where(IsNaN(P), 0, P) and the product with V");
+        where->inputs[0] != isnan->outputs[0] || where->inputs[2] != p ||
+        !is_zero_constant(g, where->inputs[1]) || g.value(where->outputs[0]).shape != x.shape)
+      return fail(
+          "the probabilities have consumers other than Where(IsNaN(P), 0, P) and the product with "
+          "V");
     p = where->outputs[0];
   }
-  for (NodeId c = only_user(g, p, users); c != kNoNode && m.casts.size() < kMaxChain; c = only_user(g, p, users)) {
+  for (NodeId c = only_user(g, p, users); c != kNoNode && m.casts.size() < kMaxChain;
+       c = only_user(g, p, users)) {
     const Node& cn = g.node(c);
     const DType to = g.value(cn.outputs[0]).dtype;
-    if (cn.op_type() != "Cast" || !(to == DType::Float16 || to == DType::BFloat16 || to == DType::Float32 || to == DType::Float64))
+    if (cn.op_type() != "Cast" || !(to == DType::Float16 || to == DType::BFloat16 ||
+                                    to == DType::Float32 || to == DType::Float64))
       break;
     m.casts.push_back(c);
     p = cn.outputs[0];
@@ -134,7 +148,8 @@ std::optional<AttentionMatch> match_attention(const graph::Graph& g, NodeId soft
   return m;
 }
 
-bool near_attention(const graph::Graph& g, NodeId softmax, const std::vector<std::vector<NodeId>>& users) {
+bool near_attention(const graph::Graph& g, NodeId softmax,
+                    const std::vector<std::vector<NodeId>>& users) {
   NodeId p = softmax;
   for (size_t depth = 0; depth <= kMaxChain; ++depth) {
     const Node& n = g.node(p);
@@ -157,8 +172,10 @@ bool near_attention(const graph::Graph& g, NodeId softmax, const std::vector<std
   return false;
 }
 
-std::optional<AttentionMatch> match_attention_in(const graph::Graph& g, const std::vector<NodeId>& nodes,
-                                                 const std::vector<std::vector<NodeId>>& users, std::string* why_not) {
+std::optional<AttentionMatch> match_attention_in(const graph::Graph& g,
+                                                 const std::vector<NodeId>& nodes,
+                                                 const std::vector<std::vector<NodeId>>& users,
+                                                 std::string* why_not) {
   std::optional<AttentionMatch> m;
   for (NodeId id : nodes)
     if (g.node(id).op_type() == "Softmax") {

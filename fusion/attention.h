@@ -24,13 +24,14 @@
 namespace braze::fusion {
 
 struct AttentionMatch {
-  graph::NodeId qk = graph::kNoNode;       // scores = Q · Kᵀ (MatMul)
-  std::vector<graph::NodeId> chain;        // element-wise ops from the scores to the Softmax, in order
+  graph::NodeId qk = graph::kNoNode;  // scores = Q · Kᵀ (MatMul)
+  std::vector<graph::NodeId> chain;   // element-wise ops from the scores to the Softmax, in order
   graph::NodeId softmax = graph::kNoNode;
-  graph::NodeId isnan = graph::kNoNode;    // with `where`: fully masked rows give 0
+  graph::NodeId isnan = graph::kNoNode;  // with `where`: fully masked rows give 0
   graph::NodeId where = graph::kNoNode;
-  std::vector<graph::NodeId> casts;        // float Casts of P before the product (an upcast softmax's way back)
-  graph::NodeId pv = graph::kNoNode;       // O = P · V (MatMul)
+  std::vector<graph::NodeId>
+      casts;  // float Casts of P before the product (an upcast softmax's way back)
+  graph::NodeId pv = graph::kNoNode;  // O = P · V (MatMul)
   // Every node above, in topological order.
   std::vector<graph::NodeId> nodes() const;
 };
@@ -46,8 +47,8 @@ bool near_attention(const graph::Graph& g, graph::NodeId softmax,
                     const std::vector<std::vector<graph::NodeId>>& users);
 
 // The match inside a group's nodes (its Softmax's), or nullopt and why not.
-std::optional<AttentionMatch> match_attention_in(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
-                                                 const std::vector<std::vector<graph::NodeId>>& users,
-                                                 std::string* why_not);
+std::optional<AttentionMatch> match_attention_in(
+    const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
+    const std::vector<std::vector<graph::NodeId>>& users, std::string* why_not);
 
 }  // namespace braze::fusion

@@ -27,7 +27,8 @@ class Capabilities {
                                graph::NodeId mm, int operand) const = 0;
   // Empty when one kernel runs the attention of `nodes` (its match, fusion/attention.h, with
   // the layout ops in front of Q, K and V and after the output) at full speed; else why not.
-  virtual std::string attention(const graph::Graph& g, const std::vector<graph::NodeId>& nodes) const {
+  virtual std::string attention(const graph::Graph& g,
+                                const std::vector<graph::NodeId>& nodes) const {
     (void)g;
     (void)nodes;
     return "no attention schedule";

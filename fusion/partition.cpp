@@ -116,14 +116,17 @@ class Partitioner {
       for (NodeId id : order_)
         if (g_.node(id).op_type() == "Softmax") grow_attention(id);
     for (NodeId id : order_)
-      if (is_gemm(g_.node(id)) && groups_[group_of_[id]].kind != GroupKind::Attention) grow_gemm(id);
+      if (is_gemm(g_.node(id)) && groups_[group_of_[id]].kind != GroupKind::Attention)
+        grow_gemm(id);
     for (NodeId id : order_)
       if (g_.node(id).op->cuda_row && single(id)) grow_reduction(id);
     // Pointwise merges enable one another (a value's consumers join one group over several
     // steps), so repeat until nothing changes.
-    for (size_t before = SIZE_MAX, live = alive_groups(); live != before; before = live, live = alive_groups())
+    for (size_t before = SIZE_MAX, live = alive_groups(); live != before;
+         before = live, live = alive_groups())
       for (NodeId id : order_)
-        if (is_light(g_.node(id)) && groups_[group_of_[id]].kind == GroupKind::Pointwise) grow_pointwise(id);
+        if (is_light(g_.node(id)) && groups_[group_of_[id]].kind == GroupKind::Pointwise)
+          grow_pointwise(id);
     return finish();
   }
 
@@ -133,15 +136,18 @@ class Partitioner {
     std::set<NodeId> nodes;
     bool alive = true;
     std::optional<RowSpace> rows;
-    bool anchored = false;  // a GEMM or reduction group: pointwise groups do not absorb it
+    bool anchored = false;       // a GEMM or reduction group: pointwise groups do not absorb it
     size_t first = 0, last = 0;  // the least and greatest topological position of its nodes
   };
 
   size_t alive_groups() const {
-    return static_cast<size_t>(std::count_if(groups_.begin(), groups_.end(), [](const Grp& g) { return g.alive; }));
+    return static_cast<size_t>(
+        std::count_if(groups_.begin(), groups_.end(), [](const Grp& g) { return g.alive; }));
   }
 
-  bool single(NodeId id) const { return groups_[group_of_[id]].nodes.size() == 1 && !groups_[group_of_[id]].anchored; }
+  bool single(NodeId id) const {
+    return groups_[group_of_[id]].nodes.size() == 1 && !groups_[group_of_[id]].anchored;
+  }
   bool free_pointwise(NodeId id) const {
     const Grp& gr = groups_[group_of_[id]];
     return gr.kind == GroupKind::Pointwise && !gr.anchored && gr.nodes.size() == 1;
@@ -181,18 +187,23 @@ class Partitioner {
 
   // True when merging group b into group a keeps the group graph acyclic: the graph is acyclic
   // now, so a cycle after the merge is a path between a and b through another group.
-  bool acyclic_after_merge(int a, int b) const { return !path_through_others(a, b) && !path_through_others(b, a); }
+  bool acyclic_after_merge(int a, int b) const {
+    return !path_through_others(a, b) && !path_through_others(b, a);
+  }
 
   // Merges group b into a if legal; records the refusal otherwise.
   bool merge(int a, int b, NodeId producer, NodeId consumer, size_t max_nodes) {
     if (a == b) return true;
     if (groups_[a].nodes.size() + groups_[b].nodes.size() > max_nodes) {
-      refuse(producer, consumer,
-             fmt::format("the group would exceed {} nodes, more than its schedule holds in registers", max_nodes));
+      refuse(
+          producer, consumer,
+          fmt::format("the group would exceed {} nodes, more than its schedule holds in registers",
+                      max_nodes));
       return false;
     }
     if (!acyclic_after_merge(a, b)) {
-      refuse(producer, consumer, "merging would create a cycle between kernels (a path leaves the group and returns)");
+      refuse(producer, consumer,
+             "merging would create a cycle between kernels (a path leaves the group and returns)");
       return false;
     }
     for (NodeId id : groups_[b].nodes) group_of_[id] = a;
@@ -254,7 +265,9 @@ class Partitioner {
         const Node& pn = g_.node(p);
         if (!pn.op->layout && pn.op_type() != "Cast") break;
         if (users_[v].size() != 1 || is_output(v)) {
-          refuse(p, mm, fmt::format("%{} has other consumers, so it is written out anyway", g_.value(v).name));
+          refuse(p, mm,
+                 fmt::format("%{} has other consumers, so it is written out anyway",
+                             g_.value(v).name));
           break;
         }
         if (caps_) {
@@ -279,7 +292,8 @@ class Partitioner {
     auto escapes = [&](const std::set<ValueId>& vals, const std::set<NodeId>& nodes) {
       size_t n = 0;
       for (ValueId v : vals)
-        if (is_output(v) || std::any_of(users_[v].begin(), users_[v].end(), [&](NodeId u) { return !nodes.count(u); }))
+        if (is_output(v) || std::any_of(users_[v].begin(), users_[v].end(),
+                                        [&](NodeId u) { return !nodes.count(u); }))
           ++n;
       return n;
     };
@@ -296,7 +310,8 @@ class Partitioner {
           const graph::Value& out = g_.value(cn.outputs[0]);
           bool ok;
           if (is_elementwise(cn)) {
-            ok = out.shape == space && std::all_of(cn.inputs.begin(), cn.inputs.end(), [&](ValueId u) {
+            ok = out.shape == space &&
+                 std::all_of(cn.inputs.begin(), cn.inputs.end(), [&](ValueId u) {
                    if (u == kNoValue || region.count(u)) return true;
                    NodeId p = g_.value(u).producer;
                    return p == kNoNode || group_of_[p] != ga;  // external, not the prologue
@@ -306,9 +321,11 @@ class Partitioner {
             std::set<NodeId> after = with;
             after.insert(c);
             ok = is_layout(cn) && cn.inputs[0] == v && escapes(region, after) <= 1 &&
-                 std::none_of(region.begin(), region.end(), [&](ValueId r) { return r != v && escapes({r}, after); });
+                 std::none_of(region.begin(), region.end(),
+                              [&](ValueId r) { return r != v && escapes({r}, after); });
             if (ok && viewed_by_next_product(c)) {
-              refuse(mm, c, "the product after it reads the layout in place, so this GEMM writes rows");
+              refuse(mm, c,
+                     "the product after it reads the layout in place, so this GEMM writes rows");
               ok = false;
             }
           }
@@ -367,8 +384,8 @@ class Partitioner {
       ValueId v = g_.node(mm).inputs[i];
       for (size_t depth = 0; depth < opts_.max_gemm_prologue; ++depth) {
         NodeId p = g_.value(v).producer;
-        if (p == kNoNode || !free_pointwise(p) || !g_.node(p).op->layout || g_.node(p).outputs.size() != 1 ||
-            users_[v].size() != 1 || is_output(v))
+        if (p == kNoNode || !free_pointwise(p) || !g_.node(p).op->layout ||
+            g_.node(p).outputs.size() != 1 || users_[v].size() != 1 || is_output(v))
           break;
         nodes.push_back(p);
         v = g_.node(p).inputs[0];
@@ -407,7 +424,8 @@ class Partitioner {
         for (NodeId id : grp.nodes) group_of_[id] = i;
         groups_[i] = std::move(grp);
       }
-      refuse(m->softmax, m->pv, "merging the attention into one kernel would create a cycle between kernels");
+      refuse(m->softmax, m->pv,
+             "merging the attention into one kernel would create a cycle between kernels");
       return;
     }
     groups_[ga].kind = GroupKind::Attention;
@@ -425,7 +443,8 @@ class Partitioner {
     r.x = in.shapes[0];
     r.axes = p->axes;
     for (size_t d = 0; d < r.x.size(); ++d)
-      if (std::find(r.axes.begin(), r.axes.end(), static_cast<int64_t>(d)) == r.axes.end()) r.kept.push_back(r.x[d]);
+      if (std::find(r.axes.begin(), r.axes.end(), static_cast<int64_t>(d)) == r.axes.end())
+        r.kept.push_back(r.x[d]);
     r.rows = checked_numel(r.kept);
     return r;
   }
@@ -458,10 +477,13 @@ class Partitioner {
         for (ValueId v : g_.node(m).inputs) {
           if (v == kNoValue || in_group(ga, v)) continue;
           NodeId p = g_.value(v).producer;
-          if (p == kNoNode || !free_pointwise(p) || !is_light(g_.node(p)) || g_.node(p).outputs.size() != 1) continue;
+          if (p == kNoNode || !free_pointwise(p) || !is_light(g_.node(p)) ||
+              g_.node(p).outputs.size() != 1)
+            continue;
           if (!fits(*rs, v)) continue;
-          bool all_inside = !is_output(v) && std::all_of(users_[v].begin(), users_[v].end(),
-                                                          [&](NodeId u) { return group_of_[u] == ga; });
+          bool all_inside =
+              !is_output(v) && std::all_of(users_[v].begin(), users_[v].end(),
+                                           [&](NodeId u) { return group_of_[u] == ga; });
           if (!all_inside) {
             refuse(p, m, fmt::format("%{} is also used outside the reduction", g_.value(v).name));
             continue;
@@ -487,7 +509,8 @@ class Partitioner {
                 continue;
               }
               if (reductions >= opts_.max_reductions) {
-                refuse(m, c, fmt::format("the kernel already makes {} passes over each row", reductions));
+                refuse(m, c,
+                       fmt::format("the kernel already makes {} passes over each row", reductions));
                 continue;
               }
               if (merge(ga, group_of_[c], m, c, opts_.max_reduction_nodes)) {
@@ -506,7 +529,9 @@ class Partitioner {
               continue;
             }
             if (!fits(*rs, cn.outputs[0])) {
-              refuse(m, c, fmt::format("%{} is not per element or per row of the reduction", g_.value(cn.outputs[0]).name));
+              refuse(m, c,
+                     fmt::format("%{} is not per element or per row of the reduction",
+                                 g_.value(cn.outputs[0]).name));
               continue;
             }
             if (merge(ga, group_of_[c], m, c, opts_.max_reduction_nodes)) changed = true;
@@ -527,7 +552,8 @@ class Partitioner {
       if (gp.kind != GroupKind::Pointwise || gp.anchored) continue;
       const Node& pn = g_.node(p);
       if (!is_light(pn) && !(pn.op->cuda_index && users_[v].size() == 1 &&
-                             checked_numel(g_.value(g_.node(n).outputs[0]).shape) <= checked_numel(g_.value(v).shape)))
+                             checked_numel(g_.value(g_.node(n).outputs[0]).shape) <=
+                                 checked_numel(g_.value(v).shape)))
         continue;
       // A value with consumers in other kernels joins too: it is written once by this
       // kernel and read there, and its consumers here read it in registers.

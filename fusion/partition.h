@@ -9,11 +9,11 @@
 namespace braze::fusion {
 
 struct PartitionOptions {
-  size_t max_pointwise_nodes = 48;   // what one pointwise kernel's registers comfortably hold
+  size_t max_pointwise_nodes = 48;  // what one pointwise kernel's registers comfortably hold
   size_t max_reduction_nodes = 48;
-  size_t max_reductions = 6;         // passes over a row one reduction kernel makes
+  size_t max_reductions = 6;  // passes over a row one reduction kernel makes
   size_t max_gemm_epilogue = 16;
-  size_t max_gemm_prologue = 8;    // layout ops read through in front of an operand
+  size_t max_gemm_prologue = 8;  // layout ops read through in front of an operand
 };
 
 // `caps`: what the schedules take (codegen::ScheduleCapabilities for the build's target);

@@ -11,11 +11,16 @@ using graph::FusionKind;
 
 std::string_view group_kind_name(GroupKind k) {
   switch (k) {
-    case GroupKind::Pointwise: return "pointwise";
-    case GroupKind::Reduction: return "reduction";
-    case GroupKind::Gemm: return "gemm";
-    case GroupKind::Opaque: return "opaque";
-    case GroupKind::Attention: return "attention";
+    case GroupKind::Pointwise:
+      return "pointwise";
+    case GroupKind::Reduction:
+      return "reduction";
+    case GroupKind::Gemm:
+      return "gemm";
+    case GroupKind::Opaque:
+      return "opaque";
+    case GroupKind::Attention:
+      return "attention";
   }
   return "?";
 }
@@ -24,15 +29,20 @@ GroupKind kind_of(const graph::Node& n) {
   switch (n.op->kind) {
     case FusionKind::ElemWise:
     case FusionKind::Broadcast:
-    case FusionKind::Injective: return GroupKind::Pointwise;
-    case FusionKind::Reduce: return GroupKind::Reduction;
-    case FusionKind::OutEWiseFusable: return GroupKind::Gemm;
-    case FusionKind::Opaque: return GroupKind::Opaque;
+    case FusionKind::Injective:
+      return GroupKind::Pointwise;
+    case FusionKind::Reduce:
+      return GroupKind::Reduction;
+    case FusionKind::OutEWiseFusable:
+      return GroupKind::Gemm;
+    case FusionKind::Opaque:
+      return GroupKind::Opaque;
   }
   return GroupKind::Opaque;
 }
 
-void compute_boundary(const graph::Graph& g, Group& group, const std::vector<std::vector<graph::NodeId>>& users) {
+void compute_boundary(const graph::Graph& g, Group& group,
+                      const std::vector<std::vector<graph::NodeId>>& users) {
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
   std::set<graph::ValueId> produced;
   group.inputs.clear();
@@ -47,8 +57,9 @@ void compute_boundary(const graph::Graph& g, Group& group, const std::vector<std
         group.inputs.push_back(v);
     for (graph::ValueId v : g.node(id).outputs) {
       if (v == graph::kNoValue) continue;
-      bool outside = g.is_graph_output(v) ||
-                     std::any_of(users[v].begin(), users[v].end(), [&](graph::NodeId u) { return !members.count(u); });
+      bool outside =
+          g.is_graph_output(v) || std::any_of(users[v].begin(), users[v].end(),
+                                              [&](graph::NodeId u) { return !members.count(u); });
       if (outside) group.outputs.push_back(v);
     }
   }

@@ -41,6 +41,7 @@ GroupKind kind_of(const graph::Node& n);
 Plan plan_unfused(const graph::Graph& g);
 
 // Fills a group's inputs and outputs from its nodes.
-void compute_boundary(const graph::Graph& g, Group& group, const std::vector<std::vector<graph::NodeId>>& users);
+void compute_boundary(const graph::Graph& g, Group& group,
+                      const std::vector<std::vector<graph::NodeId>>& users);
 
 }  // namespace braze::fusion

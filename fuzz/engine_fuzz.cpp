@@ -12,7 +12,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    braze::gpu::read_engine(std::string(reinterpret_cast<const char*>(data), size), "fuzz input", false);
+    braze::gpu::read_engine(std::string(reinterpret_cast<const char*>(data), size), "fuzz input",
+                            false);
   } catch (const braze::Error&) {
   } catch (const std::bad_alloc&) {
   }

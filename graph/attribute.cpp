@@ -8,13 +8,20 @@ AttrType attr_type(const AttrValue& v) { return static_cast<AttrType>(v.index())
 
 std::string_view attr_type_name(AttrType t) {
   switch (t) {
-    case AttrType::Int: return "int";
-    case AttrType::Float: return "float";
-    case AttrType::String: return "string";
-    case AttrType::Ints: return "ints";
-    case AttrType::Floats: return "floats";
-    case AttrType::Strings: return "strings";
-    case AttrType::Tensor: return "tensor";
+    case AttrType::Int:
+      return "int";
+    case AttrType::Float:
+      return "float";
+    case AttrType::String:
+      return "string";
+    case AttrType::Ints:
+      return "ints";
+    case AttrType::Floats:
+      return "floats";
+    case AttrType::Strings:
+      return "strings";
+    case AttrType::Tensor:
+      return "tensor";
   }
   return "?";
 }
@@ -27,9 +34,12 @@ std::string num(double d) { return fmt::format("{:.9g}", d); }
 
 std::string attr_value_str(const AttrValue& v) {
   switch (attr_type(v)) {
-    case AttrType::Int: return std::to_string(std::get<int64_t>(v));
-    case AttrType::Float: return num(std::get<double>(v));
-    case AttrType::String: return "\"" + std::get<std::string>(v) + "\"";
+    case AttrType::Int:
+      return std::to_string(std::get<int64_t>(v));
+    case AttrType::Float:
+      return num(std::get<double>(v));
+    case AttrType::String:
+      return "\"" + std::get<std::string>(v) + "\"";
     case AttrType::Ints: {
       const auto& xs = std::get<std::vector<int64_t>>(v);
       return "[" + fmt::format("{}", fmt::join(xs, ",")) + "]";

@@ -18,19 +18,32 @@ std::string cuda_compute_type(DType dt) {
 
 std::string cuda_storage_type(DType dt) {
   switch (dt) {
-    case DType::Float32: return "float";
-    case DType::Float16: return "__half";
-    case DType::BFloat16: return "__nv_bfloat16";
-    case DType::Float64: return "double";
-    case DType::Int64: return "long long";
-    case DType::Int32: return "int";
-    case DType::Int16: return "short";
-    case DType::Int8: return "signed char";
-    case DType::UInt64: return "unsigned long long";
-    case DType::UInt32: return "unsigned int";
-    case DType::UInt16: return "unsigned short";
-    case DType::UInt8: return "unsigned char";
-    case DType::Bool: return "bool";
+    case DType::Float32:
+      return "float";
+    case DType::Float16:
+      return "__half";
+    case DType::BFloat16:
+      return "__nv_bfloat16";
+    case DType::Float64:
+      return "double";
+    case DType::Int64:
+      return "long long";
+    case DType::Int32:
+      return "int";
+    case DType::Int16:
+      return "short";
+    case DType::Int8:
+      return "signed char";
+    case DType::UInt64:
+      return "unsigned long long";
+    case DType::UInt32:
+      return "unsigned int";
+    case DType::UInt16:
+      return "unsigned short";
+    case DType::UInt8:
+      return "unsigned char";
+    case DType::Bool:
+      return "bool";
   }
   return "?";
 }
@@ -51,9 +64,11 @@ std::string cuda_literal(const std::string& type, double v) {
     return fmt::format("{}ULL", v <= 0 ? 0ULL : static_cast<unsigned long long>(v));
   }
   bool f = type == "float";
-  if (std::isnan(v)) return f ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
+  if (std::isnan(v))
+    return f ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
   if (std::isinf(v)) {
-    std::string inf = f ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)";
+    std::string inf =
+        f ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)";
     return v > 0 ? inf : "(-" + inf + ")";
   }
   std::string s = f ? fmt::format("{:.9g}", static_cast<float>(v)) : fmt::format("{:.17g}", v);

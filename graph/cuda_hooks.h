@@ -71,18 +71,21 @@ class CudaIndexCtx {
                              const std::function<std::string()>& otherwise) = 0;
   // A loop: acc = init; for k in [0, count): acc = step(acc, k); returns acc's local.
   // `step` returns the new accumulator value; loads it makes are emitted inside the loop.
-  virtual std::string accumulate(const std::string& type, const std::string& init, int64_t count,
-                                 const std::function<std::string(const std::string& acc, const std::string& k)>& step) = 0;
+  virtual std::string accumulate(
+      const std::string& type, const std::string& init, int64_t count,
+      const std::function<std::string(const std::string& acc, const std::string& k)>& step) = 0;
   // At run time, when `cond` is false the run fails with `message` (naming the node) and
   // `fixup` (a statement) makes the current element safe to finish, e.g. by zeroing an index.
-  virtual void check(const std::string& cond, const std::string& message, const std::string& fixup) = 0;
+  virtual void check(const std::string& cond, const std::string& message,
+                     const std::string& fixup) = 0;
 };
 // Layout ops (Reshape, Transpose …) also map forward: the output coordinate of the element
 // at input coordinate `in` — so a kernel that computes its elements in the input's order
 // (a GEMM tile) can store them where the op puts them. `in_shape`/`out_shape` are the
 // node's input 0 and output shapes.
-using CudaForwardFn = std::function<std::vector<std::string>(const Node& node, const std::vector<std::string>& in,
-                                                             const Shape& in_shape, const Shape& out_shape)>;
+using CudaForwardFn =
+    std::function<std::vector<std::string>(const Node& node, const std::vector<std::string>& in,
+                                           const Shape& in_shape, const Shape& out_shape)>;
 
 // Thrown by a CudaIndexFn or CudaExprFn for a node it cannot generate code for (an
 // attribute combination, or an input it needs as a constant that is not one); the node then
@@ -139,7 +142,8 @@ struct CudaRowInputs {
   std::vector<DType> dtypes;
   std::vector<const Tensor*> values;  // constant inputs (axes …), else nullptr
 };
-using CudaRowFn = std::function<std::optional<CudaRowProgram>(const Node& node, const CudaRowInputs& inputs)>;
+using CudaRowFn =
+    std::function<std::optional<CudaRowProgram>(const Node& node, const CudaRowInputs& inputs)>;
 // The inputs of node `n` of `g` as a row program sees them (an omitted one: no shape,
 // float32, no value).
 CudaRowInputs cuda_row_inputs(const Graph& g, const Node& n);

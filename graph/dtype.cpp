@@ -48,25 +48,39 @@ bool is_unsigned_int(DType dt) { return kUnsignedTypes.contains(dt); }
 
 int64_t int_dtype_min(DType dt) {
   switch (dt) {
-    case DType::Int8: return std::numeric_limits<int8_t>::min();
-    case DType::Int16: return std::numeric_limits<int16_t>::min();
-    case DType::Int32: return std::numeric_limits<int32_t>::min();
-    case DType::Int64: return std::numeric_limits<int64_t>::min();
-    default: return 0;
+    case DType::Int8:
+      return std::numeric_limits<int8_t>::min();
+    case DType::Int16:
+      return std::numeric_limits<int16_t>::min();
+    case DType::Int32:
+      return std::numeric_limits<int32_t>::min();
+    case DType::Int64:
+      return std::numeric_limits<int64_t>::min();
+    default:
+      return 0;
   }
 }
 
 uint64_t int_dtype_max(DType dt) {
   switch (dt) {
-    case DType::Int8: return std::numeric_limits<int8_t>::max();
-    case DType::Int16: return std::numeric_limits<int16_t>::max();
-    case DType::Int32: return std::numeric_limits<int32_t>::max();
-    case DType::Int64: return std::numeric_limits<int64_t>::max();
-    case DType::UInt8: return std::numeric_limits<uint8_t>::max();
-    case DType::UInt16: return std::numeric_limits<uint16_t>::max();
-    case DType::UInt32: return std::numeric_limits<uint32_t>::max();
-    case DType::UInt64: return std::numeric_limits<uint64_t>::max();
-    default: return 0;
+    case DType::Int8:
+      return std::numeric_limits<int8_t>::max();
+    case DType::Int16:
+      return std::numeric_limits<int16_t>::max();
+    case DType::Int32:
+      return std::numeric_limits<int32_t>::max();
+    case DType::Int64:
+      return std::numeric_limits<int64_t>::max();
+    case DType::UInt8:
+      return std::numeric_limits<uint8_t>::max();
+    case DType::UInt16:
+      return std::numeric_limits<uint16_t>::max();
+    case DType::UInt32:
+      return std::numeric_limits<uint32_t>::max();
+    case DType::UInt64:
+      return std::numeric_limits<uint64_t>::max();
+    default:
+      return 0;
   }
 }
 

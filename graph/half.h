@@ -35,8 +35,8 @@ inline uint16_t float_to_half(float f) {
   uint32_t u = float_bits(f);
   uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00u;   // nan
-  if (abs >= 0x47800000u) {                        // >= 65536: overflow (after rounding too)
+  if (abs > 0x7f800000u) return sign | 0x7e00u;  // nan
+  if (abs >= 0x47800000u) {                      // >= 65536: overflow (after rounding too)
     return sign | 0x7c00u;
   }
   if (abs < 0x38800000u) {  // below the smallest normal half (2^-14): subnormal or zero

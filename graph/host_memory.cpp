@@ -28,8 +28,10 @@ uint64_t meminfo_available() {
   std::string unit;
   while (in >> key >> kb) {
     std::getline(in, unit);
-    if (key == "MemAvailable:") available = kb * 1024, seen = true;
-    else if (key == "SwapFree:") swap = kb * 1024;
+    if (key == "MemAvailable:")
+      available = kb * 1024, seen = true;
+    else if (key == "SwapFree:")
+      swap = kb * 1024;
   }
   return seen ? available + swap : kUnknown;
 }
@@ -83,7 +85,8 @@ void check_host_memory(uint64_t bytes, const std::string& what) {
   if (bytes <= available) return;
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   throw UserError(fmt::format("{} needs {:.2f} GiB of host memory; {:.2f} GiB is available", what,
-                              static_cast<double>(bytes) / kGiB, static_cast<double>(available) / kGiB));
+                              static_cast<double>(bytes) / kGiB,
+                              static_cast<double>(available) / kGiB));
 }
 
 }  // namespace braze

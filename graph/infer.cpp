@@ -22,7 +22,8 @@ std::vector<ValueId> shape_arg_inputs(const Graph& g) {
     const Node& n = g.node(static_cast<NodeId>(i));
     if (n.dead) continue;
     for (size_t k = 0; k < n.inputs.size(); ++k)
-      if (n.inputs[k] != kNoValue && n.op->is_shape_input(static_cast<int>(k)) && !relevant[n.inputs[k]]) {
+      if (n.inputs[k] != kNoValue && n.op->is_shape_input(static_cast<int>(k)) &&
+          !relevant[n.inputs[k]]) {
         relevant[n.inputs[k]] = true;
         work.push_back(n.inputs[k]);
       }

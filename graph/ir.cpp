@@ -98,7 +98,8 @@ NodeId Graph::add_node(const OpDef* op, std::string nm, std::vector<ValueId> ins
 }
 
 size_t Graph::num_live_nodes() const {
-  return static_cast<size_t>(std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return !n.dead; }));
+  return static_cast<size_t>(
+      std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return !n.dead; }));
 }
 
 void Graph::remove_input(ValueId v) {
@@ -115,7 +116,8 @@ bool Graph::is_graph_input(ValueId v) const {
 }
 
 bool Graph::is_graph_output(ValueId v) const {
-  return std::any_of(outputs_.begin(), outputs_.end(), [v](const Output& o) { return o.value == v; });
+  return std::any_of(outputs_.begin(), outputs_.end(),
+                     [v](const Output& o) { return o.value == v; });
 }
 
 std::vector<NodeId> Graph::topo_order() const {

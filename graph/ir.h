@@ -45,7 +45,7 @@ struct Node {
   const OpDef* op = nullptr;
   int opset = 0;  // opset of the op's domain the node was imported with
   Attributes attrs;
-  std::vector<ValueId> inputs;  // kNoValue for an omitted optional input
+  std::vector<ValueId> inputs;   // kNoValue for an omitted optional input
   std::vector<ValueId> outputs;  // kNoValue for an omitted optional output
   bool dead = false;
 

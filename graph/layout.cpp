@@ -69,7 +69,8 @@ std::string layout_str(const Layout& l) {
   std::string s = fmt::format("offset {}:", l.offset);
   for (const auto& fs : l.dims) {
     s += " [";
-    for (size_t k = 0; k < fs.size(); ++k) s += fmt::format("{}({}, {})", k ? " " : "", fs[k].size, fs[k].stride);
+    for (size_t k = 0; k < fs.size(); ++k)
+      s += fmt::format("{}({}, {})", k ? " " : "", fs[k].size, fs[k].stride);
     s += "]";
   }
   return s;

@@ -40,7 +40,8 @@ void InferCtx::set_dtype(size_t i, DType dt) {
 void InferCtx::set_output(size_t i, DType dt, Shape shape) {
   if (i >= outputs_.size()) return;  // optional trailing output not requested
   for (int64_t d : shape)
-    if (d < 0) fail(fmt::format("output {} would have a negative dimension: {}", i, shape_str(shape)));
+    if (d < 0)
+      fail(fmt::format("output {} would have a negative dimension: {}", i, shape_str(shape)));
   checked_numel(shape, fmt::format("{} output {}", node_.describe(), i));
   outputs_[i].set = true;
   outputs_[i].dtype = dt;
@@ -78,12 +79,14 @@ void check_node(const Node& n, const std::vector<InputInfo>& ins) {
   const OpDef& op = *n.op;
   int nin = static_cast<int>(n.inputs.size());
   if (nin < op.min_inputs || (op.max_inputs >= 0 && nin > op.max_inputs))
-    throw UserError(fmt::format("{}: has {} inputs, expected {}{}", n.describe(), nin, op.min_inputs,
+    throw UserError(fmt::format("{}: has {} inputs, expected {}{}", n.describe(), nin,
+                                op.min_inputs,
                                 op.max_inputs == op.min_inputs ? ""
                                 : op.max_inputs < 0            ? " or more"
-                                                               : fmt::format(" to {}", op.max_inputs)));
+                                                    : fmt::format(" to {}", op.max_inputs)));
   for (int i = 0; i < op.min_inputs; ++i)
-    if (!ins[i].present) throw UserError(fmt::format("{}: required input {} is missing", n.describe(), i));
+    if (!ins[i].present)
+      throw UserError(fmt::format("{}: required input {} is missing", n.describe(), i));
   int nout = static_cast<int>(n.outputs.size());
   if (nout < op.min_outputs || nout > op.max_outputs)
     throw UserError(fmt::format("{}: has {} outputs, expected {} to {}", n.describe(), nout,

@@ -43,7 +43,7 @@ class InferCtx {
   DType dtype(size_t i) const;
   const Shape& shape(size_t i) const;  // throws NotStatic when unknown
   int64_t rank(size_t i) const { return static_cast<int64_t>(shape(i).size()); }
-  const Tensor* value(size_t i) const;         // nullptr when not constant
+  const Tensor* value(size_t i) const;          // nullptr when not constant
   const Tensor& require_value(size_t i) const;  // throws NotStatic when not constant
   std::vector<int64_t> ints(size_t i) const { return require_value(i).to_int64s(); }
 

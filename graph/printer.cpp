@@ -19,11 +19,14 @@ std::string value_type_str(const Value& v) {
 }
 
 std::string node_str(const Graph& g, const Node& n) {
-  auto name_of = [&](ValueId v) { return v == kNoValue ? std::string("_") : "%" + g.value(v).name; };
+  auto name_of = [&](ValueId v) {
+    return v == kNoValue ? std::string("_") : "%" + g.value(v).name;
+  };
   std::string outs, ins, attrs;
   for (size_t i = 0; i < n.outputs.size(); ++i) outs += (i ? ", " : "") + name_of(n.outputs[i]);
   for (size_t i = 0; i < n.inputs.size(); ++i) ins += (i ? ", " : "") + name_of(n.inputs[i]);
-  for (const auto& [k, v] : n.attrs) attrs += (attrs.empty() ? " {" : ", ") + k + "=" + attr_value_str(v);
+  for (const auto& [k, v] : n.attrs)
+    attrs += (attrs.empty() ? " {" : ", ") + k + "=" + attr_value_str(v);
   if (!attrs.empty()) attrs += "}";
   return fmt::format("{} = {}({}){}", outs, n.op_type(), ins, attrs);
 }

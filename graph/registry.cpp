@@ -11,12 +11,18 @@ namespace braze::graph {
 
 std::string_view fusion_kind_name(FusionKind k) {
   switch (k) {
-    case FusionKind::ElemWise: return "elemwise";
-    case FusionKind::Broadcast: return "broadcast";
-    case FusionKind::Injective: return "injective";
-    case FusionKind::Reduce: return "reduce";
-    case FusionKind::OutEWiseFusable: return "out-ewise-fusable";
-    case FusionKind::Opaque: return "opaque";
+    case FusionKind::ElemWise:
+      return "elemwise";
+    case FusionKind::Broadcast:
+      return "broadcast";
+    case FusionKind::Injective:
+      return "injective";
+    case FusionKind::Reduce:
+      return "reduce";
+    case FusionKind::OutEWiseFusable:
+      return "out-ewise-fusable";
+    case FusionKind::Opaque:
+      return "opaque";
   }
   return "?";
 }

@@ -41,7 +41,8 @@ using InferFn = std::function<void(InferCtx& ctx)>;
 using RefFn = std::function<void(RefCtx& ctx)>;
 // Layout ops: the node's output as a strided view of input 0, given input 0's layout
 // (graph/layout.h); nullopt where this node's output is no strided view of its input.
-using LayoutFn = std::function<std::optional<Layout>(const Graph& g, const Node& n, const Layout& in)>;
+using LayoutFn =
+    std::function<std::optional<Layout>(const Graph& g, const Node& n, const Layout& in)>;
 
 struct OpDef {
   std::string name;
@@ -57,8 +58,8 @@ struct OpDef {
   int min_outputs = 1;
   int max_outputs = 1;
   std::vector<AttrSpec> attrs;
-  std::vector<int> shape_inputs;  // inputs whose values fix output shapes or attributes
-  DTypeSet types = kAllTypes;     // accepted dtypes of the first input
+  std::vector<int> shape_inputs;   // inputs whose values fix output shapes or attributes
+  DTypeSet types = kAllTypes;      // accepted dtypes of the first input
   bool reads_shapes_only = false;  // reference reads its inputs' shapes, never their data
   // The result jumps where an input crosses a point (Floor, comparisons, Cast to integers …):
   // fused kernels, which keep float16 / bfloat16 intermediates in float, round such an op's
@@ -69,9 +70,9 @@ struct OpDef {
   UpgradeFn upgrade;
   InferFn infer;
   RefFn reference;
-  CudaExprFn cuda_expr;    // element-wise ops: the expression codegen inlines
-  CudaIndexFn cuda_index;  // injective ops: their output as loads of their inputs
-  CudaRowFn cuda_row;      // reductions and normalisations: a row program
+  CudaExprFn cuda_expr;        // element-wise ops: the expression codegen inlines
+  CudaIndexFn cuda_index;      // injective ops: their output as loads of their inputs
+  CudaRowFn cuda_row;          // reductions and normalisations: a row program
   CudaForwardFn cuda_forward;  // layout ops: where an input element lands in the output
   LayoutFn layout;             // layout ops: the output as a view of input 0's memory
 

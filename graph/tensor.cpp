@@ -17,12 +17,15 @@ namespace braze {
 
 int64_t checked_numel(const Shape& shape, const std::string& what) {
   if (shape.size() > kMaxRank)
-    throw UserError(fmt::format("{} has rank {}; braze handles tensors of rank at most {}", what, shape.size(), kMaxRank));
+    throw UserError(fmt::format("{} has rank {}; braze handles tensors of rank at most {}", what,
+                                shape.size(), kMaxRank));
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d < 0) throw UserError(fmt::format("{} has a negative dimension: {}", what, shape_str(shape)));
+    if (d < 0)
+      throw UserError(fmt::format("{} has a negative dimension: {}", what, shape_str(shape)));
     if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
-      throw UserError(fmt::format("{} has dimensions whose product overflows: {}", what, shape_str(shape)));
+      throw UserError(
+          fmt::format("{} has dimensions whose product overflows: {}", what, shape_str(shape)));
     n *= d;
   }
   return n;
@@ -48,7 +51,8 @@ std::string shape_str(const Shape& shape) {
 
 std::vector<int64_t> contiguous_strides(const Shape& shape) {
   std::vector<int64_t> st(shape.size(), 1);
-  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * shape[i + 1];
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    st[i] = st[i + 1] * shape[i + 1];
   return st;
 }
 
@@ -70,7 +74,8 @@ constexpr uint64_t kHugePage = uint64_t{2} << 20;
 std::shared_ptr<std::byte[]> huge_page_storage(uint64_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   const uint64_t size = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void* m = ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* m =
+      ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return nullptr;
   const auto at = reinterpret_cast<uintptr_t>(m);
   const uintptr_t aligned = (at + kHugePage - 1) / kHugePage * kHugePage;
@@ -79,7 +84,8 @@ std::shared_ptr<std::byte[]> huge_page_storage(uint64_t bytes) {
     ::munmap(reinterpret_cast<void*>(aligned + size), end - aligned - size);
   void* p = reinterpret_cast<void*>(aligned);
   ::madvise(p, size, MADV_HUGEPAGE);  // advice: without it the range keeps 4 KiB pages
-  return std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p), [size](std::byte* q) { ::munmap(q, size); });
+  return std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p),
+                                      [size](std::byte* q) { ::munmap(q, size); });
 #else
   (void)bytes;
   return nullptr;
@@ -94,13 +100,16 @@ Tensor Tensor::uninitialized(DType dtype, Shape shape) {
   t.shape_ = std::move(shape);
   uint64_t bytes = checked_nbytes(t.dtype_, t.shape_);
   t.numel_ = static_cast<int64_t>(bytes / dtype_size(t.dtype_));
-  auto what = [&] { return fmt::format("a tensor of shape {} and dtype {}", shape_str(t.shape_), dtype_name(dtype)); };
+  auto what = [&] {
+    return fmt::format("a tensor of shape {} and dtype {}", shape_str(t.shape_), dtype_name(dtype));
+  };
   if (bytes >= kCheckedHostBytes) check_host_memory(bytes, what());
   if (bytes >= 2 * kHugePage) t.buffer_ = huge_page_storage(bytes);
   try {
     if (!t.buffer_) t.buffer_ = std::shared_ptr<std::byte[]>(new std::byte[bytes > 0 ? bytes : 1]);
   } catch (const std::bad_alloc&) {
-    throw UserError(fmt::format("{} ({} bytes): host memory could not be allocated", what(), bytes));
+    throw UserError(
+        fmt::format("{} ({} bytes): host memory could not be allocated", what(), bytes));
   }
   return t;
 }
@@ -165,19 +174,32 @@ U float_to_unsigned(double v) {
 double Tensor::get_f64(int64_t i) const {
   const std::byte* p = buffer_.get();
   switch (dtype_) {
-    case DType::Float32: return reinterpret_cast<const float*>(p)[i];
-    case DType::Float16: return half_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
-    case DType::BFloat16: return bf16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
-    case DType::Float64: return reinterpret_cast<const double*>(p)[i];
-    case DType::Int64: return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
-    case DType::Int32: return reinterpret_cast<const int32_t*>(p)[i];
-    case DType::Int16: return reinterpret_cast<const int16_t*>(p)[i];
-    case DType::Int8: return reinterpret_cast<const int8_t*>(p)[i];
-    case DType::UInt64: return static_cast<double>(reinterpret_cast<const uint64_t*>(p)[i]);
-    case DType::UInt32: return reinterpret_cast<const uint32_t*>(p)[i];
-    case DType::UInt16: return reinterpret_cast<const uint16_t*>(p)[i];
-    case DType::UInt8: return reinterpret_cast<const uint8_t*>(p)[i];
-    case DType::Bool: return reinterpret_cast<const uint8_t*>(p)[i] ? 1.0 : 0.0;
+    case DType::Float32:
+      return reinterpret_cast<const float*>(p)[i];
+    case DType::Float16:
+      return half_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::BFloat16:
+      return bf16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::Float64:
+      return reinterpret_cast<const double*>(p)[i];
+    case DType::Int64:
+      return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
+    case DType::Int32:
+      return reinterpret_cast<const int32_t*>(p)[i];
+    case DType::Int16:
+      return reinterpret_cast<const int16_t*>(p)[i];
+    case DType::Int8:
+      return reinterpret_cast<const int8_t*>(p)[i];
+    case DType::UInt64:
+      return static_cast<double>(reinterpret_cast<const uint64_t*>(p)[i]);
+    case DType::UInt32:
+      return reinterpret_cast<const uint32_t*>(p)[i];
+    case DType::UInt16:
+      return reinterpret_cast<const uint16_t*>(p)[i];
+    case DType::UInt8:
+      return reinterpret_cast<const uint8_t*>(p)[i];
+    case DType::Bool:
+      return reinterpret_cast<const uint8_t*>(p)[i] ? 1.0 : 0.0;
   }
   return 0;
 }
@@ -188,16 +210,26 @@ int64_t Tensor::get_i64(int64_t i) const {
     case DType::Float32:
     case DType::Float16:
     case DType::BFloat16:
-    case DType::Float64: return saturate_cast<int64_t>(get_f64(i));
-    case DType::Int64: return reinterpret_cast<const int64_t*>(p)[i];
-    case DType::Int32: return reinterpret_cast<const int32_t*>(p)[i];
-    case DType::Int16: return reinterpret_cast<const int16_t*>(p)[i];
-    case DType::Int8: return reinterpret_cast<const int8_t*>(p)[i];
-    case DType::UInt64: return static_cast<int64_t>(reinterpret_cast<const uint64_t*>(p)[i]);
-    case DType::UInt32: return reinterpret_cast<const uint32_t*>(p)[i];
-    case DType::UInt16: return reinterpret_cast<const uint16_t*>(p)[i];
-    case DType::UInt8: return reinterpret_cast<const uint8_t*>(p)[i];
-    case DType::Bool: return reinterpret_cast<const uint8_t*>(p)[i] ? 1 : 0;
+    case DType::Float64:
+      return saturate_cast<int64_t>(get_f64(i));
+    case DType::Int64:
+      return reinterpret_cast<const int64_t*>(p)[i];
+    case DType::Int32:
+      return reinterpret_cast<const int32_t*>(p)[i];
+    case DType::Int16:
+      return reinterpret_cast<const int16_t*>(p)[i];
+    case DType::Int8:
+      return reinterpret_cast<const int8_t*>(p)[i];
+    case DType::UInt64:
+      return static_cast<int64_t>(reinterpret_cast<const uint64_t*>(p)[i]);
+    case DType::UInt32:
+      return reinterpret_cast<const uint32_t*>(p)[i];
+    case DType::UInt16:
+      return reinterpret_cast<const uint16_t*>(p)[i];
+    case DType::UInt8:
+      return reinterpret_cast<const uint8_t*>(p)[i];
+    case DType::Bool:
+      return reinterpret_cast<const uint8_t*>(p)[i] ? 1 : 0;
   }
   return 0;
 }
@@ -211,19 +243,45 @@ uint64_t Tensor::get_u64(int64_t i) const {
 void Tensor::set_f64(int64_t i, double v) {
   std::byte* p = buffer_.get();
   switch (dtype_) {
-    case DType::Float32: reinterpret_cast<float*>(p)[i] = static_cast<float>(v); return;
-    case DType::Float16: reinterpret_cast<uint16_t*>(p)[i] = float_to_half(static_cast<float>(v)); return;
-    case DType::BFloat16: reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v)); return;
-    case DType::Float64: reinterpret_cast<double*>(p)[i] = v; return;
-    case DType::Int64: reinterpret_cast<int64_t*>(p)[i] = saturate_cast<int64_t>(v); return;
-    case DType::Int32: reinterpret_cast<int32_t*>(p)[i] = saturate_cast<int32_t>(v); return;
-    case DType::Int16: reinterpret_cast<int16_t*>(p)[i] = saturate_cast<int16_t>(v); return;
-    case DType::Int8: reinterpret_cast<int8_t*>(p)[i] = saturate_cast<int8_t>(v); return;
-    case DType::UInt64: reinterpret_cast<uint64_t*>(p)[i] = float_to_unsigned<uint64_t>(v); return;
-    case DType::UInt32: reinterpret_cast<uint32_t*>(p)[i] = float_to_unsigned<uint32_t>(v); return;
-    case DType::UInt16: reinterpret_cast<uint16_t*>(p)[i] = float_to_unsigned<uint16_t>(v); return;
-    case DType::UInt8: reinterpret_cast<uint8_t*>(p)[i] = float_to_unsigned<uint8_t>(v); return;
-    case DType::Bool: reinterpret_cast<uint8_t*>(p)[i] = v != 0 ? 1 : 0; return;
+    case DType::Float32:
+      reinterpret_cast<float*>(p)[i] = static_cast<float>(v);
+      return;
+    case DType::Float16:
+      reinterpret_cast<uint16_t*>(p)[i] = float_to_half(static_cast<float>(v));
+      return;
+    case DType::BFloat16:
+      reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v));
+      return;
+    case DType::Float64:
+      reinterpret_cast<double*>(p)[i] = v;
+      return;
+    case DType::Int64:
+      reinterpret_cast<int64_t*>(p)[i] = saturate_cast<int64_t>(v);
+      return;
+    case DType::Int32:
+      reinterpret_cast<int32_t*>(p)[i] = saturate_cast<int32_t>(v);
+      return;
+    case DType::Int16:
+      reinterpret_cast<int16_t*>(p)[i] = saturate_cast<int16_t>(v);
+      return;
+    case DType::Int8:
+      reinterpret_cast<int8_t*>(p)[i] = saturate_cast<int8_t>(v);
+      return;
+    case DType::UInt64:
+      reinterpret_cast<uint64_t*>(p)[i] = float_to_unsigned<uint64_t>(v);
+      return;
+    case DType::UInt32:
+      reinterpret_cast<uint32_t*>(p)[i] = float_to_unsigned<uint32_t>(v);
+      return;
+    case DType::UInt16:
+      reinterpret_cast<uint16_t*>(p)[i] = float_to_unsigned<uint16_t>(v);
+      return;
+    case DType::UInt8:
+      reinterpret_cast<uint8_t*>(p)[i] = float_to_unsigned<uint8_t>(v);
+      return;
+    case DType::Bool:
+      reinterpret_cast<uint8_t*>(p)[i] = v != 0 ? 1 : 0;
+      return;
   }
 }
 
@@ -233,16 +291,36 @@ void Tensor::set_i64(int64_t i, int64_t v) {
     case DType::Float32:
     case DType::Float16:
     case DType::BFloat16:
-    case DType::Float64: set_f64(i, static_cast<double>(v)); return;
-    case DType::Int64: reinterpret_cast<int64_t*>(p)[i] = v; return;
-    case DType::Int32: reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); return;
-    case DType::Int16: reinterpret_cast<int16_t*>(p)[i] = static_cast<int16_t>(v); return;
-    case DType::Int8: reinterpret_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); return;
-    case DType::UInt64: reinterpret_cast<uint64_t*>(p)[i] = static_cast<uint64_t>(v); return;
-    case DType::UInt32: reinterpret_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(v); return;
-    case DType::UInt16: reinterpret_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v); return;
-    case DType::UInt8: reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); return;
-    case DType::Bool: reinterpret_cast<uint8_t*>(p)[i] = v != 0 ? 1 : 0; return;
+    case DType::Float64:
+      set_f64(i, static_cast<double>(v));
+      return;
+    case DType::Int64:
+      reinterpret_cast<int64_t*>(p)[i] = v;
+      return;
+    case DType::Int32:
+      reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
+      return;
+    case DType::Int16:
+      reinterpret_cast<int16_t*>(p)[i] = static_cast<int16_t>(v);
+      return;
+    case DType::Int8:
+      reinterpret_cast<int8_t*>(p)[i] = static_cast<int8_t>(v);
+      return;
+    case DType::UInt64:
+      reinterpret_cast<uint64_t*>(p)[i] = static_cast<uint64_t>(v);
+      return;
+    case DType::UInt32:
+      reinterpret_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(v);
+      return;
+    case DType::UInt16:
+      reinterpret_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v);
+      return;
+    case DType::UInt8:
+      reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v);
+      return;
+    case DType::Bool:
+      reinterpret_cast<uint8_t*>(p)[i] = v != 0 ? 1 : 0;
+      return;
   }
 }
 

@@ -15,7 +15,8 @@ void verify(const Graph& g) {
   std::vector<bool> defined(g.num_values(), false);
   for (ValueId v : g.inputs()) {
     if (v < 0 || static_cast<size_t>(v) >= g.num_values()) broken("graph input id out of range");
-    if (g.value(v).producer != kNoNode) broken("graph input %" + g.value(v).name + " has a producer");
+    if (g.value(v).producer != kNoNode)
+      broken("graph input %" + g.value(v).name + " has a producer");
     defined[v] = true;
   }
   for (size_t i = 0; i < g.num_values(); ++i)
@@ -33,18 +34,22 @@ void verify(const Graph& g) {
       broken(fmt::format("{} has {} outputs", n.describe(), nout));
     for (ValueId v : n.inputs) {
       if (v == kNoValue) continue;
-      if (v < 0 || static_cast<size_t>(v) >= g.num_values()) broken(n.describe() + ": input id out of range");
-      if (!defined[v]) broken(fmt::format("{} reads %{} before it is defined", n.describe(), g.value(v).name));
+      if (v < 0 || static_cast<size_t>(v) >= g.num_values())
+        broken(n.describe() + ": input id out of range");
+      if (!defined[v])
+        broken(fmt::format("{} reads %{} before it is defined", n.describe(), g.value(v).name));
     }
     for (ValueId v : n.outputs) {
       if (v == kNoValue) continue;
       if (defined[v]) broken(fmt::format("%{} is defined twice", g.value(v).name));
-      if (g.value(v).producer != id) broken(fmt::format("%{} has a stale producer", g.value(v).name));
+      if (g.value(v).producer != id)
+        broken(fmt::format("%{} has a stale producer", g.value(v).name));
       defined[v] = true;
     }
   }
   for (const auto& o : g.outputs()) {
-    if (o.value < 0 || static_cast<size_t>(o.value) >= g.num_values()) broken("graph output id out of range");
+    if (o.value < 0 || static_cast<size_t>(o.value) >= g.num_values())
+      broken("graph output id out of range");
     if (!defined[o.value]) broken("graph output " + o.name + " is never defined");
   }
 }

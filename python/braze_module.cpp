@@ -1,6 +1,7 @@
 // The Python extension braze._braze (nanobind) over the public C++ API: Engine, Session on
-// numpy arrays (copied in and out) or on CUDA arrays by DLPack (in place), the error classes. python/braze/__init__.py builds the
-// Pythonic layer (compile / load, Session.run on dicts, ONNX Runtime's InferenceSession).
+// numpy arrays (copied in and out) or on CUDA arrays by DLPack (in place), the error classes.
+// python/braze/__init__.py builds the Pythonic layer (compile / load, Session.run on dicts, ONNX
+// Runtime's InferenceSession).
 #include <braze/braze.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -19,25 +20,39 @@ namespace nb = nanobind;
 
 namespace {
 
-using Array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;  // numpy, or any DLPack array on the host
+using Array =
+    nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;  // numpy, or any DLPack array on the host
 
 // numpy's dtype of each braze::DType, as nanobind spells it (bfloat16 has none in numpy).
 nb::dlpack::dtype dl_of(braze::DType d) {
   using braze::DType;
   switch (d) {
-    case DType::Float32: return nb::dtype<float>();
-    case DType::Float64: return nb::dtype<double>();
-    case DType::Float16: return {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
-    case DType::Int64: return nb::dtype<int64_t>();
-    case DType::Int32: return nb::dtype<int32_t>();
-    case DType::Int16: return nb::dtype<int16_t>();
-    case DType::Int8: return nb::dtype<int8_t>();
-    case DType::UInt64: return nb::dtype<uint64_t>();
-    case DType::UInt32: return nb::dtype<uint32_t>();
-    case DType::UInt16: return nb::dtype<uint16_t>();
-    case DType::UInt8: return nb::dtype<uint8_t>();
-    case DType::Bool: return nb::dtype<bool>();
-    case DType::BFloat16: break;
+    case DType::Float32:
+      return nb::dtype<float>();
+    case DType::Float64:
+      return nb::dtype<double>();
+    case DType::Float16:
+      return {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+    case DType::Int64:
+      return nb::dtype<int64_t>();
+    case DType::Int32:
+      return nb::dtype<int32_t>();
+    case DType::Int16:
+      return nb::dtype<int16_t>();
+    case DType::Int8:
+      return nb::dtype<int8_t>();
+    case DType::UInt64:
+      return nb::dtype<uint64_t>();
+    case DType::UInt32:
+      return nb::dtype<uint32_t>();
+    case DType::UInt16:
+      return nb::dtype<uint16_t>();
+    case DType::UInt8:
+      return nb::dtype<uint8_t>();
+    case DType::Bool:
+      return nb::dtype<bool>();
+    case DType::BFloat16:
+      break;
   }
   throw braze::UserError("bfloat16 tensors have no numpy dtype");
 }
@@ -66,7 +81,8 @@ braze::DeviceTensor to_device_tensor(const DeviceArray& a, const char* what, siz
     throw braze::UserError(std::string(what) + " " + std::to_string(index) + " is on cuda:" +
                            std::to_string(a.device_id()) + "; braze runs on cuda:0");
   const nb::dlpack::dtype dt = a.dtype();
-  const bool bf16 = dt.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Bfloat) && dt.bits == 16;
+  const bool bf16 =
+      dt.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Bfloat) && dt.bits == 16;
   braze::DeviceTensor t;
   t.data = a.data();
   t.dtype = bf16 ? braze::DType::BFloat16 : dtype_of(dt, index);
@@ -74,7 +90,8 @@ braze::DeviceTensor to_device_tensor(const DeviceArray& a, const char* what, siz
   return t;
 }
 
-std::vector<braze::DeviceTensor> to_device_tensors(const std::vector<DeviceArray>& v, const char* what) {
+std::vector<braze::DeviceTensor> to_device_tensors(const std::vector<DeviceArray>& v,
+                                                   const char* what) {
   std::vector<braze::DeviceTensor> out;
   for (size_t i = 0; i < v.size(); ++i) out.push_back(to_device_tensor(v[i], what, i));
   return out;
@@ -91,12 +108,13 @@ nb::object to_numpy(const braze::Tensor& t) {
   auto* keep = new braze::Tensor(t);
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<braze::Tensor*>(p); });
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
-  return nb::cast(nb::ndarray<nb::numpy>(keep->raw(), shape.size(), shape.data(), owner, nullptr, dl_of(t.dtype())));
+  return nb::cast(nb::ndarray<nb::numpy>(keep->raw(), shape.size(), shape.data(), owner, nullptr,
+                                         dl_of(t.dtype())));
 }
 
 braze::CompileOptions compile_options(const std::map<std::string, std::vector<int64_t>>& shapes,
-                                     const std::string& precision, bool fuse, bool tune, const std::string& arch,
-                                     bool use_cache) {
+                                      const std::string& precision, bool fuse, bool tune,
+                                      const std::string& arch, bool use_cache) {
   braze::CompileOptions o;
   o.shapes = shapes;
   o.precision = precision;
@@ -115,16 +133,19 @@ braze::Backend backend_of(const std::string& name) {
   throw braze::UserError("backend '" + name + "': expected auto, gpu, reference or emulator");
 }
 
-std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> infos(const std::vector<braze::TensorInfo>& v) {
+std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> infos(
+    const std::vector<braze::TensorInfo>& v) {
   std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> out;
-  for (const braze::TensorInfo& t : v) out.emplace_back(t.name, std::string(braze::dtype_name(t.dtype)), t.shape);
+  for (const braze::TensorInfo& t : v)
+    out.emplace_back(t.name, std::string(braze::dtype_name(t.dtype)), t.shape);
   return out;
 }
 
 }  // namespace
 
 NB_MODULE(_braze, m) {
-  m.doc() = "braze: ONNX models compiled into fused CUDA kernels (the C++ API; use the braze package)";
+  m.doc() =
+      "braze: ONNX models compiled into fused CUDA kernels (the C++ API; use the braze package)";
   static nb::exception<braze::Error> error(m, "Error");
   static nb::exception<braze::UserError> user_error(m, "UserError", error);
   static nb::exception<braze::DeviceError> device_error(m, "DeviceError", error);
@@ -134,54 +155,72 @@ NB_MODULE(_braze, m) {
       .def_static(
           "compile",
           [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes,
-             const std::string& precision, bool fuse, bool tune, const std::string& arch, bool use_cache) {
-            const braze::CompileOptions o = compile_options(shapes, precision, fuse, tune, arch, use_cache);
+             const std::string& precision, bool fuse, bool tune, const std::string& arch,
+             bool use_cache) {
+            const braze::CompileOptions o =
+                compile_options(shapes, precision, fuse, tune, arch, use_cache);
             nb::gil_scoped_release release;
             return braze::Engine::compile(path, o);
           },
           nb::arg("path"), nb::arg("shapes") = std::map<std::string, std::vector<int64_t>>{},
-          nb::arg("precision") = "fp32", nb::arg("fuse") = true, nb::arg("tune") = false, nb::arg("arch") = "",
-          nb::arg("use_cache") = true,
-          "Compile the ONNX model at `path` (no GPU needed). shapes: {input: dims} for symbolic dims\n"
-          "(others default to 1); precision: fp32, tf32, fp16 or bf16; fuse: False for one kernel a\n"
-          "node; tune: time each kernel's candidates on the GPU; arch: sm_90a …, empty for this GPU's.")
+          nb::arg("precision") = "fp32", nb::arg("fuse") = true, nb::arg("tune") = false,
+          nb::arg("arch") = "", nb::arg("use_cache") = true,
+          "Compile the ONNX model at `path` (no GPU needed). shapes: {input: dims} for symbolic "
+          "dims\n"
+          "(others default to 1); precision: fp32, tf32, fp16 or bf16; fuse: False for one kernel "
+          "a\n"
+          "node; tune: time each kernel's candidates on the GPU; arch: sm_90a …, empty for this "
+          "GPU's.")
       .def_static(
           "compile_bytes",
-          [](nb::bytes model, const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& precision,
-             bool fuse, bool tune, const std::string& arch, bool use_cache, const std::string& model_dir) {
-            const braze::CompileOptions o = compile_options(shapes, precision, fuse, tune, arch, use_cache);
+          [](nb::bytes model, const std::map<std::string, std::vector<int64_t>>& shapes,
+             const std::string& precision, bool fuse, bool tune, const std::string& arch,
+             bool use_cache, const std::string& model_dir) {
+            const braze::CompileOptions o =
+                compile_options(shapes, precision, fuse, tune, arch, use_cache);
             std::string bytes(model.c_str(), model.size());
             nb::gil_scoped_release release;
             return braze::Engine::compile_bytes(bytes, o, model_dir);
           },
           nb::arg("model"), nb::arg("shapes") = std::map<std::string, std::vector<int64_t>>{},
-          nb::arg("precision") = "fp32", nb::arg("fuse") = true, nb::arg("tune") = false, nb::arg("arch") = "",
-          nb::arg("use_cache") = true, nb::arg("model_dir") = "",
+          nb::arg("precision") = "fp32", nb::arg("fuse") = true, nb::arg("tune") = false,
+          nb::arg("arch") = "", nb::arg("use_cache") = true, nb::arg("model_dir") = "",
           "Compile a serialized ModelProto (external data, if any, read relative to model_dir).")
-      .def_static("load", [](const std::string& path) { return braze::Engine::load(path); }, nb::arg("path"),
-                  "Load an engine file written by save() or `braze compile`.")
-      .def("save", &braze::Engine::save, nb::arg("path"), "Write the engine file (kernels, weights, graph).")
-      .def_prop_ro("input_names", &braze::Engine::input_names, "Input names, in the order run() takes them.")
-      .def_prop_ro("output_names", &braze::Engine::output_names, "Output names, in the order run() returns them.")
-      .def_prop_ro("inputs", [](const braze::Engine& e) { return infos(e.inputs()); },
-                   "(name, dtype, shape) of each input.")
-      .def_prop_ro("outputs", [](const braze::Engine& e) { return infos(e.outputs()); },
-                   "(name, dtype, shape) of each output.")
+      .def_static(
+          "load", [](const std::string& path) { return braze::Engine::load(path); },
+          nb::arg("path"), "Load an engine file written by save() or `braze compile`.")
+      .def("save", &braze::Engine::save, nb::arg("path"),
+           "Write the engine file (kernels, weights, graph).")
+      .def_prop_ro("input_names", &braze::Engine::input_names,
+                   "Input names, in the order run() takes them.")
+      .def_prop_ro("output_names", &braze::Engine::output_names,
+                   "Output names, in the order run() returns them.")
+      .def_prop_ro(
+          "inputs", [](const braze::Engine& e) { return infos(e.inputs()); },
+          "(name, dtype, shape) of each input.")
+      .def_prop_ro(
+          "outputs", [](const braze::Engine& e) { return infos(e.outputs()); },
+          "(name, dtype, shape) of each output.")
       .def_prop_ro("arch", &braze::Engine::arch, "What the kernels were compiled for (sm_90a …).")
       .def_prop_ro("precision", &braze::Engine::precision, "The precision it was compiled at.")
-      .def_prop_ro("kernels", &braze::Engine::kernels, "GPU kernels (groups on the CPU reference not counted).")
+      .def_prop_ro("kernels", &braze::Engine::kernels,
+                   "GPU kernels (groups on the CPU reference not counted).")
       .def_prop_ro("notes", &braze::Engine::notes,
-                   "What the compile noted: dims defaulted, groups on the CPU reference, --tune without a GPU.");
+                   "What the compile noted: dims defaulted, groups on the CPU reference, --tune "
+                   "without a GPU.");
 
-  nb::class_<braze_python::TorchBinding>(m, "TorchBinding", "Session.run's last binding of PyTorch CUDA tensors.")
-      .def(nb::init<const std::vector<std::string>&, const std::vector<std::string>&>(), nb::arg("inputs"),
-           nb::arg("outputs"), "The engine's input and output names.")
-      .def("keep", &braze_python::TorchBinding::keep, nb::arg("tensors"), nb::arg("current_stream").none(),
+  nb::class_<braze_python::TorchBinding>(m, "TorchBinding",
+                                         "Session.run's last binding of PyTorch CUDA tensors.")
+      .def(nb::init<const std::vector<std::string>&, const std::vector<std::string>&>(),
+           nb::arg("inputs"), nb::arg("outputs"), "The engine's input and output names.")
+      .def("keep", &braze_python::TorchBinding::keep, nb::arg("tensors"),
+           nb::arg("current_stream").none(),
            "Keeps dense PyTorch CUDA tensors on cuda:0 (inputs then outputs) as the binding;\n"
            "current_stream: torch._C._cuda_getCurrentRawStream, or None.")
-      .def("run", &braze_python::TorchBinding::run, nb::arg("session"), nb::arg("feeds"), nb::arg("outputs").none(),
-           nb::arg("stream").none(),
-           "Runs the session on the kept binding when the dicts hold it still (same addresses, dtypes,\n"
+      .def("run", &braze_python::TorchBinding::run, nb::arg("session"), nb::arg("feeds"),
+           nb::arg("outputs").none(), nb::arg("stream").none(),
+           "Runs the session on the kept binding when the dicts hold it still (same addresses, "
+           "dtypes,\n"
            "shapes, dense); returns the stream used, or None when they do not.");
 
   nb::class_<braze::Session>(m, "Session", "Runs an engine: on the GPU or the CPU reference.")
@@ -197,14 +236,18 @@ NB_MODULE(_braze, m) {
           "backend",
           [](const braze::Session& s) {
             switch (s.backend()) {
-              case braze::Backend::Gpu: return "gpu";
-              case braze::Backend::Emulator: return "emulator";
-              default: return "reference";
+              case braze::Backend::Gpu:
+                return "gpu";
+              case braze::Backend::Emulator:
+                return "emulator";
+              default:
+                return "reference";
             }
           },
           "Where it runs: gpu, reference or emulator.")
       .def_prop_ro("notes", &braze::Session::notes,
-                   "Kernels recompiled for this GPU, groups run on the CPU reference (emulator: after a run).")
+                   "Kernels recompiled for this GPU, groups run on the CPU reference (emulator: "
+                   "after a run).")
       .def(
           "run",
           [](braze::Session& s, const std::vector<Array>& arrays) {
@@ -219,11 +262,12 @@ NB_MODULE(_braze, m) {
             for (const braze::Tensor& t : out) result.append(to_numpy(t));
             return result;
           },
-          nb::arg("inputs"), "Input arrays in Engine.input_names order; returns the outputs' arrays.")
+          nb::arg("inputs"),
+          "Input arrays in Engine.input_names order; returns the outputs' arrays.")
       .def(
           "run_device",
-          [](braze::Session& s, const std::vector<DeviceArray>& inputs, const std::vector<DeviceArray>& outputs,
-             uintptr_t stream) {
+          [](braze::Session& s, const std::vector<DeviceArray>& inputs,
+             const std::vector<DeviceArray>& outputs, uintptr_t stream) {
             std::vector<braze::DeviceTensor> in = to_device_tensors(inputs, "input");
             std::vector<braze::DeviceTensor> out = to_device_tensors(outputs, "output");
             nb::gil_scoped_release release;
@@ -240,7 +284,8 @@ NB_MODULE(_braze, m) {
             s.synchronize(reinterpret_cast<void*>(stream));
           },
           nb::arg("stream") = 0,
-          "Wait for `stream`; raises UserError for a failed run-time check of a device run since the last call.");
+          "Wait for `stream`; raises UserError for a failed run-time check of a device run since "
+          "the last call.");
 
   m.def("gpu_available", &braze::gpu_available, "Whether a CUDA GPU and driver are present.");
   m.def("version", &braze::version, "braze's version.");

@@ -21,10 +21,22 @@ PyObject* interned(const char* s) {
   return o;  // kept for the process's life
 }
 
-PyObject* name_data_ptr() { static PyObject* s = interned("data_ptr"); return s; }
-PyObject* name_dtype() { static PyObject* s = interned("dtype"); return s; }
-PyObject* name_shape() { static PyObject* s = interned("shape"); return s; }
-PyObject* name_is_contiguous() { static PyObject* s = interned("is_contiguous"); return s; }
+PyObject* name_data_ptr() {
+  static PyObject* s = interned("data_ptr");
+  return s;
+}
+PyObject* name_dtype() {
+  static PyObject* s = interned("dtype");
+  return s;
+}
+PyObject* name_shape() {
+  static PyObject* s = interned("shape");
+  return s;
+}
+PyObject* name_is_contiguous() {
+  static PyObject* s = interned("is_contiguous");
+  return s;
+}
 
 std::optional<uintptr_t> address_of(PyObject* t) {
   Ref p(PyObject_CallMethodNoArgs(t, name_data_ptr()));
@@ -53,13 +65,15 @@ bool dense(PyObject* t) {
 braze::DType dtype_named(const std::string& torch_name) {
   std::string name = torch_name.rfind("torch.", 0) == 0 ? torch_name.substr(6) : torch_name;
   std::optional<braze::DType> d = braze::dtype_from_name(name);
-  if (!d) throw braze::UserError("a PyTorch tensor of dtype " + name + ", which braze does not take");
+  if (!d)
+    throw braze::UserError("a PyTorch tensor of dtype " + name + ", which braze does not take");
   return *d;
 }
 
 }  // namespace
 
-TorchBinding::TorchBinding(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+TorchBinding::TorchBinding(const std::vector<std::string>& inputs,
+                           const std::vector<std::string>& outputs) {
   for (const std::string& n : inputs) inputs_.emplace_back(n.c_str());
   for (const std::string& n : outputs) outputs_.emplace_back(n.c_str());
 }
@@ -70,7 +84,8 @@ void TorchBinding::keep(nb::handle tensors, nb::handle current_stream) {
   device_outputs_.clear();
   tensor_type_ = nullptr;
   nb::list list = nb::borrow<nb::list>(tensors);
-  if (list.size() != inputs_.size() + outputs_.size()) throw braze::InternalError("TorchBinding::keep: tensor count");
+  if (list.size() != inputs_.size() + outputs_.size())
+    throw braze::InternalError("TorchBinding::keep: tensor count");
   std::vector<Kept> kept;
   std::vector<braze::DeviceTensor> device;
   for (nb::handle t : list) {
@@ -99,7 +114,8 @@ bool TorchBinding::matches(PyObject* t, const Kept& k) const {
   return shape && *shape == k.shape && dense(t);
 }
 
-bool TorchBinding::gather(nb::handle dict, const std::vector<nb::str>& names, std::vector<PyObject*>& out) const {
+bool TorchBinding::gather(nb::handle dict, const std::vector<nb::str>& names,
+                          std::vector<PyObject*>& out) const {
   if (!PyDict_Check(dict.ptr())) return false;
   for (const nb::str& n : names) {
     PyObject* v = PyDict_GetItemWithError(dict.ptr(), n.ptr());  // borrowed
@@ -109,9 +125,12 @@ bool TorchBinding::gather(nb::handle dict, const std::vector<nb::str>& names, st
   return true;
 }
 
-nb::object TorchBinding::run(braze::Session& session, nb::handle feeds, nb::handle outputs, nb::handle stream) {
-  if (kept_.empty() || outputs.is_none() || (stream.is_none() && current_stream_.is_none())) return nb::none();
-  if (!PyDict_Check(feeds.ptr()) || static_cast<size_t>(PyDict_Size(feeds.ptr())) != inputs_.size()) return nb::none();
+nb::object TorchBinding::run(braze::Session& session, nb::handle feeds, nb::handle outputs,
+                             nb::handle stream) {
+  if (kept_.empty() || outputs.is_none() || (stream.is_none() && current_stream_.is_none()))
+    return nb::none();
+  if (!PyDict_Check(feeds.ptr()) || static_cast<size_t>(PyDict_Size(feeds.ptr())) != inputs_.size())
+    return nb::none();
   std::vector<PyObject*> tensors;
   bool held = gather(feeds, inputs_, tensors) && gather(outputs, outputs_, tensors);
   for (size_t i = 0; held && i < tensors.size(); ++i) held = matches(tensors[i], kept_[i]);

@@ -35,7 +35,8 @@ class TorchBinding {
     std::vector<int64_t> shape;
   };
   bool matches(PyObject* tensor, const Kept& k) const;
-  bool gather(nb::handle dict, const std::vector<nb::str>& names, std::vector<PyObject*>& out) const;
+  bool gather(nb::handle dict, const std::vector<nb::str>& names,
+              std::vector<PyObject*>& out) const;
 
   std::vector<nb::str> inputs_, outputs_;
   std::vector<Kept> kept_;

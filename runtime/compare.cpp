@@ -9,12 +9,16 @@ namespace braze::runtime {
 Tolerance default_tolerance(DType dt) {
   switch (dt) {
     case DType::Float32:
-    case DType::Float64: return {1e-3, 1e-5};
+    case DType::Float64:
+      return {1e-3, 1e-5};
     // Half types: a fused kernel keeps intermediates in float where the unfused graph rounds
     // each one to half, so results differ by a few units in the last place.
-    case DType::Float16: return {1e-2, 1e-3};
-    case DType::BFloat16: return {5e-2, 1e-2};
-    default: return {0, 0};
+    case DType::Float16:
+      return {1e-2, 1e-3};
+    case DType::BFloat16:
+      return {5e-2, 1e-2};
+    default:
+      return {0, 0};
   }
 }
 
@@ -22,12 +26,14 @@ Comparison compare(const Tensor& actual, const Tensor& expected, Tolerance tol) 
   Comparison c;
   if (actual.dtype() != expected.dtype()) {
     c.ok = false;
-    c.problem = fmt::format("dtype {} but expected {}", dtype_name(actual.dtype()), dtype_name(expected.dtype()));
+    c.problem = fmt::format("dtype {} but expected {}", dtype_name(actual.dtype()),
+                            dtype_name(expected.dtype()));
     return c;
   }
   if (actual.shape() != expected.shape()) {
     c.ok = false;
-    c.problem = fmt::format("shape {} but expected {}", shape_str(actual.shape()), shape_str(expected.shape()));
+    c.problem = fmt::format("shape {} but expected {}", shape_str(actual.shape()),
+                            shape_str(expected.shape()));
     return c;
   }
   c.numel = actual.numel();
@@ -39,7 +45,8 @@ Comparison compare(const Tensor& actual, const Tensor& expected, Tolerance tol) 
       bool same = is_unsigned_int(actual.dtype()) ? actual.get_u64(i) == expected.get_u64(i)
                                                   : actual.get_i64(i) == expected.get_i64(i);
       if (!same) {
-        double d = std::fabs(static_cast<double>(actual.get_i64(i)) - static_cast<double>(expected.get_i64(i)));
+        double d = std::fabs(static_cast<double>(actual.get_i64(i)) -
+                             static_cast<double>(expected.get_i64(i)));
         ++c.mismatches;
         if (d > c.max_abs) c.max_abs = d;
         if (d > worst_excess) worst_excess = d, c.worst = i;
@@ -85,11 +92,13 @@ std::string Comparison::summary(const Tensor& actual, const Tensor& expected) co
       idx[d] = actual.shape()[d] ? f % actual.shape()[d] : 0;
       f = actual.shape()[d] ? f / actual.shape()[d] : 0;
     }
-    where = fmt::format("; worst at {}: got {:.9g}, expected {:.9g}", shape_str(idx), actual.get_f64(worst),
-                        expected.get_f64(worst));
+    where = fmt::format("; worst at {}: got {:.9g}, expected {:.9g}", shape_str(idx),
+                        actual.get_f64(worst), expected.get_f64(worst));
   }
-  return fmt::format("{} of {} elements differ{}; {}{}", mismatches, numel,
-                     nan_mismatches ? fmt::format(" ({} NaN/Inf on one side only)", nan_mismatches) : "", errs, where);
+  return fmt::format(
+      "{} of {} elements differ{}; {}{}", mismatches, numel,
+      nan_mismatches ? fmt::format(" ({} NaN/Inf on one side only)", nan_mismatches) : "", errs,
+      where);
 }
 
 }  // namespace braze::runtime

@@ -25,8 +25,8 @@ struct Comparison {
   int64_t nan_mismatches = 0;  // NaN or Inf on one side only
   double max_abs = 0;
   double max_rel = 0;
-  double rel_l2 = 0;   // ||actual - expected|| / ||expected|| over the finite elements (floats)
-  int64_t worst = -1;  // flat index of the largest excess over tolerance
+  double rel_l2 = 0;    // ||actual - expected|| / ||expected|| over the finite elements (floats)
+  int64_t worst = -1;   // flat index of the largest excess over tolerance
   std::string problem;  // dtype or shape disagreement
   // One line: "ok (max abs 1e-7, max rel 2e-6)" or what differs and where.
   std::string summary(const Tensor& actual, const Tensor& expected) const;

@@ -21,9 +21,12 @@ namespace fs = std::filesystem;
 
 std::string_view status_name(CaseResult::Status s) {
   switch (s) {
-    case CaseResult::Status::Pass: return "PASS";
-    case CaseResult::Status::Fail: return "FAIL";
-    case CaseResult::Status::Skip: return "SKIP";
+    case CaseResult::Status::Pass:
+      return "PASS";
+    case CaseResult::Status::Fail:
+      return "FAIL";
+    case CaseResult::Status::Skip:
+      return "SKIP";
   }
   return "?";
 }
@@ -32,7 +35,8 @@ std::vector<fs::path> find_cases(const std::vector<fs::path>& roots) {
   std::vector<fs::path> out;
   for (const fs::path& root : roots) {
     std::error_code ec;
-    if (!fs::is_directory(root, ec)) throw UserError(fmt::format("{}: not a folder", root.string()));
+    if (!fs::is_directory(root, ec))
+      throw UserError(fmt::format("{}: not a folder", root.string()));
     if (fs::exists(root / "model.onnx")) {
       out.push_back(root);
       continue;
@@ -40,7 +44,9 @@ std::vector<fs::path> find_cases(const std::vector<fs::path>& roots) {
     std::vector<fs::path> found;
     for (const auto& e : fs::directory_iterator(root, ec))
       if (e.is_directory() && fs::exists(e.path() / "model.onnx")) found.push_back(e.path());
-    if (found.empty()) throw UserError(fmt::format("{}: holds no test cases (no model.onnx in it or its folders)", root.string()));
+    if (found.empty())
+      throw UserError(fmt::format("{}: holds no test cases (no model.onnx in it or its folders)",
+                                  root.string()));
     std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }
@@ -79,14 +85,16 @@ PreparedSet prepare_data_set(const fs::path& model, const fs::path& set) {
       names.push_back(probe.graph.value(v).name);
       in_types.push_back(probe.graph.value(v).dtype);
     }
-    for (const auto& o : probe.graph.outputs()) out_types.push_back(probe.graph.value(o.value).dtype);
+    for (const auto& o : probe.graph.outputs())
+      out_types.push_back(probe.graph.value(o.value).dtype);
   }
   std::vector<Tensor> given = match_inputs(names, read_input_files({set}, "input_", true));
   std::vector<InputFile> expected = read_input_files({set}, "output_");
   for (size_t i = 0; i < given.size(); ++i) given[i] = as_declared(given[i], in_types[i]);
   PreparedSet p;
   for (size_t i = 0; i < expected.size(); ++i)
-    p.expected.push_back(i < out_types.size() ? as_declared(expected[i].tensor, out_types[i]) : expected[i].tensor);
+    p.expected.push_back(i < out_types.size() ? as_declared(expected[i].tensor, out_types[i])
+                                              : expected[i].tensor);
   frontend::ImportOptions opts;
   opts.shapes_override_model = true;
   for (size_t i = 0; i < names.size(); ++i) opts.shapes[names[i]] = given[i].shape();
@@ -114,8 +122,8 @@ SetResult run_data_set(const fs::path& model, const fs::path& set, const Backend
   BackendRun run = backend(g, p.inputs);
   const std::vector<Tensor>& actual = run.outputs;
   if (actual.size() != p.expected.size())
-    return {fmt::format("{}: the model gives {} outputs, {} expected", set.filename().string(), actual.size(),
-                        p.expected.size()),
+    return {fmt::format("{}: the model gives {} outputs, {} expected", set.filename().string(),
+                        actual.size(), p.expected.size()),
             p.notes, run.fallbacks};
   for (size_t i = 0; i < actual.size(); ++i) {
     Comparison c = compare(actual[i], p.expected[i], default_tolerance(p.expected[i].dtype()));
@@ -136,7 +144,8 @@ CaseResult run_case(const fs::path& dir, const BackendFn& backend) {
   try {
     std::vector<fs::path> sets;
     for (const auto& e : fs::directory_iterator(dir))
-      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
+        sets.push_back(e.path());
     std::sort(sets.begin(), sets.end());
     if (sets.empty()) throw UserError(dir.string() + ": no test_data_set_* folders");
     for (const fs::path& set : sets) {

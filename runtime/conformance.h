@@ -31,7 +31,7 @@ struct CaseResult {
   enum class Status { Pass, Fail, Skip };
   std::string name;
   Status status = Status::Pass;
-  std::string detail;  // why it failed or was skipped; notes for a pass
+  std::string detail;                  // why it failed or was skipped; notes for a pass
   std::vector<std::string> fallbacks;  // groups run on the CPU instead of the backend
   double seconds = 0;
 };

@@ -55,8 +55,10 @@ std::string emulation_source(const graph::Graph& g, const codegen::Kernel& k) {
   // The progress parameters (codegen::Kernel): the word's address, the step number by value.
   args += fmt::format("{}(unsigned*)a[{}], *(unsigned*)a[{}]", n ? ", " : "", n, n + 1);
   src += fmt::format(
-      "\nextern \"C\" void braze_emu_launch(void** a, unsigned gx, unsigned gy, unsigned gz, unsigned bx, "
-      "unsigned by, unsigned bz) {{\n  braze_emu_run([&] {{ {}({}); }}, {{gx, gy, gz}}, {{bx, by, bz}});\n}}\n",
+      "\nextern \"C\" void braze_emu_launch(void** a, unsigned gx, unsigned gy, unsigned gz, "
+      "unsigned bx, "
+      "unsigned by, unsigned bz) {{\n  braze_emu_run([&] {{ {}({}); }}, {{gx, gy, gz}}, {{bx, by, "
+      "bz}});\n}}\n",
       k.name, args);
   return src;
 }
@@ -77,14 +79,16 @@ LaunchFn load_kernel(const std::string& src, const fs::path& dir, const std::str
     fs::path cpp = dir / fmt::format("{:016x}.{}.cpp", h, ::getpid());
     std::ofstream(cpp) << src;
     fs::path tmp = dir / fmt::format("{:016x}.{}.so.tmp", h, ::getpid());
-    std::string cmd = fmt::format("{} -std=c++20 -O1 -w -shared -fPIC -pthread -x c++ '{}' -o '{}' 2>'{}.log'",
-                                  BRAZE_HOST_CXX, cpp.string(), tmp.string(), cpp.string());
+    std::string cmd =
+        fmt::format("{} -std=c++20 -O1 -w -shared -fPIC -pthread -x c++ '{}' -o '{}' 2>'{}.log'",
+                    BRAZE_HOST_CXX, cpp.string(), tmp.string(), cpp.string());
     int rc = std::system(cmd.c_str());
     if (rc != 0) {
       std::ifstream log(cpp.string() + ".log");
       std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-      throw InternalError(fmt::format("the CPU emulator could not compile kernel {} (source kept at {}):\n{}", name,
-                                      cpp.string(), text.substr(0, 4000)));
+      throw InternalError(
+          fmt::format("the CPU emulator could not compile kernel {} (source kept at {}):\n{}", name,
+                      cpp.string(), text.substr(0, 4000)));
     }
     fs::rename(tmp, so, ec);
     fs::remove(cpp, ec);
@@ -104,18 +108,21 @@ LaunchFn load_kernel(const std::string& src, const fs::path& dir, const std::str
 void run_emulated_kernel(const std::string& kernel_source, const std::string& name, float* out,
                          const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
                          const fs::path& cache_dir) {
-  const std::string src = std::string(emulator_half_header()) + std::string(emulator_shim()) + kernel_source +
-                          fmt::format("\nextern \"C\" void braze_emu_launch(void** a, unsigned gx, unsigned gy, unsigned gz, "
-                                      "unsigned bx, unsigned by, unsigned bz) {{\n  braze_emu_run([&] {{ {}((float*)a[0]); "
-                                      "}}, {{gx, gy, gz}}, {{bx, by, bz}});\n}}\n",
-                                      name);
-  const LaunchFn fn = load_kernel(src, cache_dir.empty() ? gpu::default_cache_dir() / "emulator" : cache_dir, name);
+  const std::string src =
+      std::string(emulator_half_header()) + std::string(emulator_shim()) + kernel_source +
+      fmt::format(
+          "\nextern \"C\" void braze_emu_launch(void** a, unsigned gx, unsigned gy, unsigned gz, "
+          "unsigned bx, unsigned by, unsigned bz) {{\n  braze_emu_run([&] {{ {}((float*)a[0]); "
+          "}}, {{gx, gy, gz}}, {{bx, by, bz}});\n}}\n",
+          name);
+  const LaunchFn fn =
+      load_kernel(src, cache_dir.empty() ? gpu::default_cache_dir() / "emulator" : cache_dir, name);
   void* args[] = {out};
   fn(args, grid[0], grid[1], grid[2], block[0], block[1], block[2]);
 }
 
-std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan, const std::vector<Tensor>& inputs,
-                                 const EmulatorOptions& opts) {
+std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan,
+                                 const std::vector<Tensor>& inputs, const EmulatorOptions& opts) {
   check_inputs(g, inputs);
   fs::path dir = opts.cache_dir.empty() ? gpu::default_cache_dir() / "emulator" : opts.cache_dir;
   const codegen::Target target = emulator_target(opts);
@@ -124,29 +131,35 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
     for (gpu::Step& s : steps) {
       std::vector<codegen::Tunables> c = codegen::candidates(g, s.group, target);
       if (!s.kernel || c.empty()) continue;
-      const codegen::Tunables& t = c[std::min<size_t>(static_cast<size_t>(opts.candidate), c.size() - 1)];
+      const codegen::Tunables& t =
+          c[std::min<size_t>(static_cast<size_t>(opts.candidate), c.size() - 1)];
       codegen::GroupCode gc = codegen::generate(g, s.group, target, &t);
       if (gc.kernel) s.kernel = std::move(gc.kernel);
     }
   std::vector<Tensor> vals(g.num_values());
   for (size_t i = 0; i < g.num_values(); ++i)
-    if (g.value(static_cast<ValueId>(i)).constant) vals[i] = *g.value(static_cast<ValueId>(i)).constant;
+    if (g.value(static_cast<ValueId>(i)).constant)
+      vals[i] = *g.value(static_cast<ValueId>(i)).constant;
   for (size_t i = 0; i < inputs.size(); ++i) vals[g.inputs()[i]] = inputs[i];
   // Zero-size values exist before any kernel runs: a kernel with nothing to write (a softmax
   // over rows of length 0) may not take them as parameters, and they are still values of
   // their shapes, outputs or inputs of later kernels, as on the GPU.
   for (size_t i = 0; i < g.num_values(); ++i) {
     const graph::Value& v = g.value(static_cast<ValueId>(i));
-    if (!vals[i].defined() && v.has_shape && checked_numel(v.shape) == 0) vals[i] = Tensor(v.dtype, v.shape);
+    if (!vals[i].defined() && v.has_shape && checked_numel(v.shape) == 0)
+      vals[i] = Tensor(v.dtype, v.shape);
   }
 
   // Compile every kernel first, on all cores (g++ takes about a second a kernel).
   std::vector<LaunchFn> fns(steps.size(), nullptr);
-  graph::parallel_for(steps.size(), [&](size_t i) {
-    const gpu::Step& s = steps[i];
-    if (s.kernel && !s.kernel->empty_launch)
-      fns[i] = load_kernel(emulation_source(g, *s.kernel), dir, s.kernel->name);
-  }, 0);
+  graph::parallel_for(
+      steps.size(),
+      [&](size_t i) {
+        const gpu::Step& s = steps[i];
+        if (s.kernel && !s.kernel->empty_launch)
+          fns[i] = load_kernel(emulation_source(g, *s.kernel), dir, s.kernel->name);
+      },
+      0);
 
   for (size_t si = 0; si < steps.size(); ++si) {
     const gpu::Step& s = steps[si];
@@ -172,7 +185,8 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
         t = Tensor(v.dtype, v.shape);
         if (opts.poison && t.nbytes()) std::memset(t.raw(), 0xFF, t.nbytes());
       }
-      BRAZE_CHECK(t.defined(), "emulator: kernel input %" + g.value(p.value).name + " not computed");
+      BRAZE_CHECK(t.defined(),
+                  "emulator: kernel input %" + g.value(p.value).name + " not computed");
       args.push_back(t.raw());
     }
     int flag = 0;
@@ -191,8 +205,10 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
       fn(args.data(), 1, 1, 1, k.block[0], k.block[1], k.block[2]);
     else
       fn(args.data(), 1, 1, 1, 1, 1, 1);
-    if (flag > 0 && static_cast<size_t>(flag) <= k.error_messages.size()) throw UserError(k.error_messages[flag - 1]);
-    BRAZE_CHECK(progress == step, fmt::format("kernel {} noted step {}, not its own {}", k.name, progress, step));
+    if (flag > 0 && static_cast<size_t>(flag) <= k.error_messages.size())
+      throw UserError(k.error_messages[flag - 1]);
+    BRAZE_CHECK(progress == step,
+                fmt::format("kernel {} noted step {}, not its own {}", k.name, progress, step));
   }
   std::vector<Tensor> out;
   for (const auto& o : g.outputs()) out.push_back(vals[o.value]);

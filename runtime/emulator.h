@@ -34,7 +34,8 @@ struct EmulatorOptions {
 // The target the emulator generates kernels for (sm_90 without clusters, tf32 as asked).
 codegen::Target emulator_target(const EmulatorOptions& opts);
 
-std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan, const std::vector<Tensor>& inputs,
+std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan,
+                                 const std::vector<Tensor>& inputs,
                                  const EmulatorOptions& opts = {});
 
 // The launch contract on its own, for the emulator's tests: compiles `kernel_source` (CUDA in

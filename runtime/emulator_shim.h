@@ -22,9 +22,9 @@
 #define __shared__ static
 #define __restrict__ __restrict
 
+using std::isfinite;
 using std::isinf;
 using std::isnan;
-using std::isfinite;
 
 struct braze_dim3 {
   unsigned x = 0, y = 0, z = 0;

@@ -14,7 +14,7 @@
 
 namespace braze::runtime {
 
-struct RandomSpec {  // the seed is random_tensor's argument
+struct RandomSpec {     // the seed is random_tensor's argument
   int64_t int_min = 0;  // integers drawn from [int_min, int_max], both included
   int64_t int_max = 9;
   double float_lo = -1.0;  // floats from [float_lo, float_hi)
@@ -34,11 +34,13 @@ struct InputFile {
 };
 // A folder holding no such files is an error unless allow_none.
 std::vector<InputFile> read_input_files(const std::vector<std::filesystem::path>& paths,
-                                        const std::string& prefix = "input_", bool allow_none = false);
+                                        const std::string& prefix = "input_",
+                                        bool allow_none = false);
 
 // Orders `files` to match the graph-input names `names`: by name when every file carries a
 // name the model knows, by position when none does. UserError on a count mismatch, and when
 // some files name inputs and others name none (a stray file beside the inputs).
-std::vector<Tensor> match_inputs(const std::vector<std::string>& names, std::vector<InputFile> files);
+std::vector<Tensor> match_inputs(const std::vector<std::string>& names,
+                                 std::vector<InputFile> files);
 
 }  // namespace braze::runtime

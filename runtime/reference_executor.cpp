@@ -21,8 +21,9 @@ void check_inputs(const graph::Graph& g, const std::vector<Tensor>& inputs) {
     const Tensor& t = inputs[i];
     if (!t.defined()) throw UserError(fmt::format("input '{}' is not given", v.name));
     if (t.dtype() != v.dtype || (v.has_shape && t.shape() != v.shape))
-      throw UserError(fmt::format("input '{}' is {}{}, but the model expects {}", v.name, dtype_name(t.dtype()),
-                                  shape_str(t.shape()), graph::value_type_str(v)));
+      throw UserError(fmt::format("input '{}' is {}{}, but the model expects {}", v.name,
+                                  dtype_name(t.dtype()), shape_str(t.shape()),
+                                  graph::value_type_str(v)));
   }
 }
 
@@ -32,7 +33,8 @@ std::vector<Tensor> run_reference(const graph::Graph& g, const std::vector<Tenso
   std::vector<NodeId> order = g.topo_order();
   std::vector<Tensor> vals(g.num_values());
   for (size_t i = 0; i < g.num_values(); ++i)
-    if (g.value(static_cast<ValueId>(i)).constant) vals[i] = *g.value(static_cast<ValueId>(i)).constant;
+    if (g.value(static_cast<ValueId>(i)).constant)
+      vals[i] = *g.value(static_cast<ValueId>(i)).constant;
   for (size_t i = 0; i < inputs.size(); ++i) vals[g.inputs()[i]] = inputs[i];
 
   // Last use of each value (position in `order`), to free intermediates early.
@@ -55,7 +57,8 @@ std::vector<Tensor> run_reference(const graph::Graph& g, const std::vector<Tenso
       if (n.outputs[i] != kNoValue) vals[n.outputs[i]] = std::move(outs[i]);
     if (!keep)
       for (ValueId v : n.inputs)
-        if (v != kNoValue && last_use[v] == static_cast<int64_t>(k) && !g.value(v).constant) vals[v] = Tensor();
+        if (v != kNoValue && last_use[v] == static_cast<int64_t>(k) && !g.value(v).constant)
+          vals[v] = Tensor();
   }
   std::vector<Tensor> result;
   for (const auto& o : g.outputs()) result.push_back(vals[o.value]);

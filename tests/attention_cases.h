@@ -20,7 +20,9 @@ struct AttentionCase {
 
 inline void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
 
-inline std::string attention_text(const AttentionCase& c, const std::string& dtype) { return with_element_type(c.text, dtype); }
+inline std::string attention_text(const AttentionCase& c, const std::string& dtype) {
+  return with_element_type(c.text, dtype);
+}
 
 inline const std::vector<AttentionCase>& attention_cases() {
   static const std::vector<AttentionCase> cases = {

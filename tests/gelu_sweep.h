@@ -30,7 +30,8 @@ inline Tensor gelu_sweep_input(DType dt) {
   bool nan = false;
   for (uint32_t b = 0; b < 65536; ++b) {
     const float f = half_bits_value(dt, static_cast<uint16_t>(b));
-    if (std::isnan(f) ? !nan : (std::isinf(f) || std::fabs(f) <= 12.f)) bits.push_back(static_cast<uint16_t>(b));
+    if (std::isnan(f) ? !nan : (std::isinf(f) || std::fabs(f) <= 12.f))
+      bits.push_back(static_cast<uint16_t>(b));
     nan = nan || std::isnan(f);
   }
   Tensor t(dt, {static_cast<int64_t>(bits.size())});
@@ -41,8 +42,8 @@ inline Tensor gelu_sweep_input(DType dt) {
 inline std::string gelu_sweep_model(DType dt, int64_t n, bool tanh_form = false) {
   const std::string type = dt == DType::Float16 ? "float16" : "bfloat16";
   const std::string v = type + "[" + std::to_string(n) + "]";
-  return R"(<ir_version: 8, opset_import: ["" : 20]> g ()" + v + " x) => (" + v + " y) { y = Gelu " +
-         (tanh_form ? "<approximate = \"tanh\"> " : "") + "(x) }";
+  return R"(<ir_version: 8, opset_import: ["" : 20]> g ()" + v + " x) => (" + v +
+         " y) { y = Gelu " + (tanh_form ? "<approximate = \"tanh\"> " : "") + "(x) }";
 }
 
 // GELU of finite x in double: x Φ(x), or the tanh form as x / (1 + e^(-2u)) (no cancellation).
@@ -56,7 +57,9 @@ inline void expect_gelu_sweep(const Tensor& in, const Tensor& got, bool tanh_for
   ASSERT_EQ(got.dtype(), in.dtype());
   ASSERT_EQ(got.numel(), in.numel());
   const DType dt = in.dtype();
-  auto ordered = [](uint16_t b) { return (b & 0x8000) ? -static_cast<int>(b & 0x7fff) : static_cast<int>(b); };
+  auto ordered = [](uint16_t b) {
+    return (b & 0x8000) ? -static_cast<int>(b & 0x7fff) : static_cast<int>(b);
+  };
   int64_t off = 0;
   for (int64_t i = 0; i < in.numel(); ++i) {
     const uint16_t xb = in.data<uint16_t>()[i], gb = got.data<uint16_t>()[i];

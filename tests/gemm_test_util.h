@@ -84,7 +84,8 @@ inline std::shared_ptr<const gpu::Engine> engine_with(const graph::Graph& g,
 }
 
 // The single output of a run of `engine` on `in`, the arena poisoned first.
-inline Tensor run_poisoned(std::shared_ptr<const gpu::Engine> engine, const std::vector<Tensor>& in) {
+inline Tensor run_poisoned(std::shared_ptr<const gpu::Engine> engine,
+                           const std::vector<Tensor>& in) {
   gpu::Session session(std::move(engine));
   gpu::RunOptions ro;
   ro.poison = true;
@@ -96,8 +97,8 @@ inline Tensor run_poisoned(std::shared_ptr<const gpu::Engine> engine, const std:
 // Not a check (the DISABLED_ throughput tests): builds the single-GEMM graph `text` with each
 // of its first `most` candidates and prints the median time and TFLOP/s of `iters` runs,
 // the default marked.
-inline void print_candidate_throughput(const std::string& text, const gpu::EngineOptions& o, size_t most,
-                                       int iters) {
+inline void print_candidate_throughput(const std::string& text, const gpu::EngineOptions& o,
+                                       size_t most, int iters) {
   graph::Graph g = graph_from_text(text);
   graph::passes::run_pipeline(g);
   const std::vector<Tensor> in = random_inputs(g, 7);
@@ -105,7 +106,8 @@ inline void print_candidate_throughput(const std::string& text, const gpu::Engin
   ASSERT_EQ(base.size(), 1u);
   std::vector<codegen::Tunables> cands = codegen::candidates(g, base[0].group, o.target);
   std::string shape;
-  for (int64_t d : g.value(g.outputs()[0].value).shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+  for (int64_t d : g.value(g.outputs()[0].value).shape)
+    shape += (shape.empty() ? "" : "x") + std::to_string(d);
   for (size_t ci = 0; ci < cands.size() && ci < most; ++ci) {
     std::string why;
     auto engine = engine_with(g, base, 0, cands[ci], o, &why);
@@ -118,8 +120,9 @@ inline void print_candidate_throughput(const std::string& text, const gpu::Engin
     const double flops = gpu::step_flops(g, engine->steps()[0]);
     std::string tun;
     for (const auto& [key, v] : cands[ci]) tun += fmt::format("{}={} ", key, v);
-    std::printf("%s %s %s%-48s %9.1f us  %6.1f TFLOP/s\n", g.value(g.inputs()[0]).name.c_str(), shape.c_str(),
-                ci == 0 ? "(default) " : "", tun.c_str(), r.latency_us.median, flops / r.latency_us.median * 1e-6);
+    std::printf("%s %s %s%-48s %9.1f us  %6.1f TFLOP/s\n", g.value(g.inputs()[0]).name.c_str(),
+                shape.c_str(), ci == 0 ? "(default) " : "", tun.c_str(), r.latency_us.median,
+                flops / r.latency_us.median * 1e-6);
   }
 }
 

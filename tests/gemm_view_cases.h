@@ -15,14 +15,16 @@ namespace braze::test {
 
 struct GemmViewCase {
   const char* name;
-  const char* text;       // ONNX text syntax, `@` for the element type
-  size_t gemm_kernels;    // GEMM groups of the fused plan
-  size_t other_kernels;   // the other groups
+  const char* text;      // ONNX text syntax, `@` for the element type
+  size_t gemm_kernels;   // GEMM groups of the fused plan
+  size_t other_kernels;  // the other groups
 };
 
 inline void PrintTo(const GemmViewCase& c, std::ostream* os) { *os << c.name; }
 
-inline std::string gemm_view_text(const GemmViewCase& c, const std::string& dtype) { return with_element_type(c.text, dtype); }
+inline std::string gemm_view_text(const GemmViewCase& c, const std::string& dtype) {
+  return with_element_type(c.text, dtype);
+}
 
 inline const std::vector<GemmViewCase>& gemm_view_cases() {
   static const std::vector<GemmViewCase> cases = {

@@ -11,8 +11,8 @@ namespace braze::test {
 
 struct OpCase {
   const char* name;
-  const char* text;        // ONNX text syntax
-  long long int_hi = 10;   // integer inputs drawn from [0, int_hi)
+  const char* text;       // ONNX text syntax
+  long long int_hi = 10;  // integer inputs drawn from [0, int_hi)
   double rtol = 1e-3, atol = 1e-5;
 };
 
@@ -26,7 +26,8 @@ inline const std::vector<OpCase>& op_cases() {
           g1 = LeakyRelu <alpha = 0.3> (f)  h = HardSwish(g1)  y = Mul(h, x) })"},
       {"half_and_bfloat", R"(<ir_version: 8, opset_import: ["" : 17]>
         g (float16[5,33] a, float16[33] b, bfloat16[5,33] c) => (float16[5,33] y, bfloat16[5,33] z) {
-          y = Mul(a, b)  z = Sub(c, c) })", 10, 2e-3, 2e-3},
+          y = Mul(a, b)  z = Sub(c, c) })",
+       10, 2e-3, 2e-3},
       {"integers_and_bools", R"(<ir_version: 8, opset_import: ["" : 17]>
         g (int64[6,7] a, int32[7] b, bool[6,7] m) => (int64[6,7] y, bool[6,7] z) {
           bb = Cast <to = 7> (b)  s = Add(a, bb)  d = Div(s, bb)  y = Where(m, d, a)
@@ -37,7 +38,8 @@ inline const std::vector<OpCase>& op_cases() {
           q = Constant <value = float {0.25}> ()  b = Div(x, q)
           m7 = Constant <value = float {-7}> ()  c = Div(x, m7)
           tiny = Constant <value = float {1e-37}> ()  d = Div(x, tiny)
-          huge = Constant <value = float {3e38}> ()  e = Div(x, huge) })", 10, 1e-6, 1e-30},
+          huge = Constant <value = float {3e38}> ()  e = Div(x, huge) })",
+       10, 1e-6, 1e-30},
       // float16 quotients by constants are products by the reciprocal (elementwise.cpp):
       // within a float16 rounding of the reference's.
       {"half_div_by_constants", R"(<ir_version: 8, opset_import: ["" : 17]>
@@ -47,8 +49,9 @@ inline const std::vector<OpCase>& op_cases() {
           bigf = Constant <value = float {60000}> ()  big = Cast <to = 10> (bigf)  e = Div(x, big) })",
        10, 1e-3, 1e-7},
       // GELU written out (recognised as one Gelu by graph/passes/gelu_fusion) and Gelu, into
-      // float16 over [-7, 7) and bfloat16 over [-1, 1): braze_gelu_erf_f16 / _bf16. Fused, 7 x stays a float
-      // where the reference rounds it to 16 bits first, hence rtol above the type's ulp.
+      // float16 over [-7, 7) and bfloat16 over [-1, 1): braze_gelu_erf_f16 / _bf16. Fused, 7 x
+      // stays a float where the reference rounds it to 16 bits first, hence rtol above the type's
+      // ulp.
       {"gelu_half", R"(<ir_version: 8, opset_import: ["" : 20]>
         g (float16[9,65] x, bfloat16[9,65] b) => (float16[9,65] y, float16[9,65] w, bfloat16[9,65] z) {
           sf = Constant <value = float {7}> ()  s = Cast <to = 10> (sf)  xs = Mul(x, s)  y = Gelu(xs)
@@ -56,7 +59,8 @@ inline const std::vector<OpCase>& op_cases() {
           onef = Constant <value = float {1}> ()  one = Cast <to = 10> (onef)
           hf = Constant <value = float {0.5}> ()  h = Cast <to = 10> (hf)
           d = Div(xs, s2)  e = Erf(d)  a = Add(e, one)  m = Mul(xs, a)  w = Mul(m, h)
-          z = Gelu(b) })", 10, 2e-2, 1e-6},
+          z = Gelu(b) })",
+       10, 2e-2, 1e-6},
       // Ops whose result jumps (Floor, Less, Cast) on a float16 value computed in the kernel see
       // it rounded to float16, as the reference does: (1 + 2^-10)(1 - 2^-10) is 1 - 2^-20 in
       // float and 1 in float16 (its floor was 0 fused, 1 in the reference). x * 0 keeps the
@@ -68,7 +72,8 @@ inline const std::vector<OpCase>& op_cases() {
           bf = Constant <value = float {0.9990234375}> ()  b = Cast <to = 10> (bf)
           onef = Constant <value = float {1}> ()  one = Cast <to = 10> (onef)
           x0 = Mul(x, z)  xa = Add(x0, a)  p = Mul(xa, b)
-          f = Floor(p)  l = Less(p, one)  w = Cast <to = 1> (p) })", 10, 0, 0},
+          f = Floor(p)  l = Less(p, one)  w = Cast <to = 1> (p) })",
+       10, 0, 0},
       // A Transpose after a softmax that swaps two kept dims of equal size keeps the shape
       // but moves elements between rows: it must not join the reduction's kernel (it did,
       // and read its elements with the wrong rows' statistics).
@@ -82,7 +87,8 @@ inline const std::vector<OpCase>& op_cases() {
         g (float[9,33] x, double[9,33] w) => (float[9,33] h, float[9,33] b, float[9,33] d) {
           xh = Cast <to = 10> (x)  h = Cast <to = 1> (xh)
           s = Mul(x, x)  sb = Cast <to = 16> (s)  b = Cast <to = 1> (sb)
-          wh = Cast <to = 10> (w)  d = Cast <to = 1> (wh) })", 10, 0, 0},
+          wh = Cast <to = 10> (w)  d = Cast <to = 1> (wh) })",
+       10, 0, 0},
       {"cast_clip_where", R"(<ir_version: 8, opset_import: ["" : 17]>
         g (float[4,6] x) => (int32[4,6] y, float[4,6] z) {
           lo = Constant <value = float {-0.25}> ()  hi = Constant <value = float {0.5}> ()
@@ -118,7 +124,8 @@ inline const std::vector<OpCase>& op_cases() {
         g (float[21,10] a, float[19,21] b, float[19] c) => (float[10,19] y) {
           y = Gemm <alpha = 0.5, beta = 2.0, transA = 1, transB = 1> (a, b, c) })"},
       {"matmul_half", R"(<ir_version: 8, opset_import: ["" : 17]>
-        g (float16[40,24] a, float16[24,16] b) => (float16[40,16] y) { y = MatMul(a, b) })", 10, 1e-2, 1e-2},
+        g (float16[40,24] a, float16[24,16] b) => (float16[40,16] y) { y = MatMul(a, b) })",
+       10, 1e-2, 1e-2},
       {"views_feeding_ops", R"(<ir_version: 8, opset_import: ["" : 17]>
         g (float[4,6,10] x) => (float[6,4,5] y, float[10,6,4] z) {
           t = Transpose <perm = [1, 0, 2]> (x)
@@ -132,10 +139,12 @@ inline const std::vector<OpCase>& op_cases() {
           pads = Constant <value = int64[4] {1, 2, 1, 3}> ()  r = Pad <mode = "reflect"> (k, pads) })"},
       {"gather_family", R"(<ir_version: 8, opset_import: ["" : 17]>
         g (float[5,7] d, int64[3,2] i, int64[5,7] j) => (float[3,2,7] y, float[5,7] z) {
-          y = Gather <axis = 0> (d, i)  z = GatherElements <axis = 1> (d, j) })", 5},
+          y = Gather <axis = 0> (d, i)  z = GatherElements <axis = 1> (d, j) })",
+       5},
       {"gather_nd_to_scalar_and_rows", R"(<ir_version: 8, opset_import: ["" : 17]>
         g (float[3,5] d, int64[2] i, int64[4,1] j) => (float[] y, float[4,5] z) {
-          y = GatherND(d, i)  z = GatherND(d, j) })", 3},
+          y = GatherND(d, i)  z = GatherND(d, j) })",
+       3},
       {"expand_tile_d2s_trilu", R"(<ir_version: 8, opset_import: ["" : 17]>
         g (float[3,1] a, float[2,8,3,5] x, float[6,7] m) => (float[2,3,4] e, float[6,2] t, float[2,2,6,10] d, float[6,7] u) {
           sh = Constant <value = int64[3] {2, 3, 4}> ()  e = Expand(a, sh)

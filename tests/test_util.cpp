@@ -17,7 +17,8 @@ frontend::ImportResult import_text(const std::string& text, const frontend::Impo
 }
 
 std::string with_element_type(std::string text, const std::string& dtype) {
-  for (size_t at = 0; (at = text.find('@', at)) != std::string::npos; at += dtype.size()) text.replace(at, 1, dtype);
+  for (size_t at = 0; (at = text.find('@', at)) != std::string::npos; at += dtype.size())
+    text.replace(at, 1, dtype);
   return text;
 }
 
@@ -75,8 +76,8 @@ void expect_import_error(const std::string& model, const std::vector<std::string
 }
 
 std::filesystem::path temp_dir(const std::string& suite, const std::string& name) {
-  std::filesystem::path p =
-      std::filesystem::temp_directory_path() / ("braze_" + suite + "_" + std::to_string(::getpid())) / name;
+  std::filesystem::path p = std::filesystem::temp_directory_path() /
+                            ("braze_" + suite + "_" + std::to_string(::getpid())) / name;
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p;

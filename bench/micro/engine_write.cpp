@@ -34,16 +34,24 @@ int main(int argc, char** argv) {
         char* m = (char*)mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         std::vector<std::thread> ts;
         for (int t = 0; t < threads; ++t)
-          ts.emplace_back([&, t] { size_t a = n / threads * t, b = t + 1 == threads ? n : n / threads * (t + 1); memcpy(m + a, buf.data() + a, b - a); });
+          ts.emplace_back([&, t] {
+            size_t a = n / threads * t, b = t + 1 == threads ? n : n / threads * (t + 1);
+            memcpy(m + a, buf.data() + a, b - a);
+          });
         for (auto& t : ts) t.join();
         munmap(m, n);
       } else {
         if (mode == 2) posix_fallocate(fd, 0, n);
         for (size_t at = 0; at < n; at += 8u << 20)
-          if (pwrite(fd, buf.data() + at, std::min<size_t>(8u << 20, n - at), at) < 0) perror("pwrite");
+          if (pwrite(fd, buf.data() + at, std::min<size_t>(8u << 20, n - at), at) < 0)
+            perror("pwrite");
       }
       close(fd);
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      printf("%s: %.3f s\n", mode == 0 ? "fallocate+mmap+memcpy" : mode == 1 ? "pwrite" : "fallocate+pwrite", s);
+      printf("%s: %.3f s\n",
+             mode == 0   ? "fallocate+mmap+memcpy"
+             : mode == 1 ? "pwrite"
+                         : "fallocate+pwrite",
+             s);
     }
 }

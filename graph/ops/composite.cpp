@@ -35,16 +35,22 @@ class Expansion {
   const Node& node() const { return node_; }  // a copy: the node itself is killed
   bool has_input(size_t i) const { return node_.has_input(i); }
   ValueId input(size_t i) const { return node_.inputs.at(i); }
-  bool wants_output(size_t i) const { return i < node_.outputs.size() && node_.outputs[i] != kNoValue; }
+  bool wants_output(size_t i) const {
+    return i < node_.outputs.size() && node_.outputs[i] != kNoValue;
+  }
   // Copies: adding nodes and values moves the graph's storage.
   Shape shape(ValueId v) const { return g_.value(v).shape; }
   DType dtype(ValueId v) const { return g_.value(v).dtype; }
-  [[noreturn]] void fail(const std::string& why) const { throw UserError(node_.describe() + ": " + why); }
+  [[noreturn]] void fail(const std::string& why) const {
+    throw UserError(node_.describe() + ": " + why);
+  }
   [[noreturn]] void unsupported(const std::string& why) const {
     throw UnsupportedError(node_.describe() + ": " + why);
   }
 
-  ValueId constant(Tensor t) { return g_.add_constant(g_.unique_name(node_.name + "_const"), std::move(t)); }
+  ValueId constant(Tensor t) {
+    return g_.add_constant(g_.unique_name(node_.name + "_const"), std::move(t));
+  }
   ValueId ints(const std::vector<int64_t>& v) {
     return constant(Tensor::from_int64s(v, {static_cast<int64_t>(v.size())}));
   }
@@ -52,10 +58,11 @@ class Expansion {
 
   // op(ins) with attrs; `out` writes the node's output `out` instead of a new value.
   ValueId add(const char* op_name, std::vector<ValueId> ins, Attributes attrs = {}, int out = -1) {
-    ValueId o = out >= 0 ? node_.outputs.at(static_cast<size_t>(out))
-                         : g_.add_value(g_.unique_name(node_.name + "_" + op_name), DType::Float32, {});
-    NodeId n = g_.add_node(&op(op_name), fmt::format("{}/{}{}", node_.name, op_name, count_++), std::move(ins), {o},
-                           std::move(attrs), kMaxOpset);
+    ValueId o = out >= 0
+                    ? node_.outputs.at(static_cast<size_t>(out))
+                    : g_.add_value(g_.unique_name(node_.name + "_" + op_name), DType::Float32, {});
+    NodeId n = g_.add_node(&op(op_name), fmt::format("{}/{}{}", node_.name, op_name, count_++),
+                           std::move(ins), {o}, std::move(attrs), kMaxOpset);
     infer_node(g_, n);
     return o;
   }
@@ -100,12 +107,14 @@ void infer_by_expansion(InferCtx& ctx, const ExpandFn& fn) {
                     : g.add_value(fmt::format("in{}", i), ctx.dtype(i), ctx.shape(i)));
   }
   std::vector<ValueId> outs;
-  for (size_t i = 0; i < ctx.num_outputs(); ++i) outs.push_back(g.add_value(fmt::format("out{}", i), DType::Float32, {}));
+  for (size_t i = 0; i < ctx.num_outputs(); ++i)
+    outs.push_back(g.add_value(fmt::format("out{}", i), DType::Float32, {}));
   const Node& n = ctx.node();
   NodeId id = g.add_node(n.op, n.name, ins, outs, n.attrs, n.opset);
   expand_in_place(g, id, fn);
   for (size_t i = 0; i < outs.size(); ++i)
-    if (g.value(outs[i]).producer != kNoNode) ctx.set_output(i, g.value(outs[i]).dtype, g.value(outs[i]).shape);
+    if (g.value(outs[i]).producer != kNoNode)
+      ctx.set_output(i, g.value(outs[i]).dtype, g.value(outs[i]).shape);
 }
 
 // Reference: the same expansion, evaluated node by node on the inputs.
@@ -113,10 +122,12 @@ void reference_by_expansion(RefCtx& ctx, const ExpandFn& fn) {
   Graph g;
   std::vector<ValueId> ins;
   for (size_t i = 0; i < ctx.num_inputs(); ++i)
-    ins.push_back(ctx.has_input(i) ? g.add_constant(fmt::format("in{}", i), ctx.input(i)) : kNoValue);
+    ins.push_back(ctx.has_input(i) ? g.add_constant(fmt::format("in{}", i), ctx.input(i))
+                                   : kNoValue);
   std::vector<ValueId> outs;
   for (size_t i = 0; i < ctx.num_outputs(); ++i)
-    outs.push_back(ctx.has_output(i) ? g.add_value(fmt::format("out{}", i), DType::Float32, {}) : kNoValue);
+    outs.push_back(ctx.has_output(i) ? g.add_value(fmt::format("out{}", i), DType::Float32, {})
+                                     : kNoValue);
   const Node& n = ctx.node();
   NodeId id = g.add_node(n.op, n.name, ins, outs, n.attrs, n.opset);
   expand_in_place(g, id, fn);
@@ -156,10 +167,12 @@ void expand_rms_norm(Expansion& x) {
   const ValueId in = x.input(0), scale = x.input(1);
   const int64_t rank = static_cast<int64_t>(x.shape(in).size());
   int64_t axis = n.attr_int("axis");
-  if (axis < -rank || axis >= rank) x.fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  if (axis < -rank || axis >= rank)
+    x.fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
   if (axis < 0) axis += rank;
   const auto stash = dtype_from_onnx(static_cast<int>(n.attr_int("stash_type")));
-  if (!stash || !is_float(*stash)) x.fail(fmt::format("stash_type {} is not a floating type", n.attr_int("stash_type")));
+  if (!stash || !is_float(*stash))
+    x.fail(fmt::format("stash_type {} is not a floating type", n.attr_int("stash_type")));
   std::vector<int64_t> axes;
   for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
   const ValueId xs = x.cast(in, *stash);
@@ -189,13 +202,15 @@ void expand_rotary(Expansion& x) {
     bshd = x.add("Transpose", {in}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
   } else {
     heads = n.has_attr("num_heads") ? n.attr_int("num_heads") : 0;
-    if (heads <= 0 || xs[2] % heads != 0) x.fail("a 3-D X needs num_heads dividing its hidden size");
+    if (heads <= 0 || xs[2] % heads != 0)
+      x.fail("a 3-D X needs num_heads dividing its hidden size");
     head = xs[2] / heads;
     bshd = x.add("Reshape", {in, x.ints({xs[0], xs[1], heads, head})});
   }
   int64_t rd = n.attr_int("rotary_embedding_dim");
   if (rd == 0) rd = head;
-  if (rd < 2 || rd > head || rd % 2) x.fail(fmt::format("rotary_embedding_dim {} does not fit head size {}", rd, head));
+  if (rd < 2 || rd > head || rd % 2)
+    x.fail(fmt::format("rotary_embedding_dim {} does not fit head size {}", rd, head));
   ValueId cos = x.input(1), sin = x.input(2);
   if (x.has_input(3)) {
     cos = x.add("Gather", {cos, x.input(3)}, {{"axis", int64_t{0}}});
@@ -217,13 +232,16 @@ void expand_rotary(Expansion& x) {
   Shape rs = x.shape(bshd);
   rs[3] = rd;
   if (inter) {
-    const ValueId pairs = x.add("Concat", {x.add("Unsqueeze", {real, x.ints({4})}), x.add("Unsqueeze", {imag, x.ints({4})})},
-                                {{"axis", int64_t{4}}});
+    const ValueId pairs =
+        x.add("Concat",
+              {x.add("Unsqueeze", {real, x.ints({4})}), x.add("Unsqueeze", {imag, x.ints({4})})},
+              {{"axis", int64_t{4}}});
     rotated = x.add("Reshape", {pairs, x.ints(rs)});
   } else {
     rotated = x.add("Concat", {real, imag}, {{"axis", int64_t{3}}});
   }
-  if (rd < head) rotated = x.add("Concat", {rotated, slice(bshd, rd, head, 1)}, {{"axis", int64_t{3}}});
+  if (rd < head)
+    rotated = x.add("Concat", {rotated, slice(bshd, rd, head, 1)}, {{"axis", int64_t{3}}});
   if (xs.size() == 4)
     x.add("Transpose", {rotated}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}, 0);
   else
@@ -258,7 +276,8 @@ Heads attention_heads(Expansion& x) {
   if (rank == 4) return {x.input(0), x.input(1), x.input(2), false};
   const int64_t qh = n.has_attr("q_num_heads") ? n.attr_int("q_num_heads") : 0;
   const int64_t kvh = n.has_attr("kv_num_heads") ? n.attr_int("kv_num_heads") : 0;
-  return {to_bhsd(x, x.input(0), qh), to_bhsd(x, x.input(1), kvh), to_bhsd(x, x.input(2), kvh), true};
+  return {to_bhsd(x, x.input(0), qh), to_bhsd(x, x.input(1), kvh), to_bhsd(x, x.input(2), kvh),
+          true};
 }
 
 // K or V of `kv` heads repeated for `heads` query heads (head h reads kv head h / (heads / kv)).
@@ -301,8 +320,10 @@ void expand_attention(Expansion& x) {
   x.output(h.v, 2);
   const Shape qs = x.shape(h.q), ks = x.shape(h.k);
   const int64_t sq = qs[2], sk = ks[2];
-  const double scale = n.has_attr("scale") ? n.attr_float("scale") : 1.0 / std::sqrt(static_cast<double>(qs[3]));
-  const ValueId kt = x.add("Transpose", {repeat_heads(x, h.k, qs[1])}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  const double scale =
+      n.has_attr("scale") ? n.attr_float("scale") : 1.0 / std::sqrt(static_cast<double>(qs[3]));
+  const ValueId kt = x.add("Transpose", {repeat_heads(x, h.k, qs[1])},
+                           {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
   ValueId s;
   if (scale > 0) {  // sqrt(scale) on each side, as the reference does (no overflow in Q Kᵀ)
     const ValueId root = x.scalar(t, std::sqrt(scale));
@@ -322,11 +343,13 @@ void expand_attention(Expansion& x) {
   const ValueId ninf = x.scalar(t, -INFINITY);
   if (x.has_input(3)) {
     const ValueId mask = pad_mask_keys(x, x.input(3), sk);
-    s = x.dtype(mask) == DType::Bool ? x.add("Where", {mask, s, ninf}) : x.add("Add", {s, x.cast(mask, t)});
+    s = x.dtype(mask) == DType::Bool ? x.add("Where", {mask, s, ninf})
+                                     : x.add("Add", {s, x.cast(mask, t)});
   }
   if (n.attr_int("is_causal")) {
     if (sq * sk > (int64_t{1} << 32))
-      x.unsupported(fmt::format("a causal mask of {} x {} elements (braze builds it as a constant)", sq, sk));
+      x.unsupported(
+          fmt::format("a causal mask of {} x {} elements (braze builds it as a constant)", sq, sk));
     Tensor live(DType::Bool, {sq, sk});
     for (int64_t i = 0; i < sq; ++i)
       for (int64_t j = 0; j < sk; ++j) live.set_f64(i * sk + j, j <= i + past ? 1 : 0);
@@ -359,9 +382,12 @@ OpDef attention_op() {
   d.max_inputs = 7;
   d.max_outputs = 4;
   d.types = kFloatTypes;
-  d.attrs = {attr_i("is_causal", 0),          attr_opt("kv_num_heads", AttrType::Int),
-             attr_opt("q_num_heads", AttrType::Int), attr_i("qk_matmul_output_mode", 0),
-             attr_opt("scale", AttrType::Float),      attr_f("softcap", 0.0),
+  d.attrs = {attr_i("is_causal", 0),
+             attr_opt("kv_num_heads", AttrType::Int),
+             attr_opt("q_num_heads", AttrType::Int),
+             attr_i("qk_matmul_output_mode", 0),
+             attr_opt("scale", AttrType::Float),
+             attr_f("softcap", 0.0),
              attr_opt("softmax_precision", AttrType::Int)};
   return d;
 }
@@ -379,7 +405,8 @@ OpDef rotary_op() {
   d.min_inputs = 3;
   d.max_inputs = 4;
   d.types = kFloatTypes;
-  d.attrs = {attr_i("interleaved", 0), attr_opt("num_heads", AttrType::Int), attr_i("rotary_embedding_dim", 0)};
+  d.attrs = {attr_i("interleaved", 0), attr_opt("num_heads", AttrType::Int),
+             attr_i("rotary_embedding_dim", 0)};
   return d;
 }
 

@@ -48,14 +48,17 @@ OpDef unary(std::string name, DTypeSet types, Factory factory, std::vector<AttrS
 
 // A unary op with no attributes over floating types, from a double -> double function.
 OpDef unary_float(std::string name, double (*f)(double), int since = 1) {
-  return unary(std::move(name), kFloatTypes, [f](const Node&) { return [f](double x) { return f(x); }; },
-               {}, since);
+  return unary(
+      std::move(name), kFloatTypes, [f](const Node&) { return [f](double x) { return f(x); }; }, {},
+      since);
 }
 
 // ---- CUDA expressions ------------------------------------------------------------------
 // Operands reaching a CudaExprFn are locals or literals, so repeating one is free.
 std::string lit(const std::string& t, double v) { return cuda_literal(t, v); }
-std::string fn1(const std::string& t, const char* f, const std::string& a) { return cuda_math(t, f) + "(" + a + ")"; }
+std::string fn1(const std::string& t, const char* f, const std::string& a) {
+  return cuda_math(t, f) + "(" + a + ")";
+}
 
 OpDef with_cuda(OpDef d, CudaExprFn f) {
   d.cuda_expr = std::move(f);
@@ -78,18 +81,21 @@ CudaExprFn cuda_fmt(std::string f) {
 CudaExprFn wrapping(const char* op) {
   return [op](const CudaExprCtx& c) {
     if (c.type == "long long")
-      return fmt::format("((long long)((unsigned long long){} {} (unsigned long long){}))", c.args[0], op, c.args[1]);
+      return fmt::format("((long long)((unsigned long long){} {} (unsigned long long){}))",
+                         c.args[0], op, c.args[1]);
     return fmt::format("({} {} {})", c.args[0], op, c.args[1]);
   };
 }
 
 // Folds a variadic op's operands left to right with `step(acc, x)`.
-CudaExprFn folding(std::function<std::string(const CudaExprCtx&, const std::string&, const std::string&)> step,
-                   bool mean = false) {
+CudaExprFn folding(
+    std::function<std::string(const CudaExprCtx&, const std::string&, const std::string&)> step,
+    bool mean = false) {
   return [step, mean](const CudaExprCtx& c) {
     std::string acc = c.args[0];
     for (size_t i = 1; i < c.args.size(); ++i) acc = step(c, acc, c.args[i]);
-    if (mean) acc = fmt::format("({} / {})", acc, cuda_literal(c.type, static_cast<double>(c.args.size())));
+    if (mean)
+      acc = fmt::format("({} / {})", acc, cuda_literal(c.type, static_cast<double>(c.args.size())));
     return acc;
   };
 }
@@ -104,16 +110,20 @@ double dtype_max(DType dt) { return is_integer(dt) ? static_cast<double>(int_dty
 std::string cuda_cast(const std::string& a, DType from, DType to) {
   std::string ct = cuda_compute_type(to);
   if (to == DType::Bool) return "(" + a + " != 0)";
-  if (is_integer(to) && dtype_size(to) < 8) return fmt::format("(({})({}){})", ct, cuda_storage_type(to), a);
+  if (is_integer(to) && dtype_size(to) < 8)
+    return fmt::format("(({})({}){})", ct, cuda_storage_type(to), a);
   // float16 and bfloat16 are computed in float: a cast to them rounds to the 16-bit type
   // (through float, as the reference does), or a fused Cast(float -> float16) -> Cast(->
   // float) would give back its input unrounded.
   if (is_half(to) && from != to)
-    return fmt::format("braze_val(braze_pack(braze_tag<{}>{{}}, (float)({})))", cuda_storage_type(to), a);
+    return fmt::format("braze_val(braze_pack(braze_tag<{}>{{}}, (float)({})))",
+                       cuda_storage_type(to), a);
   return fmt::format("(({}){})", ct, a);
 }
 
-double sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
+double sigmoid(double x) {
+  return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
+}
 double softplus(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 double gelu_tanh(double x) {
@@ -140,189 +150,278 @@ void add_unary_ops(std::vector<OpDef>& r) {
   r.push_back(with_math(unary_float("Exp", [](double x) { return std::exp(x); }), "exp"));
   r.push_back(with_math(unary_float("Log", [](double x) { return std::log(x); }), "log"));
   r.push_back(with_math(unary_float("Sqrt", [](double x) { return std::sqrt(x); }), "sqrt"));
-  r.push_back(with_cuda(unary_float("Reciprocal", [](double x) { return 1.0 / x; }),
-                         [](const CudaExprCtx& c) { return "(" + lit(c.type, 1) + " / " + c.args[0] + ")"; }));
+  r.push_back(with_cuda(
+      unary_float("Reciprocal", [](double x) { return 1.0 / x; }),
+      [](const CudaExprCtx& c) { return "(" + lit(c.type, 1) + " / " + c.args[0] + ")"; }));
   r.push_back(with_cuda(unary_float("Sigmoid", sigmoid), [](const CudaExprCtx& c) {
     return fmt::format("braze_sigmoid({})", c.args[0]);
   }));
   r.push_back(with_math(unary_float("Tanh", [](double x) { return std::tanh(x); }), "tanh"));
-  r.push_back(with_math(unary_float("Erf", [](double x) { return std::erf(x); }, 9), "erf"));
-  r.push_back(with_math(unary_float("Sin", [](double x) { return std::sin(x); }, 7), "sin"));
-  r.push_back(with_math(unary_float("Cos", [](double x) { return std::cos(x); }, 7), "cos"));
-  r.push_back(with_math(unary_float("Tan", [](double x) { return std::tan(x); }, 7), "tan"));
-  r.push_back(with_math(unary_float("Asin", [](double x) { return std::asin(x); }, 7), "asin"));
-  r.push_back(with_math(unary_float("Acos", [](double x) { return std::acos(x); }, 7), "acos"));
-  r.push_back(with_math(unary_float("Atan", [](double x) { return std::atan(x); }, 7), "atan"));
-  r.push_back(with_math(unary_float("Sinh", [](double x) { return std::sinh(x); }, 9), "sinh"));
-  r.push_back(with_math(unary_float("Cosh", [](double x) { return std::cosh(x); }, 9), "cosh"));
-  r.push_back(with_math(unary_float("Asinh", [](double x) { return std::asinh(x); }, 9), "asinh"));
-  r.push_back(with_math(unary_float("Acosh", [](double x) { return std::acosh(x); }, 9), "acosh"));
-  r.push_back(with_math(unary_float("Atanh", [](double x) { return std::atanh(x); }, 9), "atanh"));
+  r.push_back(with_math(unary_float(
+                            "Erf", [](double x) { return std::erf(x); }, 9),
+                        "erf"));
+  r.push_back(with_math(unary_float(
+                            "Sin", [](double x) { return std::sin(x); }, 7),
+                        "sin"));
+  r.push_back(with_math(unary_float(
+                            "Cos", [](double x) { return std::cos(x); }, 7),
+                        "cos"));
+  r.push_back(with_math(unary_float(
+                            "Tan", [](double x) { return std::tan(x); }, 7),
+                        "tan"));
+  r.push_back(with_math(unary_float(
+                            "Asin", [](double x) { return std::asin(x); }, 7),
+                        "asin"));
+  r.push_back(with_math(unary_float(
+                            "Acos", [](double x) { return std::acos(x); }, 7),
+                        "acos"));
+  r.push_back(with_math(unary_float(
+                            "Atan", [](double x) { return std::atan(x); }, 7),
+                        "atan"));
+  r.push_back(with_math(unary_float(
+                            "Sinh", [](double x) { return std::sinh(x); }, 9),
+                        "sinh"));
+  r.push_back(with_math(unary_float(
+                            "Cosh", [](double x) { return std::cosh(x); }, 9),
+                        "cosh"));
+  r.push_back(with_math(unary_float(
+                            "Asinh", [](double x) { return std::asinh(x); }, 9),
+                        "asinh"));
+  r.push_back(with_math(unary_float(
+                            "Acosh", [](double x) { return std::acosh(x); }, 9),
+                        "acosh"));
+  r.push_back(with_math(unary_float(
+                            "Atanh", [](double x) { return std::atanh(x); }, 9),
+                        "atanh"));
   r.push_back(with_math(unary_float("Floor", [](double x) { return std::floor(x); }), "floor"));
   r.back().rounds_half_inputs = true;
   r.push_back(with_math(unary_float("Ceil", [](double x) { return std::ceil(x); }), "ceil"));
   r.back().rounds_half_inputs = true;
-  r.push_back(with_math(unary_float("Round", [](double x) { return std::nearbyint(x); }, 11), "rint"));  // half to even
+  r.push_back(with_math(unary_float(
+                            "Round", [](double x) { return std::nearbyint(x); }, 11),
+                        "rint"));  // half to even
   r.back().rounds_half_inputs = true;
   r.push_back(with_cuda(unary_float("Softplus", softplus), cuda_fmt("braze_softplus({a})")));
   r.push_back(with_cuda(unary_float("Softsign", [](double x) { return x / (1.0 + std::fabs(x)); }),
-                         [](const CudaExprCtx& c) { return fmt::format("({0} / ({1} + {2}))", c.args[0], lit(c.type, 1), fn1(c.type, "fabs", c.args[0])); }));
-  r.push_back(with_cuda(unary_float("Mish", [](double x) { return x * std::tanh(softplus(x)); }, 18),
-                         [](const CudaExprCtx& c) { return fmt::format("({0} * {1}(braze_softplus({0})))", c.args[0], cuda_math(c.type, "tanh")); }));
-  r.push_back(unary("HardSwish", kFloatTypes, [](const Node&) {
-    return [](double x) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); };
-  }, {}, 14));
+                        [](const CudaExprCtx& c) {
+                          return fmt::format("({0} / ({1} + {2}))", c.args[0], lit(c.type, 1),
+                                             fn1(c.type, "fabs", c.args[0]));
+                        }));
+  r.push_back(with_cuda(unary_float(
+                            "Mish", [](double x) { return x * std::tanh(softplus(x)); }, 18),
+                        [](const CudaExprCtx& c) {
+                          return fmt::format("({0} * {1}(braze_softplus({0})))", c.args[0],
+                                             cuda_math(c.type, "tanh"));
+                        }));
+  r.push_back(unary(
+      "HardSwish", kFloatTypes,
+      [](const Node&) {
+        return [](double x) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); };
+      },
+      {}, 14));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} * {1}({2}, {3}({4}, {0} / {5} + {6})))", c.args[0], cuda_math(c.type, "fmax"),
-                       lit(c.type, 0), cuda_math(c.type, "fmin"), lit(c.type, 1), lit(c.type, 6), lit(c.type, 0.5));
+    return fmt::format("({0} * {1}({2}, {3}({4}, {0} / {5} + {6})))", c.args[0],
+                       cuda_math(c.type, "fmax"), lit(c.type, 0), cuda_math(c.type, "fmin"),
+                       lit(c.type, 1), lit(c.type, 6), lit(c.type, 0.5));
   };
-  r.push_back(unary("Gelu", kFloatTypes, [](const Node& n) {
-    bool tanh_form = n.attr_string("approximate") == "tanh";
-    if (!tanh_form && n.attr_string("approximate") != "none")
-      throw UserError(n.describe() + ": approximate must be \"none\" or \"tanh\"");
-    return [tanh_form](double x) { return tanh_form ? gelu_tanh(x) : gelu_erf(x); };
-  }, {attr_s("approximate", "none")}, 20));
+  r.push_back(unary(
+      "Gelu", kFloatTypes,
+      [](const Node& n) {
+        bool tanh_form = n.attr_string("approximate") == "tanh";
+        if (!tanh_form && n.attr_string("approximate") != "none")
+          throw UserError(n.describe() + ": approximate must be \"none\" or \"tanh\"");
+        return [tanh_form](double x) { return tanh_form ? gelu_tanh(x) : gelu_erf(x); };
+      },
+      {attr_s("approximate", "none")}, 20));
   // The erf form with a float16 / bfloat16 result takes braze_gelu_erf_f16 / _bf16 (ops.cuh:
   // 10-12 instructions and an ex2 against ~24, within 1/12 of the type's ulp), the tanh form
   // with a float16 result braze_gelu_tanh_f16 (5 and two MUFU against ~20).
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     if (c.node.attr_string("approximate") == "tanh")
-      return (c.type == "float" && c.out_dtype == DType::Float16 ? "braze_gelu_tanh_f16(" : "braze_gelu_tanh(") +
+      return (c.type == "float" && c.out_dtype == DType::Float16 ? "braze_gelu_tanh_f16("
+                                                                 : "braze_gelu_tanh(") +
              c.args[0] + ")";
-    const char* f = c.type != "float"                     ? "braze_gelu_erf("
+    const char* f = c.type != "float"                ? "braze_gelu_erf("
                     : c.out_dtype == DType::Float16  ? "braze_gelu_erf_f16("
                     : c.out_dtype == DType::BFloat16 ? "braze_gelu_erf_bf16("
                                                      : "braze_gelu_erf(";
     return f + c.args[0] + ")";
   };
-  r.push_back(unary("Elu", kFloatTypes, [](const Node& n) {
-    double a = n.attr_float("alpha");
-    return [a](double x) { return x >= 0 ? x : a * (std::exp(x) - 1.0); };
-  }, {attr_f("alpha", 1.0)}));
+  r.push_back(unary("Elu", kFloatTypes,
+                    [](const Node& n) {
+                      double a = n.attr_float("alpha");
+                      return [a](double x) { return x >= 0 ? x : a * (std::exp(x) - 1.0); };
+                    },
+                    {attr_f("alpha", 1.0)}));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     return fmt::format("({0} >= {1} ? {0} : {2} * ({3}({0}) - {4}))", c.args[0], lit(c.type, 0),
-                       lit(c.type, c.node.attr_float("alpha")), cuda_math(c.type, "exp"), lit(c.type, 1));
+                       lit(c.type, c.node.attr_float("alpha")), cuda_math(c.type, "exp"),
+                       lit(c.type, 1));
   };
-  r.push_back(unary("Selu", kFloatTypes, [](const Node& n) {
-    double a = n.attr_float("alpha"), g = n.attr_float("gamma");
-    return [a, g](double x) { return x > 0 ? g * x : g * a * (std::exp(x) - 1.0); };
-  }, {attr_f("alpha", 1.67326319217681884765625), attr_f("gamma", 1.05070102214813232421875)}));
+  r.push_back(unary(
+      "Selu", kFloatTypes,
+      [](const Node& n) {
+        double a = n.attr_float("alpha"), g = n.attr_float("gamma");
+        return [a, g](double x) { return x > 0 ? g * x : g * a * (std::exp(x) - 1.0); };
+      },
+      {attr_f("alpha", 1.67326319217681884765625), attr_f("gamma", 1.05070102214813232421875)}));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     double a = c.node.attr_float("alpha"), g = c.node.attr_float("gamma");
-    return fmt::format("({0} > {1} ? {2} * {0} : {3} * ({4}({0}) - {5}))", c.args[0], lit(c.type, 0), lit(c.type, g),
-                       lit(c.type, g * a), cuda_math(c.type, "exp"), lit(c.type, 1));
+    return fmt::format("({0} > {1} ? {2} * {0} : {3} * ({4}({0}) - {5}))", c.args[0],
+                       lit(c.type, 0), lit(c.type, g), lit(c.type, g * a), cuda_math(c.type, "exp"),
+                       lit(c.type, 1));
   };
-  r.push_back(unary("Celu", kFloatTypes, [](const Node& n) {
-    double a = n.attr_float("alpha");
-    return [a](double x) { return std::max(0.0, x) + std::min(0.0, a * (std::exp(x / a) - 1.0)); };
-  }, {attr_f("alpha", 1.0)}, 12));
+  r.push_back(unary(
+      "Celu", kFloatTypes,
+      [](const Node& n) {
+        double a = n.attr_float("alpha");
+        return
+            [a](double x) { return std::max(0.0, x) + std::min(0.0, a * (std::exp(x / a) - 1.0)); };
+      },
+      {attr_f("alpha", 1.0)}, 12));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     double a = c.node.attr_float("alpha");
-    return fmt::format("({1}({0}, {2}) + {3}({2}, {4} * ({5}({0} / {4}) - {6})))", c.args[0], cuda_math(c.type, "fmax"),
-                       lit(c.type, 0), cuda_math(c.type, "fmin"), lit(c.type, a), cuda_math(c.type, "exp"), lit(c.type, 1));
+    return fmt::format("({1}({0}, {2}) + {3}({2}, {4} * ({5}({0} / {4}) - {6})))", c.args[0],
+                       cuda_math(c.type, "fmax"), lit(c.type, 0), cuda_math(c.type, "fmin"),
+                       lit(c.type, a), cuda_math(c.type, "exp"), lit(c.type, 1));
   };
-  r.push_back(unary("LeakyRelu", kFloatTypes, [](const Node& n) {
-    double a = n.attr_float("alpha");
-    return [a](double x) { return x >= 0 ? x : a * x; };
-  }, {attr_f("alpha", 0.01)}));
+  r.push_back(unary("LeakyRelu", kFloatTypes,
+                    [](const Node& n) {
+                      double a = n.attr_float("alpha");
+                      return [a](double x) { return x >= 0 ? x : a * x; };
+                    },
+                    {attr_f("alpha", 0.01)}));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} >= {1} ? {0} : {2} * {0})", c.args[0], lit(c.type, 0), lit(c.type, c.node.attr_float("alpha")));
-  };
-  // Swish (opset 24): x · sigmoid(alpha · x).
-  r.push_back(unary("Swish", kFloatTypes, [](const Node& n) {
-    double a = n.attr_float("alpha");
-    return [a](double x) { return x / (1.0 + std::exp(-a * x)); };
-  }, {attr_f("alpha", 1.0)}, 24));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} / ({1} + {2}(-{3} * {0})))", c.args[0], lit(c.type, 1), cuda_math(c.type, "exp"),
+    return fmt::format("({0} >= {1} ? {0} : {2} * {0})", c.args[0], lit(c.type, 0),
                        lit(c.type, c.node.attr_float("alpha")));
   };
-  r.push_back(unary("HardSigmoid", kFloatTypes, [](const Node& n) {
-    double a = n.attr_float("alpha"), b = n.attr_float("beta");
-    return [a, b](double x) { return std::max(0.0, std::min(1.0, a * x + b)); };
-  }, {attr_f("alpha", 0.2), attr_f("beta", 0.5)}));
+  // Swish (opset 24): x · sigmoid(alpha · x).
+  r.push_back(unary(
+      "Swish", kFloatTypes,
+      [](const Node& n) {
+        double a = n.attr_float("alpha");
+        return [a](double x) { return x / (1.0 + std::exp(-a * x)); };
+      },
+      {attr_f("alpha", 1.0)}, 24));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("{0}({1}, {2}({3}, {4} * {5} + {6}))", cuda_math(c.type, "fmax"), lit(c.type, 0),
-                       cuda_math(c.type, "fmin"), lit(c.type, 1), lit(c.type, c.node.attr_float("alpha")), c.args[0],
+    return fmt::format("({0} / ({1} + {2}(-{3} * {0})))", c.args[0], lit(c.type, 1),
+                       cuda_math(c.type, "exp"), lit(c.type, c.node.attr_float("alpha")));
+  };
+  r.push_back(unary("HardSigmoid", kFloatTypes,
+                    [](const Node& n) {
+                      double a = n.attr_float("alpha"), b = n.attr_float("beta");
+                      return [a, b](double x) { return std::max(0.0, std::min(1.0, a * x + b)); };
+                    },
+                    {attr_f("alpha", 0.2), attr_f("beta", 0.5)}));
+  r.back().cuda_expr = [](const CudaExprCtx& c) {
+    return fmt::format("{0}({1}, {2}({3}, {4} * {5} + {6}))", cuda_math(c.type, "fmax"),
+                       lit(c.type, 0), cuda_math(c.type, "fmin"), lit(c.type, 1),
+                       lit(c.type, c.node.attr_float("alpha")), c.args[0],
                        lit(c.type, c.node.attr_float("beta")));
   };
-  r.push_back(unary("ThresholdedRelu", kFloatTypes, [](const Node& n) {
-    double a = n.attr_float("alpha");
-    return [a](double x) { return x > a ? x : 0.0; };
-  }, {attr_f("alpha", 1.0)}, 10));
+  r.push_back(unary(
+      "ThresholdedRelu", kFloatTypes,
+      [](const Node& n) {
+        double a = n.attr_float("alpha");
+        return [a](double x) { return x > a ? x : 0.0; };
+      },
+      {attr_f("alpha", 1.0)}, 10));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} > {1} ? {0} : {2})", c.args[0], lit(c.type, c.node.attr_float("alpha")), lit(c.type, 0));
+    return fmt::format("({0} > {1} ? {0} : {2})", c.args[0],
+                       lit(c.type, c.node.attr_float("alpha")), lit(c.type, 0));
   };
-  r.push_back(unary("Shrink", kNumericTypes, [](const Node& n) {
-    double l = n.attr_float("lambd"), b = n.attr_float("bias");
-    return [l, b](auto x) -> decltype(x) {
-      double v = static_cast<double>(x);
-      return static_cast<decltype(x)>(v < -l ? v + b : v > l ? v - b : 0.0);
-    };
-  }, {attr_f("lambd", 0.5), attr_f("bias", 0.0)}, 9));
+  r.push_back(unary(
+      "Shrink", kNumericTypes,
+      [](const Node& n) {
+        double l = n.attr_float("lambd"), b = n.attr_float("bias");
+        return [l, b](auto x) -> decltype(x) {
+          double v = static_cast<double>(x);
+          return static_cast<decltype(x)>(v < -l ? v + b : v > l ? v - b : 0.0);
+        };
+      },
+      {attr_f("lambd", 0.5), attr_f("bias", 0.0)}, 9));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     double l = c.node.attr_float("lambd"), b = c.node.attr_float("bias");
-    return fmt::format("(({0}) ((double){1} < {2} ? (double){1} + {3} : ((double){1} > {4} ? (double){1} - {3} : 0.0)))",
-                       c.type, c.args[0], lit("double", -l), lit("double", b), lit("double", l));
+    return fmt::format(
+        "(({0}) ((double){1} < {2} ? (double){1} + {3} : ((double){1} > {4} ? (double){1} - {3} : "
+        "0.0)))",
+        c.type, c.args[0], lit("double", -l), lit("double", b), lit("double", l));
   };
   r.push_back(unary("Abs", kNumericTypes, [](const Node&) {
     return [](auto x) -> decltype(x) {
-      if constexpr (std::is_unsigned_v<decltype(x)>) return x;
-      else return x < 0 ? -x : x;
+      if constexpr (std::is_unsigned_v<decltype(x)>)
+        return x;
+      else
+        return x < 0 ? -x : x;
     };
   }));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     if (c.type == "unsigned long long") return c.args[0];
-    if (c.type == "long long") return fmt::format("({0} < 0 ? (long long)(0ULL - (unsigned long long){0}) : {0})", c.args[0]);
+    if (c.type == "long long")
+      return fmt::format("({0} < 0 ? (long long)(0ULL - (unsigned long long){0}) : {0})",
+                         c.args[0]);
     return fn1(c.type, "fabs", c.args[0]);
   };
   r.push_back(unary("Neg", kFloatTypes | kSignedTypes, [](const Node&) {
     return [](auto x) -> decltype(x) {
-      if constexpr (std::is_integral_v<decltype(x)>) return static_cast<decltype(x)>(0ull - static_cast<uint64_t>(x));
-      else return -x;
+      if constexpr (std::is_integral_v<decltype(x)>)
+        return static_cast<decltype(x)>(0ull - static_cast<uint64_t>(x));
+      else
+        return -x;
     };
   }));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
-    if (c.type == "long long") return fmt::format("((long long)(0ULL - (unsigned long long){}))", c.args[0]);
+    if (c.type == "long long")
+      return fmt::format("((long long)(0ULL - (unsigned long long){}))", c.args[0]);
     return "(-" + c.args[0] + ")";
   };
   r.push_back(unary("Relu", kFloatTypes | kSignedTypes, [](const Node&) {
     return [](auto x) -> decltype(x) { return x > 0 ? x : 0; };
   }));
   r.back().cuda_expr = cuda_fmt("({a} > ({t})0 ? {a} : ({t})0)");
-  r.push_back(unary("Sign", kNumericTypes, [](const Node&) {
-    return [](auto x) -> decltype(x) {
-      if constexpr (std::is_floating_point_v<decltype(x)>) {
-        if (std::isnan(x)) return x;
-      }
-      return x > 0 ? 1 : (x < 0 ? static_cast<decltype(x)>(-1) : 0);
-    };
-  }, {}, 9));
+  r.push_back(unary(
+      "Sign", kNumericTypes,
+      [](const Node&) {
+        return [](auto x) -> decltype(x) {
+          if constexpr (std::is_floating_point_v<decltype(x)>) {
+            if (std::isnan(x)) return x;
+          }
+          return x > 0 ? 1 : (x < 0 ? static_cast<decltype(x)>(-1) : 0);
+        };
+      },
+      {}, 9));
   r.back().cuda_expr = cuda_fmt("({a} > ({t})0 ? ({t})1 : ({a} < ({t})0 ? ({t})-1 : {a}))");
   r.back().rounds_half_inputs = true;
-  r.push_back(unary("Not", DTypeSet{DType::Bool}, [](const Node&) {
-    return [](auto x) -> decltype(x) { return x ? 0 : 1; };
-  }));
+  r.push_back(unary("Not", DTypeSet{DType::Bool},
+                    [](const Node&) { return [](auto x) -> decltype(x) { return x ? 0 : 1; }; }));
   r.back().cuda_expr = cuda_fmt("(!{a})");
   r.push_back(unary("Identity", kAllTypes, [](const Node&) { return [](auto x) { return x; }; }));
   r.back().cuda_expr = cuda_fmt("{a}");
 
-  OpDef isnan = unary_float("IsNaN", [](double x) { return std::isnan(x) ? 1.0 : 0.0; }, 9);
+  OpDef isnan = unary_float(
+      "IsNaN", [](double x) { return std::isnan(x) ? 1.0 : 0.0; }, 9);
   isnan.cuda_expr = cuda_fmt("isnan({a})");
   isnan.infer = [](InferCtx& ctx) {
     ctx.set_dtype(0, DType::Bool);
     ctx.set_shape(0, ctx.shape(0));
   };
   r.push_back(isnan);
-  OpDef isinf = unary("IsInf", kFloatTypes, [](const Node& n) {
-    bool neg = n.attr_int("detect_negative") != 0, pos = n.attr_int("detect_positive") != 0;
-    return [neg, pos](double x) { return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg)) ? 1.0 : 0.0; };
-  }, {attr_i("detect_negative", 1), attr_i("detect_positive", 1)}, 10);
+  OpDef isinf = unary(
+      "IsInf", kFloatTypes,
+      [](const Node& n) {
+        bool neg = n.attr_int("detect_negative") != 0, pos = n.attr_int("detect_positive") != 0;
+        return [neg, pos](double x) {
+          return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg)) ? 1.0 : 0.0;
+        };
+      },
+      {attr_i("detect_negative", 1), attr_i("detect_positive", 1)}, 10);
   isinf.infer = isnan.infer;
   isinf.rounds_half_inputs = true;  // a float past 65504 is a float16 infinity
   isinf.cuda_expr = [](const CudaExprCtx& c) {
-    bool neg = c.node.attr_int("detect_negative") != 0, pos = c.node.attr_int("detect_positive") != 0;
-    return fmt::format("(isinf({0}) && (({0} > 0 && {1}) || ({0} < 0 && {2})))", c.args[0], pos, neg);
+    bool neg = c.node.attr_int("detect_negative") != 0,
+         pos = c.node.attr_int("detect_positive") != 0;
+    return fmt::format("(isinf({0}) && (({0} > 0 && {1}) || ({0} < 0 && {2})))", c.args[0], pos,
+                       neg);
   };
   r.push_back(isinf);
 }
@@ -352,7 +451,8 @@ RefFn nary_ref(Factory factory) {
       using C = decltype(c);
       for_each_broadcast(y.shape(), shapes, [&](int64_t o, const std::vector<int64_t>& off) {
         C acc = ins[0]->get<C>(off[0]);
-        for (size_t k = 1; k < ins.size(); ++k) acc = static_cast<C>(f(acc, ins[k]->get<C>(off[k])));
+        for (size_t k = 1; k < ins.size(); ++k)
+          acc = static_cast<C>(f(acc, ins[k]->get<C>(off[k])));
         if constexpr (requires { f.finish(acc, ins.size()); }) acc = f.finish(acc, ins.size());
         y.set<C>(o, acc);
       });
@@ -402,9 +502,10 @@ OpDef comparison(std::string name, DTypeSet types, Cmp cmp, int since = 1) {
     Tensor& y = ctx.output(0);
     with_compute(a.dtype(), [&](auto c) {
       using C = decltype(c);
-      for_each_broadcast(y.shape(), {&a.shape(), &b.shape()}, [&](int64_t o, const std::vector<int64_t>& off) {
-        y.set_i64(o, cmp(a.get<C>(off[0]), b.get<C>(off[1])) ? 1 : 0);
-      });
+      for_each_broadcast(y.shape(), {&a.shape(), &b.shape()},
+                         [&](int64_t o, const std::vector<int64_t>& off) {
+                           y.set_i64(o, cmp(a.get<C>(off[0]), b.get<C>(off[1])) ? 1 : 0);
+                         });
     });
   };
   return d;
@@ -427,9 +528,13 @@ C int_pow(C base, C exp) {
 
 struct MeanFn {
   template <class C>
-  C operator()(C a, C b) const { return a + b; }
+  C operator()(C a, C b) const {
+    return a + b;
+  }
   template <class C>
-  C finish(C acc, size_t n) const { return static_cast<C>(acc / static_cast<C>(n)); }
+  C finish(C acc, size_t n) const {
+    return static_cast<C>(acc / static_cast<C>(n));
+  }
 };
 
 // A float division whose divisor is a literal (a constant folded into the kernel) as a
@@ -458,104 +563,137 @@ std::optional<std::string> float_div_by_constant(const std::string& x, const std
 
 void add_binary_ops(std::vector<OpDef>& r) {
   const DTypeSet arith = kNumericTypes;
-  r.push_back(binary("Add", arith, [](const Node&) {
-    return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a + b); };
-  }, {}, 1));
+  r.push_back(binary(
+      "Add", arith,
+      [](const Node&) {
+        return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a + b); };
+      },
+      {}, 1));
   r.back().cuda_expr = wrapping("+");
-  r.push_back(binary("Sub", arith, [](const Node&) {
-    return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a - b); };
-  }, {}, 1));
+  r.push_back(binary(
+      "Sub", arith,
+      [](const Node&) {
+        return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a - b); };
+      },
+      {}, 1));
   r.back().cuda_expr = wrapping("-");
-  r.push_back(binary("Mul", arith, [](const Node&) {
-    return [](auto a, auto b) -> decltype(a) {
-      if constexpr (std::is_integral_v<decltype(a)>)
-        return static_cast<decltype(a)>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-      else return a * b;
-    };
-  }, {}, 1));
+  r.push_back(binary(
+      "Mul", arith,
+      [](const Node&) {
+        return [](auto a, auto b) -> decltype(a) {
+          if constexpr (std::is_integral_v<decltype(a)>)
+            return static_cast<decltype(a)>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+          else
+            return a * b;
+        };
+      },
+      {}, 1));
   r.back().cuda_expr = wrapping("*");
-  r.push_back(binary("Div", arith, [](const Node&) {
-    return [](auto a, auto b) -> decltype(a) {
-      using C = decltype(a);
-      if constexpr (std::is_integral_v<C>) {
-        if (b == 0) return 0;  // integer division by zero: 0 rather than a trap
-        if constexpr (std::is_signed_v<C>) {
-          if (b == -1) return static_cast<C>(0ull - static_cast<uint64_t>(a));
-        }
-      }
-      return a / b;
-    };
-  }, {}, 1));
+  r.push_back(binary(
+      "Div", arith,
+      [](const Node&) {
+        return [](auto a, auto b) -> decltype(a) {
+          using C = decltype(a);
+          if constexpr (std::is_integral_v<C>) {
+            if (b == 0) return 0;  // integer division by zero: 0 rather than a trap
+            if constexpr (std::is_signed_v<C>) {
+              if (b == -1) return static_cast<C>(0ull - static_cast<uint64_t>(a));
+            }
+          }
+          return a / b;
+        };
+      },
+      {}, 1));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     if (c.type == "float") {
       if (auto by = float_div_by_constant(c.args[0], c.args[1], is_half(c.out_dtype))) return *by;
     }
-    if (c.type == "float" || c.type == "double") return fmt::format("({} / {})", c.args[0], c.args[1]);
+    if (c.type == "float" || c.type == "double")
+      return fmt::format("({} / {})", c.args[0], c.args[1]);
     return fmt::format("braze_idiv({}, {})", c.args[0], c.args[1]);
   };
-  r.push_back(binary("Pow", arith, [](const Node&) {
-    return [](auto a, auto b) -> decltype(a) {
-      using C = decltype(a);
-      if constexpr (std::is_integral_v<C>) return int_pow<C>(a, b);
-      else return std::pow(a, b);
-    };
-  }, {}, 1));
+  r.push_back(binary(
+      "Pow", arith,
+      [](const Node&) {
+        return [](auto a, auto b) -> decltype(a) {
+          using C = decltype(a);
+          if constexpr (std::is_integral_v<C>)
+            return int_pow<C>(a, b);
+          else
+            return std::pow(a, b);
+        };
+      },
+      {}, 1));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     if (c.type == "float" || c.type == "double") {
       // Small constant exponents (RMS norm's x^2) as multiplications: pow costs dozens of
       // instructions an element, enough to slow a memory-bound kernel.
       const std::string& e = c.args[1];
-      if (e == cuda_literal(c.type, 2) || e == cuda_literal("long long", 2)) return fmt::format("({0} * {0})", c.args[0]);
+      if (e == cuda_literal(c.type, 2) || e == cuda_literal("long long", 2))
+        return fmt::format("({0} * {0})", c.args[0]);
       if (e == cuda_literal(c.type, 1) || e == cuda_literal("long long", 1)) return c.args[0];
       if (e == cuda_literal(c.type, 3) || e == cuda_literal("long long", 3))
         return fmt::format("({0} * {0} * {0})", c.args[0]);
       return fmt::format("{}({}, ({}){})", cuda_math(c.type, "pow"), c.args[0], c.type, c.args[1]);
     }
-    return fmt::format("(({})braze_ipow((long long){}, (long long){}))", c.type, c.args[0], c.args[1]);
+    return fmt::format("(({})braze_ipow((long long){}, (long long){}))", c.type, c.args[0],
+                       c.args[1]);
   };
-  r.push_back(binary("Mod", arith, [](const Node& n) {
-    bool fmod_mode = n.attr_int("fmod") != 0;
-    return [fmod_mode](auto a, auto b) -> decltype(a) {
-      using C = decltype(a);
-      if constexpr (std::is_floating_point_v<C>) {
-        if (fmod_mode) return std::fmod(a, b);
-        C m = std::fmod(a, b);
-        if (m != 0 && ((m < 0) != (b < 0))) m += b;
-        return m;
-      } else {
-        if (b == 0) return 0;
-        if constexpr (std::is_signed_v<C>) {
-          if (b == -1) return 0;
-          C m = a % b;  // sign of the dividend (C fmod)
-          if (!fmod_mode && m != 0 && ((m < 0) != (b < 0))) m += b;  // sign of the divisor
-          return m;
-        } else {
-          return a % b;
-        }
-      }
-    };
-  }, {attr_i("fmod", 0)}, 10));
+  r.push_back(binary(
+      "Mod", arith,
+      [](const Node& n) {
+        bool fmod_mode = n.attr_int("fmod") != 0;
+        return [fmod_mode](auto a, auto b) -> decltype(a) {
+          using C = decltype(a);
+          if constexpr (std::is_floating_point_v<C>) {
+            if (fmod_mode) return std::fmod(a, b);
+            C m = std::fmod(a, b);
+            if (m != 0 && ((m < 0) != (b < 0))) m += b;
+            return m;
+          } else {
+            if (b == 0) return 0;
+            if constexpr (std::is_signed_v<C>) {
+              if (b == -1) return 0;
+              C m = a % b;  // sign of the dividend (C fmod)
+              if (!fmod_mode && m != 0 && ((m < 0) != (b < 0))) m += b;  // sign of the divisor
+              return m;
+            } else {
+              return a % b;
+            }
+          }
+        };
+      },
+      {attr_i("fmod", 0)}, 10));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
     return fmt::format("braze_mod({}, {}, {})", c.args[0], c.args[1], c.node.attr_int("fmod") != 0);
   };
   r.back().rounds_half_inputs = true;
-  r.push_back(binary("BitShift", kUnsignedTypes, [](const Node& n) {
-    std::string dir = n.attr_string("direction");
-    if (dir != "LEFT" && dir != "RIGHT")
-      throw UserError(n.describe() + ": direction must be \"LEFT\" or \"RIGHT\"");
-    bool left = dir == "LEFT";
-    return [left](auto a, auto b) -> decltype(a) {
-      uint64_t x = static_cast<uint64_t>(a), s = static_cast<uint64_t>(b);
-      if (s >= 64) return 0;
-      return static_cast<decltype(a)>(left ? x << s : x >> s);
-    };
-  }, {attr_req("direction", AttrType::String)}, 11));
+  r.push_back(binary(
+      "BitShift", kUnsignedTypes,
+      [](const Node& n) {
+        std::string dir = n.attr_string("direction");
+        if (dir != "LEFT" && dir != "RIGHT")
+          throw UserError(n.describe() + ": direction must be \"LEFT\" or \"RIGHT\"");
+        bool left = dir == "LEFT";
+        return [left](auto a, auto b) -> decltype(a) {
+          uint64_t x = static_cast<uint64_t>(a), s = static_cast<uint64_t>(b);
+          if (s >= 64) return 0;
+          return static_cast<decltype(a)>(left ? x << s : x >> s);
+        };
+      },
+      {attr_req("direction", AttrType::String)}, 11));
   r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("braze_shift({}, {}, {})", c.args[0], c.args[1], c.node.attr_string("direction") == "LEFT");
+    return fmt::format("braze_shift({}, {}, {})", c.args[0], c.args[1],
+                       c.node.attr_string("direction") == "LEFT");
   };
-  r.push_back(binary("PRelu", kFloatTypes | kSignedTypes | kUnsignedTypes, [](const Node&) {
-    return [](auto x, auto slope) -> decltype(x) { return x < 0 ? static_cast<decltype(x)>(slope * x) : x; };
-  }, {}, 1));
+  r.push_back(binary(
+      "PRelu", kFloatTypes | kSignedTypes | kUnsignedTypes,
+      [](const Node&) {
+        return [](auto x, auto slope) -> decltype(x) {
+          return x < 0 ? static_cast<decltype(x)>(slope * x) : x;
+        };
+      },
+      {}, 1));
   r.back().cuda_expr = cuda_fmt("({a} < ({t})0 ? ({t})({b} * {a}) : {a})");
   // PRelu broadcasts the slope to X's shape (unidirectionally); X's shape is the output's.
   r.back().infer = [](InferCtx& ctx) {
@@ -564,17 +702,22 @@ void add_binary_ops(std::vector<OpDef>& r) {
     if (out != ctx.shape(0)) ctx.fail("slope must broadcast to the shape of X");
     ctx.set_output(0, ctx.dtype(0), out);
   };
-  r.push_back(binary("And", DTypeSet{DType::Bool}, [](const Node&) {
-    return [](auto a, auto b) -> decltype(a) { return (a && b) ? 1 : 0; };
-  }, {}, 1));
+  r.push_back(binary(
+      "And", DTypeSet{DType::Bool},
+      [](const Node&) { return [](auto a, auto b) -> decltype(a) { return (a && b) ? 1 : 0; }; },
+      {}, 1));
   r.back().cuda_expr = cuda_fmt("({a} && {b})");
-  r.push_back(binary("Or", DTypeSet{DType::Bool}, [](const Node&) {
-    return [](auto a, auto b) -> decltype(a) { return (a || b) ? 1 : 0; };
-  }, {}, 1));
+  r.push_back(binary(
+      "Or", DTypeSet{DType::Bool},
+      [](const Node&) { return [](auto a, auto b) -> decltype(a) { return (a || b) ? 1 : 0; }; },
+      {}, 1));
   r.back().cuda_expr = cuda_fmt("({a} || {b})");
-  r.push_back(binary("Xor", DTypeSet{DType::Bool}, [](const Node&) {
-    return [](auto a, auto b) -> decltype(a) { return ((a != 0) != (b != 0)) ? 1 : 0; };
-  }, {}, 1));
+  r.push_back(binary(
+      "Xor", DTypeSet{DType::Bool},
+      [](const Node&) {
+        return [](auto a, auto b) -> decltype(a) { return ((a != 0) != (b != 0)) ? 1 : 0; };
+      },
+      {}, 1));
   r.back().cuda_expr = cuda_fmt("({a} != {b})");
 
   r.push_back(variadic("Max", kNumericTypes, [](const Node&) {
@@ -592,13 +735,14 @@ void add_binary_ops(std::vector<OpDef>& r) {
   r.push_back(variadic("Sum", kNumericTypes, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a + b); };
   }));
-  r.back().cuda_expr = folding([](const CudaExprCtx& c, const std::string& a, const std::string& b) {
-    return wrapping("+")(CudaExprCtx{c.node, c.type, {a, b}, c.arg_dtypes, c.out_dtype});
-  });
+  r.back().cuda_expr =
+      folding([](const CudaExprCtx& c, const std::string& a, const std::string& b) {
+        return wrapping("+")(CudaExprCtx{c.node, c.type, {a, b}, c.arg_dtypes, c.out_dtype});
+      });
   r.push_back(variadic("Mean", kFloatTypes, [](const Node&) { return MeanFn{}; }));
-  r.back().cuda_expr = folding([](const CudaExprCtx&, const std::string& a, const std::string& b) {
-    return fmt::format("({} + {})", a, b);
-  }, true);
+  r.back().cuda_expr = folding([](const CudaExprCtx&, const std::string& a,
+                                  const std::string& b) { return fmt::format("({} + {})", a, b); },
+                               true);
 
   r.push_back(comparison("Equal", kAllTypes, [](auto a, auto b) { return a == b; }));
   r.back().cuda_expr = cuda_fmt("({a} == {b})");
@@ -606,9 +750,11 @@ void add_binary_ops(std::vector<OpDef>& r) {
   r.back().cuda_expr = cuda_fmt("({a} < {b})");
   r.push_back(comparison("Greater", kNumericTypes, [](auto a, auto b) { return a > b; }));
   r.back().cuda_expr = cuda_fmt("({a} > {b})");
-  r.push_back(comparison("LessOrEqual", kNumericTypes, [](auto a, auto b) { return a <= b; }, 12));
+  r.push_back(comparison(
+      "LessOrEqual", kNumericTypes, [](auto a, auto b) { return a <= b; }, 12));
   r.back().cuda_expr = cuda_fmt("({a} <= {b})");
-  r.push_back(comparison("GreaterOrEqual", kNumericTypes, [](auto a, auto b) { return a >= b; }, 12));
+  r.push_back(comparison(
+      "GreaterOrEqual", kNumericTypes, [](auto a, auto b) { return a >= b; }, 12));
   r.back().cuda_expr = cuda_fmt("({a} >= {b})");
 }
 
@@ -625,14 +771,18 @@ OpDef where_op() {
     ctx.set_dtype(0, ctx.dtype(1));
     ctx.set_shape(0, broadcast_shapes(ctx, {ctx.shape(0), ctx.shape(1), ctx.shape(2)}));
   };
-  d.cuda_expr = [](const CudaExprCtx& c) { return fmt::format("({} ? {} : {})", c.args[0], c.args[1], c.args[2]); };
+  d.cuda_expr = [](const CudaExprCtx& c) {
+    return fmt::format("({} ? {} : {})", c.args[0], c.args[1], c.args[2]);
+  };
   d.reference = [](RefCtx& ctx) {
     const Tensor &c = ctx.input(0), &x = ctx.input(1), &y = ctx.input(2);
     Tensor& out = ctx.output(0);
     for_each_broadcast(out.shape(), {&c.shape(), &x.shape(), &y.shape()},
                        [&](int64_t o, const std::vector<int64_t>& off) {
-                         if (c.get_i64(off[0])) copy_element(x, off[1], out, o);
-                         else copy_element(y, off[2], out, o);
+                         if (c.get_i64(off[0]))
+                           copy_element(x, off[1], out, o);
+                         else
+                           copy_element(y, off[2], out, o);
                        });
   };
   return d;
@@ -647,7 +797,7 @@ OpDef clip_op() {
   d.max_inputs = 3;
   d.types = kNumericTypes;
   d.attrs = {attr_opt("min", AttrType::Float), attr_opt("max", AttrType::Float)};
-  d.upgrade = [](Graph& g, NodeId n) {  // opset < 11: min and max are attributes
+  d.upgrade = [](Graph& g, NodeId n) {    // opset < 11: min and max are attributes
     if (!g.node(n).has_input(0)) return;  // inference reports the missing input
     DType dt = g.value(g.node(n).inputs[0]).dtype;
     move_attr_to_input(g, n, "min", 1, dt);
@@ -668,10 +818,11 @@ OpDef clip_op() {
     auto bound = [&](size_t i, bool upper) {
       if (c.args.size() > i && !c.args[i].empty()) return c.args[i];
       if (flt) return cuda_literal(c.type, upper ? INFINITY : -INFINITY);
-      return upper ? cuda_literal(c.type, dtype_max(c.arg_dtypes[0])) : cuda_literal(c.type, dtype_min(c.arg_dtypes[0]));
+      return upper ? cuda_literal(c.type, dtype_max(c.arg_dtypes[0]))
+                   : cuda_literal(c.type, dtype_min(c.arg_dtypes[0]));
     };
-    return fmt::format("({0} != {0} ? {0} : ({0} < {1} ? ({3}){1} : ({0} > {2} ? ({3}){2} : {0})))", c.args[0],
-                       bound(1, false), bound(2, true), c.type);
+    return fmt::format("({0} != {0} ? {0} : ({0} < {1} ? ({3}){1} : ({0} > {2} ? ({3}){2} : {0})))",
+                       c.args[0], bound(1, false), bound(2, true), c.type);
   };
   d.reference = [](RefCtx& ctx) {
     const Tensor& x = ctx.input(0);
@@ -701,9 +852,12 @@ OpDef clip_op() {
 
 void convert_into(const Tensor& x, Tensor& y) {
   for (int64_t i = 0; i < x.numel(); ++i) {
-    if (is_float(x.dtype())) y.set_f64(i, x.get_f64(i));
-    else if (is_unsigned_int(x.dtype())) y.set_u64(i, x.get_u64(i));
-    else y.set_i64(i, x.get_i64(i));
+    if (is_float(x.dtype()))
+      y.set_f64(i, x.get_f64(i));
+    else if (is_unsigned_int(x.dtype()))
+      y.set_u64(i, x.get_u64(i));
+    else
+      y.set_i64(i, x.get_i64(i));
   }
 }
 
@@ -715,13 +869,17 @@ OpDef cast_op() {
   d.attrs = {attr_req("to", AttrType::Int), attr_i("saturate", 1), attr_s("round_mode", "up")};
   d.infer = [](InferCtx& ctx) {
     auto dt = dtype_from_onnx(ctx.node().attr_int("to"));
-    if (!dt) throw UnsupportedError(fmt::format("{}: cast to dtype {} is not supported",
-                                                ctx.node().describe(), onnx_dtype_name(ctx.node().attr_int("to"))));
+    if (!dt)
+      throw UnsupportedError(fmt::format("{}: cast to dtype {} is not supported",
+                                         ctx.node().describe(),
+                                         onnx_dtype_name(ctx.node().attr_int("to"))));
     ctx.set_dtype(0, *dt);
     ctx.set_shape(0, ctx.shape(0));
   };
   d.reference = [](RefCtx& ctx) { convert_into(ctx.input(0), ctx.output(0)); };
-  d.cuda_expr = [](const CudaExprCtx& c) { return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype); };
+  d.cuda_expr = [](const CudaExprCtx& c) {
+    return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype);
+  };
   d.rounds_half_inputs = true;
   return d;
 }
@@ -747,7 +905,9 @@ OpDef castlike_op() {
     ctx.set_shape(0, ctx.shape(0));
   };
   d.reference = [](RefCtx& ctx) { convert_into(ctx.input(0), ctx.output(0)); };
-  d.cuda_expr = [](const CudaExprCtx& c) { return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype); };
+  d.cuda_expr = [](const CudaExprCtx& c) {
+    return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype);
+  };
   d.rounds_half_inputs = true;
   return d;
 }

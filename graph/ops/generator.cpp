@@ -91,7 +91,8 @@ OpDef constant_of_shape_op() {
     if (!n.has_attr("value")) return std::string("0.0f");
     const Tensor& v = n.attr_tensor("value");
     std::string t = cuda_compute_type(v.dtype());
-    return is_float(v.dtype()) ? cuda_literal(t, v.get_f64(0)) : cuda_literal(t, static_cast<double>(v.get_i64(0)));
+    return is_float(v.dtype()) ? cuda_literal(t, v.get_f64(0))
+                               : cuda_literal(t, static_cast<double>(v.get_i64(0)));
   };
   d.reference = [](RefCtx& ctx) {
     if (!ctx.node().has_attr("value")) return;  // zero-filled already
@@ -231,8 +232,9 @@ OpDef range_op() {
     std::string start = ctx.load(0, std::vector<std::string>(ctx.in_shape(0).size(), "0LL"));
     std::string delta = ctx.load(2, std::vector<std::string>(ctx.in_shape(2).size(), "0LL"));
     if (t == "long long")
-      return fmt::format("(long long)((unsigned long long){} + (unsigned long long){} * (unsigned long long){})", start,
-                         ctx.coord(0), delta);
+      return fmt::format(
+          "(long long)((unsigned long long){} + (unsigned long long){} * (unsigned long long){})",
+          start, ctx.coord(0), delta);
     return fmt::format("{} + ({}){} * {}", start, t, ctx.coord(0), delta);
   };
   d.reference = [](RefCtx& ctx) {
@@ -272,7 +274,8 @@ OpDef eye_like_op() {
     ctx.set_shape(0, ctx.shape(0));
   };
   d.cuda_index = [](CudaIndexCtx& ctx) {
-    return fmt::format("({} - {} == {}LL ? 1 : 0)", ctx.coord(1), ctx.coord(0), ctx.node().attr_int("k"));
+    return fmt::format("({} - {} == {}LL ? 1 : 0)", ctx.coord(1), ctx.coord(0),
+                       ctx.node().attr_int("k"));
   };
   d.reference = [](RefCtx& ctx) {
     Tensor& out = ctx.output(0);

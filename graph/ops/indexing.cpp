@@ -140,8 +140,8 @@ class Scatterer {
 // ---- GPU index maps --------------------------------------------------------------------
 // Loads index input `input` at `coords` as a long long in [0, dim): negative indices count
 // from the end, and one outside [-dim, dim) fails the run (reading element 0 meanwhile).
-std::string cuda_checked_index(CudaIndexCtx& ctx, size_t input, const std::vector<std::string>& coords, int64_t dim,
-                               int64_t axis) {
+std::string cuda_checked_index(CudaIndexCtx& ctx, size_t input,
+                               const std::vector<std::string>& coords, int64_t dim, int64_t axis) {
   std::string raw = ctx.let("long long", "(long long)" + ctx.load(input, coords));
   std::string idx = ctx.let("long long", fmt::format("{0} < 0 ? {0} + {1}LL : {0}", raw, dim));
   ctx.check(fmt::format("{0} >= 0 && {0} < {1}LL", idx, dim),
@@ -242,7 +242,8 @@ OpDef gather_elements_op() {
     int64_t axis = ctx.node().attr_int("axis");
     if (axis < 0) axis += static_cast<int64_t>(data.size());
     std::vector<std::string> c = out_coords(ctx), at = c;
-    at[static_cast<size_t>(axis)] = cuda_checked_index(ctx, 1, c, data[static_cast<size_t>(axis)], axis);
+    at[static_cast<size_t>(axis)] =
+        cuda_checked_index(ctx, 1, c, data[static_cast<size_t>(axis)], axis);
     return ctx.load(0, at);
   };
   d.reference = [](RefCtx& ctx) {
@@ -480,7 +481,8 @@ OpDef onehot_op() {
     std::string cls = c[static_cast<size_t>(axis)];
     ic.erase(ic.begin() + axis);
     std::string v = ctx.let("long long", "(long long)" + ctx.load(0, ic));  // floats truncate
-    if (!is_unsigned_int(ctx.in_dtype(0))) v = ctx.let("long long", fmt::format("{0} < 0 ? {0} + {1}LL : {0}", v, depth));
+    if (!is_unsigned_int(ctx.in_dtype(0)))
+      v = ctx.let("long long", fmt::format("{0} < 0 ? {0} + {1}LL : {0}", v, depth));
     std::string on = ctx.load(2, {"1LL"}), off = ctx.load(2, {"0LL"});
     return fmt::format("({} == {} ? {} : {})", v, cls, on, off);
   };

@@ -150,8 +150,8 @@ std::string same_order_index(CudaIndexCtx& ctx) {
 // linearised and unravelled: [1024, 2304] -> [8, 128, 2304] maps (i, j) to (i / 128, i % 128,
 // j), not to three divisions of i * 2304 + j (a GEMM epilogue computes them for every
 // element, and a bias indexed by j needs no division at all).
-std::vector<std::string> same_order_forward(const Node&, const std::vector<std::string>& in, const Shape& in_shape,
-                                            const Shape& out_shape) {
+std::vector<std::string> same_order_forward(const Node&, const std::vector<std::string>& in,
+                                            const Shape& in_shape, const Shape& out_shape) {
   const size_t ni = in_shape.size(), no = out_shape.size();
   size_t p = 0, s = 0;
   while (p < ni && p < no && in_shape[p] == out_shape[p]) ++p;
@@ -367,13 +367,15 @@ OpDef transpose_op() {
     const int64_t rank = static_cast<int64_t>(ctx.in_shape(0).size());
     std::vector<int64_t> perm = transpose_perm(ctx.node(), rank);
     std::vector<std::string> in(static_cast<size_t>(rank));
-    for (int64_t d = 0; d < rank; ++d) in[static_cast<size_t>(perm[static_cast<size_t>(d)])] = ctx.coord(static_cast<size_t>(d));
+    for (int64_t d = 0; d < rank; ++d)
+      in[static_cast<size_t>(perm[static_cast<size_t>(d)])] = ctx.coord(static_cast<size_t>(d));
     return ctx.load(0, in);
   };
   d.layout = [](const Graph&, const Node& n, const Layout& in) -> std::optional<Layout> {
     return transpose_layout(in, transpose_perm(n, static_cast<int64_t>(in.dims.size())));
   };
-  d.cuda_forward = [](const Node& n, const std::vector<std::string>& in, const Shape& in_shape, const Shape&) {
+  d.cuda_forward = [](const Node& n, const std::vector<std::string>& in, const Shape& in_shape,
+                      const Shape&) {
     std::vector<int64_t> perm = transpose_perm(n, static_cast<int64_t>(in_shape.size()));
     std::vector<std::string> out(in.size());
     for (size_t d = 0; d < perm.size(); ++d) out[d] = in[static_cast<size_t>(perm[d])];
@@ -451,7 +453,8 @@ OpDef tile_op() {
     const Shape& in = ctx.in_shape(0);
     std::vector<std::string> c(in.size());
     for (size_t d = 0; d < in.size(); ++d)
-      c[d] = in[d] == ctx.out_shape()[d] ? ctx.coord(d) : fmt::format("({} % {}LL)", ctx.coord(d), in[d]);
+      c[d] = in[d] == ctx.out_shape()[d] ? ctx.coord(d)
+                                         : fmt::format("({} % {}LL)", ctx.coord(d), in[d]);
     return ctx.load(0, c);
   };
   return d;
@@ -511,8 +514,9 @@ OpDef concat_op() {
       int64_t size = ctx.in_shape(i)[a];
       if (i + 1 == ctx.node().inputs.size()) return ctx.load(i, ci);
       if (size == 0) return from(i + 1, at);
-      return ctx.select(fmt::format("{} < {}LL", c[a], at + size), type, [&] { return ctx.load(i, ci); },
-                        [&] { return from(i + 1, at + size); });
+      return ctx.select(
+          fmt::format("{} < {}LL", c[a], at + size), type, [&] { return ctx.load(i, ci); },
+          [&] { return from(i + 1, at + size); });
     };
     return from(0, 0);
   };
@@ -600,8 +604,8 @@ OpDef split_op() {
     const Shape& in = ctx.in_shape(0);
     int64_t axis = ctx.node().attr_int("axis");
     if (axis < 0) axis += static_cast<int64_t>(in.size());
-    std::vector<int64_t> sizes = split_sizes(ctx.node(), in[static_cast<size_t>(axis)], ctx.node().outputs.size(),
-                                             const_list(ctx, 1));
+    std::vector<int64_t> sizes = split_sizes(ctx.node(), in[static_cast<size_t>(axis)],
+                                             ctx.node().outputs.size(), const_list(ctx, 1));
     int64_t at = 0;
     for (size_t i = 0; i < ctx.output_index(); ++i) at += sizes[i];
     std::vector<std::string> c = out_coords(ctx);
@@ -725,8 +729,8 @@ OpDef slice_op() {
   };
   d.cuda_index = [](CudaIndexCtx& ctx) {
     std::vector<AxisRange> ranges =
-        slice_ranges(ctx.node(), ctx.in_shape(0), ctx.in_value(1)->to_int64s(), ctx.in_value(2)->to_int64s(),
-                     const_list(ctx, 3), const_list(ctx, 4));
+        slice_ranges(ctx.node(), ctx.in_shape(0), ctx.in_value(1)->to_int64s(),
+                     ctx.in_value(2)->to_int64s(), const_list(ctx, 3), const_list(ctx, 4));
     std::vector<std::string> c = out_coords(ctx);
     for (size_t d = 0; d < ranges.size(); ++d)
       if (ranges[d].start != 0 || ranges[d].step != 1)
@@ -744,7 +748,8 @@ OpDef slice_op() {
     if (!starts || !ends || (n.has_input(3) && !list(3)) || (n.has_input(4) && !list(4)))
       return std::nullopt;
     std::optional<Layout> out = in;
-    const std::vector<AxisRange> ranges = slice_ranges(n, in.shape(), *starts, *ends, list(3), list(4));
+    const std::vector<AxisRange> ranges =
+        slice_ranges(n, in.shape(), *starts, *ends, list(3), list(4));
     for (size_t d = 0; d < ranges.size() && out; ++d)
       if (ranges[d].start != 0 || ranges[d].step != 1 || ranges[d].size != in.shape()[d])
         out = slice_layout(*out, d, ranges[d].start, ranges[d].size, ranges[d].step);
@@ -931,10 +936,12 @@ OpDef pad_op() {
         case PadMode::Constant:
           src[d] = x;
           if (b > 0 || e > 0 || lo > 0 || hi < dim)
-            inside += fmt::format("{}({} >= {}LL && {} < {}LL)", inside.empty() ? "" : " && ", x, lo, x, hi);
+            inside += fmt::format("{}({} >= {}LL && {} < {}LL)", inside.empty() ? "" : " && ", x,
+                                  lo, x, hi);
           break;
         case PadMode::Edge:
-          src[d] = fmt::format("({0} < {1}LL ? {1}LL : ({0} >= {2}LL ? {3}LL : {0}))", x, lo, hi, hi - 1);
+          src[d] = fmt::format("({0} < {1}LL ? {1}LL : ({0} >= {2}LL ? {3}LL : {0}))", x, lo, hi,
+                               hi - 1);
           break;
         case PadMode::Wrap:
           src[d] = fmt::format("({1}LL + (({0} - {1}LL) % {2}LL + {2}LL) % {2}LL)", x, lo, m);
@@ -944,7 +951,8 @@ OpDef pad_op() {
             src[d] = fmt::format("{}LL", lo);
           } else {
             int64_t period = 2 * (m - 1);
-            std::string y = ctx.let("long long", fmt::format("(({0} - {1}LL) % {2}LL + {2}LL) % {2}LL", x, lo, period));
+            std::string y = ctx.let(
+                "long long", fmt::format("(({0} - {1}LL) % {2}LL + {2}LL) % {2}LL", x, lo, period));
             src[d] = fmt::format("({1}LL + ({0} < {2}LL ? {0} : {3}LL - {0}))", y, lo, m, period);
           }
           break;
@@ -952,10 +960,13 @@ OpDef pad_op() {
     }
     if (inside.empty()) return ctx.load(0, src);
     std::string type = cuda_compute_type(ctx.in_dtype(0));
-    return ctx.select(inside, type, [&] { return ctx.load(0, src); }, [&] {
-      return ctx.has_input(2) ? ctx.load(2, std::vector<std::string>(ctx.in_shape(2).size(), "0LL"))
-                              : cuda_literal(type, 0);
-    });
+    return ctx.select(
+        inside, type, [&] { return ctx.load(0, src); },
+        [&] {
+          return ctx.has_input(2)
+                     ? ctx.load(2, std::vector<std::string>(ctx.in_shape(2).size(), "0LL"))
+                     : cuda_literal(type, 0);
+        });
   };
   return d;
 }
@@ -1010,9 +1021,11 @@ OpDef depth_to_space_op() {
     std::vector<std::string> c = out_coords(ctx);
     std::string i = ctx.let("long long", fmt::format("{} % {}LL", c[2], b));
     std::string j = ctx.let("long long", fmt::format("{} % {}LL", c[3], b));
-    std::string ch = crd_mode(ctx.node()) ? fmt::format("({} * {}LL + {} * {}LL + {})", c[1], b * b, i, b, j)
-                                          : fmt::format("(({} * {}LL + {}) * {}LL + {})", i, b, j, cout, c[1]);
-    return ctx.load(0, {c[0], ch, fmt::format("({} / {}LL)", c[2], b), fmt::format("({} / {}LL)", c[3], b)});
+    std::string ch = crd_mode(ctx.node())
+                         ? fmt::format("({} * {}LL + {} * {}LL + {})", c[1], b * b, i, b, j)
+                         : fmt::format("(({} * {}LL + {}) * {}LL + {})", i, b, j, cout, c[1]);
+    return ctx.load(
+        0, {c[0], ch, fmt::format("({} / {}LL)", c[2], b), fmt::format("({} / {}LL)", c[3], b)});
   };
   return d;
 }
@@ -1048,7 +1061,8 @@ OpDef space_to_depth_op() {
     std::string i = ctx.let("long long", fmt::format("{} / {}LL", c[1], b * cin));
     std::string j = ctx.let("long long", fmt::format("({} / {}LL) % {}LL", c[1], cin, b));
     std::string ch = fmt::format("({} % {}LL)", c[1], cin);
-    return ctx.load(0, {c[0], ch, fmt::format("({} * {}LL + {})", c[2], b, i), fmt::format("({} * {}LL + {})", c[3], b, j)});
+    return ctx.load(0, {c[0], ch, fmt::format("({} * {}LL + {})", c[2], b, i),
+                        fmt::format("({} * {}LL + {})", c[3], b, j)});
   };
   return d;
 }
@@ -1095,13 +1109,15 @@ OpDef trilu_op() {
     const size_t r = ctx.out_shape().size();
     std::string k = "0LL";
     if (ctx.has_input(1) && ctx.in_value(1)) {
-      int64_t kv = std::clamp<int64_t>(ctx.in_value(1)->get_i64(0), -ctx.out_shape()[r - 2] - 1, ctx.out_shape()[r - 1] + 1);
+      int64_t kv = std::clamp<int64_t>(ctx.in_value(1)->get_i64(0), -ctx.out_shape()[r - 2] - 1,
+                                       ctx.out_shape()[r - 1] + 1);
       k = fmt::format("{}LL", kv);
     } else if (ctx.has_input(1)) {
       k = ctx.load(1, std::vector<std::string>(ctx.in_shape(1).size(), "0LL"));
     }
     bool upper = ctx.node().attr_int("upper") != 0;
-    std::string keep = fmt::format("{} - {} {} {}", ctx.coord(r - 1), ctx.coord(r - 2), upper ? ">=" : "<=", k);
+    std::string keep =
+        fmt::format("{} - {} {} {}", ctx.coord(r - 1), ctx.coord(r - 2), upper ? ">=" : "<=", k);
     std::string type = cuda_compute_type(ctx.in_dtype(0));
     return fmt::format("({} ? {} : {})", keep, ctx.load(0, out_coords(ctx)), cuda_literal(type, 0));
   };

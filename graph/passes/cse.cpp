@@ -18,8 +18,10 @@ bool attr_equal(const AttrValue& a, const AttrValue& b) {
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
         const T& y = std::get<T>(b);
-        if constexpr (std::is_same_v<T, Tensor>) return x.bitwise_equal(y);
-        else return x == y;
+        if constexpr (std::is_same_v<T, Tensor>)
+          return x.bitwise_equal(y);
+        else
+          return x == y;
       },
       a);
 }
@@ -72,7 +74,8 @@ int merge_constants(Graph& g) {
 // as a view, so two equal ones are not merged — merged, the view would have two consumers and
 // be written out by a kernel of its own (Q, K and V projections of one activation each
 // flattened to rows by flatten_matmul_rows).
-bool view_of_products(const Graph& g, const std::vector<std::vector<NodeId>>& users, const Node& n) {
+bool view_of_products(const Graph& g, const std::vector<std::vector<NodeId>>& users,
+                      const Node& n) {
   if (!n.op->layout || n.outputs.size() != 1 || n.outputs[0] == kNoValue) return false;
   const std::vector<NodeId>& us = users[n.outputs[0]];
   return !us.empty() && std::all_of(us.begin(), us.end(), [&](NodeId u) {

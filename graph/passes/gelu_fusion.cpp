@@ -19,7 +19,9 @@ bool is_constant_near(const Graph& g, ValueId v, double want) {
   if (v == kNoValue) return false;
   const Value& val = g.value(v);
   if (!val.constant || val.constant->numel() != 1 || !is_float(val.dtype)) return false;
-  const double tol = val.dtype == DType::Float16 ? 1e-3 : val.dtype == DType::BFloat16 ? 8e-3 : 1e-6;
+  const double tol = val.dtype == DType::Float16    ? 1e-3
+                     : val.dtype == DType::BFloat16 ? 8e-3
+                                                    : 1e-6;
   return std::fabs(val.constant->get_f64(0) - want) <= tol * std::fabs(want);
 }
 
@@ -72,13 +74,15 @@ std::optional<Match> match_product(const Graph& g, const Uses& u, Match m, Value
   } else {
     // (x * 0.5) * a: o is the half of x, read by this Mul alone.
     const NodeId half = o == kNoValue ? kNoNode : g.value(o).producer;
-    if (half == kNoNode || !u.sole_user(o) || !is_op(g, half, "Mul") || scaled_by(g, g.node(half), 0.5) != m.x)
+    if (half == kNoNode || !u.sole_user(o) || !is_op(g, half, "Mul") ||
+        scaled_by(g, g.node(half), 0.5) != m.x)
       return std::nullopt;
     m.nodes.push_back(half);
     m.out = mn.outputs[0];
   }
   const Value &xv = g.value(m.x), &ov = g.value(m.out);
-  if (!is_float(xv.dtype) || ov.dtype != xv.dtype || !xv.has_shape || !ov.has_shape || ov.shape != xv.shape)
+  if (!is_float(xv.dtype) || ov.dtype != xv.dtype || !xv.has_shape || !ov.has_shape ||
+      ov.shape != xv.shape)
     return std::nullopt;
   return m;
 }
@@ -130,7 +134,8 @@ std::optional<Match> match_at_tanh(const Graph& g, const Uses& u, NodeId tanh_id
     if (is_op(g, *pow, "Pow")) {
       // The exponent exactly 3, of a float or an integer type.
       const Value& e = g.value(pn.inputs[1]);
-      is_cube = pn.inputs[0] == x && e.constant && e.constant->numel() == 1 && e.constant->get_f64(0) == 3.0;
+      is_cube = pn.inputs[0] == x && e.constant && e.constant->numel() == 1 &&
+                e.constant->get_f64(0) == 3.0;
     } else if (is_op(g, *pow, "Mul")) {
       // (x * x) * x or x * (x * x)
       const ValueId sq = other_input(pn, x);
@@ -157,7 +162,8 @@ int fuse_gelu(Graph& g) {
   for (NodeId id : g.topo_order()) {
     const Node& n = g.node(id);
     if (n.dead || (n.op_type() != "Erf" && n.op_type() != "Tanh")) continue;
-    std::optional<Match> m = n.op_type() == "Erf" ? match_at_erf(g, u, id) : match_at_tanh(g, u, id);
+    std::optional<Match> m =
+        n.op_type() == "Erf" ? match_at_erf(g, u, id) : match_at_tanh(g, u, id);
     if (!m) continue;
     std::sort(m->nodes.begin(), m->nodes.end());  // graph (import) order, for the name
     std::string name;

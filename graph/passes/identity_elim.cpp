@@ -21,8 +21,9 @@ int eliminate_identities(Graph& g) {
     Node& n = g.node(id);
     // A Cast to the type its input has already (what --precision leaves of an fp32 model's
     // "compute this in float" casts) changes nothing.
-    bool identity = n.op->name == "Identity" ||
-                    (n.op->name == "Cast" && g.value(n.inputs[0]).dtype == g.value(n.outputs[0]).dtype);
+    bool identity =
+        n.op->name == "Identity" ||
+        (n.op->name == "Cast" && g.value(n.inputs[0]).dtype == g.value(n.outputs[0]).dtype);
     if (!identity && !is_inference_dropout(g, n)) continue;
     ValueId in = n.inputs[0], out = n.outputs[0];
     if (n.outputs.size() > 1 && n.outputs[1] != kNoValue) {

@@ -15,7 +15,9 @@ int flatten_matmul_rows(Graph& g) {
     if (n.op->name != "MatMul" || !n.op->domain.empty() || n.inputs.size() != 2) continue;
     const ValueId a = n.inputs[0], b = n.inputs[1], y = n.outputs[0];
     const Value &av = g.value(a), &bv = g.value(b), &yv = g.value(y);
-    if (!av.has_shape || !bv.has_shape || !yv.has_shape || av.shape.size() < 3 || bv.shape.size() != 2) continue;
+    if (!av.has_shape || !bv.has_shape || !yv.has_shape || av.shape.size() < 3 ||
+        bv.shape.size() != 2)
+      continue;
     if (av.producer != kNoNode && g.node(av.producer).op->layout) continue;
     int64_t rows = 1;
     for (size_t d = 0; d + 1 < av.shape.size(); ++d) rows *= av.shape[d];
@@ -27,10 +29,12 @@ int flatten_matmul_rows(Graph& g) {
     const Shape a2 = {rows, av.shape.back()}, y2 = {rows, bv.shape[1]};
     auto shape_const = [&](const Shape& s, const char* what) {
       return g.add_constant(g.unique_name(fmt::format("{}_{}", base, what)),
-                            Tensor::from_int64s(std::vector<int64_t>(s.begin(), s.end()), {static_cast<int64_t>(s.size())}));
+                            Tensor::from_int64s(std::vector<int64_t>(s.begin(), s.end()),
+                                                {static_cast<int64_t>(s.size())}));
     };
     const ValueId a_flat = g.add_value(g.unique_name(a_name + "_rows"), a_dtype, a2);
-    NodeId r1 = g.add_node(&reshape, base + "_rows", {a, shape_const(a2, "rows_shape")}, {a_flat}, {}, 14);
+    NodeId r1 =
+        g.add_node(&reshape, base + "_rows", {a, shape_const(a2, "rows_shape")}, {a_flat}, {}, 14);
     infer_node(g, r1);
     const ValueId y_flat = g.add_value(g.unique_name(y_name + "_rows"), dt, y2);
     // The MatMul writes the flat product; a Reshape writes the old value, which its users read.
@@ -38,7 +42,8 @@ int flatten_matmul_rows(Graph& g) {
     g.node(id).outputs[0] = y_flat;
     g.value(y_flat).producer = id;
     g.value(y).producer = kNoNode;
-    NodeId r2 = g.add_node(&reshape, base + "_unrows", {y_flat, shape_const(y_shape, "shape")}, {y}, {}, 14);
+    NodeId r2 = g.add_node(&reshape, base + "_unrows", {y_flat, shape_const(y_shape, "shape")}, {y},
+                           {}, 14);
     infer_node(g, r2);
     ++changed;
   }

@@ -25,7 +25,8 @@ struct Scaled {
 
 // v = Mul(x, s), Mul(s, x) or Div(x, s) with s a scalar constant of v's dtype and v used
 // only by the product.
-std::optional<Scaled> scaled_operand(const Graph& g, const std::vector<std::vector<NodeId>>& users, ValueId v) {
+std::optional<Scaled> scaled_operand(const Graph& g, const std::vector<std::vector<NodeId>>& users,
+                                     ValueId v) {
   const Value& val = g.value(v);
   if (val.producer == kNoNode || users[v].size() != 1 || g.is_graph_output(v)) return std::nullopt;
   const Node& p = g.node(val.producer);
@@ -36,8 +37,10 @@ std::optional<Scaled> scaled_operand(const Graph& g, const std::vector<std::vect
     if (div && k == 0) continue;  // only x / s
     const ValueId other = p.inputs[1 - k];
     std::optional<double> s = scalar_of(g, p.inputs[k]);
-    if (!s || g.value(p.inputs[k]).dtype != val.dtype || g.value(other).dtype != val.dtype) continue;
-    if (g.value(other).constant || g.value(other).shape != val.shape) continue;  // no broadcast by the scalar
+    if (!s || g.value(p.inputs[k]).dtype != val.dtype || g.value(other).dtype != val.dtype)
+      continue;
+    if (g.value(other).constant || g.value(other).shape != val.shape)
+      continue;  // no broadcast by the scalar
     if (div && *s == 0) return std::nullopt;
     return Scaled{other, div ? 1 / *s : *s};
   }
@@ -78,7 +81,8 @@ int hoist_matmul_scales(Graph& g) {
     g.node(id).outputs[0] = prod;
     g.value(prod).producer = id;
     g.value(y).producer = kNoNode;
-    const ValueId c = g.add_constant(g.unique_name(yv.name + "_scale"), Tensor::scalar_of(yv.dtype, scale));
+    const ValueId c =
+        g.add_constant(g.unique_name(yv.name + "_scale"), Tensor::scalar_of(yv.dtype, scale));
     NodeId mid = g.add_node(&op("Mul"), g.node(id).name + "_scale", {prod, c}, {y}, {}, 14);
     infer_node(g, mid);
     users = g.users();

@@ -43,12 +43,16 @@ PipelineReport run_pipeline(Graph& g, const PipelineOptions& opts) {
     for (const Pass& p : kPasses) {
       int changed = p.run(g);
       total += changed;
-      if (changed) rep.log.push_back(fmt::format("round {}: {} changed {} node{}", round, p.name, changed, changed == 1 ? "" : "s"));
+      if (changed)
+        rep.log.push_back(fmt::format("round {}: {} changed {} node{}", round, p.name, changed,
+                                      changed == 1 ? "" : "s"));
       verify(g);
       if (opts.dump) {
         *opts.dump << fmt::format("== after {} (round {}) ==\n", p.name, round);
-        if (changed) *opts.dump << g;
-        else *opts.dump << "(unchanged)\n";
+        if (changed)
+          *opts.dump << g;
+        else
+          *opts.dump << "(unchanged)\n";
       }
     }
     rep.rounds = round;

@@ -129,7 +129,8 @@ int convert_precision(Graph& g, DType to) {
     if (n.dead) continue;
     for (const char* name : {"to", "dtype"}) {
       auto it = n.attrs.find(name);
-      if (it != n.attrs.end() && std::holds_alternative<int64_t>(it->second) && std::get<int64_t>(it->second) == onnx_f32 &&
+      if (it != n.attrs.end() && std::holds_alternative<int64_t>(it->second) &&
+          std::get<int64_t>(it->second) == onnx_f32 &&
           (n.op_type() == "Cast" || n.op_type() == "EyeLike"))
         it->second = onnx_to;
     }
@@ -160,7 +161,8 @@ int convert_precision(Graph& g, DType to) {
     const Value v = g.value(o);
     ValueId f = g.add_value(g.unique_name(v.name + "_fp32"), DType::Float32, v.shape);
     g.value(f).has_shape = v.has_shape;
-    NodeId c = g.add_node(cast, g.unique_name("Cast_" + v.name + "_fp32"), {o}, {f}, {{"to", onnx_f32}});
+    NodeId c =
+        g.add_node(cast, g.unique_name("Cast_" + v.name + "_fp32"), {o}, {f}, {{"to", onnx_f32}});
     infer_node(g, c);
     g.set_output_value(i, f);
   }

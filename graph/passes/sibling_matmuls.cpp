@@ -24,28 +24,35 @@ struct Sibling {
 int64_t constant_weight_width(const Graph& g, const Node& n) {
   if (n.op->name != "MatMul" || !n.op->domain.empty() || n.inputs.size() != 2) return 0;
   const Value &a = g.value(n.inputs[0]), &w = g.value(n.inputs[1]), &y = g.value(n.outputs[0]);
-  if (!a.has_shape || !w.constant || !y.has_shape || w.shape.size() != 2 || a.shape.empty()) return 0;
+  if (!a.has_shape || !w.constant || !y.has_shape || w.shape.size() != 2 || a.shape.empty())
+    return 0;
   if (a.dtype != w.dtype || g.is_graph_output(n.outputs[0])) return 0;
   return w.shape[1];
 }
 
 // The constant of an Add of a product's output y.
-ValueId bias_of(const Node& add, ValueId y) { return add.inputs[0] == y ? add.inputs[1] : add.inputs[0]; }
+ValueId bias_of(const Node& add, ValueId y) {
+  return add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
+}
 
 // The product's only consumer when it is Add(y, b) with b a constant of shape [n].
-NodeId bias_add(const Graph& g, const std::vector<std::vector<NodeId>>& users, const Node& mm, int64_t n) {
+NodeId bias_add(const Graph& g, const std::vector<std::vector<NodeId>>& users, const Node& mm,
+                int64_t n) {
   const ValueId y = mm.outputs[0];
   if (users[y].size() != 1) return kNoNode;
   const Node& add = g.node(users[y][0]);
   if (add.op->name != "Add" || !add.op->domain.empty() || add.inputs.size() != 2) return kNoNode;
   const ValueId b = bias_of(add, y);
   const Value& bv = g.value(b);
-  if (b == y || !bv.constant || bv.shape != Shape{n} || bv.dtype != g.value(y).dtype) return kNoNode;
-  if (g.value(add.outputs[0]).shape != g.value(y).shape || g.is_graph_output(add.outputs[0])) return kNoNode;
+  if (b == y || !bv.constant || bv.shape != Shape{n} || bv.dtype != g.value(y).dtype)
+    return kNoNode;
+  if (g.value(add.outputs[0]).shape != g.value(y).shape || g.is_graph_output(add.outputs[0]))
+    return kNoNode;
   return users[y][0];
 }
 
-bool read_by_layout_ops_only(const Graph& g, const std::vector<std::vector<NodeId>>& users, ValueId v) {
+bool read_by_layout_ops_only(const Graph& g, const std::vector<std::vector<NodeId>>& users,
+                             ValueId v) {
   if (users[v].empty()) return false;
   for (NodeId u : users[v])
     if (!g.node(u).op->layout || g.node(u).inputs[0] != v) return false;
@@ -58,12 +65,14 @@ Tensor concat_columns(const std::vector<const Tensor*>& parts, int64_t rows) {
   for (const Tensor* t : parts) total += t->numel() / rows;
   const DType dt = parts[0]->dtype();
   const size_t es = dtype_size(dt);
-  Tensor out = Tensor::uninitialized(dt, rows == 1 ? Shape{total} : Shape{rows, total});  // every byte written below
+  Tensor out = Tensor::uninitialized(
+      dt, rows == 1 ? Shape{total} : Shape{rows, total});  // every byte written below
   auto* dst = static_cast<char*>(out.raw());
   for (int64_t r = 0; r < rows; ++r)
     for (const Tensor* t : parts) {
       const int64_t n = t->numel() / rows;
-      std::memcpy(dst, static_cast<const char*>(t->raw()) + static_cast<size_t>(r * n) * es, static_cast<size_t>(n) * es);
+      std::memcpy(dst, static_cast<const char*>(t->raw()) + static_cast<size_t>(r * n) * es,
+                  static_cast<size_t>(n) * es);
       dst += static_cast<size_t>(n) * es;
     }
   return out;
@@ -79,7 +88,8 @@ void merge(Graph& g, const std::vector<Sibling>& sibs, bool with_bias) {
   for (const Sibling& s : sibs) {
     total += s.n;
     ws.push_back(g.value(g.node(s.mm).inputs[1]).constant.get());
-    if (with_bias) bs.push_back(g.value(bias_of(g.node(s.add), g.node(s.mm).outputs[0])).constant.get());
+    if (with_bias)
+      bs.push_back(g.value(bias_of(g.node(s.add), g.node(s.mm).outputs[0])).constant.get());
   }
   const std::string base = first.name + "_siblings";
   const ValueId w = g.add_constant(g.unique_name(base + "_weight"), concat_columns(ws, k));
@@ -114,7 +124,8 @@ int merge_sibling_matmuls(Graph& g) {
   for (NodeId id : g.topo_order()) {
     const Node& n = g.node(id);
     if (!constant_weight_width(g, n)) continue;
-    auto key = std::make_tuple(n.inputs[0], g.value(n.inputs[1]).shape[0], g.value(n.inputs[0]).dtype);
+    auto key =
+        std::make_tuple(n.inputs[0], g.value(n.inputs[1]).shape[0], g.value(n.inputs[0]).dtype);
     if (!by_input.count(key)) keys.push_back(key);
     by_input[key].push_back(id);
   }

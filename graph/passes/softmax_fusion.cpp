@@ -62,7 +62,8 @@ std::optional<Match> match_at(const Graph& g, const Uses& u, NodeId y) {
     if (nodes.size() == 1) return std::nullopt;
   }
   const NodeId sum = g.value(s).producer, ex = g.value(e).producer;
-  if (sum == kNoNode || ex == kNoNode || !is(g, sum, "ReduceSum") || !is(g, ex, "Exp")) return std::nullopt;
+  if (sum == kNoNode || ex == kNoNode || !is(g, sum, "ReduceSum") || !is(g, ex, "Exp"))
+    return std::nullopt;
   if (g.node(sum).inputs[0] != e || !u.sole_user(s)) return std::nullopt;
   const std::vector<NodeId>* e_readers = u.readers(e);
   if (!e_readers || e_readers->size() != 2) return std::nullopt;
@@ -71,12 +72,14 @@ std::optional<Match> match_at(const Graph& g, const Uses& u, NodeId y) {
   if (sub == kNoNode || !is(g, sub, "Sub") || u.sole_user(d) != ex) return std::nullopt;
   const ValueId x = g.node(sub).inputs[0], mv = g.node(sub).inputs[1];
   const NodeId mx = g.value(mv).producer;
-  if (mx == kNoNode || !is(g, mx, "ReduceMax") || g.node(mx).inputs[0] != x || u.sole_user(mv) != sub)
+  if (mx == kNoNode || !is(g, mx, "ReduceMax") || g.node(mx).inputs[0] != x ||
+      u.sole_user(mv) != sub)
     return std::nullopt;
   const std::optional<int64_t> a_max = single_axis(g, mx), a_sum = single_axis(g, sum);
   if (!a_max || a_max != a_sum) return std::nullopt;
   const Value &xv = g.value(x), &yv = g.value(n.outputs[0]);
-  if (!is_float(xv.dtype) || xv.dtype != yv.dtype || !yv.has_shape || xv.shape != yv.shape) return std::nullopt;
+  if (!is_float(xv.dtype) || xv.dtype != yv.dtype || !yv.has_shape || xv.shape != yv.shape)
+    return std::nullopt;
   nodes.insert(nodes.end(), {sum, ex, sub, mx});
   return Match{x, n.outputs[0], *a_max, nodes};
 }

@@ -12,12 +12,14 @@ namespace braze::graph::passes {
 void replace_with_slice(Graph& g, ValueId old, ValueId in, int64_t start, int64_t end, int64_t axis,
                         const std::string& base, size_t i) {
   auto constant = [&](const char* what, int64_t v) {
-    return g.add_constant(g.unique_name(fmt::format("{}_{}{}", base, what, i)), Tensor::from_int64s({v}, {1}));
+    return g.add_constant(g.unique_name(fmt::format("{}_{}{}", base, what, i)),
+                          Tensor::from_int64s({v}, {1}));
   };
   const Value ov = g.value(old);
   ValueId s = constant("start", start), e = constant("end", end), a = constant("axis", axis);
   ValueId y = g.add_value(g.unique_name(ov.name + "_slice"), ov.dtype, ov.shape);
-  infer_node(g, g.add_node(&op("Slice"), fmt::format("{}_slice{}", base, i), {in, s, e, a}, {y}, {}, 13));
+  infer_node(
+      g, g.add_node(&op("Slice"), fmt::format("{}_slice{}", base, i), {in, s, e, a}, {y}, {}, 13));
   g.replace_all_uses(old, y);
 }
 
@@ -42,7 +44,8 @@ int split_to_slices(Graph& g) {
     const std::vector<ValueId> outs = n.outputs;
     std::vector<int64_t> extents;
     for (ValueId o : outs) extents.push_back(o == kNoValue ? -1 : g.value(o).shape[axis]);
-    if (std::find(extents.begin(), extents.end(), -1) != extents.end()) continue;  // unnamed outputs
+    if (std::find(extents.begin(), extents.end(), -1) != extents.end())
+      continue;  // unnamed outputs
     int64_t at = 0;
     for (size_t i = 0; i < outs.size(); ++i) {
       replace_with_slice(g, outs[i], in, at, at + extents[i], axis, base, i);

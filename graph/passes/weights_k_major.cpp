@@ -32,7 +32,8 @@ bool k_major_candidate(const Graph& g, ValueId a, ValueId b, std::optional<DType
 void transpose_8x8(const uint16_t* src, int64_t ld_src, uint16_t* dst, int64_t ld_dst) {
 #ifdef __SSE2__
   __m128i r[8], t[8], u[8];
-  for (int i = 0; i < 8; ++i) r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * ld_src));
+  for (int i = 0; i < 8; ++i)
+    r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * ld_src));
   for (int i = 0; i < 4; ++i) {  // pairs of rows interleaved by element, then by pair, then by quad
     t[2 * i] = _mm_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
     t[2 * i + 1] = _mm_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
@@ -43,8 +44,10 @@ void transpose_8x8(const uint16_t* src, int64_t ld_src, uint16_t* dst, int64_t l
       u[4 * h + 2 * i + 1] = _mm_unpackhi_epi32(t[4 * h + i], t[4 * h + i + 2]);
     }
   for (int c = 0; c < 4; ++c) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * c) * ld_dst), _mm_unpacklo_epi64(u[c], u[c + 4]));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * c + 1) * ld_dst), _mm_unpackhi_epi64(u[c], u[c + 4]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * c) * ld_dst),
+                     _mm_unpacklo_epi64(u[c], u[c + 4]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * c + 1) * ld_dst),
+                     _mm_unpackhi_epi64(u[c], u[c + 4]));
   }
 #else
   for (int i = 0; i < 8; ++i)

@@ -34,9 +34,9 @@ struct CompileOptions {
   // fp32 (exact), tf32 (float32 products on tensor cores), fp16 or bf16 (a float32 model
   // computed in half precision; its inputs and outputs stay float32).
   std::string precision = "fp32";
-  bool fuse = true;   // false: one kernel per node
-  std::string arch;   // "sm_90a" …; empty: this machine's GPU, else sm_90
-  bool tune = false;  // time each kernel's candidates on the GPU (heuristics without one)
+  bool fuse = true;       // false: one kernel per node
+  std::string arch;       // "sm_90a" …; empty: this machine's GPU, else sm_90
+  bool tune = false;      // time each kernel's candidates on the GPU (heuristics without one)
   bool use_cache = true;  // the kernel cache (~/.cache/braze)
   // false: the graph and its plan only, no kernel compiled (no NVRTC): the engine runs on
   // Backend::Reference and Backend::Emulator (Auto picks the reference) and cannot be saved.
@@ -52,20 +52,20 @@ struct CompileOptions {
 
 // What a compile made and what it took (Engine::report()).
 struct CompileReport {
-  size_t kernels = 0;     // GPU kernels
-  size_t cpu_groups = 0;  // groups run on the CPU reference (Engine::notes() says why)
-  size_t distinct = 0;    // distinct kernel sources (identical kernels compile once)
-  size_t compiled = 0;    // of those, compiled by NVRTC now
-  size_t cache_hits = 0;  // of those, taken from the kernel cache
+  size_t kernels = 0;                  // GPU kernels
+  size_t cpu_groups = 0;               // groups run on the CPU reference (Engine::notes() says why)
+  size_t distinct = 0;                 // distinct kernel sources (identical kernels compile once)
+  size_t compiled = 0;                 // of those, compiled by NVRTC now
+  size_t cache_hits = 0;               // of those, taken from the kernel cache
   size_t tuned = 0, tuned_cached = 0;  // kernels timed on the GPU; tunables from the tuning cache
   std::vector<std::string> tuning;     // per timed kernel: the winner, then each candidate
-  uint64_t arena_bytes = 0;         // device memory for intermediates, inputs and outputs
-  uint64_t intermediate_bytes = 0;  // their sum without reuse
+  uint64_t arena_bytes = 0;            // device memory for intermediates, inputs and outputs
+  uint64_t intermediate_bytes = 0;     // their sum without reuse
   uint64_t weights_bytes = 0;
-  double import_seconds = 0;   // import and graph passes
-  double build_seconds = 0;    // precision, plan, codegen, NVRTC, tuning
+  double import_seconds = 0;  // import and graph passes
+  double build_seconds = 0;   // precision, plan, codegen, NVRTC, tuning
   double codegen_seconds = 0, compile_seconds = 0, tune_seconds = 0;  // parts of build_seconds
-  std::string model_hash;      // of the model file (xxh64, hex)
+  std::string model_hash;  // of the model file (xxh64, hex)
 };
 
 struct TensorInfo {
@@ -90,9 +90,9 @@ class Engine {
   std::vector<TensorInfo> inputs() const;
   std::vector<TensorInfo> outputs() const;
   std::string model_name() const;  // the ONNX model's file name ("" for bytes)
-  std::string arch() const;       // what its kernels were compiled for
-  std::string precision() const;  // CompileOptions::precision at compile
-  size_t kernels() const;         // GPU kernels (groups on the CPU reference not counted)
+  std::string arch() const;        // what its kernels were compiled for
+  std::string precision() const;   // CompileOptions::precision at compile
+  size_t kernels() const;          // GPU kernels (groups on the CPU reference not counted)
   // Things the user should know from the compile (dims defaulted, groups on the CPU
   // reference, --tune without a GPU …), one line each.
   const std::vector<std::string>& notes() const;
@@ -117,7 +117,8 @@ enum class Backend {
 };
 
 struct SessionOptions {
-  bool poison = false;  // Gpu: device memory filled with NaN bytes before each run (unwritten outputs show)
+  bool poison =
+      false;  // Gpu: device memory filled with NaN bytes before each run (unwritten outputs show)
   // Gpu: wait for each kernel before launching the next (slower), so that a failure is surely
   // the kernel named. Without it a kernel that faults is named too: every kernel notes its step
   // in host memory first, and the error names the one this session started last.
@@ -134,7 +135,8 @@ struct DeviceTensor {
 class Session {
  public:
   // DeviceError for Backend::Gpu without a GPU.
-  explicit Session(const Engine& engine, Backend backend = Backend::Auto, const SessionOptions& options = {});
+  explicit Session(const Engine& engine, Backend backend = Backend::Auto,
+                   const SessionOptions& options = {});
   ~Session();
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
@@ -175,7 +177,8 @@ void write_file(const std::string& path, const std::string& contents);
 // Tensors from files (.pb / .npy) or folders of them (`prefix`N.pb, or *.npy), ordered to
 // match `names`: by name where every file carries one the list knows, else by position.
 // UserError on a count or name mismatch.
-std::vector<Tensor> read_inputs(const std::vector<std::string>& paths, const std::vector<std::string>& names,
+std::vector<Tensor> read_inputs(const std::vector<std::string>& paths,
+                                const std::vector<std::string>& names,
                                 const std::string& prefix = "input_");
 // "input_ids:1x128,attention_mask:1x128" as {name: shape}; UserError naming what is malformed.
 std::map<std::string, Shape> parse_shapes(const std::string& spec);
@@ -183,12 +186,13 @@ std::map<std::string, Shape> parse_shapes(const std::string& spec);
 std::vector<std::string> model_input_names(const std::string& onnx_path);
 
 struct RandomOptions {
-  int64_t int_min = 0, int_max = 9;         // integers from [int_min, int_max]
-  double float_lo = -1.0, float_hi = 1.0;   // floats from [float_lo, float_hi)
+  int64_t int_min = 0, int_max = 9;        // integers from [int_min, int_max]
+  double float_lo = -1.0, float_hi = 1.0;  // floats from [float_lo, float_hi)
 };
 // Seeded random values, never all zeros (bool: a fair coin). UserError for a range the
 // dtype cannot hold, or an empty one.
-Tensor random_tensor(DType dtype, const Shape& shape, uint64_t seed, const RandomOptions& options = {});
+Tensor random_tensor(DType dtype, const Shape& shape, uint64_t seed,
+                     const RandomOptions& options = {});
 
 // Whether `path` is an engine file (by its first bytes), not an ONNX model.
 bool is_engine_file(const std::string& path);
@@ -227,35 +231,45 @@ std::vector<KernelValues> kernel_values(const Engine& engine, const std::vector<
 // events around each timed run, the median; each kernel timed alone too.
 struct BenchOptions {
   int warmup = 20, iters = 200;
-  bool cuda_graph = true;   // the whole plan as one CUDA graph (else launch by launch)
-  bool flush_l2 = true;     // the L2 overwritten before each timed run (cold-cache timings)
-  std::string profile;      // a Chrome-trace JSON of one run written here, when not empty
+  bool cuda_graph = true;  // the whole plan as one CUDA graph (else launch by launch)
+  bool flush_l2 = true;    // the L2 overwritten before each timed run (cold-cache timings)
+  std::string profile;     // a Chrome-trace JSON of one run written here, when not empty
 };
 struct KernelBench {
   size_t step = 0;
-  std::string name, kind, schedule;  // kind: gemm, attention, reduction …; schedule: wgmma, mma, simt, flash …
-  std::vector<std::string> nodes;    // the ONNX nodes it computes
+  std::string name, kind,
+      schedule;  // kind: gemm, attention, reduction …; schedule: wgmma, mma, simt, flash …
+  std::vector<std::string> nodes;  // the ONNX nodes it computes
   double median_us = 0, min_us = 0;
   uint64_t bytes = 0;  // distinct buffers read and written, once each
   double flops = 0;    // of its matrix products
   double gbs = 0, tflops = 0;
-  double roofline_pct = 0;  // the floor (bytes at the measured copy bandwidth, or FLOPs at the peak) ÷ its time
+  double roofline_pct =
+      0;  // the floor (bytes at the measured copy bandwidth, or FLOPs at the peak) ÷ its time
   std::map<std::string, int> tunables;
-  struct Gemm { int64_t batch = 1, m = 0, n = 0, k = 0; DType dtype = DType::Float32; };
-  struct Attention { int64_t batch = 1, sq = 0, sk = 0, d = 0; DType dtype = DType::Float16; std::string mask; };
+  struct Gemm {
+    int64_t batch = 1, m = 0, n = 0, k = 0;
+    DType dtype = DType::Float32;
+  };
+  struct Attention {
+    int64_t batch = 1, sq = 0, sk = 0, d = 0;
+    DType dtype = DType::Float16;
+    std::string mask;
+  };
   std::optional<Gemm> gemm;            // a GEMM's product
   std::optional<Attention> attention;  // an attention's shape (mask: none, causal or additive)
 };
 struct BenchReport {
   std::string device, arch;
   int sms = 0;
-  double copy_gbs = 0;   // device-to-device copy bandwidth measured in the same run
+  double copy_gbs = 0;  // device-to-device copy bandwidth measured in the same run
   bool cuda_graph = false;
   double min_us = 0, median_us = 0, p90_us = 0;  // end to end
   std::vector<KernelBench> kernels;
 };
 // UserError where there is no GPU. Inputs in Engine::input_names() order.
-BenchReport benchmark(const Engine& engine, const std::vector<Tensor>& inputs, const BenchOptions& options = {});
+BenchReport benchmark(const Engine& engine, const std::vector<Tensor>& inputs,
+                      const BenchOptions& options = {});
 // What each step moves and computes, no GPU needed (name "(CPU reference)" for a group on the CPU).
 struct KernelCost {
   std::string name;
@@ -269,14 +283,15 @@ std::vector<KernelCost> kernel_costs(const Engine& engine);
 std::vector<std::string> find_conformance_cases(const std::vector<std::string>& roots);
 struct ConformanceResult {
   std::string name;
-  std::string status;  // PASS, FAIL or SKIP
-  std::string detail;  // why it failed or was skipped; notes for a pass
+  std::string status;                  // PASS, FAIL or SKIP
+  std::string detail;                  // why it failed or was skipped; notes for a pass
   std::vector<std::string> fallbacks;  // groups run on the CPU reference instead of the backend
   double seconds = 0;
 };
 // One case on `backend` (Auto: the GPU when there is one, else the reference), its kernels
 // fused unless `fuse` is false, against its expected outputs.
-ConformanceResult run_conformance_case(const std::string& case_dir, Backend backend, bool fuse = true);
+ConformanceResult run_conformance_case(const std::string& case_dir, Backend backend,
+                                       bool fuse = true);
 
 // What `braze doctor` reports: braze and NVRTC, the kernel cache, an NVRTC compile (no GPU
 // needed), and with a GPU the device and its device-to-device copy bandwidth.

@@ -23,13 +23,13 @@ extern "C" {
 
 typedef enum braze_status {
   BRAZE_OK = 0,
-  BRAZE_USER_ERROR = 1,     /* the model, an input, an option or an argument */
-  BRAZE_DEVICE_ERROR = 2,   /* the CUDA driver or NVRTC; no GPU for BRAZE_BACKEND_GPU */
-  BRAZE_INTERNAL_ERROR = 3  /* a bug in braze */
+  BRAZE_USER_ERROR = 1,    /* the model, an input, an option or an argument */
+  BRAZE_DEVICE_ERROR = 2,  /* the CUDA driver or NVRTC; no GPU for BRAZE_BACKEND_GPU */
+  BRAZE_INTERNAL_ERROR = 3 /* a bug in braze */
 } braze_status;
 
 typedef enum braze_backend {
-  BRAZE_BACKEND_AUTO = 0,      /* the GPU when there is one, else the CPU reference */
+  BRAZE_BACKEND_AUTO = 0, /* the GPU when there is one, else the CPU reference */
   BRAZE_BACKEND_GPU = 1,
   BRAZE_BACKEND_REFERENCE = 2, /* the engine's graph on the CPU reference executor */
   BRAZE_BACKEND_EMULATOR = 3   /* its graph in kernels generated for the CPU emulator */
@@ -72,7 +72,8 @@ const char* braze_version(void);
 int braze_gpu_available(void);
 
 /* options NULL: the defaults. */
-braze_status braze_engine_compile(const char* onnx_path, const braze_compile_options* options, braze_engine** out);
+braze_status braze_engine_compile(const char* onnx_path, const braze_compile_options* options,
+                                  braze_engine** out);
 braze_status braze_engine_load(const char* engine_path, braze_engine** out);
 braze_status braze_engine_save(const braze_engine* engine, const char* engine_path);
 void braze_engine_free(braze_engine* engine);
@@ -83,8 +84,8 @@ const char* braze_engine_input_name(const braze_engine* engine, size_t index);
 const char* braze_engine_output_name(const braze_engine* engine, size_t index);
 
 /* `data` (dtype and shape's bytes) is copied; NULL: zeros. */
-braze_status braze_tensor_create(braze_dtype dtype, const int64_t* shape, size_t rank, const void* data,
-                                 braze_tensor** out);
+braze_status braze_tensor_create(braze_dtype dtype, const int64_t* shape, size_t rank,
+                                 const void* data, braze_tensor** out);
 /* A .pb (TensorProto) or .npy file. */
 braze_status braze_tensor_read(const char* path, braze_tensor** out);
 braze_status braze_tensor_write_npy(const braze_tensor* tensor, const char* path);
@@ -95,12 +96,13 @@ const int64_t* braze_tensor_shape(const braze_tensor* tensor);
 size_t braze_tensor_nbytes(const braze_tensor* tensor);
 const void* braze_tensor_data(const braze_tensor* tensor);
 
-braze_status braze_session_create(const braze_engine* engine, braze_backend backend, braze_session** out);
+braze_status braze_session_create(const braze_engine* engine, braze_backend backend,
+                                  braze_session** out);
 void braze_session_free(braze_session* session);
 /* Inputs in braze_engine_input_name order; `outputs` has num_outputs slots (the engine's
  * output count), each set to a new tensor the caller frees. */
-braze_status braze_session_run(braze_session* session, const braze_tensor* const* inputs, size_t num_inputs,
-                               braze_tensor** outputs, size_t num_outputs);
+braze_status braze_session_run(braze_session* session, const braze_tensor* const* inputs,
+                               size_t num_inputs, braze_tensor** outputs, size_t num_outputs);
 
 /* A tensor in caller-owned CUDA device memory (dense, row-major). */
 typedef struct braze_device_tensor {
@@ -114,8 +116,9 @@ typedef struct braze_device_tensor {
  * `outputs` in device memory, enqueued on `stream` (a CUstream; NULL: the legacy default
  * stream), returning before the work is done. braze_session_synchronize waits for `stream`
  * and reports a failed run-time check of any device run since the last call. */
-braze_status braze_session_run_device(braze_session* session, const braze_device_tensor* inputs, size_t num_inputs,
-                                      const braze_device_tensor* outputs, size_t num_outputs, void* stream);
+braze_status braze_session_run_device(braze_session* session, const braze_device_tensor* inputs,
+                                      size_t num_inputs, const braze_device_tensor* outputs,
+                                      size_t num_outputs, void* stream);
 braze_status braze_session_synchronize(braze_session* session, void* stream);
 
 #ifdef __cplusplus

@@ -26,11 +26,11 @@ enum class DType : uint8_t {
 inline constexpr int kNumDTypes = 13;
 
 size_t dtype_size(DType dt);
-std::string_view dtype_name(DType dt);           // "float32", "int64", ...
+std::string_view dtype_name(DType dt);  // "float32", "int64", ...
 std::optional<DType> dtype_from_name(std::string_view name);
-bool is_float(DType dt);                         // float16, bfloat16, float32, float64
-bool is_signed_int(DType dt);                    // int8 .. int64
-bool is_unsigned_int(DType dt);                  // uint8 .. uint64 (not bool)
+bool is_float(DType dt);         // float16, bfloat16, float32, float64
+bool is_signed_int(DType dt);    // int8 .. int64
+bool is_unsigned_int(DType dt);  // uint8 .. uint64 (not bool)
 inline bool is_integer(DType dt) { return is_signed_int(dt) || is_unsigned_int(dt); }
 // float16 or bfloat16: computed in float, stored in 16 bits.
 inline bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
@@ -62,8 +62,7 @@ class DTypeSet {
 inline constexpr DTypeSet kFloatTypes{DType::Float16, DType::BFloat16, DType::Float32,
                                       DType::Float64};
 inline constexpr DTypeSet kSignedTypes{DType::Int8, DType::Int16, DType::Int32, DType::Int64};
-inline constexpr DTypeSet kUnsignedTypes{DType::UInt8, DType::UInt16, DType::UInt32,
-                                         DType::UInt64};
+inline constexpr DTypeSet kUnsignedTypes{DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt64};
 inline constexpr DTypeSet kIntTypes = kSignedTypes | kUnsignedTypes;
 inline constexpr DTypeSet kNumericTypes = kFloatTypes | kIntTypes;
 inline constexpr DTypeSet kAllTypes = kNumericTypes | DTypeSet{DType::Bool};

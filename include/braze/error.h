@@ -48,7 +48,7 @@ std::string printable(const std::string& s);
 
 }  // namespace braze
 
-#define BRAZE_CHECK(cond, msg)                                             \
-  do {                                                                     \
+#define BRAZE_CHECK(cond, msg)                                                     \
+  do {                                                                             \
     if (!(cond)) ::braze::internal_check_failed(#cond, __FILE__, __LINE__, (msg)); \
   } while (0)

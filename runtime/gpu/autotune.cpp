@@ -43,7 +43,9 @@ Buffers make_buffers(const graph::Graph& g, const codegen::Kernel& k) {
     size_t bytes = static_cast<size_t>(checked_numel(v.shape)) * dtype_size(v.dtype);
     DeviceBuffer d(std::max<size_t>(bytes, 16));
     if (!p.is_output && bytes) {
-      Tensor t = v.constant ? *v.constant : runtime::random_tensor(v.dtype, v.shape, seed++, runtime::RandomSpec{});
+      Tensor t = v.constant
+                     ? *v.constant
+                     : runtime::random_tensor(v.dtype, v.shape, seed++, runtime::RandomSpec{});
       BRAZE_CU(cuMemcpyHtoD, d.ptr(), t.raw(), bytes);
     }
     b.ptrs.push_back(d.ptr());
@@ -64,11 +66,12 @@ void launch(CUfunction fn, const codegen::Kernel& k, Buffers& b, std::vector<CUt
   for (CUtensorMap& m : maps) args.push_back(&m);
   args.push_back(&progress);
   args.push_back(&step);
-  BRAZE_CU(cuLaunchKernel, fn, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], k.shared_bytes,
-           nullptr, args.data(), nullptr);
+  BRAZE_CU(cuLaunchKernel, fn, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
+           k.shared_bytes, nullptr, args.data(), nullptr);
 }
 
-std::vector<Tensor> read_outputs(const graph::Graph& g, const codegen::Kernel& k, const Buffers& b) {
+std::vector<Tensor> read_outputs(const graph::Graph& g, const codegen::Kernel& k,
+                                 const Buffers& b) {
   std::vector<Tensor> out;
   for (size_t i = 0; i < k.params.size(); ++i) {
     if (!k.params[i].is_output) continue;
@@ -82,13 +85,14 @@ std::vector<Tensor> read_outputs(const graph::Graph& g, const codegen::Kernel& k
 
 }  // namespace
 
-void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptions& opts, TuningCache& cache,
-              TuneReport* report) {
+void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptions& opts,
+              TuningCache& cache, TuneReport* report) {
   auto t0 = std::chrono::steady_clock::now();
   make_current();
   const DeviceInfo& dev = device_info();
   // tf32 asks for other GEMM kernels than float32's, from another search space.
-  std::string suffix = fmt::format("|{}|nvrtc {}{}", dev.name, nvrtc_version(), opts.target.tf32 ? "|tf32" : "");
+  std::string suffix =
+      fmt::format("|{}|nvrtc {}{}", dev.name, nvrtc_version(), opts.target.tf32 ? "|tf32" : "");
   DeviceBuffer flush(std::max<size_t>(dev.l2_bytes * 2, size_t{64} << 20));
   TuneReport r;
   for (Step& s : steps) {
@@ -127,7 +131,8 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
     auto matches = [&](const std::vector<Tensor>& out, const std::vector<Tensor>& ref) {
       bool agrees = true;
       for (size_t i = 0; i < out.size() && agrees; ++i) {
-        runtime::Comparison cmp = runtime::compare(out[i], ref[i], runtime::default_tolerance(ref[i].dtype()));
+        runtime::Comparison cmp =
+            runtime::compare(out[i], ref[i], runtime::default_tolerance(ref[i].dtype()));
         // At tf32 an exact float32 candidate and a tf32 one differ by the operands'
         // rounding: they agree within 1e-3 relative L2 (as `braze diff` holds tf32).
         agrees = opts.target.tf32 && ref[i].dtype() == DType::Float32
@@ -196,7 +201,8 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
         if (!t.timing) continue;
         const codegen::Kernel& k = *trial[ci].kernel;
         try {
-          BRAZE_CU(cuMemsetD8Async, flush.ptr(), static_cast<unsigned char>(round), flush.size(), nullptr);
+          BRAZE_CU(cuMemsetD8Async, flush.ptr(), static_cast<unsigned char>(round), flush.size(),
+                   nullptr);
           BRAZE_CU(cuEventRecord, e0, nullptr);
           launch(t.fn, k, buf, t.maps);
           BRAZE_CU(cuEventRecord, e1, nullptr);
@@ -227,18 +233,19 @@ void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptio
       const bool right = second_right ? t.agrees1 : t.agrees0;
       const double score = right ? t.us : std::numeric_limits<double>::infinity();
       each.push_back(fmt::format("    {}: {}", tunables_str(trial[ci].kernel->tunables),
-                                 !t.ran            ? std::string("failed")
-                                 : !right          ? std::string("disagreed")
+                                 !t.ran                 ? std::string("failed")
+                                 : !right               ? std::string("disagreed")
                                  : std::isfinite(score) ? fmt::format("{:.2f} us", score)
                                                         : std::string("failed")));
       if (ci == 0) first = score;
       if (score < best) best = score, best_i = ci;
     }
     if (second_right)
-      r.lines.push_back(fmt::format("{}: the default candidate's output disagreed with the second's, "
-                                    "which {} other candidates matched (the default's: {}); the "
-                                    "second's taken as right",
-                                    s.kernel->name, with1 - 1, with0 - 1));
+      r.lines.push_back(
+          fmt::format("{}: the default candidate's output disagreed with the second's, "
+                      "which {} other candidates matched (the default's: {}); the "
+                      "second's taken as right",
+                      s.kernel->name, with1 - 1, with0 - 1));
     if (!std::isfinite(best)) continue;  // keep the heuristic kernel
     ++r.timed;
     r.lines.push_back(fmt::format("{}: {} ({:.2f} us; default {})", trial[best_i].kernel->name,

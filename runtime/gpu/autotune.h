@@ -21,16 +21,17 @@
 namespace braze::gpu {
 
 struct TuneReport {
-  size_t kernels = 0;    // kernels with a search space
-  size_t timed = 0;      // searched now
-  size_t cached = 0;     // taken from the tuning cache
+  size_t kernels = 0;  // kernels with a search space
+  size_t timed = 0;    // searched now
+  size_t cached = 0;   // taken from the tuning cache
   double seconds = 0;
-  std::vector<std::string> lines;  // per searched kernel: winner and speed-up, then each candidate's time
+  std::vector<std::string>
+      lines;  // per searched kernel: winner and speed-up, then each candidate's time
 };
 
 // Replaces each step's kernel by its best candidate (needs a GPU). The steps' kernels must
 // not be compiled yet; compile_steps runs afterwards.
-void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptions& opts, TuningCache& cache,
-              TuneReport* report);
+void autotune(const graph::Graph& g, std::vector<Step>& steps, const EngineOptions& opts,
+              TuningCache& cache, TuneReport* report);
 
 }  // namespace braze::gpu

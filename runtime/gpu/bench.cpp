@@ -32,14 +32,16 @@ extern "C" __global__ void __launch_bounds__(256) braze_copy(const float4* __res
 // `flush`, a buffer twice the L2's size is overwritten before each timed call (outside the
 // events), so every call reads from DRAM as a cold run does.
 template <class F>
-std::vector<double> time_us(CUstream stream, int warmup, int iters, F&& f, const DeviceBuffer* flush = nullptr) {
+std::vector<double> time_us(CUstream stream, int warmup, int iters, F&& f,
+                            const DeviceBuffer* flush = nullptr) {
   CUevent e0, e1;
   BRAZE_CU(cuEventCreate, &e0, CU_EVENT_DEFAULT);
   BRAZE_CU(cuEventCreate, &e1, CU_EVENT_DEFAULT);
   for (int i = 0; i < warmup; ++i) f();
   std::vector<double> out;
   for (int i = 0; i < iters; ++i) {
-    if (flush) BRAZE_CU(cuMemsetD8Async, flush->ptr(), static_cast<unsigned char>(i), flush->size(), stream);
+    if (flush)
+      BRAZE_CU(cuMemsetD8Async, flush->ptr(), static_cast<unsigned char>(i), flush->size(), stream);
     BRAZE_CU(cuEventRecord, e0, stream);
     f();
     BRAZE_CU(cuEventRecord, e1, stream);
@@ -65,7 +67,9 @@ Stats stats_of(std::vector<double> v) {
   return s;
 }
 
-Compiled compile_copy_kernel(const Arch& arch) { return nvrtc_compile(kCopyKernel, "braze_copy", arch, false); }
+Compiled compile_copy_kernel(const Arch& arch) {
+  return nvrtc_compile(kCopyKernel, "braze_copy", arch, false);
+}
 
 CopyBandwidth measure_copy_bandwidth(size_t bytes, int iters, const Compiled* kernel) {
   make_current();
@@ -80,7 +84,8 @@ CopyBandwidth measure_copy_bandwidth(size_t bytes, int iters, const Compiled* ke
   long long n = static_cast<long long>(bytes / 16);
   CUdeviceptr ps = src.ptr(), pd = dst.ptr();
   void* args[] = {&ps, &pd, &n};
-  unsigned blocks = static_cast<unsigned>(std::min<long long>((n + 255) / 256, device_info().sms * 8LL));
+  unsigned blocks =
+      static_cast<unsigned>(std::min<long long>((n + 255) / 256, device_info().sms * 8LL));
   std::vector<double> us = time_us(nullptr, 3, iters, [&] {
     BRAZE_CU(cuLaunchKernel, fn, blocks, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr);
   });
@@ -129,22 +134,25 @@ double step_flops(const graph::Graph& g, const Step& s) {
   return f;
 }
 
-BenchResult benchmark(Session& session, const std::vector<Tensor>& inputs, const BenchOptions& opts) {
+BenchResult benchmark(Session& session, const std::vector<Tensor>& inputs,
+                      const BenchOptions& opts) {
   session.upload(inputs);
   BenchResult r;
   r.used_graph = opts.cuda_graph && session.graphable();
   CUstream st = session.stream();
   DeviceBuffer flush(std::max<size_t>(device_info().l2_bytes * 2, size_t{64} << 20));
   const DeviceBuffer* fl = opts.flush_l2 ? &flush : nullptr;
-  r.latency_us = stats_of(time_us(st, opts.warmup, opts.iters, [&] { session.enqueue(r.used_graph); }, fl));
+  r.latency_us = stats_of(time_us(
+      st, opts.warmup, opts.iters, [&] { session.enqueue(r.used_graph); }, fl));
   const Engine& e = session.engine();
   for (size_t i = 0; i < e.steps().size(); ++i) {
     const Step& s = e.steps()[i];
     if (!s.kernel || s.kernel->empty_launch) continue;
     KernelTiming kt;
     kt.step = i;
-    kt.us = stats_of(
-        time_us(st, std::max(3, opts.warmup / 4), std::max(10, opts.iters / 4), [&] { session.enqueue_step(i); }, fl));
+    kt.us = stats_of(time_us(
+        st, std::max(3, opts.warmup / 4), std::max(10, opts.iters / 4),
+        [&] { session.enqueue_step(i); }, fl));
     kt.bytes = step_bytes(e.graph(), s);
     kt.flops = step_flops(e.graph(), s);
     r.kernels.push_back(kt);
@@ -179,19 +187,23 @@ void write_profile(Session& session, const std::string& path) {
     for (graph::NodeId id : s.group.nodes) nodes.push_back(e.graph().node(id).name);
     double dur = ms * 1e3;
     uint64_t bytes = step_bytes(e.graph(), s);
-    trace.push_back({{"name", s.kernel ? s.kernel->name : "(CPU reference)"},
-                     {"cat", fusion::group_kind_name(s.group.kind)},
-                     {"ph", "X"},
-                     {"ts", t},
-                     {"dur", dur},
-                     {"pid", 0},
-                     {"tid", 0},
-                     {"args", {{"nodes", nodes}, {"bytes", bytes}, {"GB/s", dur > 0 ? bytes / dur / 1e3 : 0.0}}}});
+    trace.push_back(
+        {{"name", s.kernel ? s.kernel->name : "(CPU reference)"},
+         {"cat", fusion::group_kind_name(s.group.kind)},
+         {"ph", "X"},
+         {"ts", t},
+         {"dur", dur},
+         {"pid", 0},
+         {"tid", 0},
+         {"args",
+          {{"nodes", nodes}, {"bytes", bytes}, {"GB/s", dur > 0 ? bytes / dur / 1e3 : 0.0}}}});
     t += dur;
   }
   for (CUevent x : ev) driver().cuEventDestroy(x);
-  frontend::write_file(path, {nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}}.dump(
-                                 1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"});
+  frontend::write_file(path,
+                       {nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}}.dump(
+                            1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                        "\n"});
 }
 
 }  // namespace braze::gpu

@@ -18,8 +18,10 @@ struct CopyBandwidth {
   double median_ms = 0;
   bool correct = false;
 };
-// `kernel`: the copy kernel already compiled for this GPU (compile_copy_kernel), else compiled here.
-CopyBandwidth measure_copy_bandwidth(size_t bytes = size_t{1} << 30, int iters = 20, const Compiled* kernel = nullptr);
+// `kernel`: the copy kernel already compiled for this GPU (compile_copy_kernel), else compiled
+// here.
+CopyBandwidth measure_copy_bandwidth(size_t bytes = size_t{1} << 30, int iters = 20,
+                                     const Compiled* kernel = nullptr);
 // The copy kernel compiled for `arch` (NVRTC; no GPU needed): `braze doctor`'s NVRTC check.
 Compiled compile_copy_kernel(const Arch& arch);
 
@@ -64,7 +66,8 @@ uint64_t step_bytes(const graph::Graph& g, const Step& s);
 double step_flops(const graph::Graph& g, const Step& s);
 
 // Uploads `inputs` once, then times the plan (and each kernel alone).
-BenchResult benchmark(Session& session, const std::vector<Tensor>& inputs, const BenchOptions& opts);
+BenchResult benchmark(Session& session, const std::vector<Tensor>& inputs,
+                      const BenchOptions& opts);
 
 // One run with an event before and after each kernel, as a Chrome trace (chrome://tracing,
 // Perfetto) written to `path`.

@@ -27,10 +27,10 @@ const Loaded& loaded() {
       r.error = "no CUDA driver on this machine (libcuda.so.1 not found)";
       return r;
     }
-#define BRAZE_LOAD_FN(name)                                                              \
-  r.api.name = reinterpret_cast<decltype(&::name)>(dlsym(h, BRAZE_STR(name)));          \
-  if (!r.api.name && r.error.empty()) r.error = "the CUDA driver lacks " BRAZE_STR(name) \
-                                                " (driver too old?)";
+#define BRAZE_LOAD_FN(name)                                                    \
+  r.api.name = reinterpret_cast<decltype(&::name)>(dlsym(h, BRAZE_STR(name))); \
+  if (!r.api.name && r.error.empty())                                          \
+    r.error = "the CUDA driver lacks " BRAZE_STR(name) " (driver too old?)";
     BRAZE_CUDA_DRIVER_FUNCTIONS(BRAZE_LOAD_FN)
 #undef BRAZE_LOAD_FN
     if (!r.error.empty()) return r;
@@ -38,7 +38,8 @@ const Loaded& loaded() {
     if (res != CUDA_SUCCESS) {
       const char* name = nullptr;
       r.api.cuGetErrorName(res, &name);
-      r.error = fmt::format("the CUDA driver did not initialise ({})", name ? name : "unknown error");
+      r.error =
+          fmt::format("the CUDA driver did not initialise ({})", name ? name : "unknown error");
       return r;
     }
     if (r.api.cuDeviceGetCount(&r.devices) != CUDA_SUCCESS || r.devices == 0)
@@ -66,8 +67,9 @@ void throw_cuda_error(CUresult r, const char* call, const char* file, int line) 
   const DriverApi& api = loaded().api;
   if (api.cuGetErrorName) api.cuGetErrorName(r, &name);
   if (api.cuGetErrorString) api.cuGetErrorString(r, &desc);
-  throw CudaError(r, fmt::format("CUDA error {} ({}) in {} at {}:{}", name ? name : std::to_string(r),
-                                 desc ? desc : "no description", call, file, line));
+  throw CudaError(r,
+                  fmt::format("CUDA error {} ({}) in {} at {}:{}", name ? name : std::to_string(r),
+                              desc ? desc : "no description", call, file, line));
 }
 
 bool is_kernel_fault(CUresult code) {

@@ -102,7 +102,7 @@ std::string gpu_unavailable_reason();
 // Calls a driver function through the loaded table, checking its result.
 #define BRAZE_CU(fn, ...)                                                        \
   do {                                                                           \
-    CUresult braze_cu_result_ = ::braze::gpu::driver().fn(__VA_ARGS__);         \
+    CUresult braze_cu_result_ = ::braze::gpu::driver().fn(__VA_ARGS__);          \
     if (braze_cu_result_ != CUDA_SUCCESS)                                        \
       ::braze::gpu::throw_cuda_error(braze_cu_result_, #fn, __FILE__, __LINE__); \
   } while (0)

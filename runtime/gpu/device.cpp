@@ -25,8 +25,10 @@ const Context& context() {
     char name[256] = {};
     BRAZE_CU(cuDeviceGetName, name, sizeof name, r.dev);
     r.info.name = name;
-    BRAZE_CU(cuDeviceGetAttribute, &r.info.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, r.dev);
-    BRAZE_CU(cuDeviceGetAttribute, &r.info.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, r.dev);
+    BRAZE_CU(cuDeviceGetAttribute, &r.info.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+             r.dev);
+    BRAZE_CU(cuDeviceGetAttribute, &r.info.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+             r.dev);
     BRAZE_CU(cuDeviceGetAttribute, &r.info.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, r.dev);
     int l2 = 0;
     BRAZE_CU(cuDeviceGetAttribute, &l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, r.dev);
@@ -67,9 +69,10 @@ namespace {
 
 std::string out_of_memory(size_t bytes, size_t free, const std::string& what) {
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-  return fmt::format("out of GPU memory: {} needs {:.2f} GiB, the GPU ({}) has {:.2f} GiB free of {:.2f} GiB",
-                     what, static_cast<double>(bytes) / kGiB, device_info().name,
-                     static_cast<double>(free) / kGiB, static_cast<double>(device_info().memory_bytes) / kGiB);
+  return fmt::format(
+      "out of GPU memory: {} needs {:.2f} GiB, the GPU ({}) has {:.2f} GiB free of {:.2f} GiB",
+      what, static_cast<double>(bytes) / kGiB, device_info().name, static_cast<double>(free) / kGiB,
+      static_cast<double>(device_info().memory_bytes) / kGiB);
 }
 
 }  // namespace
@@ -126,7 +129,8 @@ MappedHostBuffer::~MappedHostBuffer() {
   if (host_) driver().cuMemFreeHost(host_);
 }
 
-MappedHostBuffer::MappedHostBuffer(MappedHostBuffer&& o) noexcept : host_(o.host_), device_(o.device_) {
+MappedHostBuffer::MappedHostBuffer(MappedHostBuffer&& o) noexcept
+    : host_(o.host_), device_(o.device_) {
   o.host_ = nullptr;
   o.device_ = 0;
 }

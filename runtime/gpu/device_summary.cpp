@@ -53,8 +53,10 @@ std::optional<DeviceSummary> ask_driver() {
   int major = 0, minor = 0, sms = 0;
   char name[256] = {};
   if (d.cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-      d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
-      d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS ||
+      d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) !=
+          CUDA_SUCCESS ||
+      d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) !=
+          CUDA_SUCCESS ||
       d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS ||
       d.cuDeviceGetName(name, sizeof name - 1, dev) != CUDA_SUCCESS)
     return std::nullopt;
@@ -74,12 +76,13 @@ std::optional<DeviceSummary> from_cache(const json& j, const std::string& identi
   auto it = j.find(identity);
   if (it == j.end() || !it->is_object()) return std::nullopt;
   const json& e = *it;
-  if (!e.contains("cc") || !e["cc"].is_array() || e["cc"].size() != 2 || !e["cc"][0].is_number_integer() ||
-      !e["cc"][1].is_number_integer() || !e.contains("sms") || !e["sms"].is_number_integer() ||
-      !e.contains("name") || !e["name"].is_string())
+  if (!e.contains("cc") || !e["cc"].is_array() || e["cc"].size() != 2 ||
+      !e["cc"][0].is_number_integer() || !e["cc"][1].is_number_integer() || !e.contains("sms") ||
+      !e["sms"].is_number_integer() || !e.contains("name") || !e["name"].is_string())
     return std::nullopt;
   const int major = e["cc"][0], minor = e["cc"][1], sms = e["sms"];
-  if (major < 1 || major > 99 || minor < 0 || minor > 9 || sms < 1 || sms > 100000) return std::nullopt;
+  if (major < 1 || major > 99 || minor < 0 || minor > 9 || sms < 1 || sms > 100000)
+    return std::nullopt;
   return DeviceSummary{device_arch(major, minor), sms, e["name"].get<std::string>()};
 }
 

@@ -30,7 +30,8 @@ std::string device_identity(const std::filesystem::path& proc_root = "/proc/driv
 // Device 0's summary: from `cache_dir`/devices.json when it holds the current identity,
 // else from the driver (cuInit and attribute queries, no context), then remembered there
 // (best effort: an unwritable cache is no error). nullopt where there is no usable GPU.
-std::optional<DeviceSummary> device_summary(const std::filesystem::path& cache_dir,
-                                            const std::filesystem::path& proc_root = "/proc/driver/nvidia");
+std::optional<DeviceSummary> device_summary(
+    const std::filesystem::path& cache_dir,
+    const std::filesystem::path& proc_root = "/proc/driver/nvidia");
 
 }  // namespace braze::gpu

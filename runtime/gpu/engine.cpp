@@ -46,7 +46,8 @@ std::string compile_text(const std::string& source) {
   const size_t m = source.find(marker);
   if (m == std::string::npos) return source;
   const size_t end = source.find('\n', m + marker.size());
-  return end == std::string::npos ? source : source.substr(0, m + marker.size()) + source.substr(end + 1);
+  return end == std::string::npos ? source
+                                  : source.substr(0, m + marker.size()) + source.substr(end + 1);
 }
 
 }  // namespace
@@ -68,26 +69,32 @@ void Engine::compile_steps(std::vector<Step>& steps, const Arch& arch, const Eng
     if (!steps[i].kernel) continue;
     text[i] = compile_text(steps[i].kernel->source);
     auto [it, fresh] = first_of.emplace(text[i], i);
-    if (fresh) todo.push_back(i);
-    else copies.push_back({i, it->second});
+    if (fresh)
+      todo.push_back(i);
+    else
+      copies.push_back({i, it->second});
   }
   std::atomic<size_t> compiled{0}, hits{0};
-  graph::parallel_for(todo.size(), [&](size_t k) {
-    Step& s = steps[todo[k]];
-    uint64_t key = KernelCache::key(text[todo[k]], arch.name(), version, options);
-    if (!opts.want_ptx) {
-      if (auto hit = cache.load(key)) {
-        s.cubin = std::move(*hit);
-        ++hits;
-        return;
-      }
-    }
-    Compiled c = nvrtc_compile(s.kernel->source, s.kernel->name, arch, opts.want_ptx, {}, opts.compile_limit_seconds);
-    s.cubin = std::move(c.cubin);
-    s.ptx = std::move(c.ptx);
-    cache.store(key, s.cubin);
-    ++compiled;
-  }, opts.threads);
+  graph::parallel_for(
+      todo.size(),
+      [&](size_t k) {
+        Step& s = steps[todo[k]];
+        uint64_t key = KernelCache::key(text[todo[k]], arch.name(), version, options);
+        if (!opts.want_ptx) {
+          if (auto hit = cache.load(key)) {
+            s.cubin = std::move(*hit);
+            ++hits;
+            return;
+          }
+        }
+        Compiled c = nvrtc_compile(s.kernel->source, s.kernel->name, arch, opts.want_ptx, {},
+                                   opts.compile_limit_seconds);
+        s.cubin = std::move(c.cubin);
+        s.ptx = std::move(c.ptx);
+        cache.store(key, s.cubin);
+        ++compiled;
+      },
+      opts.threads);
   for (const auto& [to, from] : copies) {
     steps[to].cubin = steps[from].cubin;
     steps[to].ptx = steps[from].ptx;
@@ -96,18 +103,21 @@ void Engine::compile_steps(std::vector<Step>& steps, const Arch& arch, const Eng
     report->distinct += todo.size();
     report->compiled += compiled;
     report->cache_hits += hits;
-    report->compile_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report->compile_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 }
 
-std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan, const codegen::Target& target) {
+std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan,
+                                 const codegen::Target& target) {
   std::vector<Step> steps;
   auto users = graph.users();
   for (fusion::Group& grp : plan.groups) {
     codegen::GroupCode gc = codegen::generate(graph, grp, target);
     if (!gc.kernel && grp.nodes.size() > 1) {
       // A fused group no schedule could take: each node becomes its own kernel, said aloud.
-      std::string why = fmt::format("fused group of {} nodes split: {}", grp.nodes.size(), gc.fallback_reason);
+      std::string why =
+          fmt::format("fused group of {} nodes split: {}", grp.nodes.size(), gc.fallback_reason);
       for (graph::NodeId id : grp.nodes) {
         fusion::Group single;
         single.kind = fusion::kind_of(graph.node(id));
@@ -135,21 +145,25 @@ std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan, c
 void configure_function(CUfunction fn, const codegen::Kernel& k) {
   if (k.shared_bytes == 0) return;
   if (k.shared_bytes > 48 * 1024)
-    BRAZE_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(k.shared_bytes));
+    BRAZE_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+             static_cast<int>(k.shared_bytes));
   // All of the SM's unified L1 / shared memory as shared memory, so several blocks fit.
   BRAZE_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
 }
 
-std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan, const EngineOptions& opts,
-                                      BuildReport* report) {
+std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan,
+                                      const EngineOptions& opts, BuildReport* report) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Step> steps = generate_steps(graph, std::move(plan), opts.target);
-  if (report) report->codegen_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (report)
+    report->codegen_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (opts.candidate >= 0)
     for (Step& s : steps) {
       std::vector<codegen::Tunables> c = codegen::candidates(graph, s.group, opts.target);
       if (!s.kernel || c.empty()) continue;
-      const codegen::Tunables& t = c[std::min<size_t>(static_cast<size_t>(opts.candidate), c.size() - 1)];
+      const codegen::Tunables& t =
+          c[std::min<size_t>(static_cast<size_t>(opts.candidate), c.size() - 1)];
       codegen::GroupCode gc = codegen::generate(graph, s.group, opts.target, &t);
       if (gc.kernel) s.kernel = std::move(gc.kernel);
     }
@@ -159,7 +173,8 @@ std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan, con
     auto t1 = std::chrono::steady_clock::now();
     autotune(graph, steps, opts, cache, &tr);
     if (report) {
-      report->tune_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+      report->tune_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
       report->tuned = tr.timed;
       report->tuned_cached = tr.cached;
       report->tuning = tr.lines;
@@ -172,7 +187,8 @@ std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan, con
   return assemble(std::move(graph), std::move(steps), opts.arch);
 }
 
-std::shared_ptr<Engine> Engine::assemble(graph::Graph graph, std::vector<Step> steps, const Arch& arch) {
+std::shared_ptr<Engine> Engine::assemble(graph::Graph graph, std::vector<Step> steps,
+                                         const Arch& arch) {
   std::shared_ptr<Engine> e(new Engine());
   e->graph_ = std::move(graph);
   e->steps_ = std::move(steps);
@@ -245,7 +261,8 @@ void Engine::place_values() {
     ranges.push_back({static_cast<int32_t>(v), bytes, first[v], last[v]});
   }
   MemoryPlan mp = plan_memory(ranges);
-  for (size_t i = 0; i < ranges.size(); ++i) slots_[ranges[i].value] = {Slot::Arena, mp.offsets[i], ranges[i].bytes};
+  for (size_t i = 0; i < ranges.size(); ++i)
+    slots_[ranges[i].value] = {Slot::Arena, mp.offsets[i], ranges[i].bytes};
   arena_bytes_ = mp.arena_bytes;
   intermediate_bytes_ = mp.total_bytes;
 }
@@ -260,11 +277,14 @@ void Engine::load() const {
     make_current();
     const DeviceInfo& dev = device_info();
     if (dev.arch().major != arch_.major || dev.arch().minor != arch_.minor)
-      throw InternalError(fmt::format("engine compiled for {} loaded on a {} device", arch_.name(), dev.arch().name()));
+      throw InternalError(fmt::format("engine compiled for {} loaded on a {} device", arch_.name(),
+                                      dev.arch().name()));
     // The weights and one session's arena, before any of it is allocated.
-    check_device_memory(weights_bytes_ + arena_bytes_,
-                        fmt::format("the engine ({:.2f} GiB of weights, {:.2f} GiB of intermediates, inputs and outputs)",
-                                    weights_bytes_ / 1073741824.0, arena_bytes_ / 1073741824.0));
+    check_device_memory(
+        weights_bytes_ + arena_bytes_,
+        fmt::format(
+            "the engine ({:.2f} GiB of weights, {:.2f} GiB of intermediates, inputs and outputs)",
+            weights_bytes_ / 1073741824.0, arena_bytes_ / 1073741824.0));
     modules_.assign(steps_.size(), nullptr);
     functions_.assign(steps_.size(), nullptr);
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -278,7 +298,8 @@ void Engine::load() const {
     for (size_t v = 0; v < slots_.size(); ++v) {
       if (slots_[v].where != Slot::Weights) continue;
       const Tensor& t = *graph_.value(static_cast<ValueId>(v)).constant;
-      if (t.nbytes()) BRAZE_CU(cuMemcpyHtoD, weights_.ptr() + slots_[v].offset, t.raw(), t.nbytes());
+      if (t.nbytes())
+        BRAZE_CU(cuMemcpyHtoD, weights_.ptr() + slots_[v].offset, t.raw(), t.nbytes());
     }
     // From pageable memory cuMemcpyHtoD returns once the bytes are staged, before their DMA
     // has landed, and sessions launch on streams that do not wait for the legacy stream's

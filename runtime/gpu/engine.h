@@ -29,16 +29,16 @@
 namespace braze::gpu {
 
 struct EngineOptions {
-  Arch arch;                   // what NVRTC compiles for
-  codegen::Target target;      // sizes grids
-  bool fuse = false;           // fusion plan (issue #4) or one node per group
-  bool use_cache = true;       // --no-cache turns it off
+  Arch arch;               // what NVRTC compiles for
+  codegen::Target target;  // sizes grids
+  bool fuse = false;       // fusion plan (issue #4) or one node per group
+  bool use_cache = true;   // --no-cache turns it off
   std::filesystem::path cache_dir = default_cache_dir();
-  bool want_ptx = false;       // keep PTX for --dump=ptx
-  unsigned threads = 0;        // compile threads; 0 = all cores
+  bool want_ptx = false;                                       // keep PTX for --dump=ptx
+  unsigned threads = 0;                                        // compile threads; 0 = all cores
   double compile_limit_seconds = kDefaultCompileLimitSeconds;  // per kernel (nvrtc_compile)
-  bool tune = false;           // autotune on the GPU (runtime/gpu/autotune.h)
-  bool compile = true;         // false: kernels generated, not compiled (the engine cannot run on a GPU)
+  bool tune = false;    // autotune on the GPU (runtime/gpu/autotune.h)
+  bool compile = true;  // false: kernels generated, not compiled (the engine cannot run on a GPU)
   std::filesystem::path tuning_cache;  // empty: <cache dir>/tuning.json
   // Tests: every kernel with a search space uses its candidate number `candidate`
   // (the last one where it has fewer) instead of the heuristic default; -1: default.
@@ -63,17 +63,19 @@ struct Step {
 };
 
 // Generates each group's kernel (no compilation): the steps an engine runs.
-std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan, const codegen::Target& target);
+std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan,
+                                 const codegen::Target& target);
 
 struct BuildReport {
-  size_t tuned = 0;        // kernels searched on the GPU
-  size_t tuned_cached = 0; // kernels whose tunables came from the tuning cache
-  std::vector<std::string> tuning;  // per searched kernel: the winner, then each candidate (indented)
+  size_t tuned = 0;         // kernels searched on the GPU
+  size_t tuned_cached = 0;  // kernels whose tunables came from the tuning cache
+  std::vector<std::string>
+      tuning;  // per searched kernel: the winner, then each candidate (indented)
   size_t kernels = 0;
   size_t fallbacks = 0;
-  size_t distinct = 0;    // distinct kernel sources (identical kernels compile once)
-  size_t compiled = 0;    // distinct kernels NVRTC compiled
-  size_t cache_hits = 0;  // distinct kernels taken from the cache
+  size_t distinct = 0;         // distinct kernel sources (identical kernels compile once)
+  size_t compiled = 0;         // distinct kernels NVRTC compiled
+  size_t cache_hits = 0;       // distinct kernels taken from the cache
   double compile_seconds = 0;  // NVRTC and the kernel cache
   double codegen_seconds = 0;  // generating the kernels' source
   double tune_seconds = 0;     // --tune on the GPU
@@ -88,11 +90,12 @@ struct Slot {
 
 class Engine {
  public:
-  static std::shared_ptr<Engine> build(graph::Graph graph, fusion::Plan plan, const EngineOptions& opts,
-                                       BuildReport* report = nullptr);
+  static std::shared_ptr<Engine> build(graph::Graph graph, fusion::Plan plan,
+                                       const EngineOptions& opts, BuildReport* report = nullptr);
   // Rebuilds from stored steps (an engine file); kernels are not compiled again unless the
   // arch differs, which `recompile_for` requests.
-  static std::shared_ptr<Engine> assemble(graph::Graph graph, std::vector<Step> steps, const Arch& arch);
+  static std::shared_ptr<Engine> assemble(graph::Graph graph, std::vector<Step> steps,
+                                          const Arch& arch);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -111,7 +114,8 @@ class Engine {
   CUdeviceptr weights() const { return weights_.ptr(); }
 
   // Compiles (or takes from the cache) every kernel of `steps` for `arch`.
-  static void compile_steps(std::vector<Step>& steps, const Arch& arch, const EngineOptions& opts, BuildReport* report);
+  static void compile_steps(std::vector<Step>& steps, const Arch& arch, const EngineOptions& opts,
+                            BuildReport* report);
 
  private:
   Engine() = default;
@@ -177,8 +181,8 @@ class Session {
   // graph updated, only when the addresses change. Run-time checks accumulate on the device
   // until check_flags(stream); runs on one Session must be ordered (one stream, or the caller
   // orders them), as they share its arena.
-  void enqueue_device(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs,
-                      CUstream stream);
+  void enqueue_device(const std::vector<CUdeviceptr>& inputs,
+                      const std::vector<CUdeviceptr>& outputs, CUstream stream);
   CUstream stream() const { return stream_; }
   const Engine& engine() const { return *engine_; }
 
@@ -187,10 +191,11 @@ class Session {
   CUdeviceptr value_address(graph::ValueId v) const;  // the caller's address where bound
   bool all_kernels() const;                           // no step runs on the CPU
   void enqueue_step(size_t step, CUstream stream);
-  void copy_output(size_t i, const std::vector<CUdeviceptr>& inputs, CUdeviceptr dst, CUstream stream);
+  void copy_output(size_t i, const std::vector<CUdeviceptr>& inputs, CUdeviceptr dst,
+                   CUstream stream);
   void bind(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs);
   void launch_graph(CUstream stream);  // captured (again) when the binding changed
-  void wait_for_step(size_t step);  // RunOptions::sync_each_kernel
+  void wait_for_step(size_t step);     // RunOptions::sync_each_kernel
   // Called in a handler of CudaError: a kernel fault is thrown again as a DeviceError naming
   // the step this session's kernels last noted (progress_); any other error as it was.
   [[noreturn]] void rethrow_naming_fault(const CudaError& e) const;

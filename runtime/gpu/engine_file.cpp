@@ -70,8 +70,8 @@ int write_mapped(int fd, const std::vector<Piece>& pieces, uint64_t size) {
   void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) return -1;
   char* base = static_cast<char*>(m);
-  graph::parallel_for(pieces.size(),
-                      [&](size_t i) { std::memcpy(base + pieces[i].at, pieces[i].p, pieces[i].n); });
+  graph::parallel_for(
+      pieces.size(), [&](size_t i) { std::memcpy(base + pieces[i].at, pieces[i].p, pieces[i].n); });
   return ::munmap(m, size) == 0 ? 0 : errno;
 }
 
@@ -96,11 +96,14 @@ int write_pieces(int fd, const std::vector<Piece>& pieces) {
 }
 
 // Writes `parts` one after another into a new file at `path`; errors name `shown`.
-void write_file(const fs::path& path, const std::vector<std::pair<const char*, size_t>>& parts, const fs::path& shown) {
+void write_file(const fs::path& path, const std::vector<std::pair<const char*, size_t>>& parts,
+                const fs::path& shown) {
   const std::vector<Piece> pieces = pieces_of(parts);
   const uint64_t size = pieces.empty() ? 0 : pieces.back().at + pieces.back().n;
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw UserError(fmt::format("{}: cannot open for writing ({})", shown.string(), std::strerror(errno)));
+  if (fd < 0)
+    throw UserError(
+        fmt::format("{}: cannot open for writing ({})", shown.string(), std::strerror(errno)));
   // The file's blocks first, so that a full disk fails here rather than as a fault on a
   // page of the mapping. Then, on a disk's file system, pwrite from one thread: there a
   // shared mapping had the kernel zero each page of the fresh file before the copy wrote it
@@ -115,7 +118,8 @@ void write_file(const fs::path& path, const std::vector<std::pair<const char*, s
   }
   const bool closed = ::close(fd) == 0;
   if (error || !closed)
-    throw UserError(fmt::format("{}: write failed ({})", shown.string(), std::strerror(error ? error : errno)));
+    throw UserError(
+        fmt::format("{}: write failed ({})", shown.string(), std::strerror(error ? error : errno)));
 }
 
 // The blobs (weights, attribute tensors, cubins) by reference, in file order: written and
@@ -140,18 +144,26 @@ class Blobs {
 };
 
 json tensor_json(const Tensor& t, Blobs& b) {
-  return {{"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"data", b.add(t.raw(), t.nbytes())}};
+  return {
+      {"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"data", b.add(t.raw(), t.nbytes())}};
 }
 
 json attr_json(const graph::AttrValue& v, Blobs& b) {
   switch (graph::attr_type(v)) {
-    case graph::AttrType::Int: return {{"i", std::get<int64_t>(v)}};
-    case graph::AttrType::Float: return {{"f", std::get<double>(v)}};
-    case graph::AttrType::String: return {{"s", std::get<std::string>(v)}};
-    case graph::AttrType::Ints: return {{"ints", std::get<std::vector<int64_t>>(v)}};
-    case graph::AttrType::Floats: return {{"floats", std::get<std::vector<double>>(v)}};
-    case graph::AttrType::Strings: return {{"strings", std::get<std::vector<std::string>>(v)}};
-    case graph::AttrType::Tensor: return {{"t", tensor_json(std::get<Tensor>(v), b)}};
+    case graph::AttrType::Int:
+      return {{"i", std::get<int64_t>(v)}};
+    case graph::AttrType::Float:
+      return {{"f", std::get<double>(v)}};
+    case graph::AttrType::String:
+      return {{"s", std::get<std::string>(v)}};
+    case graph::AttrType::Ints:
+      return {{"ints", std::get<std::vector<int64_t>>(v)}};
+    case graph::AttrType::Floats:
+      return {{"floats", std::get<std::vector<double>>(v)}};
+    case graph::AttrType::Strings:
+      return {{"strings", std::get<std::vector<std::string>>(v)}};
+    case graph::AttrType::Tensor:
+      return {{"t", tensor_json(std::get<Tensor>(v), b)}};
   }
   return {};
 }
@@ -203,7 +215,10 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
   json values = json::array();
   for (size_t i = 0; i < g.num_values(); ++i) {
     const graph::Value& v = g.value(static_cast<graph::ValueId>(i));
-    json vj = {{"name", v.name}, {"dtype", dtype_name(v.dtype)}, {"shape", v.shape}, {"has_shape", v.has_shape}};
+    json vj = {{"name", v.name},
+               {"dtype", dtype_name(v.dtype)},
+               {"shape", v.shape},
+               {"has_shape", v.has_shape}};
     if (v.constant) vj["constant"] = tensor_json(*v.constant, blobs);
     values.push_back(vj);
   }
@@ -212,12 +227,22 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
     const graph::Node& n = g.node(static_cast<graph::NodeId>(i));
     json attrs = json::object();
     for (const auto& [k, v] : n.attrs) attrs[k] = attr_json(v, blobs);
-    nodes.push_back({{"name", n.name}, {"op", n.op_type()}, {"domain", n.op->domain}, {"opset", n.opset},
-                     {"dead", n.dead}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"attrs", attrs}});
+    nodes.push_back({{"name", n.name},
+                     {"op", n.op_type()},
+                     {"domain", n.op->domain},
+                     {"opset", n.opset},
+                     {"dead", n.dead},
+                     {"inputs", n.inputs},
+                     {"outputs", n.outputs},
+                     {"attrs", attrs}});
   }
   json outputs = json::array();
   for (const auto& o : g.outputs()) outputs.push_back({{"name", o.name}, {"value", o.value}});
-  h["graph"] = {{"name", g.name}, {"values", values}, {"nodes", nodes}, {"inputs", g.inputs()}, {"outputs", outputs}};
+  h["graph"] = {{"name", g.name},
+                {"values", values},
+                {"nodes", nodes},
+                {"inputs", g.inputs()},
+                {"outputs", outputs}};
   json steps = json::array();
   // Identical kernels share one cubin.
   std::map<std::string_view, json> cubins;
@@ -227,16 +252,24 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
     return it->second;
   };
   for (const Step& s : engine.steps()) {
-    json sj = {{"kind", fusion::group_kind_name(s.group.kind)}, {"nodes", s.group.nodes},
-               {"inputs", s.group.inputs}, {"outputs", s.group.outputs}, {"fallback", s.fallback_reason}};
+    json sj = {{"kind", fusion::group_kind_name(s.group.kind)},
+               {"nodes", s.group.nodes},
+               {"inputs", s.group.inputs},
+               {"outputs", s.group.outputs},
+               {"fallback", s.fallback_reason}};
     if (s.kernel) {
       const codegen::Kernel& k = *s.kernel;
       json params = json::array();
-      for (const codegen::Param& p : k.params) params.push_back({{"value", p.value}, {"output", p.is_output}});
+      for (const codegen::Param& p : k.params)
+        params.push_back({{"value", p.value}, {"output", p.is_output}});
       json maps = json::array();
       for (const codegen::TensorMap& m : k.tensor_maps)
-        maps.push_back({{"param", m.param}, {"offset", m.offset_bytes}, {"dtype", dtype_name(m.dtype)},
-                        {"dims", m.dims}, {"strides", m.strides}, {"box", m.box}});
+        maps.push_back({{"param", m.param},
+                        {"offset", m.offset_bytes},
+                        {"dtype", dtype_name(m.dtype)},
+                        {"dims", m.dims},
+                        {"strides", m.strides},
+                        {"box", m.box}});
       sj["kernel"] = {{"name", k.name},
                       {"source", blobs.add(k.source.data(), k.source.size())},
                       {"params", params},
@@ -253,7 +286,8 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
     steps.push_back(sj);
   }
   h["steps"] = steps;
-  std::string header = h.dump(-1, ' ', false, json::error_handler_t::replace);  // a model name from a non-UTF-8 path
+  std::string header =
+      h.dump(-1, ' ', false, json::error_handler_t::replace);  // a model name from a non-UTF-8 path
   fs::path tmp = path;
   tmp += ".tmp";
   {
@@ -300,7 +334,9 @@ bool is_engine_file(const fs::path& path) {
   return in.read(m, 8) && std::memcmp(m, kMagic, 8) == 0;
 }
 
-LoadedEngine load_engine(const fs::path& path) { return read_engine(frontend::read_file(path), path.string()); }
+LoadedEngine load_engine(const fs::path& path) {
+  return read_engine(frontend::read_file(path), path.string());
+}
 
 LoadedEngine read_engine(const std::string& bytes, const std::string& what, bool verify_checksum) {
   if (bytes.size() < 12 || std::memcmp(bytes.data(), kMagic, 8) != 0)
@@ -308,12 +344,15 @@ LoadedEngine read_engine(const std::string& bytes, const std::string& what, bool
   uint32_t version;
   std::memcpy(&version, bytes.data() + 8, 4);
   if (version != kVersion)
-    throw UserError(fmt::format("{}: engine format version {} (this braze reads {}); compile it again", what, version, kVersion));
+    throw UserError(
+        fmt::format("{}: engine format version {} (this braze reads {}); compile it again", what,
+                    version, kVersion));
   if (bytes.size() < kPreamble) throw UserError(what + ": damaged braze engine file (truncated)");
   uint64_t len, sum;
   std::memcpy(&len, bytes.data() + 12, 8);
   std::memcpy(&sum, bytes.data() + 20, 8);
-  if (len > bytes.size() - kPreamble) throw UserError(what + ": damaged braze engine file (truncated header)");
+  if (len > bytes.size() - kPreamble)
+    throw UserError(what + ": damaged braze engine file (truncated header)");
   if (verify_checksum && XXH3_64bits(bytes.data() + kPreamble, bytes.size() - kPreamble) != sum)
     throw UserError(what + ": damaged braze engine file (checksum mismatch); compile it again");
   std::string blob = bytes.substr(kPreamble + len);
@@ -336,14 +375,17 @@ LoadedEngine read_engine(const std::string& bytes, const std::string& what, bool
       if (!dt) rd.bad("unknown dtype");
       graph::ValueId id = g.add_value(vj.at("name"), *dt, vj.at("shape").get<Shape>());
       g.value(id).has_shape = vj.at("has_shape");
-      if (vj.contains("constant")) g.value(id).constant = std::make_shared<const Tensor>(rd.tensor(vj.at("constant")));
+      if (vj.contains("constant"))
+        g.value(id).constant = std::make_shared<const Tensor>(rd.tensor(vj.at("constant")));
     }
     auto value_id = [&](int64_t v) {
-      if (v != graph::kNoValue && (v < 0 || v >= static_cast<int64_t>(g.num_values()))) rd.bad("value id out of range");
+      if (v != graph::kNoValue && (v < 0 || v >= static_cast<int64_t>(g.num_values())))
+        rd.bad("value id out of range");
       return static_cast<graph::ValueId>(v);
     };
     for (const json& nj : gj.at("nodes")) {
-      const graph::OpDef* op = graph::find_op(nj.at("domain").get<std::string>(), nj.at("op").get<std::string>());
+      const graph::OpDef* op =
+          graph::find_op(nj.at("domain").get<std::string>(), nj.at("op").get<std::string>());
       if (!op) rd.bad("unknown op " + nj.at("op").get<std::string>());
       graph::Attributes attrs;
       for (const auto& [k, v] : nj.at("attrs").items()) attrs.emplace(k, rd.attr(v));
@@ -360,8 +402,9 @@ LoadedEngine read_engine(const std::string& bytes, const std::string& what, bool
     for (const json& sj : h.at("steps")) {
       Step s;
       std::string kind = sj.at("kind");
-      for (auto k : {fusion::GroupKind::Pointwise, fusion::GroupKind::Reduction, fusion::GroupKind::Gemm,
-                     fusion::GroupKind::Opaque, fusion::GroupKind::Attention})
+      for (auto k :
+           {fusion::GroupKind::Pointwise, fusion::GroupKind::Reduction, fusion::GroupKind::Gemm,
+            fusion::GroupKind::Opaque, fusion::GroupKind::Attention})
         if (fusion::group_kind_name(k) == kind) s.group.kind = k;
       s.group.nodes = sj.at("nodes").get<std::vector<graph::NodeId>>();
       for (graph::NodeId id : s.group.nodes)
@@ -376,7 +419,8 @@ LoadedEngine read_engine(const std::string& bytes, const std::string& what, bool
         k.nodes = s.group.nodes;
         k.name = kj.at("name");
         k.source = std::string(rd.bytes(kj.at("source")));
-        for (const json& pj : kj.at("params")) k.params.push_back({value_id(pj.at("value")), pj.at("output")});
+        for (const json& pj : kj.at("params"))
+          k.params.push_back({value_id(pj.at("value")), pj.at("output")});
         k.has_error_flag = kj.at("error_flag");
         k.error_messages = kj.at("errors").get<std::vector<std::string>>();
         k.grid = kj.at("grid");

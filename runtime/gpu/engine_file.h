@@ -28,7 +28,8 @@ struct EngineFileInfo {
   std::string precision = "fp32";
 };
 
-void save_engine(const std::filesystem::path& path, const Engine& engine, const EngineFileInfo& info);
+void save_engine(const std::filesystem::path& path, const Engine& engine,
+                 const EngineFileInfo& info);
 
 struct LoadedEngine {
   std::shared_ptr<Engine> engine;
@@ -38,7 +39,8 @@ struct LoadedEngine {
 LoadedEngine load_engine(const std::filesystem::path& path);
 // The same from the file's bytes (`what` names it in errors). verify_checksum false: for the
 // fuzz target, whose mutations must reach the header past the checksum.
-LoadedEngine read_engine(const std::string& bytes, const std::string& what, bool verify_checksum = true);
+LoadedEngine read_engine(const std::string& bytes, const std::string& what,
+                         bool verify_checksum = true);
 
 bool is_engine_file(const std::filesystem::path& path);  // by its first bytes
 

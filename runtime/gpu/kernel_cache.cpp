@@ -42,8 +42,8 @@ KernelCache KernelCache::disabled() {
   return c;
 }
 
-uint64_t KernelCache::key(const std::string& source, const std::string& arch, const std::string& nvrtc_version,
-                          const std::string& options) {
+uint64_t KernelCache::key(const std::string& source, const std::string& arch,
+                          const std::string& nvrtc_version, const std::string& options) {
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
   for (const std::string* part : {&source, &arch, &nvrtc_version, &options}) {
@@ -66,7 +66,8 @@ std::optional<std::string> KernelCache::load(uint64_t key) const {
   if (!in) return std::nullopt;
   Header h{};
   if (!in.read(reinterpret_cast<char*>(&h), sizeof h)) return std::nullopt;
-  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.key != key || h.size > (uint64_t{1} << 30))
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.key != key ||
+      h.size > (uint64_t{1} << 30))
     return std::nullopt;
   std::string data(h.size, '\0');
   if (!in.read(data.data(), static_cast<std::streamsize>(h.size))) return std::nullopt;
@@ -82,7 +83,8 @@ void KernelCache::store(uint64_t key, const std::string& cubin) const {
   fs::create_directories(final_path.parent_path(), ec);
   if (ec) return;
   fs::path tmp = final_path;
-  tmp += fmt::format(".tmp.{}.{}", ::getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  tmp += fmt::format(".tmp.{}.{}", ::getpid(),
+                     std::hash<std::thread::id>{}(std::this_thread::get_id()));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return;

@@ -21,9 +21,9 @@ class KernelCache {
   // A disabled cache (--no-cache): every lookup misses and nothing is written.
   static KernelCache disabled();
 
-  static uint64_t key(const std::string& source, const std::string& arch, const std::string& nvrtc_version,
-                      const std::string& options);
-  std::optional<std::string> load(uint64_t key) const;  // nullopt on a miss or a corrupt entry
+  static uint64_t key(const std::string& source, const std::string& arch,
+                      const std::string& nvrtc_version, const std::string& options);
+  std::optional<std::string> load(uint64_t key) const;       // nullopt on a miss or a corrupt entry
   void store(uint64_t key, const std::string& cubin) const;  // best effort: I/O errors ignored
   std::filesystem::path path_for(uint64_t key) const;
   const std::filesystem::path& dir() const { return dir_; }

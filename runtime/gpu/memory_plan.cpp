@@ -14,7 +14,8 @@ MemoryPlan plan_memory(const std::vector<LiveRange>& ranges) {
   p.offsets.assign(ranges.size(), 0);
   std::vector<size_t> order(ranges.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a].bytes > ranges[b].bytes; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return ranges[a].bytes > ranges[b].bytes; });
   struct Placed {
     size_t begin, end;
     int first, last;

@@ -13,8 +13,8 @@ namespace braze::gpu {
 struct LiveRange {
   int32_t value;  // an id the caller chooses (a ValueId)
   size_t bytes;
-  int first;      // first step that writes or reads it
-  int last;       // last step that reads it (inclusive)
+  int first;  // first step that writes or reads it
+  int last;   // last step that reads it (inclusive)
 };
 
 struct MemoryPlan {

@@ -12,7 +12,9 @@
 
 namespace braze::gpu {
 
-std::string Arch::name() const { return fmt::format("sm_{}{}{}", major, minor, accelerated ? "a" : ""); }
+std::string Arch::name() const {
+  return fmt::format("sm_{}{}{}", major, minor, accelerated ? "a" : "");
+}
 
 Arch Arch::parse(const std::string& s) {
   std::string t = s.rfind("sm_", 0) == 0 ? s.substr(3) : s;
@@ -23,7 +25,8 @@ Arch Arch::parse(const std::string& s) {
     throw UserError(fmt::format("--arch '{}' is not an architecture like sm_90 or sm_90a", s));
   a.major = std::stoi(t.substr(0, t.size() - 1));
   a.minor = t.back() - '0';
-  if (a.major < 7) throw UnsupportedError(fmt::format("--arch {}: braze targets sm_70 and newer", s));
+  if (a.major < 7)
+    throw UnsupportedError(fmt::format("--arch {}: braze targets sm_70 and newer", s));
   // What this NVRTC compiles for (sm_72 or sm_91 would fail in every kernel), and the
   // architecture-specific "a" features from sm_90 on.
   int count = 0;
@@ -41,7 +44,8 @@ Arch Arch::parse(const std::string& s) {
                                 nvrtc_version(), list));
   }
   if (a.accelerated && a.major < 9)
-    throw UserError(fmt::format("--arch {}: architecture-specific features (the 'a' suffix) begin at sm_90a", s));
+    throw UserError(fmt::format(
+        "--arch {}: architecture-specific features (the 'a' suffix) begin at sm_90a", s));
   return a;
 }
 
@@ -59,7 +63,8 @@ std::vector<std::string> nvrtc_options(const Arch& arch) {
 namespace {
 
 void check(nvrtcResult r, const char* what) {
-  if (r != NVRTC_SUCCESS) throw InternalError(fmt::format("NVRTC {} failed: {}", what, nvrtcGetErrorString(r)));
+  if (r != NVRTC_SUCCESS)
+    throw InternalError(fmt::format("NVRTC {} failed: {}", what, nvrtcGetErrorString(r)));
 }
 
 std::string generated_part(const std::string& source) {
@@ -70,20 +75,25 @@ std::string generated_part(const std::string& source) {
 // NVRTC's flow callback: 1 (cancel) once the deadline `payload` points to has passed; NVRTC
 // calls it from time to time during a compile (from any thread; it only reads the clock).
 int past_deadline(void* payload, void*) {
-  return std::chrono::steady_clock::now() >= *static_cast<const std::chrono::steady_clock::time_point*>(payload);
+  return std::chrono::steady_clock::now() >=
+         *static_cast<const std::chrono::steady_clock::time_point*>(payload);
 }
 
 }  // namespace
 
-Compiled nvrtc_compile(const std::string& source, const std::string& name, const Arch& arch, bool want_ptx,
-                       const std::vector<std::string>& extra_options, double limit_seconds) {
+Compiled nvrtc_compile(const std::string& source, const std::string& name, const Arch& arch,
+                       bool want_ptx, const std::vector<std::string>& extra_options,
+                       double limit_seconds) {
   nvrtcProgram prog;
-  check(nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr), "create");
-  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
+  check(nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr),
+        "create");
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(
+      &prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(std::clamp(limit_seconds, 0.0, 1e9)));
-  check(nvrtcSetFlowCallback(prog, past_deadline, const_cast<std::chrono::steady_clock::time_point*>(&deadline)),
+  check(nvrtcSetFlowCallback(prog, past_deadline,
+                             const_cast<std::chrono::steady_clock::time_point*>(&deadline)),
         "flow callback");
   std::vector<std::string> opts = nvrtc_options(arch);
   opts.insert(opts.end(), extra_options.begin(), extra_options.end());
@@ -91,8 +101,10 @@ Compiled nvrtc_compile(const std::string& source, const std::string& name, const
   for (const auto& o : opts) argv.push_back(o.c_str());
   nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
   if (r == NVRTC_ERROR_CANCELLED)
-    throw UserError(fmt::format("NVRTC compiling kernel {} for {} ran past the compile limit of {} s per kernel "
-                                "(--compile-limit sets it)", name, arch.name(), limit_seconds));
+    throw UserError(fmt::format(
+        "NVRTC compiling kernel {} for {} ran past the compile limit of {} s per kernel "
+        "(--compile-limit sets it)",
+        name, arch.name(), limit_seconds));
   Compiled out;
   size_t log_size = 0;
   nvrtcGetProgramLogSize(prog, &log_size);
@@ -102,8 +114,9 @@ Compiled nvrtc_compile(const std::string& source, const std::string& name, const
     out.log.resize(log_size - 1);
   }
   if (r != NVRTC_SUCCESS)
-    throw InternalError(fmt::format("NVRTC could not compile kernel {} for {}: {}\n{}\n{}", name, arch.name(),
-                                    nvrtcGetErrorString(r), out.log, generated_part(source)));
+    throw InternalError(fmt::format("NVRTC could not compile kernel {} for {}: {}\n{}\n{}", name,
+                                    arch.name(), nvrtcGetErrorString(r), out.log,
+                                    generated_part(source)));
   size_t size = 0;
   check(nvrtcGetCUBINSize(prog, &size), "CUBIN size");
   out.cubin.resize(size);

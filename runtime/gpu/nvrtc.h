@@ -10,8 +10,8 @@ namespace braze::gpu {
 struct Arch {
   int major = 9;
   int minor = 0;
-  bool accelerated = false;  // sm_90a features (wgmma, setmaxnreg)
-  std::string name() const;  // "sm_90" / "sm_90a"
+  bool accelerated = false;                 // sm_90a features (wgmma, setmaxnreg)
+  std::string name() const;                 // "sm_90" / "sm_90a"
   static Arch parse(const std::string& s);  // "sm_90", "sm_90a", "90" (UserError otherwise)
 };
 
@@ -34,8 +34,8 @@ inline constexpr double kDefaultCompileLimitSeconds = 600;
 // `extra_options` follow nvrtc_options(arch) (tests: "--ptxas-options=-v" puts ptxas's
 // register and spill report in the log). A compile still running after `limit_seconds` is
 // cancelled (NVRTC's flow callback) and is a UserError naming the kernel and the limit.
-Compiled nvrtc_compile(const std::string& source, const std::string& name, const Arch& arch, bool want_ptx,
-                       const std::vector<std::string>& extra_options = {},
+Compiled nvrtc_compile(const std::string& source, const std::string& name, const Arch& arch,
+                       bool want_ptx, const std::vector<std::string>& extra_options = {},
                        double limit_seconds = kDefaultCompileLimitSeconds);
 
 }  // namespace braze::gpu

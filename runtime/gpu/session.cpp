@@ -21,7 +21,8 @@ using graph::ValueId;
 Session::Session(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {
   engine_->load();
   make_current();
-  arena_ = DeviceBuffer(engine_->arena_bytes(), "a session's intermediates, inputs and outputs (its arena)");
+  arena_ = DeviceBuffer(engine_->arena_bytes(),
+                        "a session's intermediates, inputs and outputs (its arena)");
   size_t flags = 0;
   flag_index_.assign(engine_->steps().size(), 0);
   for (size_t i = 0; i < engine_->steps().size(); ++i) {
@@ -50,9 +51,12 @@ namespace {
 CUdeviceptr address(const Engine& e, const DeviceBuffer& arena, ValueId v) {
   const Slot& s = e.slots().at(v);
   switch (s.where) {
-    case Slot::Arena: return arena.ptr() + s.offset;
-    case Slot::Weights: return e.weights() + s.offset;
-    case Slot::None: break;
+    case Slot::Arena:
+      return arena.ptr() + s.offset;
+    case Slot::Weights:
+      return e.weights() + s.offset;
+    case Slot::None:
+      break;
   }
   throw InternalError("value %" + e.graph().value(v).name + " has no device slot");
 }
@@ -116,7 +120,8 @@ void Session::upload(const std::vector<Tensor>& inputs) try {
   for (size_t i = 0; i < inputs.size(); ++i) {
     ValueId v = g.inputs()[i];
     if (engine_->slots().at(v).where == Slot::Arena && inputs[i].nbytes())
-      BRAZE_CU(cuMemcpyHtoDAsync, address(*engine_, arena_, v), inputs[i].raw(), inputs[i].nbytes(), stream_);
+      BRAZE_CU(cuMemcpyHtoDAsync, address(*engine_, arena_, v), inputs[i].raw(), inputs[i].nbytes(),
+               stream_);
   }
   // The inputs' host memory is pageable: finish the copies before the caller can free it.
   BRAZE_CU(cuStreamSynchronize, stream_);
@@ -124,9 +129,7 @@ void Session::upload(const std::vector<Tensor>& inputs) try {
   rethrow_naming_fault(e);
 }
 
-void Session::enqueue_step(size_t i) try {
-  enqueue_step(i, stream_);
-} catch (const CudaError& e) {
+void Session::enqueue_step(size_t i) try { enqueue_step(i, stream_); } catch (const CudaError& e) {
   rethrow_naming_fault(e);
 }
 
@@ -148,19 +151,21 @@ void Session::enqueue_step(size_t i, CUstream stream) {
   for (CUtensorMap& m : tensor_maps_[i]) args.push_back(&m);
   args.push_back(&progress);
   args.push_back(&step);
-  BRAZE_CU(cuLaunchKernel, engine_->function(i), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
-           k.shared_bytes, stream, args.data(), nullptr);
+  BRAZE_CU(cuLaunchKernel, engine_->function(i), k.grid[0], k.grid[1], k.grid[2], k.block[0],
+           k.block[1], k.block[2], k.shared_bytes, stream, args.data(), nullptr);
 }
 
 bool Session::all_kernels() const {
   const auto& steps = engine_->steps();
-  return std::all_of(steps.begin(), steps.end(), [](const Step& s) { return s.kernel.has_value(); });
+  return std::all_of(steps.begin(), steps.end(),
+                     [](const Step& s) { return s.kernel.has_value(); });
 }
 
 bool Session::graphable() const {
   if (!all_kernels()) return false;
   const auto& steps = engine_->steps();
-  return std::count_if(steps.begin(), steps.end(), [](const Step& s) { return !s.kernel->empty_launch; }) > 1;
+  return std::count_if(steps.begin(), steps.end(),
+                       [](const Step& s) { return !s.kernel->empty_launch; }) > 1;
 }
 
 void Session::enqueue(bool graph) try {
@@ -170,8 +175,10 @@ void Session::enqueue(bool graph) try {
     return;
   }
   for (size_t i = 0; i < engine_->steps().size(); ++i) {
-    if (engine_->steps()[i].kernel) enqueue_step(i);
-    else run_fallback(engine_->steps()[i]);
+    if (engine_->steps()[i].kernel)
+      enqueue_step(i);
+    else
+      run_fallback(engine_->steps()[i]);
   }
 } catch (const CudaError& e) {
   rethrow_naming_fault(e);
@@ -255,7 +262,8 @@ void Session::rethrow_naming_fault(const CudaError& e) const {
   else if (noted == 0 || noted > engine_->steps().size())
     where = "no kernel of this session had started: the fault came from other work on the GPU";
   else
-    where = fmt::format("the kernel this session started last: {}", describe_step(*engine_, noted - 1));
+    where =
+        fmt::format("the kernel this session started last: {}", describe_step(*engine_, noted - 1));
   throw DeviceError(fmt::format(
       "a kernel faulted on the GPU; {}. {}. After a fault the driver keeps this process's GPU "
       "context unusable: GPU work fails until the process restarts (RunOptions::sync_each_kernel, "
@@ -263,7 +271,8 @@ void Session::rethrow_naming_fault(const CudaError& e) const {
       where, e.what()));
 }
 
-void Session::bind(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs) {
+void Session::bind(const std::vector<CUdeviceptr>& inputs,
+                   const std::vector<CUdeviceptr>& outputs) {
   const graph::Graph& g = engine_->graph();
   std::fill(bound_.begin(), bound_.end(), 0);
   if (!all_kernels()) return;  // CPU fallbacks read and write the arena: everything copied
@@ -282,8 +291,8 @@ void Session::bind(const std::vector<CUdeviceptr>& inputs, const std::vector<CUd
   }
 }
 
-void Session::enqueue_device(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs,
-                             CUstream stream) try {
+void Session::enqueue_device(const std::vector<CUdeviceptr>& inputs,
+                             const std::vector<CUdeviceptr>& outputs, CUstream stream) try {
   const graph::Graph& g = engine_->graph();
   make_current();
   host_values_.clear();
@@ -301,8 +310,10 @@ void Session::enqueue_device(const std::vector<CUdeviceptr>& inputs, const std::
   } else {  // CPU fallbacks synchronise: the session's stream after the caller's, and back
     BRAZE_CU(cuStreamSynchronize, stream);
     for (size_t i = 0; i < engine_->steps().size(); ++i) {
-      if (engine_->steps()[i].kernel) enqueue_step(i);
-      else run_fallback(engine_->steps()[i]);
+      if (engine_->steps()[i].kernel)
+        enqueue_step(i);
+      else
+        run_fallback(engine_->steps()[i]);
     }
     BRAZE_CU(cuStreamSynchronize, stream_);
   }
@@ -311,7 +322,8 @@ void Session::enqueue_device(const std::vector<CUdeviceptr>& inputs, const std::
   rethrow_naming_fault(e);
 }
 
-void Session::copy_output(size_t i, const std::vector<CUdeviceptr>& inputs, CUdeviceptr dst, CUstream stream) {
+void Session::copy_output(size_t i, const std::vector<CUdeviceptr>& inputs, CUdeviceptr dst,
+                          CUstream stream) {
   const graph::Graph& g = engine_->graph();
   ValueId v = g.outputs()[i].value;
   if (bound_[static_cast<size_t>(v)] == dst) return;  // written in place
@@ -322,7 +334,8 @@ void Session::copy_output(size_t i, const std::vector<CUdeviceptr>& inputs, CUde
     if (n) BRAZE_CU(cuMemcpyDtoDAsync, dst, inputs[k], n, stream);
     return;
   }
-  if (auto h = host_values_.find(v); h != host_values_.end() || engine_->slots().at(v).where == Slot::None) {
+  if (auto h = host_values_.find(v);
+      h != host_values_.end() || engine_->slots().at(v).where == Slot::None) {
     // A constant only the CPU reads, or a CPU fallback's value without a device slot.
     Tensor t = h != host_values_.end() ? h->second : fetch(v);
     if (t.nbytes()) {
@@ -331,7 +344,8 @@ void Session::copy_output(size_t i, const std::vector<CUdeviceptr>& inputs, CUde
     }
     return;
   }
-  if (size_t n = engine_->slots().at(v).bytes) BRAZE_CU(cuMemcpyDtoDAsync, dst, value_address(v), n, stream);
+  if (size_t n = engine_->slots().at(v).bytes)
+    BRAZE_CU(cuMemcpyDtoDAsync, dst, value_address(v), n, stream);
 }
 
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOptions& opts) try {
@@ -340,14 +354,17 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const RunOpt
   make_current();
   host_values_.clear();
   std::fill(bound_.begin(), bound_.end(), 0);
-  if (opts.poison && arena_.size()) BRAZE_CU(cuMemsetD8Async, arena_.ptr(), 0xFF, arena_.size(), stream_);
+  if (opts.poison && arena_.size())
+    BRAZE_CU(cuMemsetD8Async, arena_.ptr(), 0xFF, arena_.size(), stream_);
   upload(inputs);
   BRAZE_CU(cuMemsetD8Async, flags_.ptr(), 0, flags_.size(), stream_);  // this run's checks only
   const auto& steps = engine_->steps();
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
-    if (s.kernel) enqueue_step(i);
-    else run_fallback(s);
+    if (s.kernel)
+      enqueue_step(i);
+    else
+      run_fallback(s);
     if (opts.sync_each_kernel && s.kernel) wait_for_step(i);
     if (opts.capture)
       for (ValueId v : s.group.outputs) host_values_[v] = fetch(v);

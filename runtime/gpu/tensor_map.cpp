@@ -18,17 +18,20 @@ CUtensorMap encode_tensor_map(const codegen::TensorMap& m, CUdeviceptr base) {
   bool aligned = at % 16 == 0;
   for (uint64_t s : m.strides) aligned = aligned && s % 16 == 0;
   if (!aligned)
-    throw DeviceError(fmt::format("TMA needs 16-byte aligned tensors and strides (address {:#x}, strides {} bytes)",
-                                  at, fmt::join(m.strides, ", ")));
+    throw DeviceError(fmt::format(
+        "TMA needs 16-byte aligned tensors and strides (address {:#x}, strides {} bytes)", at,
+        fmt::join(m.strides, ", ")));
   CUtensorMap map;
-  std::vector<cuuint64_t> dims(m.dims.begin(), m.dims.end()), strides(m.strides.begin(), m.strides.end());
+  std::vector<cuuint64_t> dims(m.dims.begin(), m.dims.end()),
+      strides(m.strides.begin(), m.strides.end());
   std::vector<cuuint32_t> box(m.box.begin(), m.box.end()), element_strides(rank, 1);
   BRAZE_CU(cuTensorMapEncodeTiled, &map,
            m.dtype == DType::Float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                      : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
            static_cast<cuuint32_t>(rank), reinterpret_cast<void*>(at), dims.data(), strides.data(),
-           box.data(), element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+           box.data(), element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
+           CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return map;
 }
 
@@ -37,8 +40,8 @@ std::vector<CUtensorMap> encode_tensor_maps(const codegen::Kernel& k,
   std::vector<CUtensorMap> maps;
   for (const codegen::TensorMap& m : k.tensor_maps) {
     if (m.param >= params.size())
-      throw InternalError(fmt::format("kernel {}: tensor map of parameter {} of {}", k.name, m.param,
-                                      params.size()));
+      throw InternalError(fmt::format("kernel {}: tensor map of parameter {} of {}", k.name,
+                                      m.param, params.size()));
     maps.push_back(encode_tensor_map(m, params[m.param]));
   }
   return maps;

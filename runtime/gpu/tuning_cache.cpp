@@ -44,7 +44,8 @@ class FileLock {
     fs::path lock = path;
     lock += ".lock";
     fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw UserError(fmt::format("tuning cache {}: cannot create its lock file", path.string()));
+    if (fd_ < 0)
+      throw UserError(fmt::format("tuning cache {}: cannot create its lock file", path.string()));
     while (::flock(fd_, LOCK_EX) != 0)
       if (errno != EINTR) {
         ::close(fd_);
@@ -65,15 +66,17 @@ TuningCache::TuningCache(fs::path path) : path_(std::move(path)), entries_(read_
 
 fs::path TuningCache::default_path() { return default_cache_dir() / "tuning.json"; }
 
-std::optional<codegen::Tunables> TuningCache::find(const std::string& key,
-                                                   const std::vector<codegen::Tunables>& space) const {
+std::optional<codegen::Tunables> TuningCache::find(
+    const std::string& key, const std::vector<codegen::Tunables>& space) const {
   auto it = entries_.find(key);
-  if (it == entries_.end() || std::find(space.begin(), space.end(), it->second.first) == space.end())
+  if (it == entries_.end() ||
+      std::find(space.begin(), space.end(), it->second.first) == space.end())
     return std::nullopt;
   return it->second.first;
 }
 
-void TuningCache::put(const std::string& key, const codegen::Tunables& t, double median_us, size_t candidates) {
+void TuningCache::put(const std::string& key, const codegen::Tunables& t, double median_us,
+                      size_t candidates) {
   entries_[key] = {t, fmt::format("{:.2f} us, best of {} candidates", median_us, candidates)};
   put_.insert(key);
 }
@@ -87,7 +90,8 @@ void TuningCache::save() const {
   json kernels = json::object();
   for (const auto& [k, v] : merged) kernels[k] = {{"tunables", v.first}, {"note", v.second}};
   fs::path tmp = path_;
-  tmp += fmt::format(".tmp.{}.{}", ::getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  tmp += fmt::format(".tmp.{}.{}", ::getpid(),
+                     std::hash<std::thread::id>{}(std::this_thread::get_id()));
   {
     std::ofstream out(tmp);
     if (out) out << json{{"format", 1}, {"kernels", kernels}}.dump(1) << "\n";
@@ -99,7 +103,8 @@ void TuningCache::save() const {
   fs::rename(tmp, path_, ec);
   if (ec) {
     fs::remove(tmp, ec);
-    throw UserError(fmt::format("tuning cache {}: cannot write ({})", path_.string(), ec.message()));
+    throw UserError(
+        fmt::format("tuning cache {}: cannot write ({})", path_.string(), ec.message()));
   }
 }
 

@@ -32,7 +32,8 @@ class TuningCache {
   void save() const;
   const std::filesystem::path& path() const { return path_; }
 
-  using Entries = std::map<std::string, std::pair<codegen::Tunables, std::string>>;  // key -> (tunables, note)
+  using Entries =
+      std::map<std::string, std::pair<codegen::Tunables, std::string>>;  // key -> (tunables, note)
 
  private:
   std::filesystem::path path_;

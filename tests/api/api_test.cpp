@@ -23,7 +23,8 @@ const fs::path kModel = fs::path(BRAZE_SOURCE_DIR) / "models" / "bert_tiny_legac
 std::vector<Tensor> read_set(const std::string& prefix, size_t n) {
   std::vector<Tensor> out;
   for (size_t i = 0; i < n; ++i)
-    out.push_back(read_tensor((kModel / "test_data_set_0" / (prefix + std::to_string(i) + ".pb")).string()));
+    out.push_back(
+        read_tensor((kModel / "test_data_set_0" / (prefix + std::to_string(i) + ".pb")).string()));
   return out;
 }
 
@@ -36,7 +37,8 @@ class Api : public ::testing::Test {
     return o;
   }
   static void SetUpTestSuite() {
-    engine_ = std::make_unique<Engine>(Engine::compile((kModel / "model.onnx").string(), options()));
+    engine_ =
+        std::make_unique<Engine>(Engine::compile((kModel / "model.onnx").string(), options()));
   }
   static void TearDownTestSuite() { engine_.reset(); }
   static std::unique_ptr<Engine> engine_;
@@ -84,9 +86,11 @@ TEST(ApiNoKernels, RunsOnTheCpuBackendsOnlyAndIsNotSaved) {
   EXPECT_EQ(e.report().compiled + e.report().cache_hits, 0u);
   EXPECT_EQ(Session(e).backend(), Backend::Reference);
   test::expect_user_error([&] { Session(e, Backend::Gpu); }, {"without kernels", "Reference"});
-  test::expect_user_error([&] { e.save(test::temp_dir("ApiNoKernels", "save") / "e.braze"); }, {"without kernels"});
-  const std::vector<Tensor> in = {read_tensor((kModel / "test_data_set_0" / "input_0.pb").string()),
-                                  read_tensor((kModel / "test_data_set_0" / "input_1.pb").string())};
+  test::expect_user_error([&] { e.save(test::temp_dir("ApiNoKernels", "save") / "e.braze"); },
+                          {"without kernels"});
+  const std::vector<Tensor> in = {
+      read_tensor((kModel / "test_data_set_0" / "input_0.pb").string()),
+      read_tensor((kModel / "test_data_set_0" / "input_1.pb").string())};
   const Tensor want = read_tensor((kModel / "test_data_set_0" / "output_0.pb").string());
   const Tensor got = Session(e, Backend::Emulator).run(in)[0];
   runtime::Comparison c = runtime::compare(got, want, runtime::default_tolerance(want.dtype()));
@@ -104,13 +108,15 @@ TEST_F(Api, InspectKernelValuesAndCostsDescribeTheEngine) {
   EXPECT_NE(r.html.find("<html"), std::string::npos);
   const std::vector<KernelCost> costs = kernel_costs(*engine_);
   EXPECT_EQ(costs.size(), engine_->kernels() + engine_->report().cpu_groups);
-  EXPECT_TRUE(std::any_of(costs.begin(), costs.end(), [](const KernelCost& k) { return k.flops > 0; }));
+  EXPECT_TRUE(
+      std::any_of(costs.begin(), costs.end(), [](const KernelCost& k) { return k.flops > 0; }));
   if (gpu_available()) return;  // on the GPU: ctest -L gpu's diff --per-kernel runs
   const std::vector<KernelValues> kv = kernel_values(*engine_, read_set("input_", 2));
   ASSERT_EQ(kv.size(), costs.size());
   for (const KernelValues& k : kv)
     for (const KernelValue& v : k.outputs) {
-      runtime::Comparison c = runtime::compare(v.fused, v.reference, runtime::default_tolerance(v.reference.dtype()));
+      runtime::Comparison c =
+          runtime::compare(v.fused, v.reference, runtime::default_tolerance(v.reference.dtype()));
       EXPECT_TRUE(c.ok) << k.kernel << " %" << v.value << ": " << c.summary(v.fused, v.reference);
     }
   EXPECT_THROW(benchmark(*engine_, read_set("input_", 2)), UserError);
@@ -119,7 +125,8 @@ TEST_F(Api, InspectKernelValuesAndCostsDescribeTheEngine) {
 // Inputs from files matched by name, random ones by seed, shapes from their spec.
 TEST(ApiInputs, FilesAreMatchedByNameAndRandomTensorsBySeed) {
   const std::string dir = (kModel / "test_data_set_0").string();
-  const std::vector<Tensor> in = read_inputs({dir}, model_input_names((kModel / "model.onnx").string()));
+  const std::vector<Tensor> in =
+      read_inputs({dir}, model_input_names((kModel / "model.onnx").string()));
   ASSERT_EQ(in.size(), 2u);
   EXPECT_TRUE(test::same_bytes(in[1], read_tensor(dir + "/input_1.pb")));
   test::expect_user_error([&] { read_inputs({dir}, {"input_0"}); }, {"2", "1"});
@@ -127,15 +134,20 @@ TEST(ApiInputs, FilesAreMatchedByNameAndRandomTensorsBySeed) {
   const fs::path stray = test::temp_dir("ApiInputs", "stray");
   write_npy((stray / "input_1.npy").string(), in[1]);
   write_npy((stray / "bogus.npy").string(), in[0]);
-  test::expect_user_error([&] { read_inputs({stray.string()}, {"input_0", "input_1"}); },
-                          {"bogus.npy", "'bogus' is no input of the model (inputs: input_0, input_1)"});
+  test::expect_user_error(
+      [&] {
+        read_inputs({stray.string()}, {"input_0", "input_1"});
+      },
+      {"bogus.npy", "'bogus' is no input of the model (inputs: input_0, input_1)"});
   write_npy((stray / "other.npy").string(), in[1]);
   fs::remove(stray / "input_1.npy");  // none named: by position, as documented
   EXPECT_EQ(read_inputs({stray.string()}, {"input_0", "input_1"}).size(), 2u);
-  const Tensor a = random_tensor(DType::Int64, {4, 8}, 7, {3, 5, -1, 1}), b = random_tensor(DType::Int64, {4, 8}, 7, {3, 5, -1, 1});
+  const Tensor a = random_tensor(DType::Int64, {4, 8}, 7, {3, 5, -1, 1}),
+               b = random_tensor(DType::Int64, {4, 8}, 7, {3, 5, -1, 1});
   EXPECT_TRUE(test::same_bytes(a, b));
   for (int64_t i = 0; i < a.numel(); ++i) EXPECT_TRUE(a.get_f64(i) >= 3 && a.get_f64(i) <= 5);
-  EXPECT_FALSE(test::same_bytes(random_tensor(DType::Float32, {16}, 1), random_tensor(DType::Float32, {16}, 2)));
+  EXPECT_FALSE(test::same_bytes(random_tensor(DType::Float32, {16}, 1),
+                                random_tensor(DType::Float32, {16}, 2)));
   test::expect_user_error([&] { random_tensor(DType::UInt8, {2}, 1, {0, 300}); }, {"300"});
   EXPECT_EQ(parse_shapes("a:2x16,b:3").at("a"), (Shape{2, 16}));
   test::expect_user_error([&] { parse_shapes("a:2x"); }, {"2x"});
@@ -157,8 +169,10 @@ TEST_F(Api, SavedAndLoadedEngineKeepsItsInterfaceAndOutputs) {
 }
 
 TEST_F(Api, CompileFromBytesGivesTheSameEngine) {
-  for (const std::string& n : engine_->notes()) EXPECT_EQ(n.find("set to 1"), std::string::npos) << n;
-  EXPECT_NE(Engine::compile((kModel / "model.onnx").string()).notes().size(), 0u) << "dims defaulted: noted";
+  for (const std::string& n : engine_->notes())
+    EXPECT_EQ(n.find("set to 1"), std::string::npos) << n;
+  EXPECT_NE(Engine::compile((kModel / "model.onnx").string()).notes().size(), 0u)
+      << "dims defaulted: noted";
   std::ifstream f(kModel / "model.onnx", std::ios::binary);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -219,7 +233,8 @@ TEST(ApiErrors, BadModelsAndOptionsAreUserErrorsDerivedFromError) {
     EXPECT_NE(dynamic_cast<const UserError*>(&e), nullptr);
     EXPECT_NE(std::string(e.what()).find("fp8"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(Engine::load((kModel / "model.onnx").string()), UserError) << "an ONNX file is not an engine";
+  EXPECT_THROW(Engine::load((kModel / "model.onnx").string()), UserError)
+      << "an ONNX file is not an engine";
   EXPECT_THROW(read_tensor("/nonexistent/input.pb"), UserError);
 }
 

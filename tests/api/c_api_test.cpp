@@ -27,7 +27,8 @@ braze_engine* compile_bert() {
   braze_compile_options_init(&o);
   o.shapes = "input_0:2x16,input_1:2x16";
   braze_engine* e = nullptr;
-  EXPECT_EQ(braze_engine_compile((kModel / "model.onnx").string().c_str(), &o, &e), BRAZE_OK) << braze_last_error();
+  EXPECT_EQ(braze_engine_compile((kModel / "model.onnx").string().c_str(), &o, &e), BRAZE_OK)
+      << braze_last_error();
   return e;
 }
 
@@ -89,20 +90,25 @@ TEST(CApi, EngineFilesAndTensorsRoundTrip) {
 TEST(CApi, FailuresReturnAStatusAndAMessage) {
   braze_engine* e = nullptr;
   EXPECT_EQ(braze_engine_compile(nullptr, nullptr, &e), BRAZE_USER_ERROR);
-  EXPECT_NE(std::string(braze_last_error()).find("onnx_path"), std::string::npos) << braze_last_error();
+  EXPECT_NE(std::string(braze_last_error()).find("onnx_path"), std::string::npos)
+      << braze_last_error();
   EXPECT_EQ(braze_engine_compile("/nonexistent/model.onnx", nullptr, &e), BRAZE_USER_ERROR);
   EXPECT_EQ(e, nullptr);
-  EXPECT_NE(std::string(braze_last_error()).find("/nonexistent/model.onnx"), std::string::npos) << braze_last_error();
+  EXPECT_NE(std::string(braze_last_error()).find("/nonexistent/model.onnx"), std::string::npos)
+      << braze_last_error();
   braze_compile_options o;
   braze_compile_options_init(&o);
   o.precision = "fp8";
-  EXPECT_EQ(braze_engine_compile((kModel / "model.onnx").string().c_str(), &o, &e), BRAZE_USER_ERROR);
+  EXPECT_EQ(braze_engine_compile((kModel / "model.onnx").string().c_str(), &o, &e),
+            BRAZE_USER_ERROR);
   o.precision = "fp32";
   o.shapes = "input_0:2x";
-  EXPECT_EQ(braze_engine_compile((kModel / "model.onnx").string().c_str(), &o, &e), BRAZE_USER_ERROR);
+  EXPECT_EQ(braze_engine_compile((kModel / "model.onnx").string().c_str(), &o, &e),
+            BRAZE_USER_ERROR);
   braze_tensor* t = nullptr;
   const int64_t shape[] = {2};
-  EXPECT_EQ(braze_tensor_create(static_cast<braze_dtype>(99), shape, 1, nullptr, &t), BRAZE_USER_ERROR);
+  EXPECT_EQ(braze_tensor_create(static_cast<braze_dtype>(99), shape, 1, nullptr, &t),
+            BRAZE_USER_ERROR);
   EXPECT_EQ(braze_tensor_create(BRAZE_FLOAT32, nullptr, 1, nullptr, &t), BRAZE_USER_ERROR);
 
   e = compile_bert();
@@ -119,18 +125,24 @@ TEST(CApi, FailuresReturnAStatusAndAMessage) {
   braze_tensor* out = nullptr;
   EXPECT_EQ(braze_session_run(s, one, 1, &out, 1), BRAZE_USER_ERROR) << "one input of two";
   const braze_tensor* two[] = {a, a};
-  EXPECT_EQ(braze_session_run(s, two, 2, &out, 2), BRAZE_USER_ERROR) << "two output slots for one output";
-  EXPECT_NE(std::string(braze_last_error()).find("num_outputs"), std::string::npos) << braze_last_error();
+  EXPECT_EQ(braze_session_run(s, two, 2, &out, 2), BRAZE_USER_ERROR)
+      << "two output slots for one output";
+  EXPECT_NE(std::string(braze_last_error()).find("num_outputs"), std::string::npos)
+      << braze_last_error();
   // The device path: a GPU session's; arrays checked before anything runs.
   const int64_t dims[] = {2, 16};
-  const braze_device_tensor d[] = {{nullptr, BRAZE_INT64, dims, 2}, {nullptr, BRAZE_INT64, dims, 2}};
+  const braze_device_tensor d[] = {{nullptr, BRAZE_INT64, dims, 2},
+                                   {nullptr, BRAZE_INT64, dims, 2}};
   EXPECT_EQ(braze_session_run_device(s, d, 2, d, 1, nullptr), BRAZE_USER_ERROR);
-  EXPECT_NE(std::string(braze_last_error()).find("CPU reference"), std::string::npos) << braze_last_error();
+  EXPECT_NE(std::string(braze_last_error()).find("CPU reference"), std::string::npos)
+      << braze_last_error();
   EXPECT_EQ(braze_session_run_device(s, nullptr, 2, d, 1, nullptr), BRAZE_USER_ERROR);
-  EXPECT_NE(std::string(braze_last_error()).find("inputs is NULL"), std::string::npos) << braze_last_error();
+  EXPECT_NE(std::string(braze_last_error()).find("inputs is NULL"), std::string::npos)
+      << braze_last_error();
   const braze_device_tensor bad[] = {{nullptr, static_cast<braze_dtype>(99), dims, 2}};
   EXPECT_EQ(braze_session_run_device(s, bad, 1, d, 1, nullptr), BRAZE_USER_ERROR);
-  EXPECT_NE(std::string(braze_last_error()).find("not a braze_dtype"), std::string::npos) << braze_last_error();
+  EXPECT_NE(std::string(braze_last_error()).find("not a braze_dtype"), std::string::npos)
+      << braze_last_error();
   EXPECT_EQ(braze_session_synchronize(s, nullptr), BRAZE_OK);
   EXPECT_EQ(braze_session_synchronize(nullptr, nullptr), BRAZE_USER_ERROR);
   braze_tensor_free(a);

@@ -43,23 +43,25 @@ TEST(Cli, RunWritesOutputsAndChecksThem) {
   fs::create_directories(d / "expected");
   frontend::write_tensor_pb(d / "expected" / "output_0.pb", y, "y");
   Result r = braze(fmt::format("run {} --inputs {} --outputs {} --check {}", model.string(),
-                               (d / "input_0.pb").string(), (d / "out").string(), (d / "expected").string()));
+                               (d / "input_0.pb").string(), (d / "out").string(),
+                               (d / "expected").string()));
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(frontend::read_tensor_file(d / "out" / "y.npy").tensor.bitwise_equal(y));
 
   Tensor wrong = y.clone();
   wrong.set_f64(0, 9.0);
   frontend::write_tensor_pb(d / "expected" / "output_0.pb", wrong, "y");
-  r = braze(fmt::format("run {} --inputs {} --check {}", model.string(), (d / "input_0.pb").string(),
-                        (d / "expected").string()));
+  r = braze(fmt::format("run {} --inputs {} --check {}", model.string(),
+                        (d / "input_0.pb").string(), (d / "expected").string()));
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("MISMATCH"), std::string::npos) << r.out;
   // The failure is said on stderr too (stdout alone was silent where it is not shown).
-  r = braze(fmt::format("run {} --inputs {} --check {}", model.string(), (d / "input_0.pb").string(),
-                        (d / "expected").string()),
+  r = braze(fmt::format("run {} --inputs {} --check {}", model.string(),
+                        (d / "input_0.pb").string(), (d / "expected").string()),
             "2>&1 >/dev/null");  // stderr alone
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("error: 1 of 1 output differs from " + (d / "expected").string() + " (y)"), std::string::npos)
+  EXPECT_NE(r.out.find("error: 1 of 1 output differs from " + (d / "expected").string() + " (y)"),
+            std::string::npos)
       << r.out;
 }
 
@@ -74,13 +76,18 @@ TEST(Cli, InputOfTheWrongShapeOrDtype) {
   fs::path d = test::temp_dir("cli_test", "wrong_input");
   fs::path model = write_model(d);
   frontend::write_tensor_pb(d / "bad_shape.pb", test::floats({3, 2}, {1, 2, 3, 4, 5, 6}), "x");
-  Result r = braze(fmt::format("run {} --inputs {} --shapes x:2x3", model.string(), (d / "bad_shape.pb").string()));
+  Result r = braze(fmt::format("run {} --inputs {} --shapes x:2x3", model.string(),
+                               (d / "bad_shape.pb").string()));
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("input 'x' is float32[3,2], but the model expects float32[2,3]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("input 'x' is float32[3,2], but the model expects float32[2,3]"),
+            std::string::npos)
+      << r.out;
   frontend::write_tensor_pb(d / "bad_dtype.pb", test::int64s({2, 3}, {1, 2, 3, 4, 5, 6}), "x");
   r = braze(fmt::format("run {} --inputs {}", model.string(), (d / "bad_dtype.pb").string()));
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("input 'x' is int64[2,3], but the model expects float32[2,3]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("input 'x' is int64[2,3], but the model expects float32[2,3]"),
+            std::string::npos)
+      << r.out;
 }
 
 // --int-range is inclusive at both ends, and must fit the dtype of every integer input it
@@ -90,13 +97,17 @@ TEST(Cli, IntRangeFitsTheInputs) {
   auto model = [&](const char* dtype) {
     return write_text_model(d / fmt::format("{}.onnx", dtype), fmt::format(R"(
       <ir_version: 8, opset_import: ["" : 17]>
-      g ({}[2,3] x) => (float[2,3] y) {{ y = Cast<to = 1>(x) }})", dtype)).string();
+      g ({}[2,3] x) => (float[2,3] y) {{ y = Cast<to = 1>(x) }})",
+                                                                           dtype))
+        .string();
   };
   const std::string i8 = model("int8"), i64 = model("int64");
   Result r = braze(fmt::format("run {} --int-range 0,300", i8));
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("input 'x': --int-range: integer range 0,300 does not fit int8 (from -128 to 127)"),
-            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(
+                "input 'x': --int-range: integer range 0,300 does not fit int8 (from -128 to 127)"),
+            std::string::npos)
+      << r.out;
   r = braze(fmt::format("run {} --int-range 5,1", i8));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--int-range 5,1 is empty"), std::string::npos) << r.out;
@@ -117,16 +128,19 @@ TEST(Cli, BFloat16InputsFromFloat32Files) {
   const fs::path model = write_text_model(d / "bf16.onnx", R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (bfloat16[2,3] x) => (bfloat16[2,3] y) { y = Add(x, x) })");
-  frontend::write_npy(d / "x.npy", test::floats({2, 3}, {1.5f, -2.f, 0.375f, 256.f, -0.0078125f, 3.f}));
-  Result r = braze(fmt::format("run {} --inputs {} --outputs {} --backend reference", model.string(),
-                               (d / "x.npy").string(), (d / "out").string()));
+  frontend::write_npy(d / "x.npy",
+                      test::floats({2, 3}, {1.5f, -2.f, 0.375f, 256.f, -0.0078125f, 3.f}));
+  Result r = braze(fmt::format("run {} --inputs {} --outputs {} --backend reference",
+                               model.string(), (d / "x.npy").string(), (d / "out").string()));
   ASSERT_EQ(r.code, 0) << r.out;
   Tensor y = frontend::read_tensor_file(d / "out" / "y.npy").tensor;
   test::expect_floats(y, {2, 3}, {3.f, -4.f, 0.75f, 512.f, -0.015625f, 6.f});
   frontend::write_npy(d / "inexact.npy", test::floats({2, 3}, {1.f, 2.f, 3.f, 4.f, 1.1f, 6.f}));
-  r = braze(fmt::format("run {} --inputs {} --backend reference", model.string(), (d / "inexact.npy").string()));
+  r = braze(fmt::format("run {} --inputs {} --backend reference", model.string(),
+                        (d / "inexact.npy").string()));
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("input 'x' is float32 and the model expects bfloat16, but element 4 (1.1) is not a bfloat16 value"),
+  EXPECT_NE(r.out.find("input 'x' is float32 and the model expects bfloat16, but element 4 (1.1) "
+                       "is not a bfloat16 value"),
             std::string::npos)
       << r.out;
 }
@@ -138,7 +152,8 @@ TEST(Cli, CorruptInputHeaderIsEscapedInTheMessage) {
   header.append(64 - (10 + header.size() + 1) % 64, ' ');
   std::ofstream(d / "x.npy", std::ios::binary)
       << std::string("\x93NUMPY\x01\x00", 8) << static_cast<char>((header.size() + 1) & 0xff)
-      << static_cast<char>((header.size() + 1) >> 8) << header << '\n' << std::string(24, '\0');
+      << static_cast<char>((header.size() + 1) >> 8) << header << '\n'
+      << std::string(24, '\0');
   Result r = braze(fmt::format("run {} --inputs {}", model.string(), (d / "x.npy").string()));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find(".npy dtype '<f4\\xf9' is not supported"), std::string::npos) << r.out;
@@ -163,12 +178,14 @@ TEST(Cli, WriteFailuresAreErrors) {
   const std::string model = write_model(d).string(), out = (d / "out").string();
   fs::create_directories(d / "outputs");
   auto limited = [&](const std::string& args) {
-    return braze("--version >/dev/null; trap '' XFSZ; ulimit -f 0; exec " + std::string(BRAZE_BINARY) + " " + args);
+    return braze("--version >/dev/null; trap '' XFSZ; ulimit -f 0; exec " +
+                 std::string(BRAZE_BINARY) + " " + args);
   };
-  for (const std::string& args : {"compile " + model + " -o " + out, "inspect " + model + " --html " + out,
-                                  "inspect " + model + " --dot " + out,
-                                  "run " + model + " --backend reference --outputs " + (d / "outputs").string(),
-                                  "inspect " + model + " --json > " + out}) {
+  for (const std::string& args :
+       {"compile " + model + " -o " + out, "inspect " + model + " --html " + out,
+        "inspect " + model + " --dot " + out,
+        "run " + model + " --backend reference --outputs " + (d / "outputs").string(),
+        "inspect " + model + " --json > " + out}) {
     Result r = limited(args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
     if (args.find('>') == std::string::npos) {  // else stderr went to the file too
@@ -176,8 +193,9 @@ TEST(Cli, WriteFailuresAreErrors) {
     }
     EXPECT_EQ(r.out.find("wrote"), std::string::npos) << args << ": " << r.out;
   }
-  EXPECT_NE(limited("compile " + model + " -o " + out).out.find(out + ": write failed (File too large)"),
-            std::string::npos);
+  EXPECT_NE(
+      limited("compile " + model + " -o " + out).out.find(out + ": write failed (File too large)"),
+      std::string::npos);
   EXPECT_FALSE(fs::exists(out + ".tmp"));
   EXPECT_EQ(braze("compile " + model + " -o " + out).code, 0);  // without the limit
   // A device is written in place: an engine file's write-then-rename replaced the node.
@@ -193,9 +211,11 @@ TEST(Cli, UsageErrorsExitTwo) {
   // negative tolerance fell back to the default, inf passed everything).
   fs::path d = test::temp_dir("cli_test", "usage");
   const std::string model = write_model(d).string();
-  for (const char* args : {"bench {} --iters 0", "bench {} --warmup -1", "diff {} --rtol nan", "diff {} --atol -1",
-                           "diff {} --atol inf", "doctor --megabytes 0{}", "doctor --iters 0{}"}) {
-    Result r = braze(fmt::format(fmt::runtime(args), std::string(args).find("doctor") == 0 ? "" : model));
+  for (const char* args :
+       {"bench {} --iters 0", "bench {} --warmup -1", "diff {} --rtol nan", "diff {} --atol -1",
+        "diff {} --atol inf", "doctor --megabytes 0{}", "doctor --iters 0{}"}) {
+    Result r =
+        braze(fmt::format(fmt::runtime(args), std::string(args).find("doctor") == 0 ? "" : model));
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
   }
   Result r = braze(fmt::format("diff {} --rtol nan", model));
@@ -212,9 +232,11 @@ TEST(Cli, ValuesLargerThanAnyGpuAreRefused) {
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[1] x) => (float[3000000000,3000000000] y)
     <int64[2] s = {3000000000, 3000000000}> { y = Expand(x, s) })");
-  Result r = braze(fmt::format("compile {} -o {} --arch sm_90", p.string(), (d / "huge.braze").string()));
+  Result r =
+      braze(fmt::format("compile {} -o {} --arch sm_90", p.string(), (d / "huge.braze").string()));
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("value 'y' (float32[3000000000,3000000000]) is larger than a GPU holds"), std::string::npos)
+  EXPECT_NE(r.out.find("value 'y' (float32[3000000000,3000000000]) is larger than a GPU holds"),
+            std::string::npos)
       << r.out;
 }
 
@@ -223,19 +245,24 @@ TEST(Cli, ValuesLargerThanAnyGpuAreRefused) {
 TEST(Cli, CompileOptionsAreRefusedForEngines) {
   fs::path d = test::temp_dir("cli_test", "engine_options");
   const std::string engine = (d / "m.braze").string();
-  ASSERT_EQ(braze(fmt::format("compile {} -o {} --arch sm_90", write_model(d).string(), engine)).code, 0);
-  for (const char* opt : {"--shapes x:4x3", "--precision fp16", "--no-fuse", "--tune", "--arch sm_80"}) {
+  ASSERT_EQ(
+      braze(fmt::format("compile {} -o {} --arch sm_90", write_model(d).string(), engine)).code, 0);
+  for (const char* opt :
+       {"--shapes x:4x3", "--precision fp16", "--no-fuse", "--tune", "--arch sm_80"}) {
     for (const char* cmd : {"run", "bench"}) {
       Result r = braze(fmt::format("{} {} {}", cmd, engine, opt));
       EXPECT_EQ(r.code, 2) << cmd << " " << opt << ": " << r.out;
-      EXPECT_NE(r.out.find("is an engine (compiled at --precision fp32)"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("is an engine (compiled at --precision fp32)"), std::string::npos)
+          << r.out;
     }
   }
   EXPECT_EQ(braze(fmt::format("run {} --precision fp32", engine)).code, 0);
   // An explicit --precision fp32 for an engine built at fp16 is refused too (it looked like the
   // default and was ignored); the engine's own precision, or none, runs.
   const std::string half = (d / "h.braze").string();
-  ASSERT_EQ(braze(fmt::format("compile {} -o {} --precision fp16", write_model(d).string(), half)).code, 0);
+  ASSERT_EQ(
+      braze(fmt::format("compile {} -o {} --precision fp16", write_model(d).string(), half)).code,
+      0);
   Result f = braze(fmt::format("run {} --precision fp32", half));
   EXPECT_EQ(f.code, 2) << f.out;
   EXPECT_NE(f.out.find("is an engine (compiled at --precision fp16)"), std::string::npos) << f.out;
@@ -251,10 +278,13 @@ TEST(Cli, CompileOptionsAreRefusedForEngines) {
     EXPECT_NE(r.out.find("give the model for"), std::string::npos) << r.out;
   }
   // The commands that take only models say what the file is.
-  for (const std::string& cmd : {std::string("inspect"), std::string("diff"), "compile -o " + (d / "again.braze").string()}) {
+  for (const std::string& cmd : {std::string("inspect"), std::string("diff"),
+                                 "compile -o " + (d / "again.braze").string()}) {
     r = braze(fmt::format("{} {}", cmd, engine));
     EXPECT_EQ(r.code, 2) << cmd << ": " << r.out;
-    EXPECT_NE(r.out.find("is a braze engine file; this command takes the ONNX model"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("is a braze engine file; this command takes the ONNX model"),
+              std::string::npos)
+        << r.out;
   }
 }
 
@@ -264,12 +294,15 @@ TEST(Cli, CompileOptionsAreRefusedForEngines) {
 TEST(Cli, BenchAnEngineOnGivenInputs) {
   fs::path d = test::temp_dir("cli_test", "bench_engine_inputs");
   const std::string engine = (d / "m.braze").string();
-  ASSERT_EQ(braze(fmt::format("compile {} -o {} --arch sm_90", write_model(d).string(), engine)).code, 0);
+  ASSERT_EQ(
+      braze(fmt::format("compile {} -o {} --arch sm_90", write_model(d).string(), engine)).code, 0);
   frontend::write_npy(d / "x.npy", test::floats({2, 3}, {0.5f, 1.f, -1.f, -2.f, 3.f, 0.25f}));
-  Result r = braze(fmt::format("bench {} --inputs {} --iters 3 --warmup 1", engine, (d / "x.npy").string()));
+  Result r = braze(
+      fmt::format("bench {} --inputs {} --iters 3 --warmup 1", engine, (d / "x.npy").string()));
   EXPECT_EQ(r.out.find("ModelProto"), std::string::npos) << r.out;
   EXPECT_TRUE(r.code == 0 || (r.code == 1 && r.out.find("no GPU") != std::string::npos)) << r.out;
-  r = braze(fmt::format("bench {} --inputs {} {}", engine, (d / "x.npy").string(), (d / "x.npy").string()));
+  r = braze(fmt::format("bench {} --inputs {} {}", engine, (d / "x.npy").string(),
+                        (d / "x.npy").string()));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("takes 1 input (x), 2 given"), std::string::npos) << r.out;
 }
@@ -289,7 +322,8 @@ TEST(Cli, ArchitecturesNvrtcCannotCompileFor) {
   Result r = braze(fmt::format("compile {} -o {} --arch sm_80a", model, out));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("begin at sm_90a"), std::string::npos) << r.out;
-  for (const char* arch : {"sm_80", "sm_90a"}) EXPECT_EQ(braze(fmt::format("compile {} -o {} --arch {}", model, out, arch)).code, 0) << arch;
+  for (const char* arch : {"sm_80", "sm_90a"})
+    EXPECT_EQ(braze(fmt::format("compile {} -o {} --arch {}", model, out, arch)).code, 0) << arch;
 }
 
 // --precision fp16: the emulated kernels run the model in float16 and diff reports the
@@ -344,20 +378,24 @@ TEST(Cli, Tf32Precision) {
   EXPECT_GE(fp32, 0) << exact.out;
   EXPECT_LT(fp32, 1e-6) << "fp32 stays exact: " << exact.out;
 
-  Result c = braze(fmt::format("compile {} --precision tf32 --dump cuda --no-cache -o {}", m.string(),
-                               (d / "tf32.braze").string()));
+  Result c = braze(fmt::format("compile {} --precision tf32 --dump cuda --no-cache -o {}",
+                               m.string(), (d / "tf32.braze").string()));
   EXPECT_EQ(c.code, 0) << c.out;
   EXPECT_NE(c.out.find("braze_tc_gemm<float, "), std::string::npos) << c.out;
-  Result c32 = braze(fmt::format("compile {} --precision fp32 --dump cuda --no-cache -o {}", m.string(),
-                                 (d / "fp32.braze").string()));
+  Result c32 = braze(fmt::format("compile {} --precision fp32 --dump cuda --no-cache -o {}",
+                                 m.string(), (d / "fp32.braze").string()));
   EXPECT_EQ(c32.code, 0) << c32.out;
   EXPECT_EQ(c32.out.find("braze_tc_gemm"), std::string::npos) << "fp32 keeps the SIMT kernel";
   EXPECT_NE(c32.out.find("== cuda braze_gemm_MatMul"), std::string::npos) << c32.out;
   Result run = braze("run " + (d / "tf32.braze").string());
   EXPECT_EQ(run.code, 0) << run.out;
   EXPECT_NE(run.out.find("at --precision tf32"), std::string::npos) << run.out;
-  EXPECT_NE(braze("run " + (d / "fp32.braze").string()).out.find("at --precision fp32"), std::string::npos);
-  EXPECT_EQ(braze(fmt::format("compile {} --precision tf16 -o {}", m.string(), (d / "x.braze").string())).code, 2);
+  EXPECT_NE(braze("run " + (d / "fp32.braze").string()).out.find("at --precision fp32"),
+            std::string::npos);
+  EXPECT_EQ(
+      braze(fmt::format("compile {} --precision tf16 -o {}", m.string(), (d / "x.braze").string()))
+          .code,
+      2);
 }
 
 TEST(Cli, InspectJson) {
@@ -375,11 +413,15 @@ TEST(Cli, CompileLimitCancelsAKernelThatRunsPastIt) {
   Result r = braze("compile " + model + " --no-cache --compile-limit 0.001 -o " + out);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("error: NVRTC compiling kernel braze_"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("ran past the compile limit of 0.001 s per kernel (--compile-limit sets it)"), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("ran past the compile limit of 0.001 s per kernel (--compile-limit sets it)"),
+      std::string::npos)
+      << r.out;
   EXPECT_FALSE(fs::exists(out));
   r = braze("compile " + model + " --no-cache --compile-limit 0 -o " + out);
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--compile-limit: a positive number of seconds, not '0'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--compile-limit: a positive number of seconds, not '0'"), std::string::npos)
+      << r.out;
   EXPECT_EQ(braze("compile " + model + " --no-cache --compile-limit 120 -o " + out).code, 0);
 }
 
@@ -407,7 +449,8 @@ TEST(Cli, ConformanceOnOneCase) {
   EXPECT_EQ(r.code, 1) << r.out;
   r = braze("conformance " + d.string() + " --filter nothing_like_it");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--filter 'nothing_like_it' matches none of the cases"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--filter 'nothing_like_it' matches none of the cases"), std::string::npos)
+      << r.out;
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ inline Result braze(const std::string& args, const std::string& streams = "2>&1"
 }
 
 // The model in ONNX text syntax `text`, written to `path`.
-inline std::filesystem::path write_text_model(const std::filesystem::path& path, const std::string& text) {
+inline std::filesystem::path write_text_model(const std::filesystem::path& path,
+                                              const std::string& text) {
   std::ofstream(path, std::ios::binary) << frontend::parse_model_text(text).SerializeAsString();
   return path;
 }

@@ -10,13 +10,18 @@ namespace braze {
 namespace {
 
 TEST(Printable, KeepsTextAndValidUtf8) {
-  EXPECT_EQ(printable("input 'x' is float32[2,3]\n\tsee above"), "input 'x' is float32[2,3]\n\tsee above");
-  EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x88\x9a \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x88\x9a \xf0\x9f\x98\x80");
+  EXPECT_EQ(printable("input 'x' is float32[2,3]\n\tsee above"),
+            "input 'x' is float32[2,3]\n\tsee above");
+  EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x88\x9a \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe2\x88\x9a \xf0\x9f\x98\x80");
 }
 
 TEST(Printable, EscapesControlAndInvalidBytes) {
   EXPECT_EQ(printable(std::string("'<f4\xf9, '")), "'<f4\\xf9, '");
-  EXPECT_EQ(printable(std::string("a\x01" "b\x7f", 4)), "a\\x01b\\x7f");
+  EXPECT_EQ(printable(std::string("a\x01"
+                                  "b\x7f",
+                                  4)),
+            "a\\x01b\\x7f");
   EXPECT_EQ(printable(std::string("\0", 1)), "\\x00");
   EXPECT_EQ(printable("\xc3"), "\\xc3") << "a sequence cut short";
   EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf") << "overlong";

@@ -23,8 +23,8 @@ constexpr const char* kModel = R"(
     a = Sigmoid(x)  s = Softmax <axis = 1> (a)  m = MatMul(x, w)  y = Relu(m) })";
 
 std::string compile_cmd(const fs::path& cache, const fs::path& model, const fs::path& engine) {
-  return fmt::format("XDG_CACHE_HOME={} {} compile {} -o {} >{}.log 2>&1", cache.string(), BRAZE_BINARY,
-                     model.string(), engine.string(), engine.string());
+  return fmt::format("XDG_CACHE_HOME={} {} compile {} -o {} >{}.log 2>&1", cache.string(),
+                     BRAZE_BINARY, model.string(), engine.string(), engine.string());
 }
 
 TEST(SharedKernelCache, ProcessesCompilingAtOnceLeaveWholeEntries) {
@@ -37,7 +37,8 @@ TEST(SharedKernelCache, ProcessesCompilingAtOnceLeaveWholeEntries) {
     cmd += compile_cmd(cache, model, d / fmt::format("e{}.braze", i)) + " & ";
   test::Result r = test::shell("(" + cmd + "wait) && cat " + (d / "e*.braze.log").string());
   ASSERT_EQ(r.code, 0) << r.out;
-  for (int i = 0; i < kProcs; ++i) EXPECT_TRUE(fs::is_regular_file(d / fmt::format("e{}.braze", i))) << r.out;
+  for (int i = 0; i < kProcs; ++i)
+    EXPECT_TRUE(fs::is_regular_file(d / fmt::format("e{}.braze", i))) << r.out;
 
   size_t entries = 0;
   for (const auto& e : fs::recursive_directory_iterator(cache)) {
@@ -46,9 +47,11 @@ TEST(SharedKernelCache, ProcessesCompilingAtOnceLeaveWholeEntries) {
   }
   EXPECT_EQ(entries, 2u);
   // Every kernel now comes from the cache: no entry is torn or lost.
-  r = test::shell(compile_cmd(cache, model, d / "again.braze") + " ; cat " + (d / "again.braze.log").string());
+  r = test::shell(compile_cmd(cache, model, d / "again.braze") + " ; cat " +
+                  (d / "again.braze.log").string());
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find(fmt::format("(0 compiled, {} from the kernel cache)", entries)), std::string::npos)
+  EXPECT_NE(r.out.find(fmt::format("(0 compiled, {} from the kernel cache)", entries)),
+            std::string::npos)
       << r.out;
 }
 

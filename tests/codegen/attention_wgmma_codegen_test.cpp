@@ -2,8 +2,8 @@
 // needed): offered on sm_90a only, for head dims 64 and 128; every candidate compiles into
 // PTX with Q Kᵀ on wgmma from shared memory and P V on wgmma with P from registers and V
 // transposed, TMA copies on mbarriers, register reallocation where two consumer warpgroups
-// share the SM, no spills and no wgmma serialised (ptxas's report); three tensor maps whose boxes are the tiles.
-// Where it applies, it leads the search space.
+// share the SM, no spills and no wgmma serialised (ptxas's report); three tensor maps whose boxes
+// are the tiles. Where it applies, it leads the search space.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -66,18 +66,21 @@ std::string masked(int b, int h, int s, int d) {
                      b, h, s, d);
 }
 
-void expect_wgmma_kernels(const AttentionGroup& a, int d, const std::string& type, const std::string& what) {
+void expect_wgmma_kernels(const AttentionGroup& a, int d, const std::string& type,
+                          const std::string& what) {
   size_t n = 0;
   for (const codegen::Tunables& t : codegen::candidates(a.g, a.group, h200a())) {
     if (!is_wg(t)) continue;
     ++n;
-    const std::string tun = fmt::format("{} bn={} cons={} stages={} pp={}", what, t.at("bn"), t.at("cons"), t.at("stages"),
-                                        t.count("pp") ? t.at("pp") : 0);
+    const std::string tun =
+        fmt::format("{} bn={} cons={} stages={} pp={}", what, t.at("bn"), t.at("cons"),
+                    t.at("stages"), t.count("pp") ? t.at("pp") : 0);
     codegen::GroupCode gc = codegen::generate(a.g, a.group, h200a(), &t);
     ASSERT_TRUE(gc.kernel.has_value()) << tun << ": " << gc.fallback_reason;
     const codegen::Kernel& k = *gc.kernel;
     EXPECT_EQ(codegen::schedule_name(k), "flash-wgmma");
-    const unsigned bn = static_cast<unsigned>(t.at("bn")), bm = 64u * static_cast<unsigned>(t.at("cons"));
+    const unsigned bn = static_cast<unsigned>(t.at("bn")),
+                   bm = 64u * static_cast<unsigned>(t.at("cons"));
     EXPECT_EQ(k.block[0], bm * 2 + 128) << tun;
     EXPECT_LE(k.shared_bytes, 227u * 1024) << tun;
     ASSERT_EQ(k.tensor_maps.size(), 3u) << tun;
@@ -88,11 +91,14 @@ void expect_wgmma_kernels(const AttentionGroup& a, int d, const std::string& typ
       EXPECT_EQ(k.tensor_maps[i].dims[0], static_cast<uint64_t>(d)) << tun;
       EXPECT_FALSE(k.params.at(k.tensor_maps[i].param).is_output) << tun;
     }
-    gpu::Compiled comp = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90a"), true, {"--ptxas-options=-v"});
+    gpu::Compiled comp = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90a"), true,
+                                            {"--ptxas-options=-v"});
     ASSERT_FALSE(comp.cubin.empty()) << tun;
     const std::string& ptx = comp.ptx;
-    const std::string qk = fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{}", bn, type, type);
-    const std::string pv = fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{}", d, type, type);
+    const std::string qk =
+        fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{}", bn, type, type);
+    const std::string pv =
+        fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{}", d, type, type);
     EXPECT_NE(ptx.find(qk), std::string::npos) << tun << " lacks " << qk;
     EXPECT_NE(ptx.find(pv), std::string::npos) << tun << " lacks " << pv;
     EXPECT_NE(ptx.find(", 1, 1, 1, 1;"), std::string::npos) << tun << ": P V's B (V) transposed";
@@ -100,7 +106,8 @@ void expect_wgmma_kernels(const AttentionGroup& a, int d, const std::string& typ
     EXPECT_NE(ptx.find("mbarrier.try_wait.parity"), std::string::npos) << tun;
     EXPECT_EQ(ptx.find("setmaxnreg.inc") != std::string::npos, t.at("cons") == 2) << tun;
     EXPECT_NE(comp.log.find("0 bytes spill stores"), std::string::npos) << tun << ":\n" << comp.log;
-    EXPECT_EQ(comp.log.find("serialized"), std::string::npos) << tun << ":\n" << comp.log;  // C7512, C7520
+    EXPECT_EQ(comp.log.find("serialized"), std::string::npos) << tun << ":\n"
+                                                              << comp.log;  // C7512, C7520
   }
   EXPECT_GE(n, 5u) << what;
 }
@@ -111,11 +118,12 @@ TEST(AttentionWgmmaCodegen, EveryCandidateCompilesToWgmmaWithoutSpills) {
     for (const test::AttentionCase& c : test::attention_cases()) {
       const std::string name = c.name;
       if (name != "HeadDim128DeadRow" && name != "T5PositionBias") continue;
-      expect_wgmma_kernels(attention_group(test::attention_text(c, dtype), h200a()), name == "HeadDim128DeadRow" ? 128 : 64,
-                           type, name + " " + dtype);
+      expect_wgmma_kernels(attention_group(test::attention_text(c, dtype), h200a()),
+                           name == "HeadDim128DeadRow" ? 128 : 64, type, name + " " + dtype);
     }
   }
-  expect_wgmma_kernels(attention_group(causal_gqa(32, 4, 2048, 128), h200a()), 128, "f16", "GQA causal d128");
+  expect_wgmma_kernels(attention_group(causal_gqa(32, 4, 2048, 128), h200a()), 128, "f16",
+                       "GQA causal d128");
   expect_wgmma_kernels(attention_group(masked(32, 12, 128, 64), h200a()), 64, "f16", "BERT b32");
 }
 
@@ -124,14 +132,17 @@ TEST(AttentionWgmmaCodegen, OnlyOnSm90aAndForHeadDims64And128) {
   const AttentionGroup a = attention_group(text, h200a());
   EXPECT_TRUE(is_wg(codegen::candidates(a.g, a.group, h200a()).front()));
   codegen::Target plain{90, 132};
-  for (const codegen::Tunables& t : codegen::candidates(a.g, a.group, plain)) EXPECT_FALSE(is_wg(t));
+  for (const codegen::Tunables& t : codegen::candidates(a.g, a.group, plain))
+    EXPECT_FALSE(is_wg(t));
   codegen::Target emulated = h200a();
   emulated.emulated = true;
-  for (const codegen::Tunables& t : codegen::candidates(a.g, a.group, emulated)) EXPECT_FALSE(is_wg(t));
+  for (const codegen::Tunables& t : codegen::candidates(a.g, a.group, emulated))
+    EXPECT_FALSE(is_wg(t));
   for (const test::AttentionCase& c : test::attention_cases())
     if (std::string(c.name) == "CrossHeadDim80") {
       const AttentionGroup x = attention_group(test::attention_text(c, "float16"), h200a());
-      for (const codegen::Tunables& t : codegen::candidates(x.g, x.group, h200a())) EXPECT_FALSE(is_wg(t));
+      for (const codegen::Tunables& t : codegen::candidates(x.g, x.group, h200a()))
+        EXPECT_FALSE(is_wg(t));
     }
 }
 

@@ -22,8 +22,10 @@ TEST(ConformanceKernels, AllCompileForSm90) {
   size_t cases = 0;
   for (const fs::path& dir : runtime::find_cases({root})) {
     try {
-      runtime::PreparedSet p = runtime::prepare_data_set(dir / "model.onnx", dir / "test_data_set_0");
-      for (gpu::Step& s : gpu::generate_steps(p.graph, fusion::plan_unfused(p.graph), codegen::Target{}))
+      runtime::PreparedSet p =
+          runtime::prepare_data_set(dir / "model.onnx", dir / "test_data_set_0");
+      for (gpu::Step& s :
+           gpu::generate_steps(p.graph, fusion::plan_unfused(p.graph), codegen::Target{}))
         if (s.kernel) steps.push_back(std::move(s));
       ++cases;
     } catch (const UnsupportedError&) {
@@ -39,8 +41,8 @@ TEST(ConformanceKernels, AllCompileForSm90) {
   EXPECT_LT(r.distinct, steps.size());
   for (const gpu::Step& s : steps) EXPECT_FALSE(s.cubin.empty()) << s.kernel->name;
   EXPECT_GT(cases, 700u);
-  std::printf("compiled %zu distinct kernels of %zu from %zu cases in %.1f s\n", r.distinct, steps.size(), cases,
-              r.compile_seconds);
+  std::printf("compiled %zu distinct kernels of %zu from %zu cases in %.1f s\n", r.distinct,
+              steps.size(), cases, r.compile_seconds);
 }
 
 }  // namespace

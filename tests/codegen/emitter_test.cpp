@@ -53,7 +53,8 @@ TEST(Emitter, AValueAskedTwiceAtOneCoordinateIsComputedOnceWithinItsScope) {
   e.pop_scope();
   const size_t after = e.body().size();
   e.value_at(y, {"2LL", "3LL"});
-  EXPECT_GT(e.body().size(), after) << "a value computed in a closed scope is computed again outside it";
+  EXPECT_GT(e.body().size(), after)
+      << "a value computed in a closed scope is computed again outside it";
 }
 
 TEST(Emitter, ValuesOutsideTheGroupAreLoadedNotComputed) {

@@ -23,12 +23,12 @@ namespace {
 
 const codegen::Target kH200{90, 132};
 
-using test::GemmGroup;
 using test::gemm_group_of;
+using test::GemmGroup;
 
 std::string ptx_of(const codegen::Kernel& k, std::string* ptxas_log = nullptr) {
-  gpu::Compiled c = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90"), true,
-                                       {"--ptxas-options=-v"});
+  gpu::Compiled c =
+      gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90"), true, {"--ptxas-options=-v"});
   EXPECT_FALSE(c.cubin.empty()) << k.name;
   if (ptxas_log) *ptxas_log = c.log;
   return c.ptx;
@@ -70,14 +70,16 @@ TEST(GemmSimtCodegen, EveryCandidateCompilesToVectorFragmentsInRegisters) {
       ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
       const codegen::Kernel& k = *gc.kernel;
       EXPECT_EQ(k.tunables, t);
-      EXPECT_EQ(k.block[0], static_cast<unsigned>((t.at("bm") / t.at("tm")) * (t.at("bn") / t.at("tn"))));
+      EXPECT_EQ(k.block[0],
+                static_cast<unsigned>((t.at("bm") / t.at("tm")) * (t.at("bn") / t.at("tn"))));
       std::string log;
       const std::string ptx = ptx_of(k, &log);
       EXPECT_EQ(ptx.find("ld.local"), std::string::npos) << type << " " << k.name;
       EXPECT_EQ(ptx.find("st.local"), std::string::npos) << type << " " << k.name;
       // ptxas allocates registers without spilling within the launch bounds.
       EXPECT_NE(log.find(" 0 bytes spill stores, 0 bytes spill loads"), std::string::npos)
-          << type << " " << k.name << "\n" << log;
+          << type << " " << k.name << "\n"
+          << log;
       EXPECT_NE(log.find("Used "), std::string::npos) << log;
       const bool f32 = std::string(type) == "float";
       const size_t lds = count(ptx, f32 ? "ld.shared.v4.f32" : "ld.shared.v2.f64");

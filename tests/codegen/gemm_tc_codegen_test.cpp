@@ -23,8 +23,8 @@ namespace {
 const codegen::Target kH200{90, 132};
 const codegen::Target kH200Tf32{90, 132, false, true};
 
-using test::GemmGroup;
 using test::gemm_group_of;
+using test::GemmGroup;
 
 bool is_tc(const codegen::Tunables& t) { return t.count("tc") && t.at("tc") == 1; }
 
@@ -108,7 +108,8 @@ TEST(GemmTcCodegen, SplitKForFewTilesAndLongK) {
       EXPECT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
       if (!gc.kernel) continue;
       EXPECT_EQ(gc.kernel->grid[0] % static_cast<unsigned>(t.at("split")), 0u);
-      EXPECT_NE(gc.kernel->source.find("__cluster_dims__(" + std::to_string(t.at("split"))), std::string::npos);
+      EXPECT_NE(gc.kernel->source.find("__cluster_dims__(" + std::to_string(t.at("split"))),
+                std::string::npos);
       std::string ptx = ptx_of(*gc.kernel);
       EXPECT_NE(ptx.find("barrier.cluster"), std::string::npos);
       EXPECT_NE(ptx.find("mapa"), std::string::npos);
@@ -123,7 +124,8 @@ TEST(GemmTcCodegen, SplitKForFewTilesAndLongK) {
   {
     GemmGroup gg = gemm_group_of(small_m);
     codegen::Tunables def = codegen::candidates(gg.g, gg.group, kH200).front();
-    EXPECT_EQ(def.count("split") ? def.at("split") : 1, 4) << "24 tiles of 64 x 64: split 4 by default";
+    EXPECT_EQ(def.count("split") ? def.at("split") : 1, 4)
+        << "24 tiles of 64 x 64: split 4 by default";
   }
   EXPECT_NE(std::find(s.begin(), s.end(), 2), s.end());
   EXPECT_NE(std::find(s.begin(), s.end(), 4), s.end());
@@ -192,7 +194,8 @@ TEST(GemmTcCodegen, TransposeInFrontIsReadInPlace) {
   for (const char* type : {"float16", "float"}) {
     const std::string text = fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
         g ({0}[2,64,32] q, {0}[2,48,32] k) => ({0}[2,64,48] y) {{
-          kt = Transpose <perm = [0, 2, 1]> (k)  y = MatMul(q, kt) }})", type);
+          kt = Transpose <perm = [0, 2, 1]> (k)  y = MatMul(q, kt) }})",
+                                         type);
     GemmGroup gg = gemm_group_of(text);
     EXPECT_EQ(gg.group.nodes.size(), 2u) << "the Transpose is in the GEMM group";
     const codegen::Target t = std::string(type) == "float" ? kH200Tf32 : kH200;
@@ -288,7 +291,8 @@ TEST(GemmTf32Codegen, EveryCandidateCompiles) {
 TEST(GemmTf32Codegen, DefaultTileFollowsTheProblemSize) {
   auto default_of = [](const std::string& a, const std::string& b, const std::string& y) {
     GemmGroup gg = gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
-      g (float)" + a + R"( a, float)" + b + R"( b) => (float)" + y + R"( y) { y = MatMul(a, b) })");
+      g (float)" + a + R"( a, float)" +
+                                 b + R"( b) => (float)" + y + R"( y) { y = MatMul(a, b) })");
     codegen::Tunables t = codegen::candidates(gg.g, gg.group, kH200Tf32).front();
     EXPECT_TRUE(is_tc(t));
     return std::make_tuple(t.at("bm"), t.at("bn"), t.at("bk"));

@@ -43,8 +43,10 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
   test::GemmGroup gg = test::gemm_group_of(test::gemm_tc_text(c, dtype));
   const std::vector<codegen::Tunables> cands = wg_candidates(gg, h200a());
   ASSERT_GE(cands.size(), 6u);
-  EXPECT_TRUE(std::any_of(cands.begin(), cands.end(), [](const codegen::Tunables& t) { return t.count("pp") > 0; }));
-  EXPECT_TRUE(std::any_of(cands.begin(), cands.end(), [](const codegen::Tunables& t) { return t.count("se") > 0; }));
+  EXPECT_TRUE(std::any_of(cands.begin(), cands.end(),
+                          [](const codegen::Tunables& t) { return t.count("pp") > 0; }));
+  EXPECT_TRUE(std::any_of(cands.begin(), cands.end(),
+                          [](const codegen::Tunables& t) { return t.count("se") > 0; }));
   const std::string type = std::string(dtype) == "float16" ? "f16" : "bf16";
   for (const codegen::Tunables& t : cands) {
     codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), &t);
@@ -53,7 +55,7 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
     ASSERT_EQ(k.tensor_maps.size(), 2u);
     const int bm = t.at("bm"), bn = t.at("bn");
     const bool pp = t.count("pp") && t.at("pp") == 1;  // persistent, alternate tiles
-    const int cw = t.count("cw") ? t.at("cw") : 1;      // a cooperative consumer's 64-row blocks
+    const int cw = t.count("cw") ? t.at("cw") : 1;     // a cooperative consumer's 64-row blocks
     EXPECT_EQ(k.block[0], pp ? 384u : 128u * (1 + bm / (64 * cw)));
     if (pp) {
       EXPECT_LE(k.grid[0], 132u);
@@ -73,8 +75,8 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
     gpu::Compiled comp = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90a"), true);
     ASSERT_FALSE(comp.cubin.empty());
     const std::string& ptx = comp.ptx;
-    const std::string op = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(bn) + "k16.f32." +
-                           type + "." + type;
+    const std::string op =
+        "wgmma.mma_async.sync.aligned.m64n" + std::to_string(bn) + "k16.f32." + type + "." + type;
     EXPECT_NE(ptx.find(op), std::string::npos) << k.name << " lacks " << op;
     // The transpose flags follow the layouts: 1 for an m- or n-contiguous operand.
     const std::string flags = std::string(", 1, 1, ") + (c.a_kcontig ? "0" : "1") + ", " +
@@ -145,12 +147,14 @@ TEST(GemmWgmmaCodegen, DefaultTileFollowsTheOutputSize) {
   EXPECT_EQ(qkv.at("bn"), 192) << "2.9 waves of 128 x 192 against 4.4 of 64 x 256";
   EXPECT_EQ(qkv.count("pp"), 1u);
   const codegen::Tunables odd = default_of(4096, 2560, 768);
-  EXPECT_EQ(odd.at("bn"), 256) << "64 x 256: 4.8 waves (5 x 16384 per SM); 128 x 192: 3.4 (4 x 24576)";
+  EXPECT_EQ(odd.at("bn"), 256)
+      << "64 x 256: 4.8 waves (5 x 16384 per SM); 128 x 192: 3.4 (4 x 24576)";
   const codegen::Tunables deep = default_of(8192, 8192, 4096);
   EXPECT_EQ(deep.at("bm"), 128);
   EXPECT_EQ(deep.at("bn"), 256);
   EXPECT_EQ(deep.count("pp"), 0u) << "64 k-tiles a tile: cooperative";
-  EXPECT_EQ(default_of(4096, 768, 3072).at("bn"), 192) << "96 tiles of 128 x 256 on 132 SMs, 128 of 128 x 192";
+  EXPECT_EQ(default_of(4096, 768, 3072).at("bn"), 192)
+      << "96 tiles of 128 x 256 on 132 SMs, 128 of 128 x 192";
   const char* small = R"(<ir_version: 8, opset_import: ["" : 20]>
     g (float16[128,768] a, float16[768,768] b) => (float16[128,768] y) { y = MatMul(a, b) })";
   test::GemmGroup gs = test::gemm_group_of(small);
@@ -159,8 +163,9 @@ TEST(GemmWgmmaCodegen, DefaultTileFollowsTheOutputSize) {
   EXPECT_TRUE(is_wg(c.front()));
   EXPECT_EQ(c.front().at("bn"), 64) << "few output tiles; B n-contiguous: whole 64-column boxes";
   EXPECT_EQ(c.front().at("bm"), 64) << "24 tiles of 64 x 64 rather than 12 of 128 x 64";
-  EXPECT_TRUE(std::any_of(c.begin(), c.end(), [](const codegen::Tunables& t) { return t.count("split") > 0; }))
-      << "split-K mma.sync still a candidate";
+  EXPECT_TRUE(std::any_of(c.begin(), c.end(), [](const codegen::Tunables& t) {
+    return t.count("split") > 0;
+  })) << "split-K mma.sync still a candidate";
 }
 
 // Under two waves of 128 x 256 tiles, the tile that fills the 132 SMs: with B k-contiguous its
@@ -205,7 +210,8 @@ TEST(GemmWgmmaCodegen, EpilogueThroughAReshapeIndexesTheBiasByJ) {
   EXPECT_EQ(src.find("2304LL + j) % 2304LL"), std::string::npos);
   // The store: the reshape's two digits of i are one term, and neither i nor j (both
   // guarded to their range) takes a modulo.
-  EXPECT_NE(src.find("(long long)((unsigned)(i) * 2304u + (unsigned)(j))"), std::string::npos) << src;
+  EXPECT_NE(src.find("(long long)((unsigned)(i) * 2304u + (unsigned)(j))"), std::string::npos)
+      << src;
   EXPECT_EQ(src.find("% 2304u"), std::string::npos);
   EXPECT_EQ(src.find("(unsigned)(i) / 128u"), std::string::npos);
 }
@@ -220,22 +226,30 @@ TEST(GemmWgmmaCodegen, ResidualsAreCopiedToSharedMemoryBeforeTheKLoop) {
   codegen::GroupCode gc = codegen::generate(res.g, res.group, h200a());
   ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
   const std::string& src = gc.kernel->source;
-  const size_t copy = src.find("braze_cp_async<8>(res_ptr + 0 + (((mi * 6 + c) * 4 + se_it) * 128 + se_t) * 8, (in3 + (i * 768LL + j)));");
-  const size_t loop = src.find("for (int kt = 0; kt < 48; ++kt)", src.find("const int cons = wg - 1;"));
-  const size_t wait = src.find("braze_cp_async_wait_all();"), bar = src.find("braze_bar_sync(1 + cons, 128);");
+  const size_t copy = src.find(
+      "braze_cp_async<8>(res_ptr + 0 + (((mi * 6 + c) * 4 + se_it) * 128 + se_t) * 8, (in3 + (i * "
+      "768LL + j)));");
+  const size_t loop =
+      src.find("for (int kt = 0; kt < 48; ++kt)", src.find("const int cons = wg - 1;"));
+  const size_t wait = src.find("braze_cp_async_wait_all();"),
+               bar = src.find("braze_bar_sync(1 + cons, 128);");
   ASSERT_NE(copy, std::string::npos) << src;
   ASSERT_NE(loop, std::string::npos);
   EXPECT_LT(copy, loop) << "copied before the consumers' k-loop";
   EXPECT_LT(loop, wait);
   EXPECT_LT(wait, bar) << "waited for before the first staging barrier";
-  EXPECT_NE(src.find("braze_val(res0.v[3])", bar), std::string::npos) << "the lanes read from shared memory";
-  EXPECT_EQ(src.find("braze_vload<4>(in3"), std::string::npos) << "no load of the residual from global memory";
-  EXPECT_NE(src.find("braze_vload<4>(in2, (j))", bar), std::string::npos) << "the bias loaded where it was";
+  EXPECT_NE(src.find("braze_val(res0.v[3])", bar), std::string::npos)
+      << "the lanes read from shared memory";
+  EXPECT_EQ(src.find("braze_vload<4>(in3"), std::string::npos)
+      << "no load of the residual from global memory";
+  EXPECT_NE(src.find("braze_vload<4>(in2, (j))", bar), std::string::npos)
+      << "the bias loaded where it was";
   EXPECT_EQ(gc.kernel->tunables.at("bm"), 128);
   EXPECT_EQ(gc.kernel->tunables.at("bn"), 192);
   EXPECT_EQ(gc.kernel->tunables.at("stages"), 4) << "a stage fewer than the 5 that fit without it";
   EXPECT_LE(gc.kernel->shared_bytes, 227u * 1024u);
-  const gpu::Compiled comp = gpu::nvrtc_compile(src, gc.kernel->name, gpu::Arch::parse("sm_90a"), true);
+  const gpu::Compiled comp =
+      gpu::nvrtc_compile(src, gc.kernel->name, gpu::Arch::parse("sm_90a"), true);
   EXPECT_NE(comp.ptx.find("cp.async.ca.shared.global"), std::string::npos);
 }
 
@@ -265,11 +279,11 @@ TEST(GemmWgmmaCodegen, StoresThroughAPermutationKeepTheirDigits) {
   codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a());
   ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
   const std::string& src = gc.kernel->source;
-  EXPECT_NE(src.find("((unsigned)(b) / 12u) * 98304u + (unsigned)(i) * 768u + ((unsigned)(b) % 12u) * 64u + (unsigned)(j)"),
+  EXPECT_NE(src.find("((unsigned)(b) / 12u) * 98304u + (unsigned)(i) * 768u + ((unsigned)(b) % "
+                     "12u) * 64u + (unsigned)(j)"),
             std::string::npos)
       << src;
 }
-
 
 // BERT-base b32's products (M = 4096, weights k-major as store_weights_k_major stores them,
 // the epilogues the model fuses): every candidate compiles; ptxas's registers and spills are
@@ -292,21 +306,26 @@ TEST(GemmWgmmaCodegen, BertB32CandidatesReportRegistersAndTheDefaultSpillsLittle
     for (size_t i = 0; i < cands.size(); ++i) {
       codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), &cands[i]);
       ASSERT_TRUE(gc.kernel.has_value()) << what << ": " << gc.fallback_reason;
-      gpu::Compiled c = gpu::nvrtc_compile(gc.kernel->source, gc.kernel->name,
-                                           gpu::Arch::parse("sm_90a"), false, {"--ptxas-options=-v"});
+      gpu::Compiled c =
+          gpu::nvrtc_compile(gc.kernel->source, gc.kernel->name, gpu::Arch::parse("sm_90a"), false,
+                             {"--ptxas-options=-v"});
       ASSERT_FALSE(c.cubin.empty()) << what;
-      const bool spills = c.log.find(" 0 bytes spill stores, 0 bytes spill loads") == std::string::npos;
+      const bool spills =
+          c.log.find(" 0 bytes spill stores, 0 bytes spill loads") == std::string::npos;
       std::string tun;
       for (const auto& [key, v] : cands[i]) tun += fmt::format("{}={} ", key, v);
       const size_t used = c.log.find("Used ");
       std::printf("%-12s %s%s| %s\n", what, i == 0 ? "(default) " : "", tun.c_str(),
-                  used == std::string::npos ? "?" : c.log.substr(used, c.log.find('\n', used) - used).c_str());
+                  used == std::string::npos
+                      ? "?"
+                      : c.log.substr(used, c.log.find('\n', used) - used).c_str());
       if (spills) std::printf("%-12s   spills: %s\n", what, c.log.c_str());
       if (i == 0) {
         const size_t at = c.log.find(" bytes spill stores");
         ASSERT_NE(at, std::string::npos) << c.log;
         const size_t from = c.log.find_last_of(' ', at - 1) + 1;
-        EXPECT_LE(std::stoi(c.log.substr(from, at - from)), 64) << what << "'s default spills:\n" << c.log;
+        EXPECT_LE(std::stoi(c.log.substr(from, at - from)), 64) << what << "'s default spills:\n"
+                                                                << c.log;
       }
     }
   }

@@ -57,9 +57,11 @@ TEST(PointwiseCodegen, SameGraphSameSource) {
 TEST(PointwiseCodegen, DivisionByAConstant) {
   auto source_of = [](const char* type) {
     const std::string text = std::string(R"(<ir_version: 8, opset_import: ["" : 17]>
-      g ()") + type + R"([4,9] x) => ()" + type + R"([4,9] y) {
+      g ()") + type + R"([4,9] x) => ()" +
+                             type + R"([4,9] y) {
         cf = Constant <value = float {1.4140625}> ()  c = Cast <to = )" +
-        (std::string(type) == "float" ? "1" : "10") + R"(> (cf)  y = Div(x, c) })";
+                             (std::string(type) == "float" ? "1" : "10") +
+                             R"(> (cf)  y = Div(x, c) })";
     auto ks = kernels_of(text);
     EXPECT_EQ(ks.size(), 1u);
     for (const codegen::Kernel& k : ks) expect_compiles(k);
@@ -78,7 +80,8 @@ TEST(PointwiseCodegen, DivisionByAConstant) {
 TEST(PointwiseCodegen, GeluIntoHalfTypesTakesTheShortForm) {
   for (const char* type : {"float", "float16", "bfloat16"}) {
     auto ks = kernels_of(std::string(R"(<ir_version: 8, opset_import: ["" : 20]>
-      g ()") + type + "[4,9] x) => (" + type + "[4,9] y) { y = Gelu(x) }");
+      g ()") + type + "[4,9] x) => (" +
+                         type + "[4,9] y) { y = Gelu(x) }");
     ASSERT_EQ(ks.size(), 1u);
     expect_compiles(ks[0]);
     const std::string body = ks[0].source.substr(ks[0].source.find("// ---- generated ----"));
@@ -94,7 +97,8 @@ TEST(PointwiseCodegen, GeluIntoHalfTypesTakesTheShortForm) {
 TEST(PointwiseCodegen, TanhGeluIntoFloat16TakesTheShortForm) {
   for (const char* type : {"float", "float16", "bfloat16"}) {
     auto ks = kernels_of(std::string(R"(<ir_version: 8, opset_import: ["" : 20]>
-      g ()") + type + "[4,9] x) => (" + type + "[4,9] y) { y = Gelu <approximate = \"tanh\"> (x) }");
+      g ()") + type + "[4,9] x) => (" +
+                         type + "[4,9] y) { y = Gelu <approximate = \"tanh\"> (x) }");
     ASSERT_EQ(ks.size(), 1u);
     expect_compiles(ks[0]);
     const std::string body = ks[0].source.substr(ks[0].source.find("// ---- generated ----"));
@@ -116,7 +120,8 @@ TEST(PointwiseCodegen, NanPropagatingMinMaxCompileForEveryArch) {
       SCOPED_TRACE(k.name + " " + arch);
       gpu::Compiled c = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse(arch), true);
       EXPECT_FALSE(c.cubin.empty());
-      const bool one = c.ptx.find("min.NaN.f32") != std::string::npos || c.ptx.find("max.NaN.f32") != std::string::npos;
+      const bool one = c.ptx.find("min.NaN.f32") != std::string::npos ||
+                       c.ptx.find("max.NaN.f32") != std::string::npos;
       EXPECT_EQ(one, std::string(arch) != "sm_75");
     }
 }

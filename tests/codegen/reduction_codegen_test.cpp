@@ -45,7 +45,8 @@ TEST(ReductionCodegen, StagedAndSplitRowsCompileForSm90) {
       }
       if (tunable(t, "split") > 1) {
         ++split;
-        EXPECT_NE(k.source.find("__cluster_dims__(" + std::to_string(t.at("split"))), std::string::npos);
+        EXPECT_NE(k.source.find("__cluster_dims__(" + std::to_string(t.at("split"))),
+                  std::string::npos);
         EXPECT_EQ(k.grid[0] % static_cast<unsigned>(t.at("split")), 0u);
         EXPECT_NE(c.ptx.find("barrier.cluster"), std::string::npos) << k.name;
         EXPECT_NE(c.ptx.find("mapa"), std::string::npos) << k.name;
@@ -86,7 +87,7 @@ TEST(ReductionCodegen, SoftmaxReusesTheSumPassExp) {
     return n;
   };
   EXPECT_EQ(count("braze_exp_fast("), 8u);  // 256 / 32 lanes: once per element
-  EXPECT_EQ(count(") / s0_1"), 0u);  // no division per element
+  EXPECT_EQ(count(") / s0_1"), 0u);         // no division per element
   EXPECT_EQ(count("(1.0f / s0_1)"), 8u);
 }
 

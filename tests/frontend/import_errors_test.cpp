@@ -39,7 +39,8 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-#define EXPECT_ERROR_HAS(call, text) EXPECT_PRED_FORMAT2(::testing::IsSubstring, text, error_of([&] { call; }))
+#define EXPECT_ERROR_HAS(call, text) \
+  EXPECT_PRED_FORMAT2(::testing::IsSubstring, text, error_of([&] { call; }))
 
 TEST(ImportErrors, MissingFile) {
   EXPECT_ERROR_HAS(frontend::import_model_file("/nonexistent/model.onnx"), "no such file");
@@ -83,7 +84,8 @@ TEST(ImportErrors, UnsupportedOpsAreListedTogether) {
 TEST(ImportErrors, UnsupportedOpset) {
   onnx::ModelProto m = small_model();
   m.mutable_opset_import(0)->set_version(6);  // Add took a broadcast attribute before opset 7
-  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "Add (ai.onnx, opset 6: braze imports this op from opset 7)");
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}),
+                   "Add (ai.onnx, opset 6: braze imports this op from opset 7)");
   m.mutable_opset_import(0)->set_version(25);
   EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "opsets 1 to 24");
 }
@@ -93,7 +95,8 @@ TEST(ImportErrors, RawDataSizeDisagreesWithDims) {
   auto* w = m.mutable_graph()->mutable_initializer(0);
   w->clear_float_data();
   w->set_raw_data(std::string(12, '\0'));  // 3 floats for dims [4]
-  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "initializer 'w': raw_data holds 12 bytes but dims [4]");
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}),
+                   "initializer 'w': raw_data holds 12 bytes but dims [4]");
 }
 
 TEST(ImportErrors, NegativeDims) {
@@ -166,9 +169,12 @@ std::string nested_ifs(int levels) {
 }
 
 TEST(ImportErrors, NestingDeeperThanTheLimit) {
-  EXPECT_ERROR_HAS(frontend::import_model_bytes(nested_ifs(2)), "unsupported op");  // If: parsed, then refused
-  EXPECT_ERROR_HAS(frontend::import_model_bytes(nested_ifs(50)), "nests messages more than 100 levels deep");
-  EXPECT_ERROR_HAS(frontend::import_model_bytes(nested_ifs(1000)), "nested more than 1000 levels deep?");
+  EXPECT_ERROR_HAS(frontend::import_model_bytes(nested_ifs(2)),
+                   "unsupported op");  // If: parsed, then refused
+  EXPECT_ERROR_HAS(frontend::import_model_bytes(nested_ifs(50)),
+                   "nests messages more than 100 levels deep");
+  EXPECT_ERROR_HAS(frontend::import_model_bytes(nested_ifs(1000)),
+                   "nested more than 1000 levels deep?");
 }
 
 // A model file over protobuf's 2 GiB: refused from its size, before it is read (a sparse file:
@@ -203,10 +209,12 @@ TEST(ImportErrors, RankOverTheLimit) {
   for (size_t i = 1; i <= kMaxRank; ++i) dims += ",1";
   EXPECT_ERROR_HAS(frontend::import_model_bytes(frontend::parse_model_text(R"(
     <ir_version: 8, opset_import: ["" : 17]>
-    g (float[)" + dims + R"(] x) => (float[)" + dims + R"(] y) { y = Relu(x) })").SerializeAsString()),
+    g (float[)" + dims + R"(] x) => (float[)" + dims + R"(] y) { y = Relu(x) })")
+                                                    .SerializeAsString()),
                    "input 'x' has rank 65; braze handles tensors of rank at most 64");
   const auto import_and_passes = [](const std::string& text) {
-    graph::Graph g = frontend::import_model_bytes(frontend::parse_model_text(text).SerializeAsString()).graph;
+    graph::Graph g =
+        frontend::import_model_bytes(frontend::parse_model_text(text).SerializeAsString()).graph;
     graph::passes::run_pipeline(g);
   };
   EXPECT_ERROR_HAS(import_and_passes(R"(
@@ -241,14 +249,16 @@ TEST(ImportErrors, WrongAttributeType) {
   onnx::ModelProto m = frontend::parse_model_text(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[4] x) => (float[4] y) { y = LeakyRelu <alpha = 2> (x) })");
-  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "attribute 'alpha' should be of type float");
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}),
+                   "attribute 'alpha' should be of type float");
 }
 
 TEST(ImportErrors, UnknownOrMisplacedAttributes) {
   auto with = [](const std::string& body) {
     return frontend::parse_model_text(R"(
       <ir_version: 8, opset_import: ["" : 17]>
-      g (float[4,4] x) => (float[4,4] y) { )" + body + " }");
+      g (float[4,4] x) => (float[4,4] y) { )" +
+                                      body + " }");
   };
   EXPECT_ERROR_HAS(frontend::import_model_proto(with("y = Add <perm = [1, 0]> (x, x)"), {}),
                    "unknown attribute 'perm' (Add at opset 17 takes none)");
@@ -266,10 +276,12 @@ TEST(ImportErrors, UnknownOrMisplacedAttributes) {
   const std::string bn = R"(
     g (float[2,4,3] x, float[4] s, float[4] b, float[4] m, float[4] v) => (float[2,4,3] y) {
       y = BatchNormalization <spatial = 1> (x, s, b, m, v) })";
-  EXPECT_NO_THROW(frontend::import_model_proto(frontend::parse_model_text(
-      R"(<ir_version: 3, opset_import: ["" : 7]>)" + bn), {}));
-  EXPECT_ERROR_HAS(frontend::import_model_proto(frontend::parse_model_text(
-      R"(<ir_version: 8, opset_import: ["" : 15]>)" + bn), {}), "unknown attribute 'spatial'");
+  EXPECT_NO_THROW(frontend::import_model_proto(
+      frontend::parse_model_text(R"(<ir_version: 3, opset_import: ["" : 7]>)" + bn), {}));
+  EXPECT_ERROR_HAS(
+      frontend::import_model_proto(
+          frontend::parse_model_text(R"(<ir_version: 8, opset_import: ["" : 15]>)" + bn), {}),
+      "unknown attribute 'spatial'");
 }
 
 TEST(ImportErrors, NamesThatAreNotUtf8) {
@@ -279,18 +291,26 @@ TEST(ImportErrors, NamesThatAreNotUtf8) {
     return m;
   };
   const std::string not_utf8 = "ab\xAB";
-  EXPECT_ERROR_HAS(frontend::import_model_proto(bad([&](auto& m) { m.mutable_graph()->mutable_node(0)->set_name(not_utf8); }), {}),
-                   "node 0: its name is not valid UTF-8 (byte 0xAB at offset 2)");
-  EXPECT_ERROR_HAS(frontend::import_model_proto(bad([&](auto& m) {
-                     auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
-                     a->set_name(not_utf8);
-                     a->set_type(onnx::AttributeProto::INT);
-                   }), {}),
-                   "node 0: the name of attribute 0 is not valid UTF-8");
-  EXPECT_ERROR_HAS(frontend::import_model_proto(bad([&](auto& m) { m.mutable_graph()->mutable_input(0)->set_name(not_utf8); }), {}),
-                   "the name of graph input 0 is not valid UTF-8");
-  EXPECT_ERROR_HAS(frontend::import_model_proto(bad([&](auto& m) { m.mutable_graph()->mutable_initializer(0)->set_name(not_utf8); }), {}),
-                   "the name of initializer 0 is not valid UTF-8");
+  EXPECT_ERROR_HAS(
+      frontend::import_model_proto(
+          bad([&](auto& m) { m.mutable_graph()->mutable_node(0)->set_name(not_utf8); }), {}),
+      "node 0: its name is not valid UTF-8 (byte 0xAB at offset 2)");
+  EXPECT_ERROR_HAS(
+      frontend::import_model_proto(bad([&](auto& m) {
+                                     auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
+                                     a->set_name(not_utf8);
+                                     a->set_type(onnx::AttributeProto::INT);
+                                   }),
+                                   {}),
+      "node 0: the name of attribute 0 is not valid UTF-8");
+  EXPECT_ERROR_HAS(
+      frontend::import_model_proto(
+          bad([&](auto& m) { m.mutable_graph()->mutable_input(0)->set_name(not_utf8); }), {}),
+      "the name of graph input 0 is not valid UTF-8");
+  EXPECT_ERROR_HAS(
+      frontend::import_model_proto(
+          bad([&](auto& m) { m.mutable_graph()->mutable_initializer(0)->set_name(not_utf8); }), {}),
+      "the name of initializer 0 is not valid UTF-8");
 }
 
 TEST(ImportErrors, Utf8Validation) {
@@ -298,12 +318,12 @@ TEST(ImportErrors, Utf8Validation) {
   constexpr size_t ok = std::string_view::npos;
   EXPECT_EQ(invalid_utf8_at("plain ascii"), ok);
   EXPECT_EQ(invalid_utf8_at("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), ok);  // é € 😀
-  EXPECT_EQ(invalid_utf8_at("a\x80"), 1u);                  // a lone continuation byte
-  EXPECT_EQ(invalid_utf8_at("\xC0\xAF"), 0u);               // an overlong '/'
-  EXPECT_EQ(invalid_utf8_at("\xE0\x80\xAF"), 0u);          // overlong in three bytes
-  EXPECT_EQ(invalid_utf8_at("\xED\xA0\x80"), 0u);          // a surrogate
-  EXPECT_EQ(invalid_utf8_at("\xF4\x90\x80\x80"), 0u);     // past U+10FFFF
-  EXPECT_EQ(invalid_utf8_at("xy\xE2\x82"), 2u);             // cut short
+  EXPECT_EQ(invalid_utf8_at("a\x80"), 1u);             // a lone continuation byte
+  EXPECT_EQ(invalid_utf8_at("\xC0\xAF"), 0u);          // an overlong '/'
+  EXPECT_EQ(invalid_utf8_at("\xE0\x80\xAF"), 0u);      // overlong in three bytes
+  EXPECT_EQ(invalid_utf8_at("\xED\xA0\x80"), 0u);      // a surrogate
+  EXPECT_EQ(invalid_utf8_at("\xF4\x90\x80\x80"), 0u);  // past U+10FFFF
+  EXPECT_EQ(invalid_utf8_at("xy\xE2\x82"), 2u);        // cut short
   EXPECT_EQ(invalid_utf8_at(std::string_view("a\0b", 3)), ok);
 }
 
@@ -335,7 +355,8 @@ TEST(ImportSymbolicDims, DefaultToOneWithANote) {
   o.shapes["x"] = {8, 4};
   frontend::ImportResult r8 = test::import_text(R"(
     <ir_version: 8, opset_import: ["" : 17]>
-    g (float[batch, 4] x) => (float[batch, 4] y) { y = Relu(x) })", o);
+    g (float[batch, 4] x) => (float[batch, 4] y) { y = Relu(x) })",
+                                                o);
   EXPECT_EQ(r8.graph.value(r8.graph.outputs()[0].value).shape, (Shape{8, 4}));
   EXPECT_TRUE(r8.notes.empty());
 }
@@ -359,7 +380,8 @@ TEST(TensorFiles, NpyRoundTripAndBadFiles) {
   };
   write(d / "made.npy", npy("(3, 5)", 60));
   EXPECT_EQ(frontend::read_tensor_file(d / "made.npy").tensor.shape(), (Shape{3, 5}));
-  for (const char* shape : {"(-3, 5)", "(3, -5)", "(3, 5x)", "(3,, 5)", "(3 5)", "(3, 5.)", "(+3, 5)"}) {
+  for (const char* shape :
+       {"(-3, 5)", "(3, -5)", "(3, 5x)", "(3,, 5)", "(3 5)", "(3, 5.)", "(+3, 5)"}) {
     write(d / "spoiled.npy", npy(shape, 60));
     EXPECT_ERROR_HAS(frontend::read_tensor_file(d / "spoiled.npy"), "not a non-negative integer");
   }

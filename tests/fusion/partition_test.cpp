@@ -54,7 +54,8 @@ void expect_correct(const Fused& f, uint64_t seed = 7) {
   }
   std::vector<Tensor> got = runtime::run_emulated(f.g, f.plan, in);
   std::vector<Tensor> want = runtime::run_reference(f.g, in);
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(test::tensors_close(got[i], want[i])) << f.g.outputs()[i].name;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(test::tensors_close(got[i], want[i])) << f.g.outputs()[i].name;
 }
 
 class FusionPatterns : public ::testing::TestWithParam<test::FusionCase> {};
@@ -109,10 +110,12 @@ TEST(Fusion, SizeBoundIsRecorded) {
     prev = "t" + std::to_string(i);
   }
   body += "y = Cos(" + prev + ")";
-  Fused f = fuse(R"(<ir_version: 8, opset_import: ["" : 17]> g (float[9] x) => (float[9] y) { )" + body + " }");
+  Fused f = fuse(R"(<ir_version: 8, opset_import: ["" : 17]> g (float[9] x) => (float[9] y) { )" +
+                 body + " }");
   EXPECT_GT(f.plan.groups.size(), 1u);
   bool recorded = false;
-  for (const auto& r : f.plan.refused) recorded |= r.reason.find("would exceed") != std::string::npos;
+  for (const auto& r : f.plan.refused)
+    recorded |= r.reason.find("would exceed") != std::string::npos;
   EXPECT_TRUE(recorded);
   expect_correct(f);
 }
@@ -122,19 +125,40 @@ TEST(Fusion, SizeBoundIsRecorded) {
 // of its own that paths go around), some values also graph outputs.
 std::string random_dag(std::mt19937& rng, int nodes) {
   std::vector<std::string> vals = {"x"};
-  std::string body = "ax = Constant <value = int64[1] {1}> ()  k = Constant <value = int64[1] {8}> ()\n";
+  std::string body =
+      "ax = Constant <value = int64[1] {1}> ()  k = Constant <value = int64[1] {8}> ()\n";
   auto pick = [&] { return vals[std::uniform_int_distribution<size_t>(0, vals.size() - 1)(rng)]; };
-  auto recent = [&] { return vals[vals.size() - 1 - std::uniform_int_distribution<size_t>(0, std::min<size_t>(vals.size() - 1, 3))(rng)]; };
+  auto recent = [&] {
+    return vals[vals.size() - 1 -
+                std::uniform_int_distribution<size_t>(0,
+                                                      std::min<size_t>(vals.size() - 1, 3))(rng)];
+  };
   for (int i = 0; i < nodes; ++i) {
     const std::string v = "v" + std::to_string(i), a = recent();
     switch (std::uniform_int_distribution<int>(0, 6)(rng)) {
-      case 0: body += fmt::format("{} = Relu({})\n", v, a); break;
-      case 1: body += fmt::format("{} = Neg({})\n", v, a); break;
-      case 2: body += fmt::format("{} = Add({}, {})\n", v, a, pick()); break;
-      case 3: body += fmt::format("{0}r = ReduceMax({1}, ax)  {0} = Sub({1}, {0}r)\n", v, a); break;
-      case 4: body += fmt::format("{} = MatMul({}, w)\n", v, a); break;
-      case 5: body += fmt::format("{0}t = Transpose <perm = [1, 0]> ({1})  {0} = Transpose <perm = [1, 0]> ({0}t)\n", v, a); break;
-      default: body += fmt::format("{0}, {0}i = TopK({1}, k)\n", v, a); break;
+      case 0:
+        body += fmt::format("{} = Relu({})\n", v, a);
+        break;
+      case 1:
+        body += fmt::format("{} = Neg({})\n", v, a);
+        break;
+      case 2:
+        body += fmt::format("{} = Add({}, {})\n", v, a, pick());
+        break;
+      case 3:
+        body += fmt::format("{0}r = ReduceMax({1}, ax)  {0} = Sub({1}, {0}r)\n", v, a);
+        break;
+      case 4:
+        body += fmt::format("{} = MatMul({}, w)\n", v, a);
+        break;
+      case 5:
+        body += fmt::format(
+            "{0}t = Transpose <perm = [1, 0]> ({1})  {0} = Transpose <perm = [1, 0]> ({0}t)\n", v,
+            a);
+        break;
+      default:
+        body += fmt::format("{0}, {0}i = TopK({1}, k)\n", v, a);
+        break;
     }
     vals.push_back(v);
   }
@@ -142,7 +166,8 @@ std::string random_dag(std::mt19937& rng, int nodes) {
   std::set<std::string> named = {vals.back()};
   for (int i = 0; i < 2; ++i)
     if (std::string o = pick(); o != "x" && named.insert(o).second) outs += ", float[4,8] " + o;
-  return "<ir_version: 8, opset_import: [\"\" : 18]>\ng (float[4,8] x, float[8,8] w) => (" + outs + ") {\n" + body + "}";
+  return "<ir_version: 8, opset_import: [\"\" : 18]>\ng (float[4,8] x, float[8,8] w) => (" + outs +
+         ") {\n" + body + "}";
 }
 
 TEST(Fusion, RandomDagsPartitionIntoAcyclicPlans) {
@@ -154,7 +179,8 @@ TEST(Fusion, RandomDagsPartitionIntoAcyclicPlans) {
     graph::passes::run_pipeline(g);
     const fusion::Plan plan = fusion::plan_fused(g);
     EXPECT_NO_THROW(fusion::check_plan(g, plan)) << text;
-    for (const auto& r : plan.refused) refused_cycles += r.reason.find("cycle") != std::string::npos;
+    for (const auto& r : plan.refused)
+      refused_cycles += r.reason.find("cycle") != std::string::npos;
   }
   EXPECT_GT(refused_cycles, 0u) << "no random graph put a merge's cycle check to work";
 }

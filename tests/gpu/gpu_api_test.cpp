@@ -1,8 +1,8 @@
 // The public API on the GPU: a bundled model's Session::run against ONNX Runtime's outputs;
 // eight threads, each with its own GPU Session on one shared Engine, giving outputs identical
 // to one thread's; 16 threads for 10,000 runs without a difference or a leak; engines loaded
-// by several threads at once; and Session::run_device on caller-owned memory and the caller's stream.
-// Skips without a GPU.
+// by several threads at once; and Session::run_device on caller-owned memory and the caller's
+// stream. Skips without a GPU.
 #include <braze/braze.h>
 #include <gtest/gtest.h>
 
@@ -106,9 +106,8 @@ TEST(GpuApi, EightThreadsLoadOneEngineFileAtOnce) {
   const std::vector<Tensor> in = bert_tiny_inputs();
   const Tensor want = Session(e, Backend::Gpu).run(in)[0];
   std::vector<Tensor> got(8);
-  const std::vector<std::string> errors = test::on_threads(8, [&](int t) {
-    got[t] = Session(Engine::load(path), Backend::Gpu).run(in)[0];
-  });
+  const std::vector<std::string> errors = test::on_threads(
+      8, [&](int t) { got[t] = Session(Engine::load(path), Backend::Gpu).run(in)[0]; });
   for (int t = 0; t < 8; ++t) {
     EXPECT_EQ(errors[t], "") << "thread " << t;
     EXPECT_TRUE(test::same_bytes(got[t], want)) << "thread " << t;
@@ -123,10 +122,12 @@ struct DeviceSet {
   std::vector<DeviceTensor> tensors;
 };
 
-DeviceSet to_device(const std::vector<TensorInfo>& infos, const std::vector<Tensor>* host, size_t offset) {
+DeviceSet to_device(const std::vector<TensorInfo>& infos, const std::vector<Tensor>* host,
+                    size_t offset) {
   DeviceSet d;
   for (size_t i = 0; i < infos.size(); ++i) {
-    const size_t bytes = static_cast<size_t>(checked_numel(infos[i].shape)) * dtype_size(infos[i].dtype);
+    const size_t bytes =
+        static_cast<size_t>(checked_numel(infos[i].shape)) * dtype_size(infos[i].dtype);
     d.buffers.emplace_back(bytes + offset + 256);
     const CUdeviceptr p = d.buffers.back().ptr() + offset;
     BRAZE_CU(cuMemsetD8, d.buffers.back().ptr(), 0xFF, d.buffers.back().size());  // poison
@@ -141,7 +142,8 @@ std::vector<Tensor> to_host(const std::vector<TensorInfo>& infos, const DeviceSe
   for (size_t i = 0; i < infos.size(); ++i) {
     out.emplace_back(infos[i].dtype, infos[i].shape);
     if (out.back().nbytes())
-      BRAZE_CU(cuMemcpyDtoH, out.back().raw(), reinterpret_cast<CUdeviceptr>(d.tensors[i].data), out.back().nbytes());
+      BRAZE_CU(cuMemcpyDtoH, out.back().raw(), reinterpret_cast<CUdeviceptr>(d.tensors[i].data),
+               out.back().nbytes());
   }
   return out;
 }
@@ -165,7 +167,8 @@ void expect_device_runs_match(const Engine& e, const std::vector<std::vector<Ten
     s.synchronize(stream);
     const std::vector<Tensor> got = to_host(e.outputs(), dout), want = ref.run(in);
     for (size_t i = 0; i < want.size(); ++i)
-      EXPECT_TRUE(test::same_bytes(got[i], want[i])) << "run " << r << ", output " << e.output_names()[i];
+      EXPECT_TRUE(test::same_bytes(got[i], want[i]))
+          << "run " << r << ", output " << e.output_names()[i];
   }
   // The host path after device runs reads its own memory again.
   const std::vector<Tensor> again = s.run(sets[0]), want = ref.run(sets[0]);
@@ -179,7 +182,8 @@ TEST(GpuApi, RunOnDeviceMemoryAndTheCallersStream) {
   o.shapes = {{"input_0", {2, 16}}, {"input_1", {2, 16}}};
   const Engine e = Engine::compile((kModel / "model.onnx").string(), o);
   const fs::path data = kModel / "test_data_set_0";
-  const std::vector<Tensor> a = {read_tensor((data / "input_0.pb").string()), read_tensor((data / "input_1.pb").string())};
+  const std::vector<Tensor> a = {read_tensor((data / "input_0.pb").string()),
+                                 read_tensor((data / "input_1.pb").string())};
   // Other token ids and mask: each row's ids reversed, the mask's last four positions off.
   std::vector<Tensor> b = {a[0].clone(), a[1].clone()}, c = {a[0].clone(), a[1].clone()};
   auto* ids = static_cast<int64_t*>(b[0].raw());
@@ -201,7 +205,8 @@ TEST(GpuApi, RunOnDeviceReadsGemmOperandsInPlace) {
   const Engine e = Engine::compile_bytes(m.SerializeAsString());
   std::vector<std::vector<Tensor>> sets;
   for (uint64_t seed : {1, 2, 3})
-    sets.push_back({test::random(DType::Float16, {256, 128}, seed), test::random(DType::Float16, {128, 192}, seed + 10)});
+    sets.push_back({test::random(DType::Float16, {256, 128}, seed),
+                    test::random(DType::Float16, {128, 192}, seed + 10)});
   expect_device_runs_match(e, sets);
 }
 
@@ -214,11 +219,13 @@ TEST(GpuApi, RunOnDeviceChecksShapesAndDtypes) {
   DeviceSet in = to_device(e.inputs(), nullptr, 0), out = to_device(e.outputs(), nullptr, 0);
   std::vector<DeviceTensor> wrong = in.tensors;
   wrong[1].shape = {2, 17};
-  test::expect_user_error([&] { s.run_device(wrong, out.tensors); }, {"input_1", "[2,17]", "[2,16]"});
+  test::expect_user_error([&] { s.run_device(wrong, out.tensors); },
+                          {"input_1", "[2,17]", "[2,16]"});
   wrong = in.tensors;
   wrong[0].dtype = DType::Int32;
   test::expect_user_error([&] { s.run_device(wrong, out.tensors); }, {"input_0", "int32"});
-  test::expect_user_error([&] { s.run_device({in.tensors[0]}, out.tensors); }, {"1 inputs given", "has 2"});
+  test::expect_user_error([&] { s.run_device({in.tensors[0]}, out.tensors); },
+                          {"1 inputs given", "has 2"});
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Attention (tests/attention_cases.h) on the GPU: one flash kernel for each, every candidate
 // of its search space built and run with the arena poisoned and compared element by element
 // with the reference executor; and attention at model size (GPT-2's S = 1024 in
-// gpu_gemm_views_test, Llama's grouped heads at S = 1024) against the reference. Skips without a GPU.
+// gpu_gemm_views_test, Llama's grouped heads at S = 1024) against the reference. Skips without a
+// GPU.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -22,7 +23,8 @@
 namespace braze {
 namespace {
 
-class GpuAttention : public ::testing::TestWithParam<std::tuple<test::AttentionCase, const char*>> {};
+class GpuAttention : public ::testing::TestWithParam<std::tuple<test::AttentionCase, const char*>> {
+};
 
 TEST_P(GpuAttention, EveryCandidateMatchesTheReference) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
@@ -45,7 +47,8 @@ TEST_P(GpuAttention, EveryCandidateMatchesTheReference) {
       for (const auto& [k, v] : t) tun += fmt::format("{}={} ", k, v);
       auto engine = test::engine_with(g, base, gi, t, o, &why);
       ASSERT_TRUE(engine) << tun << why;
-      EXPECT_TRUE(test::tensors_close(test::run_poisoned(engine, in), want)) << c.name << " " << dtype << ": " << tun;
+      EXPECT_TRUE(test::tensors_close(test::run_poisoned(engine, in), want))
+          << c.name << " " << dtype << ": " << tun;
     }
   }
   EXPECT_EQ(attention, 1u);
@@ -55,7 +58,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, GpuAttention,
                          ::testing::Combine(::testing::ValuesIn(test::attention_cases()),
                                             ::testing::Values("float16", "bfloat16")),
                          [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param);
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  std::get<1>(info.param);
                          });
 
 // Llama's grouped heads (4 query heads a KV head) at S = 1024 (16 key tiles), a causal
@@ -78,7 +82,8 @@ TEST(GpuAttentionAtModelSize, LlamaGroupedQueryCausal) {
   const gpu::EngineOptions o = gpu::default_engine_options();
   auto engine = gpu::Engine::build(g, codegen::plan_for(g, true, o.target), o);
   size_t attention = 0;
-  for (const gpu::Step& s : engine->steps()) attention += s.group.kind == fusion::GroupKind::Attention;
+  for (const gpu::Step& s : engine->steps())
+    attention += s.group.kind == fusion::GroupKind::Attention;
   EXPECT_EQ(attention, 1u);
   const std::vector<Tensor> in = test::random_inputs(g, 61);
   const Tensor want = runtime::run_reference(g, in).at(0);
@@ -127,10 +132,12 @@ TEST(GpuAttentionAtModelSize, EveryCandidateOnLongKeyLoops) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
   const gpu::EngineOptions o = gpu::default_engine_options();
   for (const std::string& text :
-       {causal_attention(1, 8, 2, 1000, 128), plain_attention(2, 3, 777, 64), masked_attention(2, 3, 300, 64)}) {
+       {causal_attention(1, 8, 2, 1000, 128), plain_attention(2, 3, 777, 64),
+        masked_attention(2, 3, 300, 64)}) {
     graph::Graph g = test::graph_from_text(text);
     graph::passes::run_pipeline(g);
-    const std::vector<gpu::Step> base = gpu::generate_steps(g, codegen::plan_for(g, true, o.target), o.target);
+    const std::vector<gpu::Step> base =
+        gpu::generate_steps(g, codegen::plan_for(g, true, o.target), o.target);
     ASSERT_EQ(base.size(), 1u);
     const std::vector<Tensor> in = test::random_inputs(g, 67);
     const Tensor want = runtime::run_reference(g, in).at(0);
@@ -148,7 +155,8 @@ TEST(GpuAttentionThroughput, DISABLED_EveryCandidateAtModelSizes) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
   const gpu::EngineOptions o = gpu::default_engine_options();
   const std::pair<const char*, std::string> cases[] = {
-      {"bert b8 s128", masked_attention(8, 12, 128, 64)},    {"bert b32 s128", masked_attention(32, 12, 128, 64)},
+      {"bert b8 s128", masked_attention(8, 12, 128, 64)},
+      {"bert b32 s128", masked_attention(32, 12, 128, 64)},
       {"gpt2 b1 s1024 causal", causal_attention(1, 12, 12, 1024, 64)},
       {"gpt2 b8 s512 causal", causal_attention(8, 12, 12, 512, 64)},
       {"llama b1 s512 gqa causal", causal_attention(1, 32, 4, 512, 64)},
@@ -158,7 +166,8 @@ TEST(GpuAttentionThroughput, DISABLED_EveryCandidateAtModelSizes) {
   for (const auto& [what, text] : cases) {
     graph::Graph g = test::graph_from_text(text);
     graph::passes::run_pipeline(g);
-    const std::vector<gpu::Step> base = gpu::generate_steps(g, codegen::plan_for(g, true, o.target), o.target);
+    const std::vector<gpu::Step> base =
+        gpu::generate_steps(g, codegen::plan_for(g, true, o.target), o.target);
     ASSERT_EQ(base.size(), 1u) << what;
     const std::vector<Tensor> in = test::random_inputs(g, 7);
     const Shape& qs = g.value(g.inputs()[0]).shape;
@@ -174,8 +183,8 @@ TEST(GpuAttentionThroughput, DISABLED_EveryCandidateAtModelSizes) {
       bo.iters = 50;
       gpu::BenchResult r = gpu::benchmark(session, in, bo);
       for (const auto& [key, v] : cands[ci]) tun += fmt::format("{}={} ", key, v);
-      std::printf("%-26s %s%-28s %8.1f us  %6.1f TFLOP/s\n", what, ci == 0 ? "(default) " : "", tun.c_str(),
-                  r.latency_us.median, flops / r.latency_us.median * 1e-6);
+      std::printf("%-26s %s%-28s %8.1f us  %6.1f TFLOP/s\n", what, ci == 0 ? "(default) " : "",
+                  tun.c_str(), r.latency_us.median, flops / r.latency_us.median * 1e-6);
     }
   }
 }

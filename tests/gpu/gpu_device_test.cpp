@@ -23,7 +23,8 @@ TEST(GpuDevice, SummaryMatchesTheDriverAndIsRemembered) {
   EXPECT_EQ(first->arch.name(), d.arch().name());
   EXPECT_EQ(first->sms, d.sms);
   EXPECT_EQ(first->name, d.name);
-  if (gpu::device_identity().empty()) GTEST_SKIP() << "the driver exposes no /proc/driver/nvidia/gpus here: nothing remembered";
+  if (gpu::device_identity().empty())
+    GTEST_SKIP() << "the driver exposes no /proc/driver/nvidia/gpus here: nothing remembered";
   ASSERT_TRUE(fs::exists(cache / "devices.json"));
   std::optional<gpu::DeviceSummary> again = gpu::device_summary(cache);
   ASSERT_TRUE(again.has_value());

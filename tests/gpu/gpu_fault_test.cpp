@@ -82,9 +82,11 @@ int fault_case(const std::string& fault, How how) {
     }
     std::fprintf(stderr, "error: %s\n", message.c_str());
     const std::string kernel = engine->steps()[1].kernel->name;
-    if (message.find(kernel) == std::string::npos || message.find("step 2 of 3") == std::string::npos ||
+    if (message.find(kernel) == std::string::npos ||
+        message.find("step 2 of 3") == std::string::npos ||
         message.find("'second' (Neg)") == std::string::npos) {
-      std::fprintf(stderr, "the error does not name step 2, kernel %s and node 'second'\n", kernel.c_str());
+      std::fprintf(stderr, "the error does not name step 2, kernel %s and node 'second'\n",
+                   kernel.c_str());
       return 1;
     }
     try {  // the context is lost: an error again, not a crash or a hang
@@ -119,7 +121,8 @@ const char* const kOutOfBounds =
     "*(volatile unsigned*)(braze_progress + (1ull << 36)); (void)v; }";
 
 TEST_F(GpuFault, ATrapInAPlainRunIsNamed) {
-  EXPECT_EXIT(std::exit(fault_case(kTrap, How::Run)), ::testing::ExitedWithCode(0), "named and survived");
+  EXPECT_EXIT(std::exit(fault_case(kTrap, How::Run)), ::testing::ExitedWithCode(0),
+              "named and survived");
 }
 
 TEST_F(GpuFault, AnOutOfBoundsReadInAPlainRunIsNamed) {

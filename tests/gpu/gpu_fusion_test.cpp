@@ -63,7 +63,8 @@ TEST(GpuRepeatedRuns, ReplaysReadTheInputsUploadedOnce) {
   for (int run = 0; run < 3; ++run) {
     session.enqueue(true);
     session.check_flags();
-    EXPECT_TRUE(test::tensors_close(session.fetch(g.outputs()[0].value), want[0])) << "replay " << run;
+    EXPECT_TRUE(test::tensors_close(session.fetch(g.outputs()[0].value), want[0]))
+        << "replay " << run;
   }
   for (int run = 0; run < 2; ++run)
     EXPECT_TRUE(test::tensors_close(session.run(in)[0], want[0])) << "run " << run;

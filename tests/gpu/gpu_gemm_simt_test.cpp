@@ -22,8 +22,7 @@
 namespace braze {
 namespace {
 
-class GpuGemmSimt : public ::testing::TestWithParam<std::tuple<test::GemmSimtCase, const char*>> {
-};
+class GpuGemmSimt : public ::testing::TestWithParam<std::tuple<test::GemmSimtCase, const char*>> {};
 
 TEST_P(GpuGemmSimt, EveryCandidateMatchesReference) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
@@ -42,8 +41,7 @@ TEST_P(GpuGemmSimt, EveryCandidateMatchesReference) {
   const size_t gemm = test::gemm_step(base);
   ASSERT_LT(gemm, base.size());
   ASSERT_TRUE(base[gemm].kernel.has_value()) << base[gemm].fallback_reason;
-  const std::vector<codegen::Tunables> tunes =
-      codegen::candidates(g, base[gemm].group, o.target);
+  const std::vector<codegen::Tunables> tunes = codegen::candidates(g, base[gemm].group, o.target);
   ASSERT_GE(tunes.size(), std::string(dtype) == "double" ? 5u : 8u);
   for (size_t ti = 0; ti < tunes.size(); ++ti) {
     ASSERT_FALSE(tunes[ti].count("tc"));
@@ -53,8 +51,7 @@ TEST_P(GpuGemmSimt, EveryCandidateMatchesReference) {
     ASSERT_TRUE(engine) << what << ": " << why;
     const Tensor got = test::run_poisoned(engine, in);
     ASSERT_TRUE(got.defined());
-    runtime::Comparison cmp =
-        runtime::compare(got, want, runtime::default_tolerance(want.dtype()));
+    runtime::Comparison cmp = runtime::compare(got, want, runtime::default_tolerance(want.dtype()));
     EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got, want);
   }
 }
@@ -72,9 +69,11 @@ INSTANTIATE_TEST_SUITE_P(Cases, GpuGemmSimt,
 TEST(GpuGemmSimt, DISABLED_SimtThroughput) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
   const gpu::EngineOptions o = gpu::default_engine_options();
-  for (const auto& [m, n, k] : std::vector<std::tuple<int, int, int>>{
-           {8192, 8192, 8192}, {4096, 3072, 768}, {4096, 768, 3072}, {128, 768, 768},
-           {128, 3072, 768}}) {
+  for (const auto& [m, n, k] : std::vector<std::tuple<int, int, int>>{{8192, 8192, 8192},
+                                                                      {4096, 3072, 768},
+                                                                      {4096, 768, 3072},
+                                                                      {128, 768, 768},
+                                                                      {128, 3072, 768}}) {
     test::print_candidate_throughput(fmt::format(R"(<ir_version: 8, opset_import: ["" : 20]>
       g (float[{0},{2}] a, float[{2},{1}] b) => (float[{0},{1}] y) {{ y = MatMul(a, b) }})",
                                                  m, n, k),

@@ -74,8 +74,7 @@ void check_every_candidate(const test::GemmTcCase& c, const char* dtype, bool tf
       EXPECT_TRUE(test::tf32_close(got, want64)) << what;
       continue;
     }
-    runtime::Comparison cmp =
-        runtime::compare(got, want, runtime::default_tolerance(want.dtype()));
+    runtime::Comparison cmp = runtime::compare(got, want, runtime::default_tolerance(want.dtype()));
     EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got, want);
     EXPECT_LE(test::relative_frobenius(got, want64), 1e-2) << what;
   }
@@ -99,7 +98,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, GpuGemmTc,
 // float32 at --precision tf32.
 class GpuGemmTf32 : public ::testing::TestWithParam<test::GemmTcCase> {};
 
-TEST_P(GpuGemmTf32, EveryCandidateWithinTf32Error) { check_every_candidate(GetParam(), "float", true); }
+TEST_P(GpuGemmTf32, EveryCandidateWithinTf32Error) {
+  check_every_candidate(GetParam(), "float", true);
+}
 
 INSTANTIATE_TEST_SUITE_P(Cases, GpuGemmTf32, ::testing::ValuesIn(test::gemm_tf32_cases()),
                          [](const auto& info) { return std::string(info.param.name); });
@@ -108,14 +109,18 @@ INSTANTIATE_TEST_SUITE_P(Cases, GpuGemmTf32, ::testing::ValuesIn(test::gemm_tf32
 TEST(GpuGemmTf32, RoundsToNearestTiesAway) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
   gpu::EngineOptions o = gpu::default_engine_options();
-  if (o.target.sm < 80) GTEST_SKIP() << "tf32 tensor cores need sm_80+, the GPU is " << o.arch.name();
+  if (o.target.sm < 80)
+    GTEST_SKIP() << "tf32 tensor cores need sm_80+, the GPU is " << o.arch.name();
   o.target.tf32 = true;
   graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 20]>
     g (float[16,8] a, float[8,8] b) => (float[16,8] y) { y = MatMul(a, b) })");
   graph::passes::run_pipeline(g);
   const double tie = 1 + std::ldexp(1.0, -11), up = 1 + std::ldexp(1.0, -10);
-  const std::vector<std::pair<double, double>> rows = {
-      {tie, up}, {-tie, -up}, {tie - std::ldexp(1.0, -20), 1.0}, {tie + std::ldexp(1.0, -20), up}, {3.0, 3.0}};
+  const std::vector<std::pair<double, double>> rows = {{tie, up},
+                                                       {-tie, -up},
+                                                       {tie - std::ldexp(1.0, -20), 1.0},
+                                                       {tie + std::ldexp(1.0, -20), up},
+                                                       {3.0, 3.0}};
   Tensor a(DType::Float32, {16, 8}), b(DType::Float32, {8, 8});
   for (int64_t i = 0; i < 16; ++i)
     for (int64_t k = 0; k < 8; ++k) a.set_f64(i * 8 + k, rows[i % rows.size()].first);

@@ -20,7 +20,8 @@
 namespace braze {
 namespace {
 
-class GpuGemmViews : public ::testing::TestWithParam<std::tuple<test::GemmViewCase, const char*>> {};
+class GpuGemmViews : public ::testing::TestWithParam<std::tuple<test::GemmViewCase, const char*>> {
+};
 
 TEST_P(GpuGemmViews, EveryCandidateReadsTheLayoutsInPlace) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
@@ -43,7 +44,8 @@ TEST_P(GpuGemmViews, EveryCandidateReadsTheLayoutsInPlace) {
       auto engine = test::engine_with(g, base, gi, t, o, &why);
       if (!engine) continue;  // a candidate this product's shape refuses
       const Tensor got = test::run_poisoned(engine, in);
-      EXPECT_TRUE(test::tensors_close(got, want)) << c.name << " " << dtype << " kernel " << gi << ": " << tun;
+      EXPECT_TRUE(test::tensors_close(got, want))
+          << c.name << " " << dtype << " kernel " << gi << ": " << tun;
     }
   }
 }
@@ -77,14 +79,16 @@ TEST(GpuGemmViewsAtModelSize, Gpt2Attention) {
   }
   const std::vector<Tensor> in = test::random_inputs(g, 47);
   const Tensor want = runtime::run_reference(g, in).at(0);
-  for (int run = 0; run < 5; ++run) EXPECT_TRUE(test::tensors_close(test::run_poisoned(engine, in), want)) << run;
+  for (int run = 0; run < 5; ++run)
+    EXPECT_TRUE(test::tensors_close(test::run_poisoned(engine, in), want)) << run;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GpuGemmViews,
                          ::testing::Combine(::testing::ValuesIn(test::gemm_view_cases()),
                                             ::testing::Values("float16", "bfloat16")),
                          [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param);
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  std::get<1>(info.param);
                          });
 
 }  // namespace

@@ -90,8 +90,9 @@ TEST_P(GpuGemmWgmma, EveryCandidateAgreesWithMmaSyncAndFloat64) {
   ASSERT_LT(gemm, base.size());
   std::string why;
   auto mma = test::engine_with(
-      g, base, gemm, {{"tc", 1}, {"bm", 64}, {"bn", 64}, {"bk", 64}, {"wm", 2}, {"wn", 2}, {"stages", 3}},
-      o, &why);
+      g, base, gemm,
+      {{"tc", 1}, {"bm", 64}, {"bn", 64}, {"bk", 64}, {"wm", 2}, {"wn", 2}, {"stages", 3}}, o,
+      &why);
   ASSERT_TRUE(mma) << why;
   const Tensor want = test::run_poisoned(mma, in);
   // Sampled rows of the mma.sync result against float64 sums.
@@ -100,7 +101,8 @@ TEST_P(GpuGemmWgmma, EveryCandidateAgreesWithMmaSyncAndFloat64) {
       double s = 0;
       for (int64_t p = 0; p < c.k; ++p)
         s += in[0].get_f64(i * c.k + p) * in[1].get_f64(c.b_kcontig ? j * c.k + p : p * c.n + j);
-      ASSERT_NEAR(want.get_f64(i * c.n + j), s, 2e-2 + 1e-2 * std::fabs(s)) << "mma.sync at " << i << ", " << j;
+      ASSERT_NEAR(want.get_f64(i * c.n + j), s, 2e-2 + 1e-2 * std::fabs(s))
+          << "mma.sync at " << i << ", " << j;
     }
   size_t tried = 0;
   for (const codegen::Tunables& t : codegen::candidates(g, base[gemm].group, o.target)) {

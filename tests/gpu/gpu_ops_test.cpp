@@ -63,8 +63,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, GpuOps, ::testing::ValuesIn(test::op_cases()),
 TEST(GpuGelu, IntoHalfTypesIsWithinAnUlp) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
   // Both forms into both types (the tanh form: braze_gelu_tanh_f16 / braze_gelu_tanh).
-  for (auto [dt, tanh_form] : {std::pair{DType::Float16, false}, {DType::BFloat16, false}, {DType::Float16, true},
-                                 {DType::BFloat16, true}}) {
+  for (auto [dt, tanh_form] : {std::pair{DType::Float16, false},
+                               {DType::BFloat16, false},
+                               {DType::Float16, true},
+                               {DType::BFloat16, true}}) {
     SCOPED_TRACE(std::string(dtype_name(dt)) + (tanh_form ? ", tanh form" : ", erf form"));
     const Tensor in = test::gelu_sweep_input(dt);
     graph::Graph g = test::graph_from_text(test::gelu_sweep_model(dt, in.numel(), tanh_form));

@@ -29,7 +29,7 @@ TEST(GpuSearchSpace, EveryReductionCandidateMatchesReference) {
     const graph::Value& v = g.value(g.inputs()[i]);
     in.push_back(runtime::random_tensor(v.dtype, v.shape, 70 + i, {}));
   }
-  in[0].set_f64(5, 1e4);          // softmax fp16: a huge element (fp16 holds 1e4)
+  in[0].set_f64(5, 1e4);  // softmax fp16: a huge element (fp16 holds 1e4)
   in[0].set_f64(32000 + 7, -1e4);
   in[0].set_f64(3 * 32000 + 11, INFINITY);
   in[1].set_f64(40000 + 3, NAN);  // softmax fp32: a NaN row
@@ -39,7 +39,8 @@ TEST(GpuSearchSpace, EveryReductionCandidateMatchesReference) {
   gpu::EngineOptions opts = gpu::default_engine_options();
   opts.fuse = true;
   size_t most = 0;
-  for (const fusion::Group& grp : plan.groups) most = std::max(most, codegen::candidates(g, grp, opts.target).size());
+  for (const fusion::Group& grp : plan.groups)
+    most = std::max(most, codegen::candidates(g, grp, opts.target).size());
   ASSERT_GT(most, 20u);
   for (size_t c = 0; c < most; ++c) {
     opts.candidate = static_cast<int>(c);
@@ -50,8 +51,10 @@ TEST(GpuSearchSpace, EveryReductionCandidateMatchesReference) {
     std::vector<Tensor> got = session.run(in, ro);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
-      runtime::Comparison cmp = runtime::compare(got[i], want[i], runtime::default_tolerance(want[i].dtype()));
-      EXPECT_TRUE(cmp.ok) << g.outputs()[i].name << " with candidate " << c << ": " << cmp.summary(got[i], want[i]);
+      runtime::Comparison cmp =
+          runtime::compare(got[i], want[i], runtime::default_tolerance(want[i].dtype()));
+      EXPECT_TRUE(cmp.ok) << g.outputs()[i].name << " with candidate " << c << ": "
+                          << cmp.summary(got[i], want[i]);
     }
   }
 }

@@ -24,13 +24,15 @@ TEST(GpuSession, TheFirstKernelReadsWeightsThatHaveLanded) {
     graph::Graph g;
     const graph::ValueId x = g.add_value("x", DType::Float32, {1});
     g.add_input(x);
-    const graph::ValueId w = g.add_constant("w", runtime::random_tensor(DType::Float32, {kN}, seed, runtime::RandomSpec{}));
+    const graph::ValueId w = g.add_constant(
+        "w", runtime::random_tensor(DType::Float32, {kN}, seed, runtime::RandomSpec{}));
     const graph::ValueId y = g.add_value("y", DType::Float32, {kN});
     g.add_node(graph::find_op("", "Add"), "add", {w, x}, {y}, {});
     g.add_output(y, "y");
     auto engine = gpu::Engine::build(g, fusion::make_plan(g, true), gpu::default_engine_options());
     gpu::Session session(engine);  // loads the engine: the weight's upload
-    const std::vector<Tensor> in = {runtime::random_tensor(DType::Float32, {1}, seed + 10, runtime::RandomSpec{})};
+    const std::vector<Tensor> in = {
+        runtime::random_tensor(DType::Float32, {1}, seed + 10, runtime::RandomSpec{})};
     gpu::RunOptions ro;
     ro.poison = true;
     const std::vector<Tensor> got = session.run(in, ro);

@@ -23,7 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::shared_ptr<gpu::Engine> tuned_build(const graph::Graph& g, const fs::path& cache, gpu::BuildReport* r) {
+std::shared_ptr<gpu::Engine> tuned_build(const graph::Graph& g, const fs::path& cache,
+                                         gpu::BuildReport* r) {
   gpu::EngineOptions opts = gpu::default_engine_options();
   opts.fuse = true;
   opts.tune = true;
@@ -65,7 +66,8 @@ TEST(GpuTuning, CacheHitsTimeNothingAndStaleEntriesAreRetimed) {
   EXPECT_EQ(third.tuned, first.tuned);
   EXPECT_EQ(third.tuned_cached, 0u);
   std::ifstream(cache) >> j;
-  for (auto& [key, val] : j.at("kernels").items()) EXPECT_FALSE(val.at("tunables").contains("no_such_tunable")) << key;
+  for (auto& [key, val] : j.at("kernels").items())
+    EXPECT_FALSE(val.at("tunables").contains("no_such_tunable")) << key;
   fs::remove(cache);
 }
 

@@ -24,10 +24,8 @@ TEST(CudaIndex, UnravelledDigitsRecombineIntoTheIndex) {
 TEST(CudaIndex, OtherCoordinatesAreLinearisedTermByTerm) {
   const std::vector<std::string> d = cuda_unravel("f", {4, 5, 6});
   // Digits in another order, or over other sizes, stay as they are.
-  EXPECT_EQ(cuda_linearize({d[2], d[1]}, {6, 5}),
-            "((f % 6LL) * 5LL + ((f / 6LL) % 5LL))");
-  EXPECT_EQ(cuda_linearize({d[1], d[2]}, {5, 7}),
-            "(((f / 6LL) % 5LL) * 7LL + (f % 6LL))");
+  EXPECT_EQ(cuda_linearize({d[2], d[1]}, {6, 5}), "((f % 6LL) * 5LL + ((f / 6LL) % 5LL))");
+  EXPECT_EQ(cuda_linearize({d[1], d[2]}, {5, 7}), "(((f / 6LL) % 5LL) * 7LL + (f % 6LL))");
   EXPECT_EQ(cuda_linearize({"a", "b", "c"}, {2, 3, 4}), "(a * 12LL + b * 4LL + c)");
   // "(x) + (y % 6LL)" is no "(F % 6LL)".
   EXPECT_EQ(cuda_linearize({"(x) + (y / 6LL)", "(x) + (y % 6LL)"}, {5, 6}),

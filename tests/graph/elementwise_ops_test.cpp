@@ -12,14 +12,16 @@ TEST(ElementwiseOps, GeluOpset20BothForms) {
   for (const char* approx : {"none", "tanh"}) {
     graph::Graph g = test::graph_from_text(std::string(R"(
       <ir_version: 9, opset_import: ["" : 20]>
-      g (float[5] x) => (float[5] y) { y = Gelu <approximate = ")") + approx + R"("> (x) })");
+      g (float[5] x) => (float[5] y) { y = Gelu <approximate = ")") +
+                                           approx + R"("> (x) })");
     Tensor x = test::floats({5}, {-3.f, -0.5f, 0.f, 0.7f, 2.5f});
     Tensor y = test::run(g, {x})[0];
     for (int64_t i = 0; i < 5; ++i) {
       double v = x.get_f64(i);
-      double want = std::string(approx) == "none"
-                        ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))
-                        : 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      double want =
+          std::string(approx) == "none"
+              ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))
+              : 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
       EXPECT_NEAR(y.get_f64(i), want, 1e-6) << approx << " at " << v;
     }
   }

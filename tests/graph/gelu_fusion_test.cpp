@@ -15,14 +15,17 @@
 namespace braze {
 namespace {
 
-std::string model(const std::string& type, const std::string& body, const std::string& out_shape = "[5,7]") {
+std::string model(const std::string& type, const std::string& body,
+                  const std::string& out_shape = "[5,7]") {
   return R"(<ir_version: 8, opset_import: ["" : 18]>
-    g ()" + type + R"([5,7] x) => ()" + type + out_shape + R"( y) {
+    g ()" +
+         type + R"([5,7] x) => ()" + type + out_shape + R"( y) {
       s2 = Constant <value = float {1.4142135}> ()  r2 = Constant <value = float {0.70710677}> ()
       one = Constant <value = float {1}> ()  half = Constant <value = float {0.5}> ()
       c1 = Constant <value = float {0.7978846}> ()  c2 = Constant <value = float {0.044715}> ()
       three = Constant <value = float {3}> ()
-      )" + body + " }";
+      )" +
+         body + " }";
 }
 
 // Op counts after the pipeline; the values against the graph's before it.
@@ -44,22 +47,31 @@ const std::map<std::string, int> kOneGelu = {{"Gelu", 1}};
 
 TEST(GeluFusion, TheExportedFormsBecomeOneGelu) {
   // torch.nn.GELU exported at opset < 20: (x * (erf(x / sqrt 2) + 1)) * 0.5.
-  EXPECT_EQ(fused_ops(model("float", "d = Div(x, s2)  e = Erf(d)  a = Add(e, one)  m = Mul(x, a)  y = Mul(m, half)")),
-            kOneGelu);
+  EXPECT_EQ(
+      fused_ops(model(
+          "float", "d = Div(x, s2)  e = Erf(d)  a = Add(e, one)  m = Mul(x, a)  y = Mul(m, half)")),
+      kOneGelu);
   // BERT's gelu: x * 0.5 * (1 + erf(x * (1 / sqrt 2))), operands swapped.
-  EXPECT_EQ(fused_ops(model("float", "h = Mul(half, x)  d = Mul(r2, x)  e = Erf(d)  a = Add(one, e)  y = Mul(a, h)")),
-            kOneGelu);
+  EXPECT_EQ(
+      fused_ops(model(
+          "float", "h = Mul(half, x)  d = Mul(r2, x)  e = Erf(d)  a = Add(one, e)  y = Mul(a, h)")),
+      kOneGelu);
   // x * ((1 + erf) * 0.5).
-  EXPECT_EQ(fused_ops(model("float", "d = Div(x, s2)  e = Erf(d)  a = Add(e, one)  a2 = Mul(half, a)  y = Mul(a2, x)")),
+  EXPECT_EQ(fused_ops(model(
+                "float",
+                "d = Div(x, s2)  e = Erf(d)  a = Add(e, one)  a2 = Mul(half, a)  y = Mul(a2, x)")),
             kOneGelu);
   // Two in a row, and float16 / bfloat16 with their constants rounded (1.4140625).
-  EXPECT_EQ(fused_ops(model("float", R"(d = Div(x, s2)  e = Erf(d)  a = Add(e, one)  m = Mul(x, a)  z = Mul(m, half)
+  EXPECT_EQ(
+      fused_ops(model(
+          "float", R"(d = Div(x, s2)  e = Erf(d)  a = Add(e, one)  m = Mul(x, a)  z = Mul(m, half)
                                         d2 = Div(z, s2)  e2 = Erf(d2)  a2 = Add(e2, one)  m2 = Mul(z, a2)  y = Mul(m2, half))")),
-            (std::map<std::string, int>{{"Gelu", 2}}));
+      (std::map<std::string, int>{{"Gelu", 2}}));
   for (const char* t : {"10", "16"}) {
     const std::string type = std::string(t) == "10" ? "float16" : "bfloat16";
-    const std::string body = std::string("s2h = Cast <to = ") + t + "> (s2)  oneh = Cast <to = " + t +
-                             "> (one)  halfh = Cast <to = " + t + R"(> (half)
+    const std::string body = std::string("s2h = Cast <to = ") + t +
+                             "> (s2)  oneh = Cast <to = " + t + "> (one)  halfh = Cast <to = " + t +
+                             R"(> (half)
         d = Div(x, s2h)  e = Erf(d)  a = Add(e, oneh)  m = Mul(x, a)  y = Mul(m, halfh))";
     // The reference rounds each of the five ops to the half type, Gelu once.
     EXPECT_EQ(fused_ops(model(type, body), type == "float16" ? 4e-3 : 3e-2), kOneGelu) << type;
@@ -69,14 +81,18 @@ TEST(GeluFusion, TheExportedFormsBecomeOneGelu) {
 TEST(GeluFusion, TheTanhFormBecomesOneGelu) {
   const std::map<std::string, int> tanh_gelu = {{"Gelu", 1}};
   // GPT-2's gelu as exported: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))).
-  const std::string gpt2 = R"(h = Mul(half, x)  p = Pow(x, three)  q = Mul(c2, p)  s = Add(x, q)  t = Mul(c1, s)
+  const std::string gpt2 =
+      R"(h = Mul(half, x)  p = Pow(x, three)  q = Mul(c2, p)  s = Add(x, q)  t = Mul(c1, s)
                              th = Tanh(t)  a = Add(one, th)  y = Mul(h, a))";
   EXPECT_EQ(fused_ops(model("float", gpt2)), tanh_gelu);
   // The cube as two Muls, an integer exponent, the other product orders.
-  EXPECT_EQ(fused_ops(model("float", R"(xx = Mul(x, x)  p = Mul(xx, x)  q = Mul(p, c2)  s = Add(q, x)  t = Mul(s, c1)
+  EXPECT_EQ(
+      fused_ops(model(
+          "float", R"(xx = Mul(x, x)  p = Mul(xx, x)  q = Mul(p, c2)  s = Add(q, x)  t = Mul(s, c1)
                                          th = Tanh(t)  a = Add(th, one)  m = Mul(x, a)  y = Mul(m, half))")),
-            tanh_gelu);
-  EXPECT_EQ(fused_ops(model("float", R"(i3 = Constant <value = int64 {3}> ()  p = Pow(x, i3)  q = Mul(c2, p)
+      tanh_gelu);
+  EXPECT_EQ(fused_ops(model("float",
+                            R"(i3 = Constant <value = int64 {3}> ()  p = Pow(x, i3)  q = Mul(c2, p)
                                          s = Add(x, q)  t = Mul(c1, s)  th = Tanh(t)  a = Add(one, th)
                                          a2 = Mul(a, half)  y = Mul(x, a2))")),
             tanh_gelu);
@@ -86,11 +102,14 @@ TEST(GeluFusion, TheTanhFormBecomesOneGelu) {
     EXPECT_EQ(g.node(id).attr_string("approximate"), "tanh") << g.node(id).describe();
   // Another coefficient, another exponent: left alone.
   const std::map<std::string, int> eight = {{"Add", 2}, {"Mul", 4}, {"Pow", 1}, {"Tanh", 1}};
-  EXPECT_EQ(fused_ops(model("float", R"(k = Constant <value = float {0.0447}> ()  h = Mul(half, x)  p = Pow(x, three)
+  EXPECT_EQ(
+      fused_ops(model(
+          "float", R"(k = Constant <value = float {0.0447}> ()  h = Mul(half, x)  p = Pow(x, three)
                                          q = Mul(k, p)  s = Add(x, q)  t = Mul(c1, s)  th = Tanh(t)  a = Add(one, th)
                                          y = Mul(h, a))")),
-            eight);
-  EXPECT_EQ(fused_ops(model("float", R"(k = Constant <value = float {2.9}> ()  h = Mul(half, x)  p = Pow(x, k)
+      eight);
+  EXPECT_EQ(fused_ops(model(
+                "float", R"(k = Constant <value = float {2.9}> ()  h = Mul(half, x)  p = Pow(x, k)
                                          q = Mul(c2, p)  s = Add(x, q)  t = Mul(c1, s)  th = Tanh(t)  a = Add(one, th)
                                          y = Mul(h, a))")),
             eight);
@@ -100,16 +119,21 @@ TEST(GeluFusion, NearMissesStayWrittenOut) {
   const std::map<std::string, int> five = {{"Add", 1}, {"Div", 1}, {"Erf", 1}, {"Mul", 2}};
   // Another divisor, another addend.
   EXPECT_EQ(fused_ops(model("float", R"(k = Constant <value = float {1.5}> ()
-      d = Div(x, k)  e = Erf(d)  a = Add(e, one)  m = Mul(x, a)  y = Mul(m, half))")), five);
+      d = Div(x, k)  e = Erf(d)  a = Add(e, one)  m = Mul(x, a)  y = Mul(m, half))")),
+            five);
   EXPECT_EQ(fused_ops(model("float", R"(k = Constant <value = float {2}> ()
-      d = Div(x, s2)  e = Erf(d)  a = Add(e, k)  m = Mul(x, a)  y = Mul(m, half))")), five);
+      d = Div(x, s2)  e = Erf(d)  a = Add(e, k)  m = Mul(x, a)  y = Mul(m, half))")),
+            five);
   // The other factor is not x.
-  EXPECT_EQ(fused_ops(model("float", R"(x2 = Neg(x)
+  EXPECT_EQ(
+      fused_ops(model("float", R"(x2 = Neg(x)
       d = Div(x, s2)  e = Erf(d)  a = Add(e, one)  m = Mul(x2, a)  y = Mul(m, half))")),
-            (std::map<std::string, int>{{"Add", 1}, {"Div", 1}, {"Erf", 1}, {"Mul", 2}, {"Neg", 1}}));
+      (std::map<std::string, int>{{"Add", 1}, {"Div", 1}, {"Erf", 1}, {"Mul", 2}, {"Neg", 1}}));
   // A one-element constant of rank 2 broadcasts [5,7] to [1,5,7]: not x's shape.
   EXPECT_EQ(fused_ops(model("float", R"(hb = Constant <value = float[1,1,1] {0.5}> ()
-      d = Div(x, s2)  e = Erf(d)  a = Add(e, one)  m = Mul(x, a)  y = Mul(m, hb))", "[1,5,7]")), five);
+      d = Div(x, s2)  e = Erf(d)  a = Add(e, one)  m = Mul(x, a)  y = Mul(m, hb))",
+                            "[1,5,7]")),
+            five);
 }
 
 TEST(GeluFusion, IntermediatesUsedElsewhereStay) {

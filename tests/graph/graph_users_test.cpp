@@ -69,7 +69,8 @@ TEST(GraphUsers, ThreadsAskingAtOnceShareOneResult) {
   const graph::Graph& cg = s.g;
   std::vector<std::shared_ptr<const graph::Users>> got(8);
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < got.size(); ++i) threads.emplace_back([&, i] { got[i] = cg.shared_users(); });
+  for (size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] { got[i] = cg.shared_users(); });
   for (std::thread& t : threads) t.join();
   for (const auto& u : got) EXPECT_EQ(u, got[0]);
 }

@@ -22,7 +22,8 @@ namespace {
 
 // Runs `body` in a child whose address space may grow by at most 1 GiB more; the child exits
 // 0 when `body` throws a UserError holding every one of `needles`, 1 otherwise.
-void expect_user_error_under_a_1gib_limit(const std::function<void()>& body, const std::vector<std::string>& needles) {
+void expect_user_error_under_a_1gib_limit(const std::function<void()>& body,
+                                          const std::vector<std::string>& needles) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -55,8 +56,8 @@ void expect_user_error_under_a_1gib_limit(const std::function<void()>& body, con
 
 TEST(HostMemory, ATensorLargerThanWhatIsAvailableIsAUserError) {
   expect_user_error_under_a_1gib_limit([] { Tensor t(DType::Float32, {int64_t{1} << 30}); },
-                                       {"a tensor of shape [1073741824] and dtype float32", "needs 4.00 GiB",
-                                        "of host memory", "is available"});
+                                       {"a tensor of shape [1073741824] and dtype float32",
+                                        "needs 4.00 GiB", "of host memory", "is available"});
 }
 
 TEST(HostMemory, AnOpOutputLargerThanWhatIsAvailableNamesTheNode) {
@@ -77,8 +78,9 @@ TEST(HostMemory, InlineDataIsCountedBeforeTheTensorIsAllocated) {
   t.add_dims(836565000);
   t.add_float_data(1.f);
   t.add_float_data(2.f);
-  expect_user_error_under_a_1gib_limit([&] { frontend::tensor_from_proto(t, {}, "w"); },
-                                       {"w: float_data holds 2 values but its dims need 836565000"});
+  expect_user_error_under_a_1gib_limit(
+      [&] { frontend::tensor_from_proto(t, {}, "w"); },
+      {"w: float_data holds 2 values but its dims need 836565000"});
   t.clear_float_data();
   t.set_raw_data(std::string(8, '\0'));
   expect_user_error_under_a_1gib_limit([&] { frontend::tensor_from_proto(t, {}, "w"); },

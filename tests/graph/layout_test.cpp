@@ -38,7 +38,8 @@ void expect_view_matches_reference(const std::string& text) {
   ASSERT_EQ(view->shape(), y.shape()) << graph::layout_str(*view);
   std::vector<int64_t> c(y.shape().size(), 0);
   for (int64_t i = 0; i < y.numel(); ++i) {
-    ASSERT_EQ(y.get_f64(i), 1.0 + static_cast<double>(view->at(c))) << "element " << i << " of " << graph::layout_str(*view);
+    ASSERT_EQ(y.get_f64(i), 1.0 + static_cast<double>(view->at(c)))
+        << "element " << i << " of " << graph::layout_str(*view);
     for (size_t d = c.size(); d-- > 0;) {
       if (++c[d] < y.shape()[d]) break;
       c[d] = 0;

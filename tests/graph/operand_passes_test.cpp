@@ -18,7 +18,8 @@ void expect_same_outputs(const graph::Graph& before, const graph::Graph& after, 
   std::vector<Tensor> in = test::random_inputs(before, seed);
   std::vector<Tensor> a = test::run(before, in), b = test::run(after, in);
   ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(test::tensors_close(b[i], a[i])) << "output " << i;
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_TRUE(test::tensors_close(b[i], a[i])) << "output " << i;
 }
 
 // GPT-2's attention block as the dynamo exporter writes it: the QKV projection split in
@@ -50,7 +51,8 @@ TEST(OperandPasses, SplitBecomesOneSlicePerOutputAndScalesMoveAfterTheProduct) {
     const graph::Node& mm = after.node(after.value(n.inputs[0]).producer);
     EXPECT_EQ(mm.op_type(), "MatMul");
     EXPECT_EQ(after.value(n.inputs[1]).constant->get_f64(0), 0.25);
-    for (graph::ValueId in : mm.inputs) EXPECT_EQ(after.node(after.value(in).producer).op_type(), "Transpose");
+    for (graph::ValueId in : mm.inputs)
+      EXPECT_EQ(after.node(after.value(in).producer).op_type(), "Transpose");
   }
   expect_same_outputs(before, after);
 }
@@ -167,7 +169,9 @@ void expect_one_projection(const std::string& text, int adds) {
   expect_same_outputs(before, after);
 }
 
-TEST(OperandPasses, SiblingProjectionsWithBiasesBecomeOneProduct) { expect_one_projection(projections(true, ""), 1); }
+TEST(OperandPasses, SiblingProjectionsWithBiasesBecomeOneProduct) {
+  expect_one_projection(projections(true, ""), 1);
+}
 
 TEST(OperandPasses, SiblingProjectionsReadByLayoutsOnlyBecomeOneProduct) {
   expect_one_projection(projections(false, "Identity(mk)"), 0);

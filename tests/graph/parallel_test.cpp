@@ -22,7 +22,8 @@ TEST(ParallelFor, EveryJobOnceOnAtMostTheUsableCores) {
 #ifdef __linux__
   cpu_set_t set;
   ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
-  EXPECT_LE(cores, static_cast<unsigned>(CPU_COUNT(&set))) << "the affinity mask bounds the threads";
+  EXPECT_LE(cores, static_cast<unsigned>(CPU_COUNT(&set)))
+      << "the affinity mask bounds the threads";
 #endif
   std::vector<int> runs(200, 0);
   std::set<std::thread::id> threads;
@@ -35,17 +36,21 @@ TEST(ParallelFor, EveryJobOnceOnAtMostTheUsableCores) {
   for (size_t i = 0; i < runs.size(); ++i) EXPECT_EQ(runs[i], 1) << "job " << i;
   EXPECT_LE(threads.size(), std::min(16u, cores));
   threads.clear();
-  parallel_for(runs.size(), [&](size_t) {
-    std::lock_guard<std::mutex> lock(m);
-    threads.insert(std::this_thread::get_id());
-  }, 1);
+  parallel_for(
+      runs.size(),
+      [&](size_t) {
+        std::lock_guard<std::mutex> lock(m);
+        threads.insert(std::this_thread::get_id());
+      },
+      1);
   EXPECT_EQ(threads.size(), 1u) << "max_threads 1: the caller's thread alone";
 }
 
 TEST(ParallelFor, TheFirstExceptionIsRethrown) {
-  EXPECT_THROW(parallel_for(50, [](size_t i) {
-                 if (i == 7) throw std::runtime_error("job 7");
-               }),
+  EXPECT_THROW(parallel_for(50,
+                            [](size_t i) {
+                              if (i == 7) throw std::runtime_error("job 7");
+                            }),
                std::runtime_error);
 }
 

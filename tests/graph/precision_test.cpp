@@ -59,7 +59,8 @@ TEST(Precision, HalfInsideFloatOutside) {
         if (n.inputs[k] == graph::kNoValue) continue;
         const graph::Value& v = low.value(n.inputs[k]);
         if (v.dtype == DType::Float32) {
-          EXPECT_TRUE((n.op_type() == "Resize" && k == 2) || (n.op_type() == "Cast" && low.is_graph_input(n.inputs[k])))
+          EXPECT_TRUE((n.op_type() == "Resize" && k == 2) ||
+                      (n.op_type() == "Cast" && low.is_graph_input(n.inputs[k])))
               << n.describe() << " reads float32 %" << v.name;
         }
         half += v.dtype == to;
@@ -89,7 +90,8 @@ TEST(Precision, HalfInsideFloatOutside) {
 TEST(Precision, RoundFloatsMatchesTheScalarRounding) {
   std::vector<uint32_t> bits;
   for (uint64_t u = 0; u <= 0xffffffffull; u += 997) bits.push_back(static_cast<uint32_t>(u));
-  for (float f : {65504.f, 65519.99f, 65520.f, 6.1035156e-05f, 6.1035149e-05f, 5.9604645e-08f, 0.f, -0.f})
+  for (float f :
+       {65504.f, 65519.99f, 65520.f, 6.1035156e-05f, 6.1035149e-05f, 5.9604645e-08f, 0.f, -0.f})
     bits.push_back(float_bits(f));
   Tensor t(DType::Float32, {static_cast<int64_t>(bits.size())});
   std::memcpy(t.raw(), bits.data(), bits.size() * 4);
@@ -101,7 +103,9 @@ TEST(Precision, RoundFloatsMatchesTheScalarRounding) {
   for (size_t i = 0; i < bits.size(); ++i) {
     const float f = bits_float(bits[i]);
     if (hv[i] != float_to_half(f) || bv[i] != float_to_bf16(f)) {
-      if (++bad <= 5) ADD_FAILURE() << std::hex << "bits 0x" << bits[i] << ": fp16 0x" << hv[i] << " want 0x" << float_to_half(f);
+      if (++bad <= 5)
+        ADD_FAILURE() << std::hex << "bits 0x" << bits[i] << ": fp16 0x" << hv[i] << " want 0x"
+                      << float_to_half(f);
     }
   }
   EXPECT_EQ(bad, 0u);
@@ -111,10 +115,12 @@ TEST(Precision, NamesAndErrors) {
   EXPECT_EQ(graph::passes::precision_dtype("fp16"), DType::Float16);
   EXPECT_EQ(graph::passes::precision_dtype("bf16"), DType::BFloat16);
   EXPECT_EQ(graph::passes::precision_dtype("fp32"), DType::Float32);
-  test::expect_user_error([] { graph::passes::precision_dtype("fp8"); }, {"--precision fp8", "fp16"});
+  test::expect_user_error([] { graph::passes::precision_dtype("fp8"); },
+                          {"--precision fp8", "fp16"});
   // tf32 is a codegen choice (tensor-core float32 GEMMs): the graph stays float32.
   EXPECT_EQ(graph::passes::precision_dtype("tf32"), DType::Float32);
-  test::expect_user_error([] { graph::passes::precision_dtype("TF32"); }, {"--precision TF32", "tf32"});
+  test::expect_user_error([] { graph::passes::precision_dtype("TF32"); },
+                          {"--precision TF32", "tf32"});
   graph::Graph g = test::graph_from_text(kModel);
   EXPECT_EQ(graph::passes::convert_precision(g, DType::Float32), 0);
 }

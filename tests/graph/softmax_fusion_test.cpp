@@ -16,7 +16,8 @@ std::string model(const std::string& body) {
   return R"(<ir_version: 8, opset_import: ["" : 18]>
     g (float[4,5,7] x) => (float[4,5,7] y) {
       last = Constant <value = int64[1] {-1}> ()  mid = Constant <value = int64[1] {1}> ()
-      )" + body + " }";
+      )" +
+         body + " }";
 }
 
 // Op counts after the pipeline; the values against the graph's before it.
@@ -38,9 +39,10 @@ TEST(SoftmaxFusion, WrittenOutSoftmaxBecomesOne) {
                             "s = ReduceSum <keepdims = 1> (e, last)  y = Div(e, s)")),
             one);
   // Over a middle axis, the division as a product with the reciprocal (either side).
-  EXPECT_EQ(fused_ops(model("m = ReduceMax <keepdims = 1> (x, mid)  d = Sub(x, m)  e = Exp(d)  "
-                            "s = ReduceSum <keepdims = 1> (e, mid)  r = Reciprocal(s)  y = Mul(r, e)")),
-            one);
+  EXPECT_EQ(
+      fused_ops(model("m = ReduceMax <keepdims = 1> (x, mid)  d = Sub(x, m)  e = Exp(d)  "
+                      "s = ReduceSum <keepdims = 1> (e, mid)  r = Reciprocal(s)  y = Mul(r, e)")),
+      one);
 }
 
 TEST(SoftmaxFusion, NearMissesStayAsTheyAre) {
@@ -55,10 +57,12 @@ TEST(SoftmaxFusion, NearMissesStayAsTheyAre) {
                 .count("Softmax"),
             0u);
   // The maximum of something else than x.
-  EXPECT_EQ(fused_ops(model("n = Neg(x)  m = ReduceMax <keepdims = 1> (n, last)  d = Sub(x, m)  e = Exp(d)  "
-                            "s = ReduceSum <keepdims = 1> (e, last)  y = Div(e, s)"))
-                .count("Softmax"),
-            0u);
+  EXPECT_EQ(
+      fused_ops(
+          model("n = Neg(x)  m = ReduceMax <keepdims = 1> (n, last)  d = Sub(x, m)  e = Exp(d)  "
+                "s = ReduceSum <keepdims = 1> (e, last)  y = Div(e, s)"))
+          .count("Softmax"),
+      0u);
 }
 
 }  // namespace

@@ -22,13 +22,14 @@ namespace fs = std::filesystem;
 // A /proc/driver/nvidia as the driver lays it out (2026: 580.x), with `uuids` GPUs.
 fs::path fake_proc(const std::string& name, const std::vector<std::string>& uuids) {
   fs::path root = test::temp_dir("device_test", name);
-  std::ofstream(root / "version") << "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build\n"
-                                  << "GCC version:  gcc version 15.3.0 (GCC)\n";
+  std::ofstream(root / "version")
+      << "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build\n"
+      << "GCC version:  gcc version 15.3.0 (GCC)\n";
   for (size_t i = 0; i < uuids.size(); ++i) {
     fs::path g = root / "gpus" / ("0000:00:0" + std::to_string(6 + i) + ".0");
     fs::create_directories(g);
-    std::ofstream(g / "information") << "Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nGPU UUID: \t " << uuids[i]
-                                     << "\nBus Location: \t 0000:00:06.0\n";
+    std::ofstream(g / "information") << "Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nGPU UUID: \t "
+                                     << uuids[i] << "\nBus Location: \t 0000:00:06.0\n";
   }
   return root;
 }
@@ -54,7 +55,8 @@ TEST(DeviceSummary, IdentityNamesTheDriverEachGpuAndTheDeviceChoice) {
 
 TEST(DeviceSummary, ARememberedDeviceNeedsNoDriver) {
   ::unsetenv("CUDA_VISIBLE_DEVICES");
-  const fs::path proc = fake_proc("known", {"GPU-48e29482-a151"}), cache = test::temp_dir("device_test", "cache");
+  const fs::path proc = fake_proc("known", {"GPU-48e29482-a151"}),
+                 cache = test::temp_dir("device_test", "cache");
   nlohmann::json j;
   j[gpu::device_identity(proc)] = {{"cc", {9, 0}}, {"sms", 132}, {"name", "NVIDIA H200"}};
   j["another machine"] = {{"cc", {8, 0}}, {"sms", 108}, {"name", "NVIDIA A100"}};
@@ -69,16 +71,21 @@ TEST(DeviceSummary, ARememberedDeviceNeedsNoDriver) {
 // An identity the cache does not hold, or an entry that is damaged, goes to the driver: on
 // a machine without one, no device (and nothing written).
 TEST(DeviceSummary, UnknownOrDamagedEntriesAskTheDriver) {
-  if (gpu::gpu_available()) GTEST_SKIP() << "a driver is here: tests/gpu/gpu_device_test.cpp covers it";
+  if (gpu::gpu_available())
+    GTEST_SKIP() << "a driver is here: tests/gpu/gpu_device_test.cpp covers it";
   ::unsetenv("CUDA_VISIBLE_DEVICES");
-  const fs::path proc = fake_proc("unknown", {"GPU-48e29482-a151"}), cache = test::temp_dir("device_test", "cache2");
+  const fs::path proc = fake_proc("unknown", {"GPU-48e29482-a151"}),
+                 cache = test::temp_dir("device_test", "cache2");
   EXPECT_FALSE(gpu::device_summary(cache, proc).has_value());
   EXPECT_FALSE(fs::exists(cache / "devices.json"));
-  for (const char* bad : {R"({"ID": {"cc": [9], "sms": 132, "name": "x"}})", R"({"ID": {"cc": [9, 0], "sms": -1, "name": "x"}})",
-                          R"({"ID": {"cc": [9, 0], "sms": "132", "name": "x"}})", "not json", "[]"}) {
+  for (const char* bad :
+       {R"({"ID": {"cc": [9], "sms": 132, "name": "x"}})",
+        R"({"ID": {"cc": [9, 0], "sms": -1, "name": "x"}})",
+        R"({"ID": {"cc": [9, 0], "sms": "132", "name": "x"}})", "not json", "[]"}) {
     std::string text = bad;
     const size_t at = text.find("\"ID\"");
-    if (at != std::string::npos) text.replace(at, 4, nlohmann::json(gpu::device_identity(proc)).dump());
+    if (at != std::string::npos)
+      text.replace(at, 4, nlohmann::json(gpu::device_identity(proc)).dump());
     std::ofstream(cache / "devices.json") << text;
     EXPECT_FALSE(gpu::device_summary(cache, proc).has_value()) << bad;
   }

@@ -27,7 +27,8 @@
 namespace braze {
 namespace {
 
-class EmulatedAttention : public ::testing::TestWithParam<std::tuple<test::AttentionCase, const char*>> {};
+class EmulatedAttention
+    : public ::testing::TestWithParam<std::tuple<test::AttentionCase, const char*>> {};
 
 TEST_P(EmulatedAttention, OneFlashKernelMatchesTheReference) {
   const auto& [c, dtype] = GetParam();
@@ -55,7 +56,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, EmulatedAttention,
                          ::testing::Combine(::testing::ValuesIn(test::attention_cases()),
                                             ::testing::Values("float16", "bfloat16")),
                          [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param);
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  std::get<1>(info.param);
                          });
 
 }  // namespace
@@ -93,13 +95,17 @@ TEST(AttentionPlans, CausalConstantMaskSkipsDeadKeyTiles) {
 // A constant mask recognised as causal is checked element by element (row by row): one
 // element off the triangle, above or below the diagonal, and the mask is loaded as it is.
 TEST(AttentionPlans, AConstantMaskOneElementOffTheTriangleIsNotCausal) {
-  for (const auto& [qi, kj] : std::vector<std::pair<int64_t, int64_t>>{{40, 3}, {5, 60}, {71, 71}}) {
-    graph::Graph g = test::graph_from_text(test::attention_text(attention_case("Gpt2Causal"), "float16"));
+  for (const auto& [qi, kj] :
+       std::vector<std::pair<int64_t, int64_t>>{{40, 3}, {5, 60}, {71, 71}}) {
+    graph::Graph g =
+        test::graph_from_text(test::attention_text(attention_case("Gpt2Causal"), "float16"));
     graph::passes::run_pipeline(g);
     int changed = 0;
     for (size_t v = 0; v < g.num_values(); ++v) {
       graph::Value& val = g.value(static_cast<graph::ValueId>(v));
-      if (!val.constant || val.shape.size() < 2 || val.shape.back() != 72 || val.shape[val.shape.size() - 2] != 72) continue;
+      if (!val.constant || val.shape.size() < 2 || val.shape.back() != 72 ||
+          val.shape[val.shape.size() - 2] != 72)
+        continue;
       Tensor t = val.constant->clone();
       const int64_t at = qi * 72 + kj;
       t.set_f64(at, t.get_f64(at) == 0 ? -INFINITY : 0.0);  // live <-> dead
@@ -126,19 +132,23 @@ TEST(AttentionPlans, BooleanCausalMaskSkipsDeadKeyTiles) {
   EXPECT_NE(src.find("(j <= i + 0) == false"), std::string::npos);
   const size_t lambda = src.find("auto score = ");
   ASSERT_NE(lambda, std::string::npos);
-  EXPECT_EQ(src.substr(lambda, src.find("};", lambda) - lambda).find("braze_load("), std::string::npos);
+  EXPECT_EQ(src.substr(lambda, src.find("};", lambda) - lambda).find("braze_load("),
+            std::string::npos);
 }
 
 // At float32 (no --precision) the products stay exact: no attention kernel, and inspect's
 // refusal says why; the three kernels of before run instead.
 TEST(AttentionPlans, Float32StaysThreeKernelsAndSaysWhy) {
-  graph::Graph g = test::graph_from_text(test::attention_text(attention_case("LlamaGroupedQuery"), "float"));
+  graph::Graph g =
+      test::graph_from_text(test::attention_text(attention_case("LlamaGroupedQuery"), "float"));
   graph::passes::run_pipeline(g);
   const fusion::Plan plan = codegen::plan_for(g, true, runtime::emulator_target({}));
   EXPECT_EQ(plan.groups.size(), 3u);
   bool said = false;
   for (const fusion::RefusedMerge& r : plan.refused)
-    said = said || r.reason.find("no attention kernel: flash attention takes float16 or bfloat16") != std::string::npos;
+    said =
+        said || r.reason.find("no attention kernel: flash attention takes float16 or bfloat16") !=
+                    std::string::npos;
   EXPECT_TRUE(said);
 }
 
@@ -146,7 +156,8 @@ TEST(AttentionPlans, Float32StaysThreeKernelsAndSaysWhy) {
 // activation and their Reshape / Transpose chains, Kᵀ's second Transpose, and the output's
 // Transpose back to [B, S, H, D]; the Reshape to [B, S, H·D] after it is a free view.
 TEST(AttentionPlans, TheGroupReadsQkvThroughTheirLayoutChains) {
-  graph::Graph g = test::graph_from_text(test::attention_text(attention_case("BertSdpaMasked"), "float16"));
+  graph::Graph g =
+      test::graph_from_text(test::attention_text(attention_case("BertSdpaMasked"), "float16"));
   graph::passes::run_pipeline(g);
   const fusion::Plan plan = codegen::plan_for(g, true, runtime::emulator_target({}));
   const fusion::Group* att = nullptr;
@@ -188,7 +199,8 @@ TEST(EmulatedAttentionSearchSpace, EveryCandidateMatchesTheReference) {
   const size_t n = codegen::candidates(g, plan.groups[0], target).size();
   EXPECT_GE(n, 8u);
   for (size_t k = 0; k < n; ++k) {
-    const Tensor got = test::emulate_with(g, plan, in, static_cast<int>(k), "candidate " + std::to_string(k));
+    const Tensor got =
+        test::emulate_with(g, plan, in, static_cast<int>(k), "candidate " + std::to_string(k));
     ASSERT_TRUE(got.defined());
     EXPECT_TRUE(test::tensors_close(got, want)) << "candidate " << k;
   }
@@ -211,7 +223,9 @@ TEST(AttentionPlans, ANearMatchSaysWhichConditionFailed) {
   EXPECT_EQ(plan.groups.size(), 3u);
   bool said = false;
   for (const fusion::RefusedMerge& r : plan.refused)
-    said = said || r.reason == "not one attention kernel: the Softmax is not over the last axis of a matrix";
+    said =
+        said ||
+        r.reason == "not one attention kernel: the Softmax is not over the last axis of a matrix";
   EXPECT_TRUE(said);
 }
 
@@ -230,7 +244,8 @@ TEST(EmulatedAttention, UpcastSoftmaxIsOneKernel) {
     g ({0}[1,2,24,32] q, {0}[1,2,24,32] k, {0}[1,2,24,32] v) => ({0}[1,2,24,32] y) {{
       kt = Transpose <perm = [0, 1, 3, 2]> (k)  s = MatMul(q, kt)  sf = Cast <to = 1> (s)
       cf = Constant <value = float {{0.17677669}}> ()  ss = Mul(sf, cf)  p = Softmax <axis = -1> (ss)
-      pb = Cast <to = {1}> (p)  y = MatMul(pb, v) }})", dtype, code);
+      pb = Cast <to = {1}> (p)  y = MatMul(pb, v) }})",
+                                         dtype, code);
     graph::Graph g = test::graph_from_text(text);
     graph::passes::run_pipeline(g);
     const codegen::Target target = runtime::emulator_target({});
@@ -255,8 +270,10 @@ namespace {
 // SDPA on it): batch x heads, the lengths, the head dim, and the mask's kind.
 TEST(AttentionPlans, ShapeForTheBenchReport) {
   const std::tuple<const char*, int64_t, int64_t, int64_t, int64_t, const char*> want[] = {
-      {"BertSdpaMasked", 4, 40, 40, 32, "additive"}, {"Gpt2Causal", 2, 72, 72, 32, "causal"},
-      {"LlamaGroupedQuery", 4, 24, 24, 32, "none"}, {"CrossHeadDim80", 2, 20, 100, 80, "additive"}};
+      {"BertSdpaMasked", 4, 40, 40, 32, "additive"},
+      {"Gpt2Causal", 2, 72, 72, 32, "causal"},
+      {"LlamaGroupedQuery", 4, 24, 24, 32, "none"},
+      {"CrossHeadDim80", 2, 20, 100, 80, "additive"}};
   for (const auto& [name, batch, sq, sk, d, mask] : want) {
     const test::AttentionCase* c = nullptr;
     for (const test::AttentionCase& x : test::attention_cases())

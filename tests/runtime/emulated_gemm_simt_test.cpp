@@ -48,7 +48,8 @@ Prepared prepare(const test::GemmSimtCase& c, const std::string& dtype) {
 void expect_matches(const Prepared& p, int candidate, const std::string& what) {
   const Tensor got = test::emulate_with(p.g, p.plan, p.in, candidate, what);
   ASSERT_TRUE(got.defined());
-  runtime::Comparison cmp = runtime::compare(got, p.want, runtime::default_tolerance(p.want.dtype()));
+  runtime::Comparison cmp =
+      runtime::compare(got, p.want, runtime::default_tolerance(p.want.dtype()));
   EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got, p.want);
 }
 
@@ -62,7 +63,8 @@ TEST_P(EmulatedGemmSimt, EveryCandidateMatchesReference) {
   ASSERT_GE(p.candidates, std::string(dtype) == "double" ? 5u : 8u);
   expect_matches(p, -1, fmt::format("{} {} default", c.name, dtype));
   for (size_t cand = 0; cand < p.candidates; ++cand)
-    expect_matches(p, static_cast<int>(cand), fmt::format("{} {} candidate {}", c.name, dtype, cand));
+    expect_matches(p, static_cast<int>(cand),
+                   fmt::format("{} {} candidate {}", c.name, dtype, cand));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, EmulatedGemmSimt,

@@ -62,7 +62,8 @@ Prepared prepare(const test::GemmTcCase& c, const std::string& dtype, bool tf32 
 void expect_matches(const Prepared& p, int candidate, const std::string& what) {
   const Tensor got = test::emulate_with(p.g, p.plan, p.in, candidate, what);
   ASSERT_TRUE(got.defined());
-  runtime::Comparison cmp = runtime::compare(got, p.want, runtime::default_tolerance(p.want.dtype()));
+  runtime::Comparison cmp =
+      runtime::compare(got, p.want, runtime::default_tolerance(p.want.dtype()));
   EXPECT_TRUE(cmp.ok) << what << ": " << cmp.summary(got, p.want);
   EXPECT_LE(test::relative_frobenius(got, p.want64), 1e-2) << what;
 }
@@ -151,9 +152,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, EmulatedGemmTf32, ::testing::ValuesIn(small_tf32
 // Every tf32 tile shape, warp layout and pipeline depth, on the four operand layouts (with a
 // bias + Gelu epilogue, Gemm's alpha / beta / C, odd sizes) and a broadcast batch.
 TEST(EmulatedGemmTf32SearchSpace, EveryCandidateWithinTf32Error) {
-  for (const char* name : {"gemm_transb_bias_gelu", "matmul_bias_relu", "gemm_transa_alpha_beta",
-                           "gemm_transa_transb", "batched_broadcast",
-                           "fp32_transa_transb_multiples_of_4"}) {
+  for (const char* name :
+       {"gemm_transb_bias_gelu", "matmul_bias_relu", "gemm_transa_alpha_beta", "gemm_transa_transb",
+        "batched_broadcast", "fp32_transa_transb_multiples_of_4"}) {
     const test::GemmTcCase* c = nullptr;
     for (const test::GemmTcCase& k : test::gemm_tf32_cases())
       if (std::string(k.name) == name) c = &k;
@@ -166,8 +167,8 @@ TEST(EmulatedGemmTf32SearchSpace, EveryCandidateWithinTf32Error) {
       EXPECT_TRUE(test::tf32_close(got, p.want64)) << name << " candidate " << cand;
       worst = std::max(worst, test::relative_frobenius(got, p.want64));
     }
-    std::printf("tf32 %-36s %zu candidates, worst relative L2 error %.3g\n", name,
-                p.tc_candidates, worst);
+    std::printf("tf32 %-36s %zu candidates, worst relative L2 error %.3g\n", name, p.tc_candidates,
+                worst);
   }
 }
 
@@ -180,12 +181,12 @@ TEST(EmulatedGemmTf32Rounding, RoundsToNearestTiesAway) {
     g (float[16,8] a, float[8,8] b) => (float[16,8] y) { y = MatMul(a, b) })");
   graph::passes::run_pipeline(g);
   const double tie = 1 + std::ldexp(1.0, -11), up = 1 + std::ldexp(1.0, -10);
-  const std::vector<std::pair<double, double>> rows = {  // a's value -> rounded
-      {tie, up},
-      {-tie, -up},
-      {tie - std::ldexp(1.0, -20), 1.0},
-      {tie + std::ldexp(1.0, -20), up},
-      {3.0, 3.0}};
+  const std::vector<std::pair<double, double>> rows = {// a's value -> rounded
+                                                       {tie, up},
+                                                       {-tie, -up},
+                                                       {tie - std::ldexp(1.0, -20), 1.0},
+                                                       {tie + std::ldexp(1.0, -20), up},
+                                                       {3.0, 3.0}};
   Tensor a(DType::Float32, {16, 8}), b(DType::Float32, {8, 8});
   for (int64_t i = 0; i < 16; ++i)
     for (int64_t k = 0; k < 8; ++k) a.set_f64(i * 8 + k, rows[i % rows.size()].first);

@@ -19,7 +19,8 @@
 namespace braze {
 namespace {
 
-class EmulatedGemmViews : public ::testing::TestWithParam<std::tuple<test::GemmViewCase, const char*>> {};
+class EmulatedGemmViews
+    : public ::testing::TestWithParam<std::tuple<test::GemmViewCase, const char*>> {};
 
 TEST_P(EmulatedGemmViews, TensorCoresReadTheLayoutsInPlace) {
   const auto& [c, dtype] = GetParam();
@@ -42,7 +43,8 @@ TEST_P(EmulatedGemmViews, TensorCoresReadTheLayoutsInPlace) {
   // pipeline depth); the emulator compiles each kernel with the host compiler, so the GPU test
   // (tests/gpu) sweeps the whole search space instead.
   size_t most = 0;
-  for (const fusion::Group& grp : plan.groups) most = std::max(most, codegen::candidates(g, grp, target).size());
+  for (const fusion::Group& grp : plan.groups)
+    most = std::max(most, codegen::candidates(g, grp, target).size());
   std::vector<int> picks = {-1};
   if (std::string(dtype) == "float16" && most > 1) picks.push_back(static_cast<int>(most) - 1);
   for (int cand : picks) {
@@ -57,8 +59,9 @@ TEST_P(EmulatedGemmViews, TensorCoresReadTheLayoutsInPlace) {
 // end at the bias and write rows (the mma.sync and wgmma schedules both read the chains).
 TEST(GemmViewPlans, ProjectionsWriteRowsTheAttentionReadsViews) {
   const auto& cases = test::gemm_view_cases();
-  auto it = std::find_if(cases.begin(), cases.end(),
-                         [](const test::GemmViewCase& c) { return std::string(c.name) == "BertProjectionsThenAttention"; });
+  auto it = std::find_if(cases.begin(), cases.end(), [](const test::GemmViewCase& c) {
+    return std::string(c.name) == "BertProjectionsThenAttention";
+  });
   ASSERT_NE(it, cases.end());
   graph::Graph g = test::graph_from_text(test::gemm_view_text(*it, "float16"));
   graph::passes::run_pipeline(g);
@@ -71,9 +74,10 @@ TEST(GemmViewPlans, ProjectionsWriteRowsTheAttentionReadsViews) {
       if (grp.kind != fusion::GroupKind::Gemm) continue;
       std::vector<std::string> ops;
       for (graph::NodeId id : grp.nodes) ops.push_back(g.node(id).op_type());
-      const bool projection = std::any_of(grp.nodes.begin(), grp.nodes.end(), [&](graph::NodeId id) {
-        return g.node(id).op_type() == "MatMul" && g.value(g.node(id).inputs[1]).name[0] == 'w';
-      });
+      const bool projection =
+          std::any_of(grp.nodes.begin(), grp.nodes.end(), [&](graph::NodeId id) {
+            return g.node(id).op_type() == "MatMul" && g.value(g.node(id).inputs[1]).name[0] == 'w';
+          });
       if (projection) {
         ++projections;
         EXPECT_EQ(std::count(ops.begin(), ops.end(), "Transpose"), 0) << "sm90a " << t.sm90a;
@@ -92,7 +96,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, EmulatedGemmViews,
                          ::testing::Combine(::testing::ValuesIn(test::gemm_view_cases()),
                                             ::testing::Values("float16", "bfloat16")),
                          [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param);
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  std::get<1>(info.param);
                          });
 
 // A float32 input cast to float16 in front of the product: the Cast is no layout, so it

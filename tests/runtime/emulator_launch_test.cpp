@@ -23,7 +23,8 @@ __global__ void each_thread(float* out) {
   const std::array<unsigned, 3> grid = {3, 2, 2}, block = {8, 4, 2};
   std::vector<float> out(3 * 2 * 2 * 8 * 4 * 2, 0.0f);
   runtime::run_emulated_kernel(src, "each_thread", out.data(), grid, block);
-  for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], 1.0f + static_cast<float>(i)) << "thread " << i;
+  for (size_t i = 0; i < out.size(); ++i)
+    ASSERT_EQ(out[i], 1.0f + static_cast<float>(i)) << "thread " << i;
 }
 
 TEST(EmulatorLaunch, SyncthreadsOrdersSharedMemoryWithinABlock) {
@@ -38,7 +39,8 @@ __global__ void reverse(float* out) {
   std::vector<float> out(4 * 128, -1.0f);
   runtime::run_emulated_kernel(src, "reverse", out.data(), {4, 1, 1}, {128, 1, 1});
   for (unsigned b = 0; b < 4; ++b)
-    for (unsigned t = 0; t < 128; ++t) ASSERT_EQ(out[b * 128 + t], static_cast<float>(b * 1000 + 127 - t)) << b << "," << t;
+    for (unsigned t = 0; t < 128; ++t)
+      ASSERT_EQ(out[b * 128 + t], static_cast<float>(b * 1000 + 127 - t)) << b << "," << t;
 }
 
 TEST(EmulatorLaunch, ShuffleXorExchangesWithinAWarp) {

@@ -1,6 +1,7 @@
 // The CPU emulator running the generated kernels of sliding-window ops (Conv, ConvTranspose,
-// the pools), Resize and Einsum, and zero-size values, each compared element by element with the reference
-// executor on fresh random inputs. Every node must run as a kernel, not as a CPU fallback.
+// the pools), Resize and Einsum, and zero-size values, each compared element by element with the
+// reference executor on fresh random inputs. Every node must run as a kernel, not as a CPU
+// fallback.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -185,8 +186,10 @@ TEST(Emulator, Einsum) {
 // place of the exact value (tests/gelu_sweep.h).
 TEST(Emulator, GeluIntoHalfTypesIsWithinAnUlp) {
   // Both forms into both types (the tanh form: braze_gelu_tanh_f16 / braze_gelu_tanh).
-  for (auto [dt, tanh_form] : {std::pair{DType::Float16, false}, {DType::BFloat16, false}, {DType::Float16, true},
-                                 {DType::BFloat16, true}}) {
+  for (auto [dt, tanh_form] : {std::pair{DType::Float16, false},
+                               {DType::BFloat16, false},
+                               {DType::Float16, true},
+                               {DType::BFloat16, true}}) {
     SCOPED_TRACE(std::string(dtype_name(dt)) + (tanh_form ? ", tanh form" : ", erf form"));
     const Tensor in = test::gelu_sweep_input(dt);
     graph::Graph g = test::graph_from_text(test::gelu_sweep_model(dt, in.numel(), tanh_form));

@@ -27,7 +27,8 @@ TEST(EngineSlots, GraphInputsAndOutputsShareNoBytesWithAnyOtherValue) {
   graph::Graph g = test::graph_from_text(kInputReadFirst);
   graph::passes::run_pipeline(g);
   gpu::EngineOptions o = gpu::default_engine_options("sm_90");
-  o.cache_dir = std::filesystem::temp_directory_path() / ("braze_slots_test_" + std::to_string(::getpid()));
+  o.cache_dir =
+      std::filesystem::temp_directory_path() / ("braze_slots_test_" + std::to_string(::getpid()));
   auto e = gpu::Engine::build(g, fusion::plan_unfused(g), o);
   ASSERT_EQ(e->steps().size(), 5u);
   std::vector<graph::ValueId> kept(g.inputs().begin(), g.inputs().end());
@@ -38,7 +39,8 @@ TEST(EngineSlots, GraphInputsAndOutputsShareNoBytesWithAnyOtherValue) {
     for (size_t v = 0; v < g.num_values(); ++v) {
       if (static_cast<graph::ValueId>(v) == k) continue;
       EXPECT_FALSE(overlap(ks, e->slots()[v]))
-          << "%" << g.value(k).name << " shares arena bytes with %" << g.value(static_cast<graph::ValueId>(v)).name;
+          << "%" << g.value(k).name << " shares arena bytes with %"
+          << g.value(static_cast<graph::ValueId>(v)).name;
     }
   }
   std::filesystem::remove_all(o.cache_dir);
@@ -50,7 +52,8 @@ TEST(EngineSlots, ValuesInsideAKernelTakeNoDeviceMemory) {
   graph::Graph g = test::graph_from_text(kInputReadFirst);
   graph::passes::run_pipeline(g);
   gpu::EngineOptions o = gpu::default_engine_options("sm_90");
-  o.cache_dir = std::filesystem::temp_directory_path() / ("braze_slots_test_" + std::to_string(::getpid()));
+  o.cache_dir =
+      std::filesystem::temp_directory_path() / ("braze_slots_test_" + std::to_string(::getpid()));
   auto e = gpu::Engine::build(g, codegen::plan_for(g, true, o.target), o);
   ASSERT_EQ(e->steps().size(), 1u);
   size_t placed = 0;

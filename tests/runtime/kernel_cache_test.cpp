@@ -34,7 +34,8 @@ gpu::BuildReport build(const fs::path& dir, const std::string& arch) {
 }
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("braze_cache_test_" + std::to_string(::getpid())) / name;
+  fs::path d =
+      fs::temp_directory_path() / ("braze_cache_test_" + std::to_string(::getpid())) / name;
   fs::remove_all(d);
   return d;
 }
@@ -128,7 +129,8 @@ TEST(EngineFile, RoundTripKeepsGraphKernelsAndWeights) {
   std::string flipped = bytes;
   flipped[flipped.size() - 3] ^= 0x10;
   std::ofstream(dir / "flipped.braze", std::ios::binary) << flipped;
-  test::expect_user_error([&] { gpu::load_engine(dir / "flipped.braze"); }, {"flipped.braze", "checksum mismatch"});
+  test::expect_user_error([&] { gpu::load_engine(dir / "flipped.braze"); },
+                          {"flipped.braze", "checksum mismatch"});
   std::ofstream(dir / "junk.braze", std::ios::binary) << "BRAZEENG";
   EXPECT_THROW(gpu::load_engine(dir / "junk.braze"), UserError);
 }

@@ -11,7 +11,9 @@ namespace {
 
 using gpu::LiveRange;
 
-bool overlap_in_time(const LiveRange& a, const LiveRange& b) { return a.first <= b.last && b.first <= a.last; }
+bool overlap_in_time(const LiveRange& a, const LiveRange& b) {
+  return a.first <= b.last && b.first <= a.last;
+}
 
 void expect_valid(const std::vector<LiveRange>& r, const gpu::MemoryPlan& p) {
   ASSERT_EQ(p.offsets.size(), r.size());
@@ -22,7 +24,8 @@ void expect_valid(const std::vector<LiveRange>& r, const gpu::MemoryPlan& p) {
     EXPECT_LE(p.offsets[i] + r[i].bytes, p.arena_bytes) << "value " << i;
     for (size_t j = i + 1; j < r.size(); ++j) {
       if (!overlap_in_time(r[i], r[j])) continue;
-      const bool apart = p.offsets[i] + r[i].bytes <= p.offsets[j] || p.offsets[j] + r[j].bytes <= p.offsets[i];
+      const bool apart =
+          p.offsets[i] + r[i].bytes <= p.offsets[j] || p.offsets[j] + r[j].bytes <= p.offsets[i];
       EXPECT_TRUE(apart) << "values " << i << " and " << j << " are alive together and share bytes";
     }
   }
@@ -57,7 +60,8 @@ TEST(MemoryPlan, RandomLiveRangesNeverCollide) {
     }
     const gpu::MemoryPlan p = gpu::plan_memory(r);
     expect_valid(r, p);
-    EXPECT_LT(p.arena_bytes, p.total_bytes + r.size() * gpu::kArenaAlignment) << "no worse than no reuse";
+    EXPECT_LT(p.arena_bytes, p.total_bytes + r.size() * gpu::kArenaAlignment)
+        << "no worse than no reuse";
   }
 }
 

@@ -18,14 +18,16 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path cache_file(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("braze_tuning_cache_test_" + std::to_string(::getpid()));
+  fs::path d =
+      fs::temp_directory_path() / ("braze_tuning_cache_test_" + std::to_string(::getpid()));
   fs::create_directories(d);
   fs::path p = d / name;
   fs::remove(p);
   return p;
 }
 
-const std::vector<codegen::Tunables> kSpace = {{{"threads", 128}, {"vec", 4}}, {{"threads", 256}, {"vec", 4}}};
+const std::vector<codegen::Tunables> kSpace = {{{"threads", 128}, {"vec", 4}},
+                                               {{"threads", 256}, {"vec", 4}}};
 
 TEST(TuningCache, KeepsWhatItSavedAcrossInstances) {
   fs::path p = cache_file("round_trip.json");
@@ -61,7 +63,8 @@ TEST(TuningCache, EntriesOutsideTheSearchSpaceAreMisses) {
 }
 
 TEST(TuningCache, DamagedFilesAreStartedAfresh) {
-  for (const char* text : {"{\"format\":", "\xff\xfe", "[1, 2]", R"({"kernels": {"a": {"tunables": 7}}})"}) {
+  for (const char* text :
+       {"{\"format\":", "\xff\xfe", "[1, 2]", R"({"kernels": {"a": {"tunables": 7}}})"}) {
     fs::path p = cache_file("damaged.json");
     std::ofstream(p) << text;
     TuningCache c(p);
@@ -81,7 +84,8 @@ void tune_rounds(const fs::path& p, const std::string& who, int rounds) {
   }
 }
 
-void expect_every_round_kept(const fs::path& p, const std::vector<std::string>& writers, int rounds) {
+void expect_every_round_kept(const fs::path& p, const std::vector<std::string>& writers,
+                             int rounds) {
   TuningCache all(p);
   for (const std::string& who : writers)
     for (int r = 0; r < rounds; ++r) {
@@ -128,7 +132,8 @@ TEST(TuningCache, ThreadsSavingAtOnceLoseNoEntries) {
   std::vector<std::thread> threads;
   std::vector<std::string> writers;
   for (int i = 0; i < kThreads; ++i) writers.push_back("thread" + std::to_string(i));
-  for (const std::string& who : writers) threads.emplace_back([&p, who] { tune_rounds(p, who, kRounds); });
+  for (const std::string& who : writers)
+    threads.emplace_back([&p, who] { tune_rounds(p, who, kRounds); });
   for (std::thread& t : threads) t.join();
   expect_every_round_kept(p, writers, kRounds);
 }

@@ -260,7 +260,9 @@ void Session::rethrow_naming_fault(const CudaError& e) const {
   if (!progress_arg_)
     where = "which kernel is not known (BRAZE_STEP_NOTES=0)";
   else if (noted == 0 || noted > engine_->steps().size())
-    where = "no kernel of this session had started: the fault came from other work on the GPU";
+    where =
+        "no kernel of this session had noted its start: the fault came from other work on "
+        "the GPU, or from step 1 before it noted";
   else
     where =
         fmt::format("the kernel this session started last: {}", describe_step(*engine_, noted - 1));

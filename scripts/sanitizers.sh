@@ -18,6 +18,7 @@ san_ctest() { (cd build-san && ctest --output-on-failure -j "$(nproc)" --output-
 if ! san_ctest -LE gpu -E "python|pip_install|install.example"; then
   for attempt in 1 2; do
     rerun=$(python3 scripts/lsan_tracer_failures.py build-san/junit.xml) || exit 1
+    [ -n "$rerun" ] || { echo "sanitizers.sh: ctest failed with no failed test in its report"; exit 1; }
     echo "sanitizers.sh: rerunning after an LSan tracer crash (attempt $attempt): $rerun"
     san_ctest -R "$rerun" && break
     [ "$attempt" -lt 2 ] || exit 1

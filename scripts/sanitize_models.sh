@@ -7,6 +7,7 @@
 #   scripts/sanitize_models.sh OUTDIR [ROWS]     ROWS: bench/models.py --only patterns (default: one
 #                                                row per model and precision)
 #   BRAZE=build-gpu/cli/braze  TOOL_TIMEOUT=900 (seconds a sanitizer run may take)
+#   TOOLS="memcheck racecheck initcheck" (the tools run, in order)
 #
 # Writes OUTDIR/sanitize_models.md (the table) and OUTDIR/<row>/<tool>.log; exits 1 when any run
 # reports an error, fails, or times out.
@@ -47,14 +48,17 @@ for line in "${exported[@]}"; do
     status=1
     continue
   fi
-  for tool in memcheck racecheck initcheck; do
+  for tool in ${TOOLS:-memcheck racecheck initcheck}; do
     t0=$(date +%s)
     # shellcheck disable=SC2086  # one argument per input file
     timeout "$limit" compute-sanitizer --tool "$tool" --print-limit 20 \
       "$braze" run "$dir/engine.braze" --backend gpu --inputs $inputs >"$dir/$tool.log" 2>&1
     rc=$?
     secs=$(( $(date +%s) - t0 ))
-    errors=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$dir/$tool.log" | tail -1 | grep -oE '[0-9]+$')
+    # memcheck and initcheck end with "ERROR SUMMARY: N errors"; racecheck with
+    # "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)".
+    errors=$(grep -oE 'ERROR SUMMARY: [0-9]+|RACECHECK SUMMARY: .*\(([0-9]+) errors' "$dir/$tool.log" |
+      tail -1 | grep -oE '[0-9]+( errors)?$' | grep -oE '^[0-9]+')
     if [ "$rc" -eq 124 ]; then what="timed out after ${limit} s"
     elif [ -z "$errors" ]; then what="no summary (exit $rc)"
     elif [ "$rc" -ne 0 ]; then what="braze exit $rc"

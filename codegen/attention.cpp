@@ -22,8 +22,9 @@
 
 #include "codegen/attention.h"
 #include "codegen/attention_parts.h"
+#include "codegen/lowering.h"
 #include "codegen/codegen.h"
-#include "graph/cuda_hooks.h"
+#include "codegen/cuda_hooks.h"
 #include "graph/registry.h"
 
 namespace braze::codegen {
@@ -139,10 +140,10 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_
   }
   *off_out = off;
   *dead_out = dead;
-  *live_out = boolean ? (live != 0 ? "true" : "false") : graph::cuda_literal("float", live);
+  *live_out = boolean ? (live != 0 ? "true" : "false") : cuda_literal("float", live);
   if (boolean) return fmt::format("(j <= i + {}) == {}", off, live != 0 ? "true" : "false");
-  return fmt::format("(j <= i + {} ? {} : {})", off, graph::cuda_literal("float", live),
-                     graph::cuda_literal("float", dead));
+  return fmt::format("(j <= i + {} ? {} : {})", off, cuda_literal("float", live),
+                     cuda_literal("float", dead));
 }
 
 // True when the scores' last op takes a dead element of the causal mask `r` to -inf
@@ -249,7 +250,7 @@ std::optional<AttentionDims> attention_dims(const graph::Graph& g, const fusion:
   const auto shared_users = g.shared_users();
   const graph::Users& users = *shared_users;
   std::optional<fusion::AttentionMatch> m =
-      fusion::match_attention_in(g, group.nodes, users, why_not);
+      fusion::match_attention_in(g, group.nodes, users, kernel_lowerings(), why_not);
   if (!m) return std::nullopt;
   AttentionDims a;
   a.match = *m;
@@ -383,7 +384,7 @@ std::string emit_key_range(Emitter& e, const AttentionDims& a, int bm, int bn, c
 
 void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a,
                  const std::shared_ptr<bool>& live, bool with_live) {
-  std::vector<std::string> coords = graph::cuda_unravel("b", a.qk.out_batch);
+  std::vector<std::string> coords = cuda_unravel("b", a.qk.out_batch);
   coords.push_back("i");
   coords.push_back("j");
   auto score_lambda = [&](const char* name, bool live_part) {
@@ -403,7 +404,7 @@ void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a,
 std::string mask_args(Emitter& e, const AttentionDims& a, const MaskRead& mr) {
   return mr.pairs ? fmt::format("{} + {}, {}LL", e.input_param(mr.value),
                                 mask_batch_offset(mr, a.qk.out_batch), mr.row_stride)
-                  : fmt::format("({}*)nullptr, 0LL", graph::cuda_storage_type(a.dtype));
+                  : fmt::format("({}*)nullptr, 0LL", cuda_storage_type(a.dtype));
 }
 
 void emit_output(Emitter& e, const graph::Graph& g, const AttentionDims& a, int mt,
@@ -458,7 +459,7 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   e.open(fmt::format("for (long long b = blockIdx.y; b < {}LL; b += gridDim.y) {{", a.batches));
   try {
     flash::emit_scores(e, g, a, live_mask, !ends.empty());
-  } catch (const graph::CudaUnsupported& u) {
+  } catch (const CudaUnsupported& u) {
     *why_not = "the scores' element-wise chain: " + u.why;
     return std::nullopt;
   }
@@ -477,7 +478,7 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
     flash::emit_output(e, g, a, t.mt,
                        fmt::format("q0 + (warp % {}) * {} + mt * 16 + lane / 4 + r * 8",
                                    t.bm / (16 * t.mt), 16 * t.mt));
-  } catch (const graph::CudaUnsupported& u) {
+  } catch (const CudaUnsupported& u) {
     *why_not = u.why;
     return std::nullopt;
   }
@@ -493,8 +494,8 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
       "  typedef braze_flash<{2}, {3}, {4}, {5}, {8}, {10}> flash;\n"
       "  static_assert(flash::kSharedBytes <= {6}, \"the launch's shared memory\");\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {6});\n{7}}}\n",
-      t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), a.d, t.bm, t.bn,
-      kern.shared_bytes, e.body(), t.ks, t.threads() == 256 ? ", 2" : "",
+      t.threads(), e.signature(), cuda_storage_type(a.dtype), a.d, t.bm, t.bn, kern.shared_bytes,
+      e.body(), t.ks, t.threads() == 256 ? ", 2" : "",
       t.mt);  // two blocks an SM: at most 128 registers
   finish_kernel(g, kern, code, kMmaHelpers | kAttentionHelpers);
   return kern;

@@ -58,7 +58,7 @@ std::string emit_key_range(Emitter& e, const AttentionDims& a, int bm, int bn, c
 
 // The lambdas `score` (and `live` with_live: the causal mask's live value in place), the
 // softmax's input at (b, i, j) from the product's value s and the mask's mk. Throws
-// graph::CudaUnsupported.
+// CudaUnsupported.
 void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a,
                  const std::shared_ptr<bool>& live, bool with_live);
 
@@ -66,7 +66,7 @@ void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a,
 std::string mask_args(Emitter& e, const AttentionDims& a, const MaskRead& mr);
 
 // The output: o[mt][n][2 r + q] is element (i, 8 n + 2 (lane % 4) + q), i = `row` (of mt, r),
-// stored by the threads for which `mine` holds. Throws graph::CudaUnsupported.
+// stored by the threads for which `mine` holds. Throws CudaUnsupported.
 void emit_output(Emitter& e, const graph::Graph& g, const AttentionDims& a, int mt,
                  const std::string& row);
 

@@ -16,7 +16,7 @@
 
 #include "codegen/attention_parts.h"
 #include "codegen/codegen.h"
-#include "graph/cuda_hooks.h"
+#include "codegen/cuda_hooks.h"
 
 namespace braze::codegen::flash {
 
@@ -140,7 +140,7 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
   e.line("const long long b = blockIdx.y;");
   try {
     emit_scores(e, g, a, live_mask, !ends.empty());
-  } catch (const graph::CudaUnsupported& u) {
+  } catch (const CudaUnsupported& u) {
     *why_not = "the scores' element-wise chain: " + u.why;
     return std::nullopt;
   }
@@ -169,7 +169,7 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
   e.line("const bool mine = true;");
   try {
     emit_output(e, g, a, 1, "q0 + warp * 16 + lane / 4 + r * 8");
-  } catch (const graph::CudaUnsupported& u) {
+  } catch (const CudaUnsupported& u) {
     *why_not = u.why;
     return std::nullopt;
   }
@@ -197,7 +197,7 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
       "  typedef braze_flash_wg<{2}, {3}, {4}, {5}, {6}, {9}, braze_wg_ops> flash;\n"
       "  static_assert(flash::kSharedBytes <= {7}, \"the launch's shared memory\");\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {7});\n{8}}}\n",
-      t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), a.d, t.bn, t.cons, t.stages,
+      t.threads(), e.signature(), cuda_storage_type(a.dtype), a.d, t.bn, t.cons, t.stages,
       kern.shared_bytes, e.body(), t.pp && t.cons == 2 ? "true" : "false");
   finish_kernel(g, kern, code,
                 kMmaHelpers | kWgmmaHelpers | kAttentionHelpers | kAttentionWgmmaHelpers);

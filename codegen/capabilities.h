@@ -6,6 +6,7 @@
 #pragma once
 
 #include "codegen/kernel.h"
+#include "codegen/lowering.h"
 #include "fusion/capabilities.h"
 #include "fusion/partition.h"
 
@@ -28,7 +29,7 @@ class ScheduleCapabilities : public fusion::Capabilities {
 // The plan the build for `target` runs: fused with these capabilities, or one node per group.
 inline fusion::Plan plan_for(const graph::Graph& g, bool fuse, const Target& target) {
   ScheduleCapabilities caps(target);
-  return fusion::make_plan(g, fuse, &caps);
+  return fusion::make_plan(g, fuse, kernel_lowerings(), &caps);
 }
 
 // A GEMM group's product: batch count, m, n, k and the operands' type (bench reports, and

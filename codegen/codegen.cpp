@@ -10,6 +10,7 @@
 
 #include "codegen/attention.h"
 #include "codegen/device_sources.h"
+#include "codegen/lowering.h"
 #include "graph/registry.h"
 
 namespace braze::codegen {
@@ -82,7 +83,7 @@ std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& gro
     for (graph::ValueId v : g.node(id).outputs)
       if (v != graph::kNoValue && !g.value(v).has_shape) return {};
   bool rows = std::any_of(group.nodes.begin(), group.nodes.end(), [&](graph::NodeId id) {
-    return static_cast<bool>(g.node(id).op->cuda_row);
+    return static_cast<bool>(lowering(g.node(id)).row);
   });
   if (group.kind == fusion::GroupKind::Gemm) return gemm_candidates(g, group, target);
   if (group.kind == fusion::GroupKind::Attention) return attention_candidates(g, group, target);
@@ -103,11 +104,11 @@ GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Targ
   auto per_element = [&] {
     return std::all_of(group.nodes.begin(), group.nodes.end(), [&](graph::NodeId id) {
       const graph::Node& n = g.node(id);
-      return n.op->cuda_index || n.op->cuda_expr;
+      return lowering(n).index || lowering(n).expr;
     });
   };
   bool rows = std::any_of(group.nodes.begin(), group.nodes.end(), [&](graph::NodeId id) {
-    return static_cast<bool>(g.node(id).op->cuda_row);
+    return static_cast<bool>(lowering(g.node(id)).row);
   });
   switch (group.kind) {
     case fusion::GroupKind::Gemm:

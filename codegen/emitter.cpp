@@ -8,7 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "graph/cuda_hooks.h"
+#include "codegen/lowering.h"
+#include "codegen/cuda_hooks.h"
 #include "graph/registry.h"
 
 namespace braze::codegen {
@@ -76,7 +77,7 @@ void Emitter::pop_scope() { memo_.pop_back(); }
 void Emitter::clear_memo() { memo_.assign(1, {}); }
 
 std::vector<std::string> Emitter::unravel(const std::string& flat, const Shape& shape) {
-  std::vector<std::string> exprs = graph::cuda_unravel(flat, shape);
+  std::vector<std::string> exprs = cuda_unravel(flat, shape);
   std::vector<std::string> c(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) {
     if (exprs[d] == "0LL") {
@@ -142,7 +143,7 @@ std::string Emitter::signature() const {
     const graph::Value& v = g_.value(p.value);
     if (!s.empty()) s += ", ";
     s += fmt::format("{}{}* __restrict__ {}", p.is_output ? "" : "const ",
-                     graph::cuda_storage_type(v.dtype), param_names_.at(p.value));
+                     cuda_storage_type(v.dtype), param_names_.at(p.value));
   }
   if (!errors_.empty()) s += std::string(s.empty() ? "" : ", ") + "int* __restrict__ braze_err";
   return s;
@@ -151,7 +152,7 @@ std::string Emitter::signature() const {
 namespace {
 
 // CudaIndexCtx over the emitter, for one node's output at one coordinate.
-class IndexCtx final : public graph::CudaIndexCtx {
+class IndexCtx final : public CudaIndexCtx {
  public:
   IndexCtx(Emitter& e, const graph::Node& n, size_t out_index,
            const std::vector<std::string>& coords)
@@ -244,25 +245,25 @@ std::string Emitter::value_at_view(ValueId v, const Shape& view,
                                    const std::vector<std::string>& coords) {
   const graph::Value& val = g_.value(v);
   if (view == val.shape) return value_at(v, coords);
-  std::string flat = graph::cuda_linearize(coords, view);
+  std::string flat = cuda_linearize(coords, view);
   bool inside = val.producer != graph::kNoNode && in_group_(val.producer);
   if (!inside && !(val.constant && val.constant->numel() == 1)) {
     std::string key = std::to_string(v) + "@" + flat;
     for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
       if (auto f = it->find(key); f != it->end()) return f->second;
-    std::string r = let(graph::cuda_compute_type(val.dtype),
-                        fmt::format("braze_load({}, {})", input_param(v), flat));
+    std::string r =
+        let(cuda_compute_type(val.dtype), fmt::format("braze_load({}, {})", input_param(v), flat));
     memo_.back()[key] = r;
     return r;
   }
-  return value_at(v, graph::cuda_unravel(let("long long", flat), val.shape));
+  return value_at(v, cuda_unravel(let("long long", flat), val.shape));
 }
 
 std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) {
   if (intercept_)
     if (std::optional<std::string> bound = intercept_(v, coords)) return *bound;
   const graph::Value& val = g_.value(v);
-  std::string type = graph::cuda_compute_type(val.dtype);
+  std::string type = cuda_compute_type(val.dtype);
   BRAZE_CHECK(val.has_shape && coords.size() == val.shape.size(),
               "value_at: rank mismatch for %" + val.name);
   bool inside = val.producer != graph::kNoNode && in_group_(val.producer);
@@ -272,8 +273,8 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
       const Tensor& t = *val.constant;
       if (is_float(t.dtype()) || t.dtype() == DType::Bool ||
           std::fabs(static_cast<double>(t.get_i64(0))) < 9e15)
-        return graph::cuda_literal(
-            type, is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)));
+        return cuda_literal(type,
+                            is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)));
     }
     std::string p = input_param(v);
     if (!preload_var_.empty()) return preload(v, coords, p);
@@ -290,8 +291,8 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
         lane0.back() = lane_var_;
         std::string vec = fresh("w");
         line(fmt::format("const braze_vec<{}, {}> {} = braze_vload<{}>({}, {});",
-                         graph::cuda_storage_type(val.dtype), vec_, vec, vec_, p,
-                         graph::cuda_linearize(lane0, val.shape)));
+                         cuda_storage_type(val.dtype), vec_, vec, vec_, p,
+                         cuda_linearize(lane0, val.shape)));
         // Lanes stay in the loaded vector (packed, for half types) and convert where used,
         // so a row held in registers costs half the registers in float16.
         std::string mine;
@@ -305,15 +306,14 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
         return mine;
       }
     }
-    return let(type,
-               fmt::format("braze_load({}, {})", p, graph::cuda_linearize(coords, val.shape)));
+    return let(type, fmt::format("braze_load({}, {})", p, cuda_linearize(coords, val.shape)));
   }
   const graph::Node& n = g_.node(val.producer);
   size_t out_index = 0;
   while (n.outputs[out_index] != v) ++out_index;
-  if (n.op->cuda_expr) {
+  if (lowering(n).expr) {
     BRAZE_CHECK(out_index == 0, n.describe() + ": element-wise op with several outputs");
-    graph::CudaExprCtx ctx{n, "", {}, {}, val.dtype};
+    CudaExprCtx ctx{n, "", {}, {}, val.dtype};
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (n.inputs[i] == kNoValue) {
         ctx.args.push_back("");
@@ -327,16 +327,16 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
       if (n.op->rounds_half_inputs && is_half(in.dtype) && in.producer != graph::kNoNode &&
           in_group_(in.producer))
         arg = let("float", fmt::format("braze_val(braze_pack(braze_tag<{}>{{}}, {}))",
-                                       graph::cuda_storage_type(in.dtype), arg));
+                                       cuda_storage_type(in.dtype), arg));
       ctx.args.push_back(arg);
       ctx.arg_dtypes.push_back(in.dtype);
     }
-    ctx.type = graph::cuda_compute_type(ctx.arg_dtypes.at(0));
-    return let(type, n.op->cuda_expr(ctx));
+    ctx.type = cuda_compute_type(ctx.arg_dtypes.at(0));
+    return let(type, lowering(n).expr(ctx));
   }
-  if (n.op->cuda_index) {
+  if (lowering(n).index) {
     IndexCtx ctx(*this, n, out_index, coords);
-    std::string e = n.op->cuda_index(ctx);
+    std::string e = lowering(n).index(ctx);
     return let(type, e);
   }
   throw InternalError(n.describe() +
@@ -346,7 +346,7 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
 std::string Emitter::preload(ValueId v, const std::vector<std::string>& coords,
                              const std::string& p) {
   const graph::Value& val = g_.value(v);
-  const std::string zero = graph::cuda_literal(graph::cuda_compute_type(val.dtype), 0);
+  const std::string zero = cuda_literal(cuda_compute_type(val.dtype), 0);
   if (vec_ < 2 || coords.empty() || val.shape.back() % vec_ != 0 || !preload_stmt_) return zero;
   int lane = -1;
   for (int k = 0; k < vec_; ++k)
@@ -362,7 +362,7 @@ std::string Emitter::preload(ValueId v, const std::vector<std::string>& coords,
   std::vector<std::string> lane0 = coords;
   lane0.back() = lane_var_;
   Preload pre{v,
-              graph::cuda_storage_type(val.dtype),
+              cuda_storage_type(val.dtype),
               val.dtype,
               vec_,
               vec_ * static_cast<int>(dtype_size(val.dtype)),
@@ -374,7 +374,7 @@ std::string Emitter::preload(ValueId v, const std::vector<std::string>& coords,
     pre.lane_coords.push_back(std::move(ck));
   }
   line(preload_stmt_(v, vec_, pre.bytes,
-                     fmt::format("({} + {})", p, graph::cuda_linearize(lane0, val.shape))));
+                     fmt::format("({} + {})", p, cuda_linearize(lane0, val.shape))));
   preloads_.push_back(std::move(pre));
   return zero;
 }

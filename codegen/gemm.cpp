@@ -6,6 +6,7 @@
 // code here: alpha and Gemm's beta * C, then the chain of element-wise ops after the product
 // (bias, activation, residual, scale, cast) and layout ops, whose forward maps say where each
 // element lands — so the result is written once, in the layout its consumer wants.
+#include "codegen/lowering.h"
 #include "codegen/gemm.h"
 
 #include <braze/error.h>
@@ -18,14 +19,14 @@
 
 #include "codegen/codegen.h"
 #include "codegen/emitter.h"
-#include "graph/cuda_hooks.h"
+#include "codegen/cuda_hooks.h"
 #include "graph/registry.h"
 
 namespace braze::codegen {
 
 std::vector<std::string> operand_coords(const Shape& out_batch, const Shape& in_batch,
                                         std::vector<std::string> tail) {
-  std::vector<std::string> ob = graph::cuda_unravel("b", out_batch);
+  std::vector<std::string> ob = cuda_unravel("b", out_batch);
   std::vector<std::string> c;
   size_t off = out_batch.size() - in_batch.size();
   for (size_t d = 0; d < in_batch.size(); ++d) c.push_back(in_batch[d] == 1 ? "0LL" : ob[off + d]);
@@ -157,7 +158,7 @@ std::optional<StoreMap> store_map(const graph::Layout& m, const GemmDims& d) {
 }  // namespace
 
 std::string gemm_store_offset(const GemmEpilogue& epi, const graph::Graph& g) {
-  if (!epi.store) return graph::cuda_linearize(epi.out_coords, g.value(epi.out).shape);
+  if (!epi.store) return cuda_linearize(epi.out_coords, g.value(epi.out).shape);
   const bool u = epi.store->fits_32_bits;
   std::string off;
   for (const StoreTerm& t : epi.store->terms) {
@@ -180,7 +181,7 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
   GemmEpilogue epi;
   epi.out = d.node->outputs[0];
-  epi.out_coords = graph::cuda_unravel("b", d.out_batch);
+  epi.out_coords = cuda_unravel("b", d.out_batch);
   if (!d.a_vec) epi.out_coords.push_back("i");
   if (!d.b_vec) epi.out_coords.push_back("j");
   const auto shared_users = g.shared_users();
@@ -198,9 +199,9 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
       return std::nullopt;
     }
     const graph::Node& cn = g.node(c);
-    if (cn.op->cuda_forward && cn.inputs[0] == epi.out) {
-      epi.out_coords = cn.op->cuda_forward(cn, epi.out_coords, g.value(epi.out).shape,
-                                           g.value(cn.outputs[0]).shape);
+    if (lowering(cn).forward && cn.inputs[0] == epi.out) {
+      epi.out_coords = lowering(cn).forward(cn, epi.out_coords, g.value(epi.out).shape,
+                                            g.value(cn.outputs[0]).shape);
       if (view) view = cn.op->layout ? cn.op->layout(g, cn, *view) : std::nullopt;
     }
     epi.out = cn.outputs[0];
@@ -251,15 +252,14 @@ std::string emit_gemm_value_at(Emitter& e, const graph::Graph& g, const GemmDims
                                const GemmEpilogue& epi, const std::string& sum,
                                const std::string& j, const std::string& acc_name) {
   const graph::Node& n = *d.node;
-  const std::string acc = graph::cuda_compute_type(g.value(n.outputs[0]).dtype);
-  std::string value =
-      d.alpha == 1 ? sum : fmt::format("{} * {}", graph::cuda_literal(acc, d.alpha), sum);
+  const std::string acc = cuda_compute_type(g.value(n.outputs[0]).dtype);
+  std::string value = d.alpha == 1 ? sum : fmt::format("{} * {}", cuda_literal(acc, d.alpha), sum);
   if (n.op_type() == "Gemm" && n.has_input(2) && d.beta != 0) {
     const graph::Value& c = g.value(n.inputs[2]);
     std::vector<std::string> cc = broadcast_coords({"i", j}, {d.m, d.nn}, c.shape);
     std::string cval = e.value_at(n.inputs[2], cc);
-    value += d.beta == 1 ? " + " + cval
-                         : fmt::format(" + {} * {}", graph::cuda_literal(acc, d.beta), cval);
+    value +=
+        d.beta == 1 ? " + " + cval : fmt::format(" + {} * {}", cuda_literal(acc, d.beta), cval);
   }
   e.line(fmt::format("const {} {} = {};", acc, acc_name, value));
   if (epi.out == n.outputs[0]) return acc_name;
@@ -281,7 +281,7 @@ void emit_gemm_store(Emitter& e, const graph::Graph& g, const GemmDims& d, const
   std::string result = emit_gemm_value(e, g, d, epi, sum);
   const graph::Value& ov = g.value(epi.out);
   e.line(fmt::format("braze_store({}, {}, ({}){});", e.output_param(epi.out),
-                     gemm_store_offset(epi, g), graph::cuda_compute_type(ov.dtype), result));
+                     gemm_store_offset(epi, g), cuda_compute_type(ov.dtype), result));
 }
 
 std::string gemm_batch_offset(const Shape& out_batch, const Shape& shape) {
@@ -336,11 +336,9 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, cons
   // none, adjacent, and aligned to the vector. The lanes are written out one after another,
   // lane q at column (j + q), so that an input read at the output's column (a residual, a
   // bias) is one vector load shared by the lanes (Emitter::set_lanes), not `width` loads.
-  const std::string ct = graph::cuda_compute_type(ov.dtype),
-                    st = graph::cuda_storage_type(ov.dtype);
+  const std::string ct = cuda_compute_type(ov.dtype), st = cuda_storage_type(ov.dtype);
   e.open(in_range ? std::string("{") : fmt::format("if (i < {}LL && jp < {}LL) {{", d.m, d.nn));
-  e.line(fmt::format("{} acc_q[{}];", graph::cuda_compute_type(g.value(d.node->outputs[0]).dtype),
-                     width));
+  e.line(fmt::format("{} acc_q[{}];", cuda_compute_type(g.value(d.node->outputs[0]).dtype), width));
   e.line("#pragma unroll");
   e.line(fmt::format("for (int q = 0; q < {}; ++q) acc_q[q] = {};", width, sum_q));
   e.line("const long long j = jp;");

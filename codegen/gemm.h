@@ -99,7 +99,7 @@ Emitter gemm_emitter(const graph::Graph& g, const fusion::Group& group, const Ge
 
 // Emits the statements finishing output element (b, i, j) from `sum`, the float/double
 // product before alpha: alpha and Gemm's beta * C, the epilogue chain, the store. "b",
-// "i" and "j" are in scope, in range. May throw graph::CudaUnsupported.
+// "i" and "j" are in scope, in range. May throw CudaUnsupported.
 void emit_gemm_store(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
                      const std::string& sum);
 // The same without the store: returns the output's value (in its compute type).

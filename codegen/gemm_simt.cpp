@@ -28,7 +28,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/gemm.h"
-#include "graph/cuda_hooks.h"
+#include "codegen/cuda_hooks.h"
 #include "graph/registry.h"
 
 namespace braze::codegen {
@@ -64,7 +64,7 @@ Tunables tunables_of(const SimtTile& t) {
 
 // Bytes of the accumulator type.
 int acc_bytes_of(DType out) {
-  const std::string acc = graph::cuda_compute_type(out);
+  const std::string acc = cuda_compute_type(out);
   return acc == "double" || acc.find("long long") != std::string::npos ? 8 : 4;
 }
 
@@ -115,7 +115,7 @@ void emit_operand_reader(Emitter& e, const graph::Graph& g, const GemmDims& d, i
     e.line(
         fmt::format("braze_simt_gmem<{}, {}, {}, {}, {}, {}, {}> {}({} + ({}), {}LL, {}, {}LL, "
                     "{}LL);",
-                    graph::cuda_storage_type(root.dtype), acc, tile_rows, t.bk, t.threads(),
+                    cuda_storage_type(root.dtype), acc, tile_rows, t.bk, t.threads(),
                     fast ? "true" : "false", aligned ? w : 1, name, e.input_param(ov.root),
                     operand_view_offset(ov), ov.ld, row0, rows, d.k));
     return;
@@ -203,7 +203,7 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
   const graph::Value& a = g.value(n.inputs[0]);
   const graph::Value& b = g.value(n.inputs[1]);
   const graph::Value& y = g.value(n.outputs[0]);
-  const std::string acc = graph::cuda_compute_type(y.dtype);
+  const std::string acc = cuda_compute_type(y.dtype);
   const int acc_bytes = acc_bytes_of(y.dtype);
   const SimtTile t = tile_of(tune);
   std::string why = tile_problem(t, acc_bytes);
@@ -274,7 +274,7 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
     e.close();
     e.close();
     if (split) e.close();
-  } catch (const graph::CudaUnsupported& u) {
+  } catch (const CudaUnsupported& u) {
     *why_not = u.why;
     return std::nullopt;
   }

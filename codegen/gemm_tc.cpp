@@ -41,7 +41,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/gemm.h"
-#include "graph/cuda_hooks.h"
+#include "codegen/cuda_hooks.h"
 #include "graph/registry.h"
 
 namespace braze::codegen {
@@ -272,7 +272,7 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
                      warp_n));
   try {
     emit_gemm_stores(e, g, d, epi, 2, "accum[mi][ni][2 * r + q]");
-  } catch (const graph::CudaUnsupported& u) {
+  } catch (const CudaUnsupported& u) {
     *why_not = u.why;
     return std::nullopt;
   }
@@ -289,7 +289,7 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
       "  static_assert(tile_gemm::kSharedBytes <= {11}, \"the launch's shared memory\");\n"
       "  BRAZE_DYNAMIC_SMEM(braze_smem, {11});\n"
       "  const braze_saddr smem = braze_smem_addr(braze_smem);\n{12}}}\n",
-      t.threads(), e.signature(), graph::cuda_storage_type(a.dtype), t.bm, t.bn, t.bk, t.wm, t.wn,
+      t.threads(), e.signature(), cuda_storage_type(a.dtype), t.bm, t.bn, t.bk, t.wm, t.wn,
       t.stages, va.kcontig ? "true" : "false", vb.kcontig ? "true" : "false", kern.shared_bytes,
       e.body(), split ? fmt::format(" __cluster_dims__({}, 1, 1)", t.split) : "");
   finish_kernel(g, kern, code, kMmaHelpers);

@@ -33,7 +33,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/gemm.h"
-#include "graph/cuda_hooks.h"
+#include "codegen/cuda_hooks.h"
 
 namespace braze::codegen {
 
@@ -465,7 +465,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
     const size_t at = e.mark();
     try {
       res_pre = emit_res_copies(true);
-    } catch (const graph::CudaUnsupported&) {
+    } catch (const CudaUnsupported&) {
       res_pre.clear();  // the epilogue's own emission reports it
     }
     e.rewind(at);
@@ -780,7 +780,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
         emit_gemm_stores(e, g, d, epi, 4, "se_v[q]", in_range);
       else
         emit_gemm_stores(e, g, d, epi, 2, "accum[mi][4 * ni + 2 * r + q]", in_range);
-    } catch (const graph::CudaUnsupported& u) {
+    } catch (const CudaUnsupported& u) {
       *why_not = u.why;
       return std::nullopt;
     }

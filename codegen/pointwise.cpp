@@ -10,9 +10,10 @@
 
 #include <fmt/format.h>
 
+#include "codegen/lowering.h"
 #include "codegen/codegen.h"
 #include "codegen/emitter.h"
-#include "graph/cuda_hooks.h"
+#include "codegen/cuda_hooks.h"
 #include "graph/registry.h"
 
 namespace braze::codegen {
@@ -55,7 +56,7 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
   for (graph::NodeId id : group.nodes) {
     const graph::Node& n = g.node(id);
-    if (!n.op->cuda_expr && !n.op->cuda_index) {
+    if (!lowering(n).expr && !lowering(n).index) {
       *why_not = fmt::format("{} has no CUDA expression or index map", n.describe());
       return std::nullopt;
     }
@@ -103,7 +104,7 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
       if (vec > 1) e.set_lanes(lane_var, vec);
       for (graph::ValueId o : loop) {
         const graph::Value& v = g.value(o);
-        std::string ct = graph::cuda_compute_type(v.dtype), st = graph::cuda_storage_type(v.dtype);
+        std::string ct = cuda_compute_type(v.dtype), st = cuda_storage_type(v.dtype);
         std::vector<std::string> lanes;
         try {
           for (int k = 0; k < vec; ++k) {
@@ -111,7 +112,7 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
             if (!ck.empty()) ck.back() = Emitter::lane_expr(lane_var, k);
             lanes.push_back(e.value_at(o, ck));
           }
-        } catch (const graph::CudaUnsupported& un) {
+        } catch (const CudaUnsupported& un) {
           *why_not = un.why;
           return std::nullopt;
         }

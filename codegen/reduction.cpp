@@ -1,10 +1,10 @@
 // The reduction schedule: one or more reductions over the same rows, with the element-wise
 // prologue and epilogue the partitioner grouped around them. Each reduction runs its op's
-// row program (graph/cuda_hooks.h): passes over the row, each combined in registers and
-// reduced across the block. A reduction's results are then bound, for the rest of the row,
-// to the values its node produces — so a later reduction's input or an epilogue op reads
-// them as locals. Per-element outputs take a last sweep over the row; per-row outputs are
-// written by thread 0. One block per row, grid-striding over rows.
+// row program (codegen/cuda_hooks.h, from codegen/lower/): passes over the row, each combined in
+// registers and reduced across the block. A reduction's results are then bound, for the rest of the
+// row, to the values its node produces — so a later reduction's input or an epilogue op reads them
+// as locals. Per-element outputs take a last sweep over the row; per-row outputs are written by
+// thread 0. One block per row, grid-striding over rows.
 //
 //   row r of X (reduced axes)          passes                outputs
 //   x0 x1 x2 … x(L-1)   ──map──►  s0 = max(x)        ─┐
@@ -19,9 +19,10 @@
 
 #include <fmt/format.h>
 
+#include "codegen/lowering.h"
 #include "codegen/codegen.h"
 #include "codegen/emitter.h"
-#include "graph/cuda_hooks.h"
+#include "codegen/cuda_hooks.h"
 #include "graph/registry.h"
 
 namespace braze::codegen {
@@ -29,9 +30,9 @@ namespace braze::codegen {
 std::vector<Tunables> reduction_candidates(const graph::Graph& g, const fusion::Group& group) {
   for (graph::NodeId id : group.nodes) {
     const graph::Node& n = g.node(id);
-    if (!n.op->cuda_row) continue;
-    graph::CudaRowInputs ins = graph::cuda_row_inputs(g, n);
-    std::optional<graph::CudaRowProgram> p = n.op->cuda_row(n, ins);
+    if (!lowering(n).row) continue;
+    CudaRowInputs ins = cuda_row_inputs(g, n);
+    std::optional<CudaRowProgram> p = lowering(n).row(n, ins);
     if (!p || p->passes.empty()) return {};
     Shape x = p->x_view.empty() ? ins.shapes[0] : p->x_view;
     int64_t len = 1;
@@ -98,12 +99,10 @@ std::string substitute(const std::string& templ, const std::map<std::string, std
 
 std::string identity_of(const std::string& combine, const std::string& type) {
   bool flt = type == "float" || type == "double";
-  if (combine == "sum") return graph::cuda_literal(type, 0);
-  if (combine == "prod") return graph::cuda_literal(type, 1);
-  if (combine == "max")
-    return flt ? graph::cuda_literal(type, -INFINITY) : graph::cuda_literal(type, -1e300);
-  if (combine == "min")
-    return flt ? graph::cuda_literal(type, INFINITY) : graph::cuda_literal(type, 1e300);
+  if (combine == "sum") return cuda_literal(type, 0);
+  if (combine == "prod") return cuda_literal(type, 1);
+  if (combine == "max") return flt ? cuda_literal(type, -INFINITY) : cuda_literal(type, -1e300);
+  if (combine == "min") return flt ? cuda_literal(type, INFINITY) : cuda_literal(type, 1e300);
   throw InternalError("unknown row combine " + combine);
 }
 
@@ -115,7 +114,7 @@ std::string combiner(const std::string& combine, const std::string& type) {
   throw InternalError("unknown row combine " + combine);
 }
 
-bool uses_field(const graph::CudaRowProgram& p, const std::string& name) {
+bool uses_field(const CudaRowProgram& p, const std::string& name) {
   std::string f = "{" + name + "}";
   for (const auto& pass : p.passes)
     if (pass.map.find(f) != std::string::npos) return true;
@@ -206,7 +205,7 @@ Shape non_ones(const Shape& s) {
 // One reduction node of the group and its row program.
 struct Red {
   const graph::Node* node;
-  graph::CudaRowProgram prog;
+  CudaRowProgram prog;
   std::vector<Shape> shapes;
   std::vector<std::string> s;  // locals holding its pass results
 };
@@ -220,15 +219,15 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
   std::vector<Red> reds;
   for (graph::NodeId id : group.nodes) {
     const graph::Node& n = g.node(id);
-    if (!n.op->cuda_row) {
-      if (!n.op->cuda_expr && !n.op->cuda_index) {
+    if (!lowering(n).row) {
+      if (!lowering(n).expr && !lowering(n).index) {
         *why_not = n.describe() + " has no GPU code";
         return std::nullopt;
       }
       continue;
     }
-    graph::CudaRowInputs ins = graph::cuda_row_inputs(g, n);
-    std::optional<graph::CudaRowProgram> prog = n.op->cuda_row(n, ins);
+    CudaRowInputs ins = cuda_row_inputs(g, n);
+    std::optional<CudaRowProgram> prog = lowering(n).row(n, ins);
     if (!prog) {
       *why_not = n.describe() + " has no GPU row program for these attributes and dtypes";
       return std::nullopt;
@@ -240,7 +239,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     return std::nullopt;
   }
   const graph::Node& n0 = *reds[0].node;
-  const graph::CudaRowProgram& p0 = reds[0].prog;
+  const CudaRowProgram& p0 = reds[0].prog;
   const graph::Value& xv = g.value(n0.inputs[0]);
   const Shape xshape = p0.x_view.empty() ? xv.shape : p0.x_view;
   BRAZE_CHECK(checked_numel(xshape) == checked_numel(xv.shape),
@@ -285,7 +284,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     std::vector<std::string> red;
     for (size_t d = 0; d < coords.size(); ++d)
       if (reduced[d]) red.push_back(coords[d]);
-    f["r"] = graph::cuda_linearize(red, red_shape);
+    f["r"] = cuda_linearize(red, red_shape);
     f["x"] = e.value_at_view(r.node->inputs[0], xshape, coords);
     for (size_t i = 1; i < r.node->inputs.size(); ++i) {
       if (r.node->inputs[i] == graph::kNoValue) continue;
@@ -319,7 +318,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         continue;
       }
       std::map<std::string, std::string> fp = f;
-      fp["n"] = graph::cuda_literal(r.prog.passes[p].type, static_cast<double>(len));
+      fp["n"] = cuda_literal(r.prog.passes[p].type, static_cast<double>(len));
       f[name] = "(" + substitute(r.prog.passes[p].map, fp, *r.node) + ")";
     }
   };
@@ -335,13 +334,13 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     if (it == bound.end()) return std::nullopt;
     const Red& r = *it->second.first;
     const auto& o = r.prog.outputs[it->second.second];
-    std::string ct = graph::cuda_compute_type(g.value(v).dtype);
+    std::string ct = cuda_compute_type(g.value(v).dtype);
     std::map<std::string, std::string> f;
     if (o.per_element) {
       std::vector<std::string> xc =
           coords.size() == xshape.size()
               ? coords
-              : graph::cuda_unravel(graph::cuda_linearize(coords, g.value(v).shape), xshape);
+              : cuda_unravel(cuda_linearize(coords, g.value(v).shape), xshape);
       f = element_fields(r, xc);
       add_pass_fields(static_cast<size_t>(&r - reds.data()), xc, f);
     } else {
@@ -351,7 +350,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         f = element_fields(r, full_coords(kept, std::vector<std::string>(red_shape.size(), "0LL")));
       for (size_t k = 0; k < r.s.size(); ++k) f[fmt::format("s{}", k)] = r.s[k];
     }
-    f["n"] = graph::cuda_literal(ct == "bool" ? "long long" : ct, static_cast<double>(len));
+    f["n"] = cuda_literal(ct == "bool" ? "long long" : ct, static_cast<double>(len));
     return e.let(ct, fmt::format("({})({})", ct, substitute(o.expr, f, *r.node)));
   });
 
@@ -421,7 +420,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
     std::string decls;
     for (graph::ValueId v : staged) {
       const graph::Value& val = g.value(v);
-      std::string st = graph::cuda_storage_type(val.dtype),
+      std::string st = cuda_storage_type(val.dtype),
                   name = fmt::format("braze_sx{}", staged_ptr.size());
       decls += fmt::format(
           "  {0}* const {1} = reinterpret_cast<{0}*>(braze_smem + {2}) + (threadIdx.x / {3}) * "
@@ -435,7 +434,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         "for (long long b = (long long)glane * {0}, it = 0; b < {1}LL; b += {2}LL, ++it) {{", vec,
         len, T * vec));
     e.push_scope();
-    std::string gidx = graph::cuda_linearize(full_coords(kept, e.unravel("b", red_shape)), xshape);
+    std::string gidx = cuda_linearize(full_coords(kept, e.unravel("b", red_shape)), xshape);
     for (size_t i = 0; i < staged.size(); ++i) {
       const graph::Value& val = g.value(staged[i]);
       const size_t bytes = static_cast<size_t>(vec) * dtype_size(val.dtype);
@@ -445,7 +444,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       else if (vec > 1)
         e.line(fmt::format(
             "*reinterpret_cast<braze_vec<{0}, {1}>*>({2} + {3}) = braze_vload<{1}>({4}, 0);",
-            graph::cuda_storage_type(val.dtype), vec, staged_ptr[i], sidx, src));
+            cuda_storage_type(val.dtype), vec, staged_ptr[i], sidx, src));
       else
         e.line(fmt::format("{}[{}] = *({});", staged_ptr[i], sidx, src));
     }
@@ -511,13 +510,13 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       const graph::Value& val = g.value(staged[i]);
       if (vec == 1) {
         e.memoize(staged[i], c.elems[0].coords,
-                  e.let(graph::cuda_compute_type(val.dtype),
+                  e.let(cuda_compute_type(val.dtype),
                         fmt::format("braze_val({}[{}])", staged_ptr[i], sidx)));
         continue;
       }
       std::string w = e.fresh("sv");
       e.line(fmt::format("const braze_vec<{}, {}> {} = braze_vload<{}>({}, {});",
-                         graph::cuda_storage_type(val.dtype), vec, w, vec, staged_ptr[i], sidx));
+                         cuda_storage_type(val.dtype), vec, w, vec, staged_ptr[i], sidx));
       for (int j = 0; j < vec; ++j)
         e.memoize(staged[i], c.elems[static_cast<size_t>(j)].coords,
                   fmt::format("braze_val({}.v[{}])", w, j));
@@ -552,19 +551,19 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       std::string tag = fmt::format("{}_o", ri);
       const std::string t0 = r.prog.passes[0].type;
       std::string m = "m" + tag, sm = "sm" + tag;
-      e.line(fmt::format("{0} {1} = {2}; {0} {3} = {4};", t0, m, graph::cuda_literal(t0, -INFINITY),
-                         sm, graph::cuda_literal(t0, 0)));
+      e.line(fmt::format("{0} {1} = {2}; {0} {3} = {4};", t0, m, cuda_literal(t0, -INFINITY), sm,
+                         cuda_literal(t0, 0)));
       try {
         for_chunks([&](const Chunk& c) {
           for (const Elem& el : c.elems) {
             std::map<std::string, std::string> f = element_fields(r, el.coords);
             f["r"] = el.r;
-            f["n"] = graph::cuda_literal(t0, static_cast<double>(len));
+            f["n"] = cuda_literal(t0, static_cast<double>(len));
             std::string x = e.let(t0, substitute(r.prog.passes[0].map, f, *r.node));
             e.line(fmt::format("braze_online_update({}, {}, {});", m, sm, x));
           }
         });
-      } catch (const graph::CudaUnsupported& u) {
+      } catch (const CudaUnsupported& u) {
         *why_not = u.why;
         return std::nullopt;
       }
@@ -588,11 +587,11 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
       bool is_max = pass.combine.find("max") != std::string::npos,
            last = pass.combine.find("last") != std::string::npos;
       std::string tag = fmt::format("{}_{}", ri, p);
-      std::string xt = graph::cuda_compute_type(g.value(r.node->inputs[0]).dtype);
+      std::string xt = cuda_compute_type(g.value(r.node->inputs[0]).dtype);
       std::string val_type = arg ? xt : pass.type;
       std::string acc = "a" + tag, acci = "ai" + tag;
       if (arg) {
-        e.line(fmt::format("{} {} = {};", val_type, acc, graph::cuda_literal(val_type, 0)));
+        e.line(fmt::format("{} {} = {};", val_type, acc, cuda_literal(val_type, 0)));
         e.line(fmt::format("long long {} = -1;", acci));
       } else {
         e.line(fmt::format("{} {} = {};", pass.type, acc, identity_of(pass.combine, pass.type)));
@@ -602,7 +601,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
                             const std::string& valid) {
         std::map<std::string, std::string> f = element_fields(r, coords);
         f["r"] = rr;
-        f["n"] = graph::cuda_literal(arg ? "double" : pass.type, static_cast<double>(len));
+        f["n"] = cuda_literal(arg ? "double" : pass.type, static_cast<double>(len));
         std::string m = e.let(val_type, substitute(pass.map, f, *r.node));
         if (cache) pass_values[pass_key(ri, p, coords)] = m;
         std::string guard = valid == "true" ? "" : valid + " && ";
@@ -621,7 +620,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         for_chunks([&](const Chunk& c) {
           for (const Elem& el : c.elems) contribute(el.coords, el.r, el.valid);
         });
-      } catch (const graph::CudaUnsupported& u) {
+      } catch (const CudaUnsupported& u) {
         *why_not = u.why;
         return std::nullopt;
       }
@@ -683,19 +682,19 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
           c.push_back(d == 1 ? "0LL" : kept[k++]);
         }
         e.line(fmt::format("braze_store({}, row, ({}){});", e.output_param(o),
-                           graph::cuda_compute_type(v.dtype), e.value_at(o, c)));
+                           cuda_compute_type(v.dtype), e.value_at(o, c)));
       }
       e.pop_scope();
       e.close();
     }
     auto store_elements = [&](const std::vector<std::string>& coords) {
-      std::string lin = e.let("long long", graph::cuda_linearize(coords, xshape));
+      std::string lin = e.let("long long", cuda_linearize(coords, xshape));
       for (graph::ValueId o : per_element) {
         const graph::Value& v = g.value(o);
         std::string val =
             v.shape == xshape ? e.value_at(o, coords) : e.value_at_view(o, xshape, coords);
         e.line(fmt::format("braze_store({}, {}, ({}){});", e.output_param(o), lin,
-                           graph::cuda_compute_type(v.dtype), val));
+                           cuda_compute_type(v.dtype), val));
       }
     };
     // A chunk's values of each output, stored as one vector (outputs here are laid out as X).
@@ -704,10 +703,10 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         store_elements(c.elems[0].coords);
         return;
       }
-      std::string lin = e.let("long long", graph::cuda_linearize(c.elems[0].coords, xshape));
+      std::string lin = e.let("long long", cuda_linearize(c.elems[0].coords, xshape));
       for (graph::ValueId o : per_element) {
         const graph::Value& v = g.value(o);
-        std::string ct = graph::cuda_compute_type(v.dtype), st = graph::cuda_storage_type(v.dtype);
+        std::string ct = cuda_compute_type(v.dtype), st = cuda_storage_type(v.dtype);
         std::string pk = e.fresh("pk");
         e.line(fmt::format("braze_vec<{}, {}> {};", st, vec, pk));
         for (size_t j = 0; j < c.elems.size(); ++j) {
@@ -738,7 +737,7 @@ std::optional<Kernel> reduction_kernel(const graph::Graph& g, const fusion::Grou
         });
       }
     }
-  } catch (const graph::CudaUnsupported& u) {
+  } catch (const CudaUnsupported& u) {
     *why_not = u.why;
     return std::nullopt;
   }

@@ -37,8 +37,8 @@ NodeId only_user(const graph::Graph& g, ValueId v, const std::vector<std::vector
 // The element-wise chain from a MatMul's output to `v` (nearest the product first) over the
 // scores' shape `s`; false when there is none.
 bool chain_to_product(const graph::Graph& g, ValueId v, const Shape& s,
-                      const std::vector<std::vector<NodeId>>& users, std::vector<NodeId>& chain,
-                      NodeId& qk) {
+                      const std::vector<std::vector<NodeId>>& users, const Lowerings& lower,
+                      std::vector<NodeId>& chain, NodeId& qk) {
   const NodeId p = g.value(v).producer;
   if (p == kNoNode) return false;
   const Node& n = g.node(p);
@@ -47,7 +47,7 @@ bool chain_to_product(const graph::Graph& g, ValueId v, const Shape& s,
     qk = p;
     return true;
   }
-  if (chain.size() >= kMaxChain || !n.op->cuda_expr || n.outputs.size() != 1) return false;
+  if (chain.size() >= kMaxChain || !lower.pointwise(n) || n.outputs.size() != 1) return false;
   for (ValueId u : n.inputs) {
     if (u == graph::kNoValue || g.value(u).shape != s || only_user(g, u, users) != p) continue;
     chain.insert(chain.begin(), p);
@@ -55,7 +55,7 @@ bool chain_to_product(const graph::Graph& g, ValueId v, const Shape& s,
     for (ValueId w : n.inputs)
       if (w != u && w != graph::kNoValue)
         others_broadcast = others_broadcast && broadcasts_to(g.value(w).shape, s);
-    if (others_broadcast && chain_to_product(g, u, s, users, chain, qk)) return true;
+    if (others_broadcast && chain_to_product(g, u, s, users, lower, chain, qk)) return true;
     chain.erase(chain.begin());
   }
   return false;
@@ -83,7 +83,7 @@ std::vector<NodeId> AttentionMatch::nodes() const {
 
 std::optional<AttentionMatch> match_attention(const graph::Graph& g, NodeId softmax,
                                               const std::vector<std::vector<NodeId>>& users,
-                                              std::string* why_not) {
+                                              const Lowerings& lower, std::string* why_not) {
   const Node& sm = g.node(softmax);
   auto fail = [&](std::string why) -> std::optional<AttentionMatch> {
     *why_not = std::move(why);
@@ -98,7 +98,7 @@ std::optional<AttentionMatch> match_attention(const graph::Graph& g, NodeId soft
     return fail("the Softmax is not over the last axis of a matrix");
   AttentionMatch m;
   m.softmax = softmax;
-  if (!chain_to_product(g, sm.inputs[0], x.shape, users, m.chain, m.qk))
+  if (!chain_to_product(g, sm.inputs[0], x.shape, users, lower, m.chain, m.qk))
     return fail(
         "the Softmax's input is not a MatMul's output through element-wise ops that read the rest "
         "by broadcast");
@@ -175,7 +175,7 @@ bool near_attention(const graph::Graph& g, NodeId softmax,
 std::optional<AttentionMatch> match_attention_in(const graph::Graph& g,
                                                  const std::vector<NodeId>& nodes,
                                                  const std::vector<std::vector<NodeId>>& users,
-                                                 std::string* why_not) {
+                                                 const Lowerings& lower, std::string* why_not) {
   std::optional<AttentionMatch> m;
   for (NodeId id : nodes)
     if (g.node(id).op_type() == "Softmax") {
@@ -183,7 +183,7 @@ std::optional<AttentionMatch> match_attention_in(const graph::Graph& g,
         *why_not = "two Softmax nodes in one attention group";
         return std::nullopt;
       }
-      m = match_attention(g, id, users, why_not);
+      m = match_attention(g, id, users, lower, why_not);
       if (!m) return std::nullopt;
     }
   if (!m) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "fusion/lowerings.h"
 #include "graph/ir.h"
 
 namespace braze::fusion {
@@ -36,10 +37,11 @@ struct AttentionMatch {
   std::vector<graph::NodeId> nodes() const;
 };
 
-// The attention around `softmax`, or nullopt and why not. `users`: Graph::users().
+// The attention around `softmax`, or nullopt and why not. `users`: Graph::users(); `lower`
+// says which ops of the chain before the softmax codegen computes per score.
 std::optional<AttentionMatch> match_attention(const graph::Graph& g, graph::NodeId softmax,
                                               const std::vector<std::vector<graph::NodeId>>& users,
-                                              std::string* why_not);
+                                              const Lowerings& lower, std::string* why_not);
 
 // True when `softmax` looks like part of an attention (a MatMul within a few ops before it,
 // or consuming its result), so that a failed match is worth reporting.
@@ -49,6 +51,7 @@ bool near_attention(const graph::Graph& g, graph::NodeId softmax,
 // The match inside a group's nodes (its Softmax's), or nullopt and why not.
 std::optional<AttentionMatch> match_attention_in(
     const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
-    const std::vector<std::vector<graph::NodeId>>& users, std::string* why_not);
+    const std::vector<std::vector<graph::NodeId>>& users, const Lowerings& lower,
+    std::string* why_not);
 
 }  // namespace braze::fusion

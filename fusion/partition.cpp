@@ -69,12 +69,6 @@ using graph::ValueId;
 namespace {
 
 bool is_gemm(const Node& n) { return n.op->kind == graph::FusionKind::OutEWiseFusable; }
-bool is_elementwise(const Node& n) { return static_cast<bool>(n.op->cuda_expr); }
-bool is_layout(const Node& n) { return static_cast<bool>(n.op->cuda_forward); }
-// Cheap per-element ops: element-wise, or injective index maps (no loops inside).
-bool is_light(const Node& n) {
-  return is_elementwise(n) || (n.op->cuda_index && n.op->kind <= graph::FusionKind::Injective);
-}
 
 Shape non_ones(const Shape& s) {
   Shape r;
@@ -93,8 +87,9 @@ struct RowSpace {
 
 class Partitioner {
  public:
-  Partitioner(const graph::Graph& g, const PartitionOptions& o, const Capabilities* caps)
-      : g_(g), opts_(o), caps_(caps), users_(g.users()) {
+  Partitioner(const graph::Graph& g, const Lowerings& lower, const PartitionOptions& o,
+              const Capabilities* caps)
+      : g_(g), lower_(lower), opts_(o), caps_(caps), users_(g.users()) {
     order_ = g.topo_order();
     group_of_.assign(g.num_nodes(), -1);
     pos_.assign(g.num_nodes(), 0);
@@ -111,6 +106,13 @@ class Partitioner {
     mark_.assign(groups_.size(), 0);
   }
 
+  bool is_elementwise(const Node& n) const { return lower_.pointwise(n); }
+  bool is_layout(const Node& n) const { return lower_.forward_map(n); }
+  // Cheap per-element ops: element-wise, or injective index maps (no loops inside).
+  bool is_light(const Node& n) const {
+    return is_elementwise(n) || (lower_.index_map(n) && n.op->kind <= graph::FusionKind::Injective);
+  }
+
   Plan run() {
     if (caps_)
       for (NodeId id : order_)
@@ -119,7 +121,7 @@ class Partitioner {
       if (is_gemm(g_.node(id)) && groups_[group_of_[id]].kind != GroupKind::Attention)
         grow_gemm(id);
     for (NodeId id : order_)
-      if (g_.node(id).op->cuda_row && single(id)) grow_reduction(id);
+      if (lower_.rows(g_.node(id)) && single(id)) grow_reduction(id);
     // Pointwise merges enable one another (a value's consumers join one group over several
     // steps), so repeat until nothing changes.
     for (size_t before = SIZE_MAX, live = alive_groups(); live != before;
@@ -365,7 +367,7 @@ class Partitioner {
   // consumer's layout). All or nothing: a merge that would make a cycle undoes the group.
   void grow_attention(NodeId softmax) {
     std::string why;
-    std::optional<AttentionMatch> m = match_attention(g_, softmax, users_, &why);
+    std::optional<AttentionMatch> m = match_attention(g_, softmax, users_, lower_, &why);
     if (!m) {
       // Say why where it looked like one (inspect lists it with the refused merges).
       const ValueId x = g_.node(softmax).inputs[0];
@@ -435,13 +437,12 @@ class Partitioner {
   // ---- phase 2: reductions -------------------------------------------------------------
   std::optional<RowSpace> row_space(NodeId id) const {
     const Node& n = g_.node(id);
-    graph::CudaRowInputs in = graph::cuda_row_inputs(g_, n);
     if (!g_.value(n.inputs[0]).has_shape) return std::nullopt;
-    std::optional<graph::CudaRowProgram> p = n.op->cuda_row(n, in);
-    if (!p || !p->x_view.empty() || p->passes.empty()) return std::nullopt;
+    std::optional<std::vector<int64_t>> axes = lower_.row_axes(g_, n);
+    if (!axes) return std::nullopt;
     RowSpace r;
-    r.x = in.shapes[0];
-    r.axes = p->axes;
+    r.x = g_.value(n.inputs[0]).shape;
+    r.axes = std::move(*axes);
     for (size_t d = 0; d < r.x.size(); ++d)
       if (std::find(r.axes.begin(), r.axes.end(), static_cast<int64_t>(d)) == r.axes.end())
         r.kept.push_back(r.x[d]);
@@ -502,7 +503,7 @@ class Partitioner {
                      !groups_[group_of_[g_.value(u).producer]].anchored;
             });
             if (!ok_inputs) continue;
-            if (cn.op->cuda_row && single(c)) {
+            if (lower_.rows(cn) && single(c)) {
               std::optional<RowSpace> crs = row_space(c);
               if (!crs || !(*crs == *rs)) {
                 refuse(m, c, "a reduction over other rows");
@@ -551,7 +552,7 @@ class Partitioner {
       const Grp& gp = groups_[group_of_[p]];
       if (gp.kind != GroupKind::Pointwise || gp.anchored) continue;
       const Node& pn = g_.node(p);
-      if (!is_light(pn) && !(pn.op->cuda_index && users_[v].size() == 1 &&
+      if (!is_light(pn) && !(lower_.index_map(pn) && users_[v].size() == 1 &&
                              checked_numel(g_.value(g_.node(n).outputs[0]).shape) <=
                                  checked_numel(g_.value(v).shape)))
         continue;
@@ -603,6 +604,7 @@ class Partitioner {
   }
 
   const graph::Graph& g_;
+  const Lowerings& lower_;
   PartitionOptions opts_;
   const Capabilities* caps_;
   std::vector<std::vector<NodeId>> users_;
@@ -617,8 +619,9 @@ class Partitioner {
 
 }  // namespace
 
-Plan plan_fused(const graph::Graph& g, const PartitionOptions& opts, const Capabilities* caps) {
-  Plan p = Partitioner(g, opts, caps).run();
+Plan plan_fused(const graph::Graph& g, const Lowerings& lower, const PartitionOptions& opts,
+                const Capabilities* caps) {
+  Plan p = Partitioner(g, lower, opts, caps).run();
 #ifndef NDEBUG
   check_plan(g, p);
 #endif

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "fusion/capabilities.h"
+#include "fusion/lowerings.h"
 #include "fusion/plan.h"
 #include "graph/ir.h"
 
@@ -16,14 +17,16 @@ struct PartitionOptions {
   size_t max_gemm_prologue = 8;  // layout ops read through in front of an operand
 };
 
-// `caps`: what the schedules take (codegen::ScheduleCapabilities for the build's target);
-// without them any layout chain or Cast in front of a product is fused.
-Plan plan_fused(const graph::Graph& g, const PartitionOptions& opts = {},
+// `lower`: what codegen generates per node (codegen::kernel_lowerings()); `caps`: what the
+// schedules take (codegen::ScheduleCapabilities for the build's target); without them any
+// layout chain or Cast in front of a product is fused.
+Plan plan_fused(const graph::Graph& g, const Lowerings& lower, const PartitionOptions& opts = {},
                 const Capabilities* caps = nullptr);
 
 // plan_fused, or plan_unfused (one node per group) for --no-fuse.
-inline Plan make_plan(const graph::Graph& g, bool fuse, const Capabilities* caps = nullptr) {
-  return fuse ? plan_fused(g, {}, caps) : plan_unfused(g);
+inline Plan make_plan(const graph::Graph& g, bool fuse, const Lowerings& lower,
+                      const Capabilities* caps = nullptr) {
+  return fuse ? plan_fused(g, lower, {}, caps) : plan_unfused(g);
 }
 
 // Throws InternalError if the groups of `plan` form a cycle or miss or repeat a node.

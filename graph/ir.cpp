@@ -166,17 +166,27 @@ std::vector<NodeId> Graph::topo_order() const {
   return order;
 }
 
+Users Graph::compute_users() const {
+  Users u(values_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].dead) continue;
+    for (ValueId v : nodes_[i].inputs)
+      if (v != kNoValue) u[v].push_back(static_cast<NodeId>(i));
+  }
+  return u;
+}
+
+Users Graph::users() const {
+  {
+    std::lock_guard<std::mutex> lock(users_.mu);
+    if (users_.users) return *users_.users;
+  }
+  return compute_users();
+}
+
 std::shared_ptr<const Users> Graph::shared_users() const {
   std::lock_guard<std::mutex> lock(users_.mu);
-  if (!users_.users) {
-    auto u = std::make_shared<Users>(values_.size());
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (nodes_[i].dead) continue;
-      for (ValueId v : nodes_[i].inputs)
-        if (v != kNoValue) (*u)[v].push_back(static_cast<NodeId>(i));
-    }
-    users_.users = std::move(u);
-  }
+  if (!users_.users) users_.users = std::make_shared<const Users>(compute_users());
   return users_.users;
 }
 

@@ -106,8 +106,10 @@ class Graph {
   // Live nodes in a deterministic topological order (ties broken by node id).
   // Throws UserError naming nodes on a cycle.
   std::vector<NodeId> topo_order() const;
-  // For each value, the live nodes that consume it (one entry per use).
-  Users users() const { return *shared_users(); }
+  // For each value, the live nodes that consume it (one entry per use): a copy of
+  // shared_users()'s while that is current, else computed without caching it (a pass that
+  // changes the graph and asks again pays for one computation, not a computation and a copy).
+  Users users() const;
   // The same without a copy: computed once until the graph next changes, then shared (safe
   // from several threads while none changes the graph), for the planner and codegen, which
   // ask per group.
@@ -124,6 +126,8 @@ class Graph {
   void compact();
 
  private:
+  Users compute_users() const;
+
   std::vector<Value> values_;
   std::vector<Node> nodes_;
   std::vector<ValueId> inputs_;

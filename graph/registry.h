@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "graph/attribute.h"
-#include "graph/cuda_hooks.h"
 #include "graph/ir.h"
 #include "graph/layout.h"
 
@@ -70,11 +69,7 @@ struct OpDef {
   UpgradeFn upgrade;
   InferFn infer;
   RefFn reference;
-  CudaExprFn cuda_expr;        // element-wise ops: the expression codegen inlines
-  CudaIndexFn cuda_index;      // injective ops: their output as loads of their inputs
-  CudaRowFn cuda_row;          // reductions and normalisations: a row program
-  CudaForwardFn cuda_forward;  // layout ops: where an input element lands in the output
-  LayoutFn layout;             // layout ops: the output as a view of input 0's memory
+  LayoutFn layout;  // layout ops: the output as a view of input 0's memory
 
   const AttrSpec* find_attr(std::string_view attr) const;
   bool is_shape_input(int i) const;

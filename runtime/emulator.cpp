@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "codegen/codegen.h"
-#include "graph/cuda_hooks.h"
+#include "codegen/cuda_hooks.h"
 #include "graph/op_context.h"
 #include "graph/parallel.h"
 #include "runtime/emulator_sources.h"
@@ -45,7 +45,7 @@ std::string emulation_source(const graph::Graph& g, const codegen::Kernel& k) {
   for (size_t i = 0; i < k.params.size(); ++i) {
     const graph::Value& v = g.value(k.params[i].value);
     args += fmt::format("{}({}{}*)a[{}]", i ? ", " : "", k.params[i].is_output ? "" : "const ",
-                        graph::cuda_storage_type(v.dtype), i);
+                        codegen::cuda_storage_type(v.dtype), i);
   }
   size_t n = k.params.size();
   if (k.has_error_flag) {

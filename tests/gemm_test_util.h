@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/lowering.h"
 #include "codegen/codegen.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
@@ -33,7 +34,7 @@ inline GemmGroup gemm_group_of(const std::string& text) {
   GemmGroup r{graph_from_text(text), {}};
   graph::passes::run_pipeline(r.g);
   int found = 0;
-  for (const fusion::Group& grp : fusion::plan_fused(r.g).groups)
+  for (const fusion::Group& grp : fusion::plan_fused(r.g, codegen::kernel_lowerings()).groups)
     if (grp.kind == fusion::GroupKind::Gemm) {
       r.group = grp;
       ++found;
@@ -102,7 +103,8 @@ inline void print_candidate_throughput(const std::string& text, const gpu::Engin
   graph::Graph g = graph_from_text(text);
   graph::passes::run_pipeline(g);
   const std::vector<Tensor> in = random_inputs(g, 7);
-  const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
+  const std::vector<gpu::Step> base =
+      gpu::generate_steps(g, fusion::plan_fused(g, codegen::kernel_lowerings()), o.target);
   ASSERT_EQ(base.size(), 1u);
   std::vector<codegen::Tunables> cands = codegen::candidates(g, base[0].group, o.target);
   std::string shape;

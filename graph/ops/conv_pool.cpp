@@ -14,6 +14,7 @@
 
 #include "graph/ops/families.h"
 #include "graph/ops/helpers.h"
+#include "graph/ops/conv_pool.h"
 
 namespace braze::graph {
 namespace {
@@ -69,20 +70,15 @@ void split_same_padding(int64_t total, AutoPad ap, int64_t& begin, int64_t& end)
   begin = total - end;
 }
 
-struct Geometry {
-  Shape in, kernel, stride, dilation, pad_begin, pad_end, out;
-  size_t rank() const { return in.size(); }
-};
-
 void check_rank(const Node& n, const Shape& x) {
   if (x.size() < 3)
     fail_node(n, fmt::format("X must have rank >= 3 ([N, C, spatial...]), got {}", shape_str(x)));
 }
 
-// Geometry of a strided window sliding over X's spatial axes (Conv and the pools).
-Geometry window_geometry(const Node& n, const Shape& x, Shape kernel, bool ceil_mode) {
+// WindowGeometry of a strided window sliding over X's spatial axes (Conv and the pools).
+WindowGeometry window_geometry(const Node& n, const Shape& x, Shape kernel, bool ceil_mode) {
   size_t r = x.size() - 2;
-  Geometry g;
+  WindowGeometry g;
   g.in.assign(x.begin() + 2, x.end());
   g.kernel = std::move(kernel);
   g.stride = ints_attr(n, "strides", r, 1, 1, x);
@@ -185,15 +181,9 @@ std::vector<std::vector<int64_t>> kernel_positions(const Shape& kernel) {
   return pos;
 }
 
-// A window tap that lands inside the input: kernel flat index and input offset in one plane.
-struct Tap {
-  int64_t k;
-  int64_t in;
-};
-
 // The taps of the window at output position `o` that land inside the input (not padding).
-void window_taps(const Geometry& g, const std::vector<std::vector<int64_t>>& kpos,
-                 const std::vector<int64_t>& o, std::vector<Tap>& taps) {
+void window_taps(const WindowGeometry& g, const std::vector<std::vector<int64_t>>& kpos,
+                 const std::vector<int64_t>& o, std::vector<WindowTap>& taps) {
   taps.clear();
   for (size_t kk = 0; kk < kpos.size(); ++kk) {
     int64_t off = 0;
@@ -207,67 +197,7 @@ void window_taps(const Geometry& g, const std::vector<std::vector<int64_t>>& kpo
   }
 }
 
-// ---- GPU index maps ----------------------------------------------------------------------
-// On the GPU one thread computes one output element: a loop over the window's taps (and the
-// input channels) through ctx.accumulate, with a tap that falls in padding skipped through
-// ctx.select so that its load is never issued. The geometry is the reference's.
-
-// e * m as a `long long` expression.
-std::string times(const std::string& e, int64_t m) {
-  if (m == 0) return "0LL";
-  if (m == 1) return e;
-  return fmt::format("{} * {}LL", e, m);
-}
-
-std::vector<std::string> out_coords(const CudaIndexCtx& ctx) {
-  std::vector<std::string> c;
-  for (size_t d = 0; d < ctx.out_shape().size(); ++d) c.push_back(ctx.coord(d));
-  return c;
-}
-
-// Tap k (a flat kernel index) of the window at output spatial coordinates o: its kernel
-// coordinates, the input positions it reads and whether they all lie inside the input.
-struct TapCode {
-  std::vector<std::string> kernel, pos;
-  std::string inside;
-};
-
-TapCode tap_code(CudaIndexCtx& ctx, const Geometry& g, const std::vector<std::string>& o,
-                 const std::string& k) {
-  TapCode t;
-  t.kernel = cuda_unravel(k, g.kernel);
-  std::vector<std::string> conds;
-  for (size_t d = 0; d < g.rank(); ++d) {
-    std::string p =
-        ctx.let("long long", fmt::format("{} + {} - {}LL", times(o[d], g.stride[d]),
-                                         times(t.kernel[d], g.dilation[d]), g.pad_begin[d]));
-    t.pos.push_back(p);
-    conds.push_back(fmt::format("{0} >= 0LL && {0} < {1}LL", p, g.in[d]));
-  }
-  t.inside = fmt::format("{}", fmt::join(conds, " && "));
-  return t;
-}
-
-bool is_float_type(const std::string& t) { return t == "float" || t == "double"; }
-
-// The lowest value of compute type t: the start of a running maximum.
-std::string lowest_literal(const std::string& t) {
-  return cuda_literal(t, -std::numeric_limits<double>::infinity());
-}
-
-// The running maximum acc after seeing v: NaN wins and stays (the reference's takes_over).
-std::string max_step(const std::string& t, const std::string& acc, const std::string& v) {
-  if (is_float_type(t))
-    return fmt::format("(({0} != {0}) ? {0} : (({1} != {1} || {1} > {0}) ? {1} : {0}))", acc, v);
-  return fmt::format("({1} > {0} ? {1} : {0})", acc, v);
-}
-
-// ---- Conv ------------------------------------------------------------------------------
-struct ConvShapes {
-  Geometry g;
-  int64_t n = 0, c = 0, m = 0, group = 1;
-  Shape out;
-};
+}  // namespace
 
 ConvShapes conv_shapes(const Node& node, const Shape& x, const Shape& w, const Shape* b) {
   check_rank(node, x);
@@ -293,6 +223,8 @@ ConvShapes conv_shapes(const Node& node, const Shape& x, const Shape& w, const S
   return s;
 }
 
+namespace {
+
 OpDef conv_op() {
   OpDef d;
   d.name = "Conv";
@@ -315,50 +247,18 @@ OpDef conv_op() {
   };
   // On the GPU: for each tap of the window inside the input, the sum over the group's input
   // channels.
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const Shape* b = ctx.has_input(2) ? &ctx.in_shape(2) : nullptr;
-    ConvShapes s = conv_shapes(ctx.node(), ctx.in_shape(0), ctx.in_shape(1), b);
-    const Geometry& g = s.g;
-    const int64_t cg = s.c / s.group, mg = std::max<int64_t>(1, s.m / s.group);
-    const std::string t = cuda_compute_type(ctx.in_dtype(0));
-    const std::vector<std::string> c = out_coords(ctx);
-    const std::string &n = c[0], &m = c[1];
-    const std::vector<std::string> o(c.begin() + 2, c.end());
-    // The first input channel of output channel m's group.
-    const std::string ch0 = ctx.let("long long", times(fmt::format("({} / {}LL)", m, mg), cg));
-    const std::string init = b ? ctx.load(2, {m}) : cuda_literal(t, 0);
-    return ctx.accumulate(
-        t, init, checked_numel(g.kernel), [&](const std::string& acc, const std::string& k) {
-          TapCode tap = tap_code(ctx, g, o, k);
-          std::string v = ctx.select(
-              tap.inside, t,
-              [&] {
-                return ctx.accumulate(
-                    t, cuda_literal(t, 0), cg, [&](const std::string& a, const std::string& cl) {
-                      std::vector<std::string> xi = {
-                          n, ctx.let("long long", fmt::format("{} + {}", ch0, cl))};
-                      xi.insert(xi.end(), tap.pos.begin(), tap.pos.end());
-                      std::vector<std::string> wi = {m, cl};
-                      wi.insert(wi.end(), tap.kernel.begin(), tap.kernel.end());
-                      return fmt::format("{} + {} * {}", a, ctx.load(0, xi), ctx.load(1, wi));
-                    });
-              },
-              [&] { return cuda_literal(t, 0); });
-          return fmt::format("{} + {}", acc, v);
-        });
-  };
   d.reference = [](RefCtx& ctx) {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
     Tensor& y = ctx.output(0);
     ConvShapes s = conv_shapes(ctx.node(), x.shape(), w.shape(), b ? &b->shape() : nullptr);
-    const Geometry& g = s.g;
+    const WindowGeometry& g = s.g;
     const int64_t cg = s.c / s.group, mg = s.m / s.group;
     const int64_t plane_in = checked_numel(g.in), plane_out = checked_numel(g.out);
     const int64_t ksize = checked_numel(g.kernel);
     auto kpos = kernel_positions(g.kernel);
-    std::vector<Tap> taps;
+    std::vector<WindowTap> taps;
     int64_t p = 0;  // flat output position in one plane
     for_each_index(g.out, [&](const std::vector<int64_t>& o) {
       window_taps(g, kpos, o, taps);
@@ -369,7 +269,7 @@ OpDef conv_op() {
           for (int64_t cl = 0; cl < cg; ++cl) {
             int64_t x0 = (n * s.c + grp * cg + cl) * plane_in;
             int64_t w0 = (m * cg + cl) * ksize;
-            for (const Tap& t : taps) acc += x.get_f64(x0 + t.in) * w.get_f64(w0 + t.k);
+            for (const WindowTap& t : taps) acc += x.get_f64(x0 + t.in) * w.get_f64(w0 + t.k);
           }
           y.set_f64((n * s.m + m) * plane_out + p, acc);
         }
@@ -378,6 +278,8 @@ OpDef conv_op() {
   };
   return d;
 }
+
+}  // namespace
 
 // ---- ConvTranspose ---------------------------------------------------------------------
 // Each input element scatters W's window into the output at in_index * stride - pad_begin.
@@ -402,7 +304,7 @@ ConvShapes conv_transpose_shapes(const Node& node, const Shape& x, const Shape& 
   check_bias(node, b, s.m);
 
   size_t r = x.size() - 2;
-  Geometry& g = s.g;
+  WindowGeometry& g = s.g;
   g.in.assign(x.begin() + 2, x.end());
   g.kernel = kernel_from_weights(node, w);
   g.stride = ints_attr(node, "strides", r, 1, 1, x);
@@ -469,6 +371,8 @@ ConvShapes conv_transpose_shapes(const Node& node, const Shape& x, const Shape& 
   return s;
 }
 
+namespace {
+
 OpDef conv_transpose_op() {
   OpDef d;
   d.name = "ConvTranspose";
@@ -495,52 +399,6 @@ OpDef conv_transpose_op() {
   // position i lands on o = i * stride + k * dilation - pad_begin, so for each tap the input
   // position is (o + pad_begin - k * dilation) / stride when that divides exactly and lies
   // inside X; the sum runs over the group's input channels.
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const Shape* b = ctx.has_input(2) ? &ctx.in_shape(2) : nullptr;
-    ConvShapes s = conv_transpose_shapes(ctx.node(), ctx.in_shape(0), ctx.in_shape(1), b);
-    const Geometry& g = s.g;
-    const int64_t cg = s.c / s.group, mg = std::max<int64_t>(1, s.m / s.group);
-    const std::string t = cuda_compute_type(ctx.in_dtype(0));
-    const std::vector<std::string> c = out_coords(ctx);
-    const std::string &n = c[0], &m = c[1];
-    const std::vector<std::string> o(c.begin() + 2, c.end());
-    const std::string ch0 = ctx.let("long long", times(fmt::format("({} / {}LL)", m, mg), cg));
-    const std::string ml = mg == 1 ? "0LL" : ctx.let("long long", fmt::format("{} % {}LL", m, mg));
-    const std::string init = b ? ctx.load(2, {m}) : cuda_literal(t, 0);
-    return ctx.accumulate(
-        t, init, checked_numel(g.kernel), [&](const std::string& acc, const std::string& k) {
-          std::vector<std::string> kd = cuda_unravel(k, g.kernel), pos, conds;
-          for (size_t dd = 0; dd < g.rank(); ++dd) {
-            std::string num =
-                ctx.let("long long", fmt::format("{} + {}LL - {}", o[dd], g.pad_begin[dd],
-                                                 times(kd[dd], g.dilation[dd])));
-            int64_t st = g.stride[dd];
-            if (st == 1) {
-              conds.push_back(fmt::format("{0} >= 0LL && {0} < {1}LL", num, g.in[dd]));
-              pos.push_back(num);
-            } else {
-              conds.push_back(fmt::format("{0} >= 0LL && {0} % {1}LL == 0LL && {0} / {1}LL < {2}LL",
-                                          num, st, g.in[dd]));
-              pos.push_back(fmt::format("({} / {}LL)", num, st));
-            }
-          }
-          std::string v = ctx.select(
-              fmt::format("{}", fmt::join(conds, " && ")), t,
-              [&] {
-                return ctx.accumulate(
-                    t, cuda_literal(t, 0), cg, [&](const std::string& a, const std::string& cl) {
-                      std::string ch = ctx.let("long long", fmt::format("{} + {}", ch0, cl));
-                      std::vector<std::string> xi = {n, ch};
-                      xi.insert(xi.end(), pos.begin(), pos.end());
-                      std::vector<std::string> wi = {ch, ml};
-                      wi.insert(wi.end(), kd.begin(), kd.end());
-                      return fmt::format("{} + {} * {}", a, ctx.load(0, xi), ctx.load(1, wi));
-                    });
-              },
-              [&] { return cuda_literal(t, 0); });
-          return fmt::format("{} + {}", acc, v);
-        });
-  };
   d.reference = [](RefCtx& ctx) {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
@@ -548,7 +406,7 @@ OpDef conv_transpose_op() {
     Tensor& y = ctx.output(0);
     ConvShapes s =
         conv_transpose_shapes(ctx.node(), x.shape(), w.shape(), b ? &b->shape() : nullptr);
-    const Geometry& g = s.g;
+    const WindowGeometry& g = s.g;
     const int64_t cg = s.c / s.group, mg = s.m / s.group;
     const int64_t plane_in = checked_numel(g.in), plane_out = checked_numel(g.out);
     const int64_t ksize = checked_numel(g.kernel);
@@ -558,8 +416,8 @@ OpDef conv_transpose_op() {
       for (int64_t nm = 0; nm < s.n * s.m; ++nm)
         for (int64_t p = 0; p < plane_out; ++p)
           acc[static_cast<size_t>(nm * plane_out + p)] = b->get_f64(nm % s.m);
-    std::vector<Tap> taps;  // here Tap::in is the offset in an output plane
-    int64_t p = 0;          // flat input position in one plane
+    std::vector<WindowTap> taps;  // here WindowTap::in is the offset in an output plane
+    int64_t p = 0;                // flat input position in one plane
     for_each_index(g.in, [&](const std::vector<int64_t>& i) {
       taps.clear();
       for (size_t kk = 0; kk < kpos.size(); ++kk) {
@@ -579,7 +437,7 @@ OpDef conv_transpose_op() {
           for (int64_t ml = 0; ml < mg; ++ml) {
             int64_t w0 = (c * mg + ml) * ksize;
             int64_t y0 = (n * s.m + grp * mg + ml) * plane_out;
-            for (const Tap& t : taps)
+            for (const WindowTap& t : taps)
               acc[static_cast<size_t>(y0 + t.in)] += xv * w.get_f64(w0 + t.k);
           }
         }
@@ -590,12 +448,7 @@ OpDef conv_transpose_op() {
   return d;
 }
 
-// ---- MaxPool and AveragePool -----------------------------------------------------------
-struct PoolShapes {
-  Geometry g;
-  int64_t n = 0, c = 0;
-  Shape out;
-};
+}  // namespace
 
 PoolShapes pool_shapes(const Node& node, const Shape& x) {
   check_rank(node, x);
@@ -628,6 +481,8 @@ PoolShapes pool_shapes(const Node& node, const Shape& x) {
   s.out.insert(s.out.end(), s.g.out.begin(), s.g.out.end());
   return s;
 }
+
+namespace {
 
 std::vector<AttrSpec> pool_attrs() {
   return {attr_s("auto_pad", "NOTSET"),          attr_i("ceil_mode", 0),
@@ -679,63 +534,13 @@ OpDef max_pool_op() {
   };
   // On the GPU: a running maximum over the taps inside X; Indices is a second loop for the
   // first tap holding that maximum, the one the reference keeps.
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    PoolShapes s = pool_shapes(ctx.node(), ctx.in_shape(0));
-    const Geometry& g = s.g;
-    const std::string t = cuda_compute_type(ctx.in_dtype(0));
-    const std::vector<std::string> c = out_coords(ctx);
-    const std::vector<std::string> o(c.begin() + 2, c.end());
-    const int64_t ksize = checked_numel(g.kernel);
-    auto x_at = [&](const TapCode& tap) {
-      std::vector<std::string> xi = {c[0], c[1]};
-      xi.insert(xi.end(), tap.pos.begin(), tap.pos.end());
-      return ctx.load(0, xi);
-    };
-    std::string best = ctx.accumulate(
-        t, lowest_literal(t), ksize, [&](const std::string& acc, const std::string& k) {
-          TapCode tap = tap_code(ctx, g, o, k);
-          return ctx.select(
-              tap.inside, t, [&] { return max_step(t, acc, x_at(tap)); }, [&] { return acc; });
-        });
-    if (ctx.output_index() == 0) return best;
-    // Flat index into X: the plane's start plus the tap's offset in the plane, row-major or
-    // (storage_order 1) column-major.
-    const bool col_major = ctx.node().attr_int("storage_order") == 1;
-    std::vector<int64_t> mult(g.rank());
-    int64_t step = 1;
-    for (size_t dd = 0; dd < g.rank(); ++dd) {
-      size_t e = col_major ? dd : g.rank() - 1 - dd;
-      mult[e] = step;
-      step *= g.in[e];
-    }
-    const std::string base = ctx.let(
-        "long long", fmt::format("({} * {}LL + {}) * {}LL", c[0], s.c, c[1], checked_numel(g.in)));
-    return ctx.accumulate(
-        "long long", "-1LL", ksize, [&](const std::string& acc, const std::string& k) {
-          TapCode tap = tap_code(ctx, g, o, k);
-          return ctx.select(
-              fmt::format("{} < 0LL && {}", acc, tap.inside), "long long",
-              [&] {
-                std::string v = x_at(tap);
-                std::string match =
-                    is_float_type(t)
-                        ? fmt::format("({0} == {1} || ({0} != {0} && {1} != {1}))", v, best)
-                        : fmt::format("{} == {}", v, best);
-                std::string off = base;
-                for (size_t dd = 0; dd < g.rank(); ++dd)
-                  off += " + " + times(tap.pos[dd], mult[dd]);
-                return fmt::format("(({}) ? {} : {})", match, off, acc);
-              },
-              [&] { return acc; });
-        });
-  };
   d.reference = [](RefCtx& ctx) {
     const Tensor& x = ctx.input(0);
     Tensor& y = ctx.output(0);
     Tensor* indices = ctx.has_output(1) ? &ctx.output(1) : nullptr;
     bool col_major = ctx.node().attr_int("storage_order") == 1;
     PoolShapes s = pool_shapes(ctx.node(), x.shape());
-    const Geometry& g = s.g;
+    const WindowGeometry& g = s.g;
     const int64_t plane_in = checked_numel(g.in), plane_out = checked_numel(g.out);
     auto kpos = kernel_positions(g.kernel);
     // Column-major offset of a row-major in-plane offset, for storage_order = 1.
@@ -748,7 +553,7 @@ OpDef max_pool_op() {
       }
       return off;
     };
-    std::vector<Tap> taps;
+    std::vector<WindowTap> taps;
     int64_t p = 0;
     with_compute(x.dtype(), [&](auto c) {
       using C = decltype(c);
@@ -793,51 +598,15 @@ OpDef average_pool_op() {
   };
   // On the GPU: the sum over the taps inside X, divided by the reference's count (taps
   // inside X, or with count_include_pad inside the padded input), counted per axis.
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const bool include_pad = ctx.node().attr_int("count_include_pad") == 1;
-    PoolShapes s = pool_shapes(ctx.node(), ctx.in_shape(0));
-    const Geometry& g = s.g;
-    const std::string t = cuda_compute_type(ctx.in_dtype(0));
-    const std::vector<std::string> c = out_coords(ctx);
-    const std::vector<std::string> o(c.begin() + 2, c.end());
-    std::string sum = ctx.accumulate(t, cuda_literal(t, 0), checked_numel(g.kernel),
-                                     [&](const std::string& acc, const std::string& k) {
-                                       TapCode tap = tap_code(ctx, g, o, k);
-                                       std::string v = ctx.select(
-                                           tap.inside, t,
-                                           [&] {
-                                             std::vector<std::string> xi = {c[0], c[1]};
-                                             xi.insert(xi.end(), tap.pos.begin(), tap.pos.end());
-                                             return ctx.load(0, xi);
-                                           },
-                                           [&] { return cuda_literal(t, 0); });
-                                       return fmt::format("{} + {}", acc, v);
-                                     });
-    std::vector<std::string> counts;
-    for (size_t dd = 0; dd < g.rank(); ++dd) {
-      counts.push_back(ctx.accumulate(
-          "long long", "0LL", g.kernel[dd], [&](const std::string& acc, const std::string& k) {
-            if (include_pad)
-              return fmt::format("{} + ({} + {} < {}LL ? 1LL : 0LL)", acc,
-                                 times(o[dd], g.stride[dd]), times(k, g.dilation[dd]),
-                                 g.in[dd] + g.pad_begin[dd] + g.pad_end[dd]);
-            std::string p =
-                ctx.let("long long", fmt::format("{} + {} - {}LL", times(o[dd], g.stride[dd]),
-                                                 times(k, g.dilation[dd]), g.pad_begin[dd]));
-            return fmt::format("{0} + ({1} >= 0LL && {1} < {2}LL ? 1LL : 0LL)", acc, p, g.in[dd]);
-          }));
-    }
-    return fmt::format("{} / ({})({})", sum, t, fmt::join(counts, " * "));
-  };
   d.reference = [](RefCtx& ctx) {
     const Tensor& x = ctx.input(0);
     Tensor& y = ctx.output(0);
     bool include_pad = ctx.node().attr_int("count_include_pad") == 1;
     PoolShapes s = pool_shapes(ctx.node(), x.shape());
-    const Geometry& g = s.g;
+    const WindowGeometry& g = s.g;
     const int64_t plane_in = checked_numel(g.in), plane_out = checked_numel(g.out);
     auto kpos = kernel_positions(g.kernel);
-    std::vector<Tap> taps;
+    std::vector<WindowTap> taps;
     int64_t p = 0;
     for_each_index(g.out, [&](const std::vector<int64_t>& o) {
       window_taps(g, kpos, o, taps);
@@ -857,7 +626,7 @@ OpDef average_pool_op() {
       }
       for (int64_t nc = 0; nc < s.n * s.c; ++nc) {
         double sum = 0;
-        for (const Tap& t : taps) sum += x.get_f64(nc * plane_in + t.in);
+        for (const WindowTap& t : taps) sum += x.get_f64(nc * plane_in + t.in);
         y.set_f64(nc * plane_out + p, sum / static_cast<double>(count));
       }
       ++p;
@@ -884,21 +653,6 @@ OpDef global_pool_op(std::string name, bool is_max) {
     ctx.set_shape(0, out);
   };
   // On the GPU: one loop over the plane.
-  d.cuda_index = [is_max](CudaIndexCtx& ctx) {
-    const Shape& x = ctx.in_shape(0);
-    const Shape plane(x.begin() + 2, x.end());
-    const int64_t size = checked_numel(plane);
-    const std::string t = cuda_compute_type(ctx.in_dtype(0));
-    std::string r =
-        ctx.accumulate(t, is_max ? lowest_literal(t) : cuda_literal(t, 0), size,
-                       [&](const std::string& acc, const std::string& k) {
-                         std::vector<std::string> xi = {ctx.coord(0), ctx.coord(1)};
-                         for (const std::string& p : cuda_unravel(k, plane)) xi.push_back(p);
-                         std::string v = ctx.load(0, xi);
-                         return is_max ? max_step(t, acc, v) : fmt::format("{} + {}", acc, v);
-                       });
-    return is_max ? r : fmt::format("{} / {}", r, cuda_literal(t, static_cast<double>(size)));
-  };
   d.reference = [is_max](RefCtx& ctx) {
     const Tensor& x = ctx.input(0);
     Tensor& y = ctx.output(0);

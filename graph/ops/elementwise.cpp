@@ -53,74 +53,6 @@ OpDef unary_float(std::string name, double (*f)(double), int since = 1) {
       since);
 }
 
-// ---- CUDA expressions ------------------------------------------------------------------
-// Operands reaching a CudaExprFn are locals or literals, so repeating one is free.
-std::string lit(const std::string& t, double v) { return cuda_literal(t, v); }
-std::string fn1(const std::string& t, const char* f, const std::string& a) {
-  return cuda_math(t, f) + "(" + a + ")";
-}
-
-OpDef with_cuda(OpDef d, CudaExprFn f) {
-  d.cuda_expr = std::move(f);
-  return d;
-}
-// A unary op whose CUDA form is one math function of the same name family ("exp" -> expf).
-OpDef with_math(OpDef d, const char* fn) {
-  return with_cuda(std::move(d), [fn](const CudaExprCtx& c) { return fn1(c.type, fn, c.args[0]); });
-}
-// A CUDA expression from a format string over {t} (type), {a} and {b} (operands).
-CudaExprFn cuda_fmt(std::string f) {
-  return [f](const CudaExprCtx& c) {
-    return fmt::format(fmt::runtime(f), fmt::arg("t", c.type), fmt::arg("a", c.args.at(0)),
-                       fmt::arg("b", c.args.size() > 1 ? c.args[1] : ""));
-  };
-}
-
-// a op b, with signed integer arithmetic done unsigned so overflow wraps instead of being
-// undefined.
-CudaExprFn wrapping(const char* op) {
-  return [op](const CudaExprCtx& c) {
-    if (c.type == "long long")
-      return fmt::format("((long long)((unsigned long long){} {} (unsigned long long){}))",
-                         c.args[0], op, c.args[1]);
-    return fmt::format("({} {} {})", c.args[0], op, c.args[1]);
-  };
-}
-
-// Folds a variadic op's operands left to right with `step(acc, x)`.
-CudaExprFn folding(
-    std::function<std::string(const CudaExprCtx&, const std::string&, const std::string&)> step,
-    bool mean = false) {
-  return [step, mean](const CudaExprCtx& c) {
-    std::string acc = c.args[0];
-    for (size_t i = 1; i < c.args.size(); ++i) acc = step(c, acc, c.args[i]);
-    if (mean)
-      acc = fmt::format("({} / {})", acc, cuda_literal(c.type, static_cast<double>(c.args.size())));
-    return acc;
-  };
-}
-
-// Smallest and largest values of an integer dtype (exact in double up to 2^53; the 64-bit
-// extremes print exactly through cuda_literal's integer path); 0 and 1 for the others.
-double dtype_min(DType dt) { return static_cast<double>(int_dtype_min(dt)); }
-double dtype_max(DType dt) { return is_integer(dt) ? static_cast<double>(int_dtype_max(dt)) : 1.0; }
-
-// Converts an operand to dtype `to` as Cast does: through the storage type for narrow
-// integers (so out-of-range floats saturate as on the CPU), `!= 0` for bool.
-std::string cuda_cast(const std::string& a, DType from, DType to) {
-  std::string ct = cuda_compute_type(to);
-  if (to == DType::Bool) return "(" + a + " != 0)";
-  if (is_integer(to) && dtype_size(to) < 8)
-    return fmt::format("(({})({}){})", ct, cuda_storage_type(to), a);
-  // float16 and bfloat16 are computed in float: a cast to them rounds to the 16-bit type
-  // (through float, as the reference does), or a fused Cast(float -> float16) -> Cast(->
-  // float) would give back its input unrounded.
-  if (is_half(to) && from != to)
-    return fmt::format("braze_val(braze_pack(braze_tag<{}>{{}}, (float)({})))",
-                       cuda_storage_type(to), a);
-  return fmt::format("(({}){})", ct, a);
-}
-
 double sigmoid(double x) {
   return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
 }
@@ -147,83 +79,53 @@ C nan_aware_min(C a, C b) {
 }
 
 void add_unary_ops(std::vector<OpDef>& r) {
-  r.push_back(with_math(unary_float("Exp", [](double x) { return std::exp(x); }), "exp"));
-  r.push_back(with_math(unary_float("Log", [](double x) { return std::log(x); }), "log"));
-  r.push_back(with_math(unary_float("Sqrt", [](double x) { return std::sqrt(x); }), "sqrt"));
-  r.push_back(with_cuda(
-      unary_float("Reciprocal", [](double x) { return 1.0 / x; }),
-      [](const CudaExprCtx& c) { return "(" + lit(c.type, 1) + " / " + c.args[0] + ")"; }));
-  r.push_back(with_cuda(unary_float("Sigmoid", sigmoid), [](const CudaExprCtx& c) {
-    return fmt::format("braze_sigmoid({})", c.args[0]);
-  }));
-  r.push_back(with_math(unary_float("Tanh", [](double x) { return std::tanh(x); }), "tanh"));
-  r.push_back(with_math(unary_float(
-                            "Erf", [](double x) { return std::erf(x); }, 9),
-                        "erf"));
-  r.push_back(with_math(unary_float(
-                            "Sin", [](double x) { return std::sin(x); }, 7),
-                        "sin"));
-  r.push_back(with_math(unary_float(
-                            "Cos", [](double x) { return std::cos(x); }, 7),
-                        "cos"));
-  r.push_back(with_math(unary_float(
-                            "Tan", [](double x) { return std::tan(x); }, 7),
-                        "tan"));
-  r.push_back(with_math(unary_float(
-                            "Asin", [](double x) { return std::asin(x); }, 7),
-                        "asin"));
-  r.push_back(with_math(unary_float(
-                            "Acos", [](double x) { return std::acos(x); }, 7),
-                        "acos"));
-  r.push_back(with_math(unary_float(
-                            "Atan", [](double x) { return std::atan(x); }, 7),
-                        "atan"));
-  r.push_back(with_math(unary_float(
-                            "Sinh", [](double x) { return std::sinh(x); }, 9),
-                        "sinh"));
-  r.push_back(with_math(unary_float(
-                            "Cosh", [](double x) { return std::cosh(x); }, 9),
-                        "cosh"));
-  r.push_back(with_math(unary_float(
-                            "Asinh", [](double x) { return std::asinh(x); }, 9),
-                        "asinh"));
-  r.push_back(with_math(unary_float(
-                            "Acosh", [](double x) { return std::acosh(x); }, 9),
-                        "acosh"));
-  r.push_back(with_math(unary_float(
-                            "Atanh", [](double x) { return std::atanh(x); }, 9),
-                        "atanh"));
-  r.push_back(with_math(unary_float("Floor", [](double x) { return std::floor(x); }), "floor"));
+  r.push_back(unary_float("Exp", [](double x) { return std::exp(x); }));
+  r.push_back(unary_float("Log", [](double x) { return std::log(x); }));
+  r.push_back(unary_float("Sqrt", [](double x) { return std::sqrt(x); }));
+  r.push_back(unary_float("Reciprocal", [](double x) { return 1.0 / x; }));
+  r.push_back(unary_float("Sigmoid", sigmoid));
+  r.push_back(unary_float("Tanh", [](double x) { return std::tanh(x); }));
+  r.push_back(unary_float(
+      "Erf", [](double x) { return std::erf(x); }, 9));
+  r.push_back(unary_float(
+      "Sin", [](double x) { return std::sin(x); }, 7));
+  r.push_back(unary_float(
+      "Cos", [](double x) { return std::cos(x); }, 7));
+  r.push_back(unary_float(
+      "Tan", [](double x) { return std::tan(x); }, 7));
+  r.push_back(unary_float(
+      "Asin", [](double x) { return std::asin(x); }, 7));
+  r.push_back(unary_float(
+      "Acos", [](double x) { return std::acos(x); }, 7));
+  r.push_back(unary_float(
+      "Atan", [](double x) { return std::atan(x); }, 7));
+  r.push_back(unary_float(
+      "Sinh", [](double x) { return std::sinh(x); }, 9));
+  r.push_back(unary_float(
+      "Cosh", [](double x) { return std::cosh(x); }, 9));
+  r.push_back(unary_float(
+      "Asinh", [](double x) { return std::asinh(x); }, 9));
+  r.push_back(unary_float(
+      "Acosh", [](double x) { return std::acosh(x); }, 9));
+  r.push_back(unary_float(
+      "Atanh", [](double x) { return std::atanh(x); }, 9));
+  r.push_back(unary_float("Floor", [](double x) { return std::floor(x); }));
   r.back().rounds_half_inputs = true;
-  r.push_back(with_math(unary_float("Ceil", [](double x) { return std::ceil(x); }), "ceil"));
+  r.push_back(unary_float("Ceil", [](double x) { return std::ceil(x); }));
   r.back().rounds_half_inputs = true;
-  r.push_back(with_math(unary_float(
-                            "Round", [](double x) { return std::nearbyint(x); }, 11),
-                        "rint"));  // half to even
+  r.push_back(unary_float(
+      "Round", [](double x) { return std::nearbyint(x); }, 11));  // half to even
   r.back().rounds_half_inputs = true;
-  r.push_back(with_cuda(unary_float("Softplus", softplus), cuda_fmt("braze_softplus({a})")));
-  r.push_back(with_cuda(unary_float("Softsign", [](double x) { return x / (1.0 + std::fabs(x)); }),
-                        [](const CudaExprCtx& c) {
-                          return fmt::format("({0} / ({1} + {2}))", c.args[0], lit(c.type, 1),
-                                             fn1(c.type, "fabs", c.args[0]));
-                        }));
-  r.push_back(with_cuda(unary_float(
-                            "Mish", [](double x) { return x * std::tanh(softplus(x)); }, 18),
-                        [](const CudaExprCtx& c) {
-                          return fmt::format("({0} * {1}(braze_softplus({0})))", c.args[0],
-                                             cuda_math(c.type, "tanh"));
-                        }));
+  r.push_back(unary_float("Softplus", softplus));
+  r.push_back(unary_float("Softsign", [](double x) { return x / (1.0 + std::fabs(x)); }));
+  r.push_back(unary_float(
+      "Mish", [](double x) { return x * std::tanh(softplus(x)); }, 18));
   r.push_back(unary(
       "HardSwish", kFloatTypes,
       [](const Node&) {
         return [](double x) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); };
       },
       {}, 14));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} * {1}({2}, {3}({4}, {0} / {5} + {6})))", c.args[0],
-                       cuda_math(c.type, "fmax"), lit(c.type, 0), cuda_math(c.type, "fmin"),
-                       lit(c.type, 1), lit(c.type, 6), lit(c.type, 0.5));
-  };
   r.push_back(unary(
       "Gelu", kFloatTypes,
       [](const Node& n) {
@@ -236,28 +138,12 @@ void add_unary_ops(std::vector<OpDef>& r) {
   // The erf form with a float16 / bfloat16 result takes braze_gelu_erf_f16 / _bf16 (ops.cuh:
   // 10-12 instructions and an ex2 against ~24, within 1/12 of the type's ulp), the tanh form
   // with a float16 result braze_gelu_tanh_f16 (5 and two MUFU against ~20).
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    if (c.node.attr_string("approximate") == "tanh")
-      return (c.type == "float" && c.out_dtype == DType::Float16 ? "braze_gelu_tanh_f16("
-                                                                 : "braze_gelu_tanh(") +
-             c.args[0] + ")";
-    const char* f = c.type != "float"                ? "braze_gelu_erf("
-                    : c.out_dtype == DType::Float16  ? "braze_gelu_erf_f16("
-                    : c.out_dtype == DType::BFloat16 ? "braze_gelu_erf_bf16("
-                                                     : "braze_gelu_erf(";
-    return f + c.args[0] + ")";
-  };
   r.push_back(unary("Elu", kFloatTypes,
                     [](const Node& n) {
                       double a = n.attr_float("alpha");
                       return [a](double x) { return x >= 0 ? x : a * (std::exp(x) - 1.0); };
                     },
                     {attr_f("alpha", 1.0)}));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} >= {1} ? {0} : {2} * ({3}({0}) - {4}))", c.args[0], lit(c.type, 0),
-                       lit(c.type, c.node.attr_float("alpha")), cuda_math(c.type, "exp"),
-                       lit(c.type, 1));
-  };
   r.push_back(unary(
       "Selu", kFloatTypes,
       [](const Node& n) {
@@ -265,12 +151,6 @@ void add_unary_ops(std::vector<OpDef>& r) {
         return [a, g](double x) { return x > 0 ? g * x : g * a * (std::exp(x) - 1.0); };
       },
       {attr_f("alpha", 1.67326319217681884765625), attr_f("gamma", 1.05070102214813232421875)}));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    double a = c.node.attr_float("alpha"), g = c.node.attr_float("gamma");
-    return fmt::format("({0} > {1} ? {2} * {0} : {3} * ({4}({0}) - {5}))", c.args[0],
-                       lit(c.type, 0), lit(c.type, g), lit(c.type, g * a), cuda_math(c.type, "exp"),
-                       lit(c.type, 1));
-  };
   r.push_back(unary(
       "Celu", kFloatTypes,
       [](const Node& n) {
@@ -279,22 +159,12 @@ void add_unary_ops(std::vector<OpDef>& r) {
             [a](double x) { return std::max(0.0, x) + std::min(0.0, a * (std::exp(x / a) - 1.0)); };
       },
       {attr_f("alpha", 1.0)}, 12));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    double a = c.node.attr_float("alpha");
-    return fmt::format("({1}({0}, {2}) + {3}({2}, {4} * ({5}({0} / {4}) - {6})))", c.args[0],
-                       cuda_math(c.type, "fmax"), lit(c.type, 0), cuda_math(c.type, "fmin"),
-                       lit(c.type, a), cuda_math(c.type, "exp"), lit(c.type, 1));
-  };
   r.push_back(unary("LeakyRelu", kFloatTypes,
                     [](const Node& n) {
                       double a = n.attr_float("alpha");
                       return [a](double x) { return x >= 0 ? x : a * x; };
                     },
                     {attr_f("alpha", 0.01)}));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} >= {1} ? {0} : {2} * {0})", c.args[0], lit(c.type, 0),
-                       lit(c.type, c.node.attr_float("alpha")));
-  };
   // Swish (opset 24): x · sigmoid(alpha · x).
   r.push_back(unary(
       "Swish", kFloatTypes,
@@ -303,22 +173,12 @@ void add_unary_ops(std::vector<OpDef>& r) {
         return [a](double x) { return x / (1.0 + std::exp(-a * x)); };
       },
       {attr_f("alpha", 1.0)}, 24));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} / ({1} + {2}(-{3} * {0})))", c.args[0], lit(c.type, 1),
-                       cuda_math(c.type, "exp"), lit(c.type, c.node.attr_float("alpha")));
-  };
   r.push_back(unary("HardSigmoid", kFloatTypes,
                     [](const Node& n) {
                       double a = n.attr_float("alpha"), b = n.attr_float("beta");
                       return [a, b](double x) { return std::max(0.0, std::min(1.0, a * x + b)); };
                     },
                     {attr_f("alpha", 0.2), attr_f("beta", 0.5)}));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("{0}({1}, {2}({3}, {4} * {5} + {6}))", cuda_math(c.type, "fmax"),
-                       lit(c.type, 0), cuda_math(c.type, "fmin"), lit(c.type, 1),
-                       lit(c.type, c.node.attr_float("alpha")), c.args[0],
-                       lit(c.type, c.node.attr_float("beta")));
-  };
   r.push_back(unary(
       "ThresholdedRelu", kFloatTypes,
       [](const Node& n) {
@@ -326,10 +186,6 @@ void add_unary_ops(std::vector<OpDef>& r) {
         return [a](double x) { return x > a ? x : 0.0; };
       },
       {attr_f("alpha", 1.0)}, 10));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} > {1} ? {0} : {2})", c.args[0],
-                       lit(c.type, c.node.attr_float("alpha")), lit(c.type, 0));
-  };
   r.push_back(unary(
       "Shrink", kNumericTypes,
       [](const Node& n) {
@@ -340,13 +196,6 @@ void add_unary_ops(std::vector<OpDef>& r) {
         };
       },
       {attr_f("lambd", 0.5), attr_f("bias", 0.0)}, 9));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    double l = c.node.attr_float("lambd"), b = c.node.attr_float("bias");
-    return fmt::format(
-        "(({0}) ((double){1} < {2} ? (double){1} + {3} : ((double){1} > {4} ? (double){1} - {3} : "
-        "0.0)))",
-        c.type, c.args[0], lit("double", -l), lit("double", b), lit("double", l));
-  };
   r.push_back(unary("Abs", kNumericTypes, [](const Node&) {
     return [](auto x) -> decltype(x) {
       if constexpr (std::is_unsigned_v<decltype(x)>)
@@ -355,13 +204,6 @@ void add_unary_ops(std::vector<OpDef>& r) {
         return x < 0 ? -x : x;
     };
   }));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    if (c.type == "unsigned long long") return c.args[0];
-    if (c.type == "long long")
-      return fmt::format("({0} < 0 ? (long long)(0ULL - (unsigned long long){0}) : {0})",
-                         c.args[0]);
-    return fn1(c.type, "fabs", c.args[0]);
-  };
   r.push_back(unary("Neg", kFloatTypes | kSignedTypes, [](const Node&) {
     return [](auto x) -> decltype(x) {
       if constexpr (std::is_integral_v<decltype(x)>)
@@ -370,15 +212,9 @@ void add_unary_ops(std::vector<OpDef>& r) {
         return -x;
     };
   }));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    if (c.type == "long long")
-      return fmt::format("((long long)(0ULL - (unsigned long long){}))", c.args[0]);
-    return "(-" + c.args[0] + ")";
-  };
   r.push_back(unary("Relu", kFloatTypes | kSignedTypes, [](const Node&) {
     return [](auto x) -> decltype(x) { return x > 0 ? x : 0; };
   }));
-  r.back().cuda_expr = cuda_fmt("({a} > ({t})0 ? {a} : ({t})0)");
   r.push_back(unary(
       "Sign", kNumericTypes,
       [](const Node&) {
@@ -390,17 +226,13 @@ void add_unary_ops(std::vector<OpDef>& r) {
         };
       },
       {}, 9));
-  r.back().cuda_expr = cuda_fmt("({a} > ({t})0 ? ({t})1 : ({a} < ({t})0 ? ({t})-1 : {a}))");
   r.back().rounds_half_inputs = true;
   r.push_back(unary("Not", DTypeSet{DType::Bool},
                     [](const Node&) { return [](auto x) -> decltype(x) { return x ? 0 : 1; }; }));
-  r.back().cuda_expr = cuda_fmt("(!{a})");
   r.push_back(unary("Identity", kAllTypes, [](const Node&) { return [](auto x) { return x; }; }));
-  r.back().cuda_expr = cuda_fmt("{a}");
 
   OpDef isnan = unary_float(
       "IsNaN", [](double x) { return std::isnan(x) ? 1.0 : 0.0; }, 9);
-  isnan.cuda_expr = cuda_fmt("isnan({a})");
   isnan.infer = [](InferCtx& ctx) {
     ctx.set_dtype(0, DType::Bool);
     ctx.set_shape(0, ctx.shape(0));
@@ -417,12 +249,6 @@ void add_unary_ops(std::vector<OpDef>& r) {
       {attr_i("detect_negative", 1), attr_i("detect_positive", 1)}, 10);
   isinf.infer = isnan.infer;
   isinf.rounds_half_inputs = true;  // a float past 65504 is a float16 infinity
-  isinf.cuda_expr = [](const CudaExprCtx& c) {
-    bool neg = c.node.attr_int("detect_negative") != 0,
-         pos = c.node.attr_int("detect_positive") != 0;
-    return fmt::format("(isinf({0}) && (({0} > 0 && {1}) || ({0} < 0 && {2})))", c.args[0], pos,
-                       neg);
-  };
   r.push_back(isinf);
 }
 
@@ -537,30 +363,6 @@ struct MeanFn {
   }
 };
 
-// A float division whose divisor is a literal (a constant folded into the kernel) as a
-// multiplication: exact by the reciprocal of a power of two, otherwise braze_div_by's
-// corrected product (ops.cuh) — or, where the quotient is a float16 / bfloat16 value
-// (`half_out`: computed in float, stored in 16 bits), the product by the rounded reciprocal
-// alone: within 1.5 float ulps of the quotient (2^-12 of a float16 ulp; the correction is
-// 6 instructions of a ~30-instruction GELU epilogue element). Empty when the divisor is no
-// plain literal or its reciprocal is not a normal float (zero, infinities, NaN and huge
-// divisors keep the division).
-std::optional<std::string> float_div_by_constant(const std::string& x, const std::string& lit,
-                                                 bool half_out) {
-  if (lit.size() < 2 || lit.back() != 'f' ||
-      lit.find_first_not_of("0123456789.e+-f") != std::string::npos)
-    return std::nullopt;
-  char* end = nullptr;
-  const float y = std::strtof(lit.c_str(), &end);
-  if (end != lit.c_str() + lit.size() - 1 || !std::isfinite(y) || y == 0.f) return std::nullopt;
-  const float z = 1.f / y;
-  if (!std::isnormal(z)) return std::nullopt;
-  int e = 0;
-  if (std::fabs(std::frexp(y, &e)) == 0.5f || half_out)
-    return fmt::format("({} * {})", x, cuda_literal("float", z));
-  return fmt::format("braze_div_by({}, {}, {})", x, lit, cuda_literal("float", z));
-}
-
 void add_binary_ops(std::vector<OpDef>& r) {
   const DTypeSet arith = kNumericTypes;
   r.push_back(binary(
@@ -569,14 +371,12 @@ void add_binary_ops(std::vector<OpDef>& r) {
         return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a + b); };
       },
       {}, 1));
-  r.back().cuda_expr = wrapping("+");
   r.push_back(binary(
       "Sub", arith,
       [](const Node&) {
         return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a - b); };
       },
       {}, 1));
-  r.back().cuda_expr = wrapping("-");
   r.push_back(binary(
       "Mul", arith,
       [](const Node&) {
@@ -588,7 +388,6 @@ void add_binary_ops(std::vector<OpDef>& r) {
         };
       },
       {}, 1));
-  r.back().cuda_expr = wrapping("*");
   r.push_back(binary(
       "Div", arith,
       [](const Node&) {
@@ -604,14 +403,6 @@ void add_binary_ops(std::vector<OpDef>& r) {
         };
       },
       {}, 1));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    if (c.type == "float") {
-      if (auto by = float_div_by_constant(c.args[0], c.args[1], is_half(c.out_dtype))) return *by;
-    }
-    if (c.type == "float" || c.type == "double")
-      return fmt::format("({} / {})", c.args[0], c.args[1]);
-    return fmt::format("braze_idiv({}, {})", c.args[0], c.args[1]);
-  };
   r.push_back(binary(
       "Pow", arith,
       [](const Node&) {
@@ -624,21 +415,6 @@ void add_binary_ops(std::vector<OpDef>& r) {
         };
       },
       {}, 1));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    if (c.type == "float" || c.type == "double") {
-      // Small constant exponents (RMS norm's x^2) as multiplications: pow costs dozens of
-      // instructions an element, enough to slow a memory-bound kernel.
-      const std::string& e = c.args[1];
-      if (e == cuda_literal(c.type, 2) || e == cuda_literal("long long", 2))
-        return fmt::format("({0} * {0})", c.args[0]);
-      if (e == cuda_literal(c.type, 1) || e == cuda_literal("long long", 1)) return c.args[0];
-      if (e == cuda_literal(c.type, 3) || e == cuda_literal("long long", 3))
-        return fmt::format("({0} * {0} * {0})", c.args[0]);
-      return fmt::format("{}({}, ({}){})", cuda_math(c.type, "pow"), c.args[0], c.type, c.args[1]);
-    }
-    return fmt::format("(({})braze_ipow((long long){}, (long long){}))", c.type, c.args[0],
-                       c.args[1]);
-  };
   r.push_back(binary(
       "Mod", arith,
       [](const Node& n) {
@@ -664,9 +440,6 @@ void add_binary_ops(std::vector<OpDef>& r) {
         };
       },
       {attr_i("fmod", 0)}, 10));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("braze_mod({}, {}, {})", c.args[0], c.args[1], c.node.attr_int("fmod") != 0);
-  };
   r.back().rounds_half_inputs = true;
   r.push_back(binary(
       "BitShift", kUnsignedTypes,
@@ -682,10 +455,6 @@ void add_binary_ops(std::vector<OpDef>& r) {
         };
       },
       {attr_req("direction", AttrType::String)}, 11));
-  r.back().cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("braze_shift({}, {}, {})", c.args[0], c.args[1],
-                       c.node.attr_string("direction") == "LEFT");
-  };
   r.push_back(binary(
       "PRelu", kFloatTypes | kSignedTypes | kUnsignedTypes,
       [](const Node&) {
@@ -694,7 +463,6 @@ void add_binary_ops(std::vector<OpDef>& r) {
         };
       },
       {}, 1));
-  r.back().cuda_expr = cuda_fmt("({a} < ({t})0 ? ({t})({b} * {a}) : {a})");
   // PRelu broadcasts the slope to X's shape (unidirectionally); X's shape is the output's.
   r.back().infer = [](InferCtx& ctx) {
     ctx.set_dtype(0, ctx.dtype(0));
@@ -706,56 +474,35 @@ void add_binary_ops(std::vector<OpDef>& r) {
       "And", DTypeSet{DType::Bool},
       [](const Node&) { return [](auto a, auto b) -> decltype(a) { return (a && b) ? 1 : 0; }; },
       {}, 1));
-  r.back().cuda_expr = cuda_fmt("({a} && {b})");
   r.push_back(binary(
       "Or", DTypeSet{DType::Bool},
       [](const Node&) { return [](auto a, auto b) -> decltype(a) { return (a || b) ? 1 : 0; }; },
       {}, 1));
-  r.back().cuda_expr = cuda_fmt("({a} || {b})");
   r.push_back(binary(
       "Xor", DTypeSet{DType::Bool},
       [](const Node&) {
         return [](auto a, auto b) -> decltype(a) { return ((a != 0) != (b != 0)) ? 1 : 0; };
       },
       {}, 1));
-  r.back().cuda_expr = cuda_fmt("({a} != {b})");
 
   r.push_back(variadic("Max", kNumericTypes, [](const Node&) {
     return [](auto a, auto b) { return nan_aware_max(a, b); };
   }));
-  r.back().cuda_expr = folding([](const CudaExprCtx&, const std::string& a, const std::string& b) {
-    return fmt::format("braze_max({}, {})", a, b);
-  });
   r.push_back(variadic("Min", kNumericTypes, [](const Node&) {
     return [](auto a, auto b) { return nan_aware_min(a, b); };
   }));
-  r.back().cuda_expr = folding([](const CudaExprCtx&, const std::string& a, const std::string& b) {
-    return fmt::format("braze_min({}, {})", a, b);
-  });
   r.push_back(variadic("Sum", kNumericTypes, [](const Node&) {
     return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a + b); };
   }));
-  r.back().cuda_expr =
-      folding([](const CudaExprCtx& c, const std::string& a, const std::string& b) {
-        return wrapping("+")(CudaExprCtx{c.node, c.type, {a, b}, c.arg_dtypes, c.out_dtype});
-      });
   r.push_back(variadic("Mean", kFloatTypes, [](const Node&) { return MeanFn{}; }));
-  r.back().cuda_expr = folding([](const CudaExprCtx&, const std::string& a,
-                                  const std::string& b) { return fmt::format("({} + {})", a, b); },
-                               true);
 
   r.push_back(comparison("Equal", kAllTypes, [](auto a, auto b) { return a == b; }));
-  r.back().cuda_expr = cuda_fmt("({a} == {b})");
   r.push_back(comparison("Less", kNumericTypes, [](auto a, auto b) { return a < b; }));
-  r.back().cuda_expr = cuda_fmt("({a} < {b})");
   r.push_back(comparison("Greater", kNumericTypes, [](auto a, auto b) { return a > b; }));
-  r.back().cuda_expr = cuda_fmt("({a} > {b})");
   r.push_back(comparison(
       "LessOrEqual", kNumericTypes, [](auto a, auto b) { return a <= b; }, 12));
-  r.back().cuda_expr = cuda_fmt("({a} <= {b})");
   r.push_back(comparison(
       "GreaterOrEqual", kNumericTypes, [](auto a, auto b) { return a >= b; }, 12));
-  r.back().cuda_expr = cuda_fmt("({a} >= {b})");
 }
 
 // ---- Where, Clip, Cast, Dropout ---------------------------------------------------------
@@ -770,9 +517,6 @@ OpDef where_op() {
     if (ctx.dtype(1) != ctx.dtype(2)) ctx.fail("X and Y must have the same dtype");
     ctx.set_dtype(0, ctx.dtype(1));
     ctx.set_shape(0, broadcast_shapes(ctx, {ctx.shape(0), ctx.shape(1), ctx.shape(2)}));
-  };
-  d.cuda_expr = [](const CudaExprCtx& c) {
-    return fmt::format("({} ? {} : {})", c.args[0], c.args[1], c.args[2]);
   };
   d.reference = [](RefCtx& ctx) {
     const Tensor &c = ctx.input(0), &x = ctx.input(1), &y = ctx.input(2);
@@ -812,17 +556,6 @@ OpDef clip_op() {
       if (n != 1) ctx.fail("min and max must be scalars");
     }
     infer_same_as_input0(ctx);
-  };
-  d.cuda_expr = [](const CudaExprCtx& c) {
-    bool flt = c.type == "float" || c.type == "double";
-    auto bound = [&](size_t i, bool upper) {
-      if (c.args.size() > i && !c.args[i].empty()) return c.args[i];
-      if (flt) return cuda_literal(c.type, upper ? INFINITY : -INFINITY);
-      return upper ? cuda_literal(c.type, dtype_max(c.arg_dtypes[0]))
-                   : cuda_literal(c.type, dtype_min(c.arg_dtypes[0]));
-    };
-    return fmt::format("({0} != {0} ? {0} : ({0} < {1} ? ({3}){1} : ({0} > {2} ? ({3}){2} : {0})))",
-                       c.args[0], bound(1, false), bound(2, true), c.type);
   };
   d.reference = [](RefCtx& ctx) {
     const Tensor& x = ctx.input(0);
@@ -877,9 +610,6 @@ OpDef cast_op() {
     ctx.set_shape(0, ctx.shape(0));
   };
   d.reference = [](RefCtx& ctx) { convert_into(ctx.input(0), ctx.output(0)); };
-  d.cuda_expr = [](const CudaExprCtx& c) {
-    return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype);
-  };
   d.rounds_half_inputs = true;
   return d;
 }
@@ -905,9 +635,6 @@ OpDef castlike_op() {
     ctx.set_shape(0, ctx.shape(0));
   };
   d.reference = [](RefCtx& ctx) { convert_into(ctx.input(0), ctx.output(0)); };
-  d.cuda_expr = [](const CudaExprCtx& c) {
-    return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype);
-  };
   d.rounds_half_inputs = true;
   return d;
 }

@@ -86,14 +86,6 @@ OpDef constant_of_shape_op() {
         ctx.fail(fmt::format("the shape [{}] has a negative dimension", fmt::join(dims, ",")));
     ctx.set_shape(0, dims);
   };
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const Node& n = ctx.node();
-    if (!n.has_attr("value")) return std::string("0.0f");
-    const Tensor& v = n.attr_tensor("value");
-    std::string t = cuda_compute_type(v.dtype());
-    return is_float(v.dtype()) ? cuda_literal(t, v.get_f64(0))
-                               : cuda_literal(t, static_cast<double>(v.get_i64(0)));
-  };
   d.reference = [](RefCtx& ctx) {
     if (!ctx.node().has_attr("value")) return;  // zero-filled already
     const Tensor& v = ctx.node().attr_tensor("value");
@@ -227,16 +219,6 @@ OpDef range_op() {
     ctx.set_shape(0, {n});
   };
   // start + i * delta, with start and delta read as the constants shape inference needed.
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    std::string t = cuda_compute_type(ctx.in_dtype(0));
-    std::string start = ctx.load(0, std::vector<std::string>(ctx.in_shape(0).size(), "0LL"));
-    std::string delta = ctx.load(2, std::vector<std::string>(ctx.in_shape(2).size(), "0LL"));
-    if (t == "long long")
-      return fmt::format(
-          "(long long)((unsigned long long){} + (unsigned long long){} * (unsigned long long){})",
-          start, ctx.coord(0), delta);
-    return fmt::format("{} + ({}){} * {}", start, t, ctx.coord(0), delta);
-  };
   d.reference = [](RefCtx& ctx) {
     const Tensor &start = ctx.input(0), &delta = ctx.input(2);
     Tensor& out = ctx.output(0);
@@ -272,10 +254,6 @@ OpDef eye_like_op() {
     if (ctx.rank(0) != 2)
       ctx.fail(fmt::format("the input must be a matrix, not of shape {}", shape_str(ctx.shape(0))));
     ctx.set_shape(0, ctx.shape(0));
-  };
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    return fmt::format("({} - {} == {}LL ? 1 : 0)", ctx.coord(1), ctx.coord(0),
-                       ctx.node().attr_int("k"));
   };
   d.reference = [](RefCtx& ctx) {
     Tensor& out = ctx.output(0);

@@ -12,6 +12,7 @@
 
 #include "graph/ops/families.h"
 #include "graph/ops/helpers.h"
+#include "graph/ops/movement.h"
 
 namespace braze::graph {
 namespace {
@@ -131,49 +132,6 @@ void copy_all(RefCtx& ctx) {
   if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
 }
 
-// ---- GPU index maps --------------------------------------------------------------------
-std::vector<std::string> out_coords(const CudaIndexCtx& ctx) {
-  std::vector<std::string> c;
-  for (size_t d = 0; d < ctx.out_shape().size(); ++d) c.push_back(ctx.coord(d));
-  return c;
-}
-
-// Ops whose output holds the input's elements in the same order (Reshape, Flatten,
-// Squeeze, Unsqueeze): the output coordinate's flat offset, unravelled in the input.
-std::string same_order_index(CudaIndexCtx& ctx) {
-  std::string flat = ctx.let("long long", cuda_linearize(out_coords(ctx), ctx.out_shape()));
-  return ctx.load(0, cuda_unravel(flat, ctx.in_shape(0)));
-}
-
-// The forward map of a same-order op: flat offset in the input, unravelled in the output.
-// The dims it leaves alone at either end keep their coordinates, and only those between are
-// linearised and unravelled: [1024, 2304] -> [8, 128, 2304] maps (i, j) to (i / 128, i % 128,
-// j), not to three divisions of i * 2304 + j (a GEMM epilogue computes them for every
-// element, and a bias indexed by j needs no division at all).
-std::vector<std::string> same_order_forward(const Node&, const std::vector<std::string>& in,
-                                            const Shape& in_shape, const Shape& out_shape) {
-  const size_t ni = in_shape.size(), no = out_shape.size();
-  size_t p = 0, s = 0;
-  while (p < ni && p < no && in_shape[p] == out_shape[p]) ++p;
-  while (s < ni - p && s < no - p && in_shape[ni - 1 - s] == out_shape[no - 1 - s]) ++s;
-  std::vector<std::string> out(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(p));
-  const std::vector<std::string> mid_in(in.begin() + static_cast<std::ptrdiff_t>(p),
-                                        in.end() - static_cast<std::ptrdiff_t>(s));
-  const Shape in_mid(in_shape.begin() + static_cast<std::ptrdiff_t>(p),
-                     in_shape.end() - static_cast<std::ptrdiff_t>(s));
-  const Shape out_mid(out_shape.begin() + static_cast<std::ptrdiff_t>(p),
-                      out_shape.end() - static_cast<std::ptrdiff_t>(s));
-  for (std::string& c : cuda_unravel(cuda_linearize(mid_in, in_mid), out_mid))
-    out.push_back(std::move(c));
-  out.insert(out.end(), in.end() - static_cast<std::ptrdiff_t>(s), in.end());
-  return out;
-}
-
-std::optional<std::vector<int64_t>> const_list(const CudaIndexCtx& ctx, size_t i) {
-  if (!ctx.has_input(i)) return std::nullopt;
-  return ctx.in_value(i)->to_int64s();
-}
-
 // The layout of an op whose output holds input 0's elements in the same order.
 std::optional<Layout> same_order_layout(const Graph& g, const Node& n, const Layout& in) {
   return reshape_layout(in, g.value(n.outputs[0]).shape);
@@ -232,8 +190,6 @@ OpDef reshape_op() {
     ctx.set_shape(0, reshape_target(ctx, ctx.shape(0), spec));
   };
   d.reference = copy_all;
-  d.cuda_index = same_order_index;
-  d.cuda_forward = same_order_forward;
   d.layout = same_order_layout;
   return d;
 }
@@ -255,8 +211,6 @@ OpDef flatten_op() {
     ctx.set_shape(0, {outer, inner});
   };
   d.reference = copy_all;
-  d.cuda_index = same_order_index;
-  d.cuda_forward = same_order_forward;
   d.layout = same_order_layout;
   return d;
 }
@@ -290,8 +244,6 @@ OpDef squeeze_op() {
     ctx.set_shape(0, out);
   };
   d.reference = copy_all;
-  d.cuda_index = same_order_index;
-  d.cuda_forward = same_order_forward;
   d.layout = same_order_layout;
   return d;
 }
@@ -317,11 +269,11 @@ OpDef unsqueeze_op() {
     ctx.set_shape(0, out);
   };
   d.reference = copy_all;
-  d.cuda_index = same_order_index;
-  d.cuda_forward = same_order_forward;
   d.layout = same_order_layout;
   return d;
 }
+
+}  // namespace
 
 // ---- Transpose, Expand, Tile -----------------------------------------------------------
 std::vector<int64_t> transpose_perm(const Node& n, int64_t rank) {
@@ -344,6 +296,8 @@ std::vector<int64_t> transpose_perm(const Node& n, int64_t rank) {
   return perm;
 }
 
+namespace {
+
 OpDef transpose_op() {
   OpDef d = movement_op("Transpose", 1, 1, 1);
   d.attrs = {attr_opt("perm", AttrType::Ints)};  // default: reverse the dimensions
@@ -363,23 +317,8 @@ OpDef transpose_op() {
     for (int64_t p : transpose_perm(ctx.node(), x.rank())) s.strides.push_back(st[p]);
     copy_box(x, s, y, contiguous(y.shape()), y.shape());
   };
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const int64_t rank = static_cast<int64_t>(ctx.in_shape(0).size());
-    std::vector<int64_t> perm = transpose_perm(ctx.node(), rank);
-    std::vector<std::string> in(static_cast<size_t>(rank));
-    for (int64_t d = 0; d < rank; ++d)
-      in[static_cast<size_t>(perm[static_cast<size_t>(d)])] = ctx.coord(static_cast<size_t>(d));
-    return ctx.load(0, in);
-  };
   d.layout = [](const Graph&, const Node& n, const Layout& in) -> std::optional<Layout> {
     return transpose_layout(in, transpose_perm(n, static_cast<int64_t>(in.dims.size())));
-  };
-  d.cuda_forward = [](const Node& n, const std::vector<std::string>& in, const Shape& in_shape,
-                      const Shape&) {
-    std::vector<int64_t> perm = transpose_perm(n, static_cast<int64_t>(in_shape.size()));
-    std::vector<std::string> out(in.size());
-    for (size_t d = 0; d < perm.size(); ++d) out[d] = in[static_cast<size_t>(perm[d])];
-    return out;
   };
   return d;
 }
@@ -401,13 +340,6 @@ OpDef expand_op() {
     Tensor& y = ctx.output(0);
     copy_box(x, View{0, broadcast_strides(x.shape(), y.shape())}, y, contiguous(y.shape()),
              y.shape());
-  };
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const Shape& in = ctx.in_shape(0);
-    const size_t off = ctx.out_shape().size() - in.size();
-    std::vector<std::string> c(in.size());
-    for (size_t d = 0; d < in.size(); ++d) c[d] = in[d] == 1 ? "0LL" : ctx.coord(off + d);
-    return ctx.load(0, c);
   };
   d.layout = [](const Graph& g, const Node& n, const Layout& in) {
     return expand_layout(in, g.value(n.outputs[0]).shape);
@@ -448,14 +380,6 @@ OpDef tile_op() {
       dv.strides.insert(dv.strides.end(), {dim * ys[i], ys[i]});
     }
     copy_box(x, s, y, dv, box);
-  };
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const Shape& in = ctx.in_shape(0);
-    std::vector<std::string> c(in.size());
-    for (size_t d = 0; d < in.size(); ++d)
-      c[d] = in[d] == ctx.out_shape()[d] ? ctx.coord(d)
-                                         : fmt::format("({} % {}LL)", ctx.coord(d), in[d]);
-    return ctx.load(0, c);
   };
   return d;
 }
@@ -502,26 +426,10 @@ OpDef concat_op() {
   };
   // Inputs take consecutive ranges of the axis: a chain of branches, each loading only
   // from the input whose range holds the coordinate.
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    int64_t axis = ctx.node().attr_int("axis");
-    if (axis < 0) axis += static_cast<int64_t>(ctx.out_shape().size());
-    const size_t a = static_cast<size_t>(axis);
-    std::vector<std::string> c = out_coords(ctx);
-    std::string type = cuda_compute_type(ctx.in_dtype(0));
-    std::function<std::string(size_t, int64_t)> from = [&](size_t i, int64_t at) -> std::string {
-      std::vector<std::string> ci = c;
-      ci[a] = fmt::format("({} - {}LL)", c[a], at);
-      int64_t size = ctx.in_shape(i)[a];
-      if (i + 1 == ctx.node().inputs.size()) return ctx.load(i, ci);
-      if (size == 0) return from(i + 1, at);
-      return ctx.select(
-          fmt::format("{} < {}LL", c[a], at + size), type, [&] { return ctx.load(i, ci); },
-          [&] { return from(i + 1, at + size); });
-    };
-    return from(0, 0);
-  };
   return d;
 }
+
+}  // namespace
 
 // Sizes of Split's outputs along the axis of size `dim`.
 std::vector<int64_t> split_sizes(const Node& n, int64_t dim, size_t outputs,
@@ -559,6 +467,8 @@ std::vector<int64_t> split_sizes(const Node& n, int64_t dim, size_t outputs,
     fail(n, fmt::format("an axis of size {} does not split evenly into {} outputs", dim, k));
   return std::vector<int64_t>(outputs, dim / k);
 }
+
+namespace {
 
 OpDef split_op() {
   OpDef d = movement_op("Split", 1, 1, 2);
@@ -600,28 +510,10 @@ OpDef split_op() {
       at += sizes[i];
     }
   };
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const Shape& in = ctx.in_shape(0);
-    int64_t axis = ctx.node().attr_int("axis");
-    if (axis < 0) axis += static_cast<int64_t>(in.size());
-    std::vector<int64_t> sizes = split_sizes(ctx.node(), in[static_cast<size_t>(axis)],
-                                             ctx.node().outputs.size(), const_list(ctx, 1));
-    int64_t at = 0;
-    for (size_t i = 0; i < ctx.output_index(); ++i) at += sizes[i];
-    std::vector<std::string> c = out_coords(ctx);
-    c[static_cast<size_t>(axis)] = fmt::format("({} + {}LL)", c[static_cast<size_t>(axis)], at);
-    return ctx.load(0, c);
-  };
   return d;
 }
 
-// ---- Slice -----------------------------------------------------------------------------
-// Along one axis: the first element taken, the step, and how many are taken.
-struct AxisRange {
-  int64_t start = 0;
-  int64_t step = 1;
-  int64_t size = 0;
-};
+}  // namespace
 
 std::vector<AxisRange> slice_ranges(const Node& n, const Shape& in,
                                     const std::vector<int64_t>& starts,
@@ -685,6 +577,8 @@ std::vector<AxisRange> slice_ranges(const Node& n, const Shape& in,
   return ranges;
 }
 
+namespace {
+
 OpDef slice_op() {
   OpDef d = movement_op("Slice", 1, 3, 5);
   // Opsets before 10 give starts, ends and axes as attributes.
@@ -727,16 +621,6 @@ OpDef slice_op() {
     }
     copy_box(x, s, y, contiguous(y.shape()), y.shape());
   };
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    std::vector<AxisRange> ranges =
-        slice_ranges(ctx.node(), ctx.in_shape(0), ctx.in_value(1)->to_int64s(),
-                     ctx.in_value(2)->to_int64s(), const_list(ctx, 3), const_list(ctx, 4));
-    std::vector<std::string> c = out_coords(ctx);
-    for (size_t d = 0; d < ranges.size(); ++d)
-      if (ranges[d].start != 0 || ranges[d].step != 1)
-        c[d] = fmt::format("({}LL + {} * {}LL)", ranges[d].start, c[d], ranges[d].step);
-    return ctx.load(0, c);
-  };
   d.layout = [](const Graph& g, const Node& n, const Layout& in) -> std::optional<Layout> {
     auto list = [&](size_t i) -> std::optional<std::vector<int64_t>> {
       if (!n.has_input(i)) return std::nullopt;
@@ -758,14 +642,7 @@ OpDef slice_op() {
   return d;
 }
 
-// ---- Pad -------------------------------------------------------------------------------
-enum class PadMode { Constant, Reflect, Edge, Wrap };
-
-struct PadSpec {
-  PadMode mode = PadMode::Constant;
-  std::vector<int64_t> begin, end;  // per dimension; negative crops
-  Shape out;
-};
+}  // namespace
 
 // Negative pads crop first; reflect, edge and wrap then extend what is left of the axis.
 PadSpec pad_spec(const Node& n, const Shape& in, const std::vector<int64_t>& pads,
@@ -825,6 +702,8 @@ PadSpec pad_spec(const Node& n, const Shape& in, const std::vector<int64_t>& pad
   }
   return p;
 }
+
+namespace {
 
 // For output index o along an axis: the input index it copies, or -1 for the constant.
 int64_t pad_source(PadMode mode, int64_t o, int64_t dim, int64_t b, int64_t e) {
@@ -923,51 +802,6 @@ OpDef pad_op() {
       }
     }
   };
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const Shape& in = ctx.in_shape(0);
-    PadSpec p = pad_spec(ctx.node(), in, ctx.in_value(1)->to_int64s(), const_list(ctx, 3));
-    std::vector<std::string> c = out_coords(ctx), src(in.size());
-    std::string inside;
-    for (size_t d = 0; d < in.size(); ++d) {
-      int64_t dim = in[d], b = p.begin[d], e = p.end[d];
-      int64_t lo = std::max<int64_t>(0, -b), hi = dim - std::max<int64_t>(0, -e), m = hi - lo;
-      std::string x = ctx.let("long long", fmt::format("{} - {}LL", c[d], b));
-      switch (p.mode) {
-        case PadMode::Constant:
-          src[d] = x;
-          if (b > 0 || e > 0 || lo > 0 || hi < dim)
-            inside += fmt::format("{}({} >= {}LL && {} < {}LL)", inside.empty() ? "" : " && ", x,
-                                  lo, x, hi);
-          break;
-        case PadMode::Edge:
-          src[d] = fmt::format("({0} < {1}LL ? {1}LL : ({0} >= {2}LL ? {3}LL : {0}))", x, lo, hi,
-                               hi - 1);
-          break;
-        case PadMode::Wrap:
-          src[d] = fmt::format("({1}LL + (({0} - {1}LL) % {2}LL + {2}LL) % {2}LL)", x, lo, m);
-          break;
-        case PadMode::Reflect:
-          if (m == 1) {
-            src[d] = fmt::format("{}LL", lo);
-          } else {
-            int64_t period = 2 * (m - 1);
-            std::string y = ctx.let(
-                "long long", fmt::format("(({0} - {1}LL) % {2}LL + {2}LL) % {2}LL", x, lo, period));
-            src[d] = fmt::format("({1}LL + ({0} < {2}LL ? {0} : {3}LL - {0}))", y, lo, m, period);
-          }
-          break;
-      }
-    }
-    if (inside.empty()) return ctx.load(0, src);
-    std::string type = cuda_compute_type(ctx.in_dtype(0));
-    return ctx.select(
-        inside, type, [&] { return ctx.load(0, src); },
-        [&] {
-          return ctx.has_input(2)
-                     ? ctx.load(2, std::vector<std::string>(ctx.in_shape(2).size(), "0LL"))
-                     : cuda_literal(type, 0);
-        });
-  };
   return d;
 }
 
@@ -980,11 +814,15 @@ int64_t block_size(const InferCtx& ctx) {
   return b;
 }
 
+}  // namespace
+
 bool crd_mode(const Node& n) {
   std::string mode = n.attr_string("mode");
   if (mode != "DCR" && mode != "CRD") fail(n, fmt::format("mode \"{}\" is not DCR or CRD", mode));
   return mode == "CRD";
 }
+
+namespace {
 
 OpDef depth_to_space_op() {
   OpDef d = movement_op("DepthToSpace", 1, 1, 1);
@@ -1016,17 +854,6 @@ OpDef depth_to_space_op() {
     Shape box{n, c, h, b, w, b};
     copy_box(x, s, y, contiguous(box), box);
   };
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const int64_t b = ctx.node().attr_int("blocksize"), cout = ctx.out_shape()[1];
-    std::vector<std::string> c = out_coords(ctx);
-    std::string i = ctx.let("long long", fmt::format("{} % {}LL", c[2], b));
-    std::string j = ctx.let("long long", fmt::format("{} % {}LL", c[3], b));
-    std::string ch = crd_mode(ctx.node())
-                         ? fmt::format("({} * {}LL + {} * {}LL + {})", c[1], b * b, i, b, j)
-                         : fmt::format("(({} * {}LL + {}) * {}LL + {})", i, b, j, cout, c[1]);
-    return ctx.load(
-        0, {c[0], ch, fmt::format("({} / {}LL)", c[2], b), fmt::format("({} / {}LL)", c[3], b)});
-  };
   return d;
 }
 
@@ -1054,15 +881,6 @@ OpDef space_to_depth_op() {
     View s{0, {c * h * w, w, 1, h * w, b * w, b}};
     Shape box{n, b, b, c, h / b, w / b};
     copy_box(x, s, y, contiguous(box), box);
-  };
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const int64_t b = ctx.node().attr_int("blocksize"), cin = ctx.in_shape(0)[1];
-    std::vector<std::string> c = out_coords(ctx);
-    std::string i = ctx.let("long long", fmt::format("{} / {}LL", c[1], b * cin));
-    std::string j = ctx.let("long long", fmt::format("({} / {}LL) % {}LL", c[1], cin, b));
-    std::string ch = fmt::format("({} % {}LL)", c[1], cin);
-    return ctx.load(0, {c[0], ch, fmt::format("({} * {}LL + {})", c[2], b, i),
-                        fmt::format("({} * {}LL + {})", c[3], b, j)});
   };
   return d;
 }
@@ -1104,22 +922,6 @@ OpDef trilu_op() {
         std::memcpy(bytes(y) + at * es, bytes(x) + at * es, static_cast<size_t>(hi - lo) * es);
       }
     }
-  };
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const size_t r = ctx.out_shape().size();
-    std::string k = "0LL";
-    if (ctx.has_input(1) && ctx.in_value(1)) {
-      int64_t kv = std::clamp<int64_t>(ctx.in_value(1)->get_i64(0), -ctx.out_shape()[r - 2] - 1,
-                                       ctx.out_shape()[r - 1] + 1);
-      k = fmt::format("{}LL", kv);
-    } else if (ctx.has_input(1)) {
-      k = ctx.load(1, std::vector<std::string>(ctx.in_shape(1).size(), "0LL"));
-    }
-    bool upper = ctx.node().attr_int("upper") != 0;
-    std::string keep =
-        fmt::format("{} - {} {} {}", ctx.coord(r - 1), ctx.coord(r - 2), upper ? ">=" : "<=", k);
-    std::string type = cuda_compute_type(ctx.in_dtype(0));
-    return fmt::format("({} ? {} : {})", keep, ctx.load(0, out_coords(ctx)), cuda_literal(type, 0));
   };
   return d;
 }

@@ -15,6 +15,7 @@
 
 #include "graph/ops/families.h"
 #include "graph/ops/helpers.h"
+#include "graph/ops/reduction.h"
 
 namespace braze::graph {
 namespace {
@@ -96,8 +97,7 @@ bool is_nan(C v) {
     return false;
 }
 
-// ---- ReduceX ---------------------------------------------------------------------------
-enum class Reduction { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
+}  // namespace
 
 // Which dims of a rank-`rank` input a ReduceX node reduces, from its (valid, possibly
 // negative) axes: empty axes mean all dims, or none with noop_with_empty_axes.
@@ -107,6 +107,8 @@ std::vector<bool> reduced_dims(const Node& node, const std::vector<int64_t>& axe
   for (int64_t a : axes) mask[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
   return mask;
 }
+
+namespace {
 
 void infer_reduce(InferCtx& ctx) {
   ctx.set_dtype(0, ctx.dtype(0));
@@ -219,80 +221,6 @@ RefFn reduce_ref(Reduction red) {
   };
 }
 
-// ---- GPU row programs (graph/cuda_hooks.h) ---------------------------------------------
-// The accumulator type of a row program over dtype dt.
-std::string row_acc_type(DType dt) {
-  if (dt == DType::Float64) return "double";
-  if (is_float(dt)) return "float";
-  if (is_unsigned_int(dt)) return "unsigned long long";
-  return "long long";
-}
-
-CudaRowFn reduce_row(Reduction red) {
-  return [red](const Node& n, const CudaRowInputs& in) -> std::optional<CudaRowProgram> {
-    if (n.has_input(1) && !in.values[1]) return std::nullopt;  // axes known only at run time
-    std::vector<int64_t> axes = n.has_input(1) ? in.values[1]->to_int64s() : std::vector<int64_t>{};
-    const int64_t rank = static_cast<int64_t>(in.shapes[0].size());
-    std::vector<bool> mask = reduced_dims(n, axes, rank);
-    CudaRowProgram p;
-    int64_t len = 1;
-    for (int64_t d = 0; d < rank; ++d)
-      if (mask[static_cast<size_t>(d)])
-        p.axes.push_back(d), len *= in.shapes[0][static_cast<size_t>(d)];
-    const DType dt = in.dtypes[0];
-    const std::string t = row_acc_type(dt);
-    const bool flt = is_float(dt);
-    auto m = [&](const char* fn) { return cuda_math(t, fn); };
-    std::string out = "{s0}";
-    switch (red) {
-      case Reduction::Sum:
-        p.passes = {{"sum", "{x}", t}};
-        break;
-      case Reduction::Mean:
-        p.passes = {{"sum", "{x}", t}};
-        out = flt || len > 0 ? "{s0} / {n}" : "0";
-        break;
-      case Reduction::Max:
-        p.passes = {{"max", "{x}", t}};
-        break;
-      case Reduction::Min:
-        p.passes = {{"min", "{x}", t}};
-        break;
-      case Reduction::Prod:
-        p.passes = {{"prod", "{x}", t}};
-        break;
-      case Reduction::SumSquare:
-        p.passes = {{"sum", "{x} * {x}", t}};
-        break;
-      case Reduction::L1:
-        p.passes = {{"sum", flt ? m("fabs") + "({x})" : "({x} < 0 ? -{x} : {x})", t}};
-        break;
-      case Reduction::L2:
-        if (!flt) return std::nullopt;
-        p.passes = {{"sum", "{x} * {x}", t}};
-        out = m("sqrt") + "({s0})";
-        break;
-      case Reduction::LogSum:
-        if (!flt) return std::nullopt;
-        p.passes = {{"sum", "{x}", t}};
-        out = m("log") + "({s0})";
-        break;
-      case Reduction::LogSumExp: {
-        if (!flt) return std::nullopt;
-        // Shifted by the largest finite value, as the reference does.
-        std::string ninf = cuda_literal(t, -kInf), zero = cuda_literal(t, 0);
-        std::string shift = fmt::format("({{s0}} == {} ? {} : {{s0}})", ninf, zero);
-        p.passes = {{"max", fmt::format("(isfinite({{x}}) ? {{x}} : {})", ninf), t},
-                    {"sum", fmt::format("{}({{x}} - {})", m("exp"), shift), t}};
-        out = fmt::format("{}({{s1}}) + {}", m("log"), shift);
-        break;
-      }
-    }
-    p.outputs = {{false, out}};
-    return p;
-  };
-}
-
 // Opsets before `input_since` give the axes as an attribute; the canonical form takes them
 // as input 1 (an empty or absent list still means every axis).
 UpgradeFn axes_to_input(int input_since) {
@@ -333,7 +261,6 @@ OpDef reduce_op(std::string name, Reduction red, int input_since, DTypeSet types
   d.upgrade = axes_to_input(input_since);
   d.infer = infer_reduce;
   d.reference = reduce_ref(red);
-  d.cuda_row = reduce_row(red);
   return d;
 }
 
@@ -402,17 +329,6 @@ OpDef arg_op(std::string name, bool want_max) {
       x.erase(x.begin() + axis);
     ctx.set_shape(0, x);
   };
-  d.cuda_row = [want_max](const Node& n, const CudaRowInputs& in) -> std::optional<CudaRowProgram> {
-    int64_t rank = static_cast<int64_t>(in.shapes[0].size());
-    int64_t axis = n.attr_int("axis");
-    CudaRowProgram p;
-    p.axes = {axis < 0 ? axis + rank : axis};
-    std::string combine = std::string(want_max ? "argmax" : "argmin") +
-                          (n.attr_int("select_last_index") ? "_last" : "");
-    p.passes = {{combine, "{x}", "long long"}};
-    p.outputs = {{false, "{s0}"}};
-    return p;
-  };
   d.reference = [want_max](RefCtx& ctx) {
     const Tensor& x = ctx.input(0);
     int64_t axis = ctx.node().attr_int("axis");
@@ -429,9 +345,6 @@ OpDef arg_op(std::string name, bool want_max) {
   };
   return d;
 }
-
-// ---- Softmax, LogSoftmax, Hardmax ------------------------------------------------------
-enum class AxisOp { Softmax, LogSoftmax, Hardmax };
 
 // Opsets before 13 coerce the input to 2-D [prod(dims[:axis]), prod(dims[axis:])] (axis
 // default 1) and work along the second dim. Where that is a last-axis op already (every
@@ -495,26 +408,6 @@ OpDef axis_op(std::string name, AxisOp kind) {
   d.attrs = {attr_i("axis", -1)};
   d.types = kFloatTypes;
   d.upgrade = upgrade_coerced_2d;
-  d.cuda_row = [kind](const Node& n, const CudaRowInputs& in) -> std::optional<CudaRowProgram> {
-    int64_t rank = static_cast<int64_t>(in.shapes[0].size());
-    int64_t axis = n.attr_int("axis");
-    CudaRowProgram p;
-    p.axes = {axis < 0 ? axis + rank : axis};
-    const std::string t = row_acc_type(in.dtypes[0]);
-    if (kind == AxisOp::Hardmax) {
-      p.passes = {{"argmax", "{x}", "long long"}};
-      p.outputs = {{true, "({r} == {s0} ? 1 : 0)"}};
-      return p;
-    }
-    // exp of an argument at most 0: the hardware exponential (braze_exp_fast); the output
-    // reuses pass 1's exp ({p1}) and multiplies by the reciprocal of the row's sum.
-    p.passes = {{"max", "{x}", t}, {"sum", "braze_exp_fast({x} - {s0})", t}};
-    p.online_softmax = true;
-    p.outputs = {{true, kind == AxisOp::Softmax
-                            ? "{p1} * (" + cuda_literal(t, 1) + " / {s1})"
-                            : "({x} - {s0}) - " + cuda_math(t, "log") + "({s1})"}};
-    return p;
-  };
   d.infer = [](InferCtx& ctx) {
     ctx.set_dtype(0, ctx.dtype(0));
     const Shape& x = ctx.shape(0);
@@ -574,28 +467,6 @@ OpDef cumsum_op() {
     ctx.set_shape(0, x);
   };
   // On the GPU each output element sums its prefix along the axis.
-  d.cuda_index = [](CudaIndexCtx& ctx) {
-    const Shape& shape = ctx.in_shape(0);
-    if (!ctx.in_value(1))
-      throw CudaUnsupported{ctx.node().describe() + ": the axis is not a constant"};
-    int64_t axis = ctx.in_value(1)->get_i64(0);
-    if (axis < 0) axis += static_cast<int64_t>(shape.size());
-    const size_t a = static_cast<size_t>(axis);
-    bool exclusive = ctx.node().attr_int("exclusive") != 0,
-         reverse = ctx.node().attr_int("reverse") != 0;
-    std::string t = cuda_compute_type(ctx.in_dtype(0));
-    std::vector<std::string> c;
-    for (size_t d = 0; d < shape.size(); ++d) c.push_back(ctx.coord(d));
-    const std::string me = c[a];
-    return ctx.accumulate(
-        t, cuda_literal(t, 0), shape[a], [&](const std::string& acc, const std::string& k) {
-          std::vector<std::string> at = c;
-          at[a] = k;
-          std::string cond =
-              fmt::format("{} {}{} {}", k, reverse ? ">" : "<", exclusive ? "" : "=", me);
-          return fmt::format("({} ? {} + {} : {})", cond, acc, ctx.load(0, at), acc);
-        });
-  };
   d.reference = [](RefCtx& ctx) {
     const Tensor& x = ctx.input(0);
     int64_t axis = ctx.input(1).get_i64(0);

@@ -6,7 +6,7 @@
 // the edge value (or are dropped and the rest renormalised with exclude_outside), which is
 // the spec's edge padding. Opset 10's form (X, scales) is rewritten into opset 11's layout
 // (X, roi, scales, sizes) with the attributes that reproduce its behaviour. On the GPU each
-// output element computes its own taps (see resize_cuda).
+// output element computes its own taps (see codegen/lower/resize.cpp).
 #include <algorithm>
 #include <cmath>
 
@@ -14,39 +14,16 @@
 
 #include "graph/ops/families.h"
 #include "graph/ops/helpers.h"
+#include "graph/ops/resize.h"
 
 namespace braze::graph {
 namespace {
 
 using namespace ops;
 
-enum class Mode { Nearest, Linear, Cubic };
-enum class Coord {
-  HalfPixel,
-  HalfPixelSymmetric,
-  PytorchHalfPixel,
-  AlignCorners,
-  Asymmetric,
-  TfHalfPixelForNn,
-  TfCropAndResize
-};
-enum class Rounding { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
-enum class Policy { Stretch, NotLarger, NotSmaller };
-
 [[noreturn]] void fail(const Node& n, const std::string& msg) {
   throw UserError(fmt::format("{}: {}", n.describe(), msg));
 }
-
-struct ResizeAttrs {
-  Mode mode;
-  Coord coord;
-  Rounding rounding;
-  Policy policy;
-  double cubic_a;
-  double extrapolation;
-  bool exclude_outside;
-  bool antialias;
-};
 
 template <class E>
 E pick(const Node& n, const char* attr, std::initializer_list<std::pair<const char*, E>> choices) {
@@ -65,27 +42,31 @@ bool flag(const Node& n, const char* attr) {
   return v != 0;
 }
 
-ResizeAttrs parse_attrs(const Node& n) {
+}  // namespace
+
+ResizeAttrs parse_resize_attrs(const Node& n) {
   ResizeAttrs a;
-  a.mode = pick<Mode>(
-      n, "mode", {{"nearest", Mode::Nearest}, {"linear", Mode::Linear}, {"cubic", Mode::Cubic}});
-  a.coord = pick<Coord>(n, "coordinate_transformation_mode",
-                        {{"half_pixel", Coord::HalfPixel},
-                         {"half_pixel_symmetric", Coord::HalfPixelSymmetric},
-                         {"pytorch_half_pixel", Coord::PytorchHalfPixel},
-                         {"align_corners", Coord::AlignCorners},
-                         {"asymmetric", Coord::Asymmetric},
-                         {"tf_half_pixel_for_nn", Coord::TfHalfPixelForNn},
-                         {"tf_crop_and_resize", Coord::TfCropAndResize}});
-  a.rounding = pick<Rounding>(n, "nearest_mode",
-                              {{"round_prefer_floor", Rounding::RoundPreferFloor},
-                               {"round_prefer_ceil", Rounding::RoundPreferCeil},
-                               {"floor", Rounding::Floor},
-                               {"ceil", Rounding::Ceil}});
-  a.policy = pick<Policy>(n, "keep_aspect_ratio_policy",
-                          {{"stretch", Policy::Stretch},
-                           {"not_larger", Policy::NotLarger},
-                           {"not_smaller", Policy::NotSmaller}});
+  a.mode = pick<ResizeMode>(n, "mode",
+                            {{"nearest", ResizeMode::Nearest},
+                             {"linear", ResizeMode::Linear},
+                             {"cubic", ResizeMode::Cubic}});
+  a.coord = pick<ResizeCoord>(n, "coordinate_transformation_mode",
+                              {{"half_pixel", ResizeCoord::HalfPixel},
+                               {"half_pixel_symmetric", ResizeCoord::HalfPixelSymmetric},
+                               {"pytorch_half_pixel", ResizeCoord::PytorchHalfPixel},
+                               {"align_corners", ResizeCoord::AlignCorners},
+                               {"asymmetric", ResizeCoord::Asymmetric},
+                               {"tf_half_pixel_for_nn", ResizeCoord::TfHalfPixelForNn},
+                               {"tf_crop_and_resize", ResizeCoord::TfCropAndResize}});
+  a.rounding = pick<ResizeRounding>(n, "nearest_mode",
+                                    {{"round_prefer_floor", ResizeRounding::RoundPreferFloor},
+                                     {"round_prefer_ceil", ResizeRounding::RoundPreferCeil},
+                                     {"floor", ResizeRounding::Floor},
+                                     {"ceil", ResizeRounding::Ceil}});
+  a.policy = pick<ResizePolicy>(n, "keep_aspect_ratio_policy",
+                                {{"stretch", ResizePolicy::Stretch},
+                                 {"not_larger", ResizePolicy::NotLarger},
+                                 {"not_smaller", ResizePolicy::NotSmaller}});
   a.cubic_a = n.attr_float("cubic_coeff_a");
   a.extrapolation = n.attr_float("extrapolation_value");
   a.exclude_outside = flag(n, "exclude_outside");
@@ -94,12 +75,7 @@ ResizeAttrs parse_attrs(const Node& n) {
   return a;
 }
 
-// What happens along one axis of the input.
-struct AxisPlan {
-  int64_t in = 0, out = 0;
-  double scale = 1.0;
-  double roi_start = 0.0, roi_end = 1.0;
-};
+namespace {}  // namespace
 
 // The axes scales, sizes and roi refer to, normalised (all axes when the attribute is absent).
 std::vector<int64_t> resize_axes(const Node& n, int64_t r) {
@@ -122,8 +98,9 @@ std::vector<int64_t> resize_axes(const Node& n, int64_t r) {
 
 // The per-axis plan from the input shape and the (constant) scales / sizes / roi; scales and
 // sizes hold a value or are null (absent or empty), roi may be null when it is not known.
-std::vector<AxisPlan> plan_axes(const Node& n, const ResizeAttrs& a, const Shape& x,
-                                const Tensor* scales, const Tensor* sizes, const Tensor* roi) {
+std::vector<AxisPlan> plan_resize_axes(const Node& n, const ResizeAttrs& a, const Shape& x,
+                                       const Tensor* scales, const Tensor* sizes,
+                                       const Tensor* roi) {
   int64_t r = static_cast<int64_t>(x.size());
   std::vector<int64_t> axes = resize_axes(n, r);
   int64_t na = static_cast<int64_t>(axes.size());
@@ -160,7 +137,7 @@ std::vector<AxisPlan> plan_axes(const Node& n, const ResizeAttrs& a, const Shape
       if (p.in == 0 && want[i] != 0)
         fail(n, fmt::format("axis {} is empty and cannot be resized to {}", axes[i], want[i]));
     }
-    if (a.policy == Policy::Stretch) {
+    if (a.policy == ResizePolicy::Stretch) {
       for (int64_t i = 0; i < na; ++i) {
         AxisPlan& p = plan[axes[i]];
         p.out = want[i];
@@ -173,7 +150,7 @@ std::vector<AxisPlan> plan_axes(const Node& n, const ResizeAttrs& a, const Shape
         const AxisPlan& p = plan[axes[i]];
         if (p.in == 0) continue;
         double si = static_cast<double>(want[i]) / static_cast<double>(p.in);
-        if (first || (a.policy == Policy::NotLarger ? si < s : si > s)) s = si;
+        if (first || (a.policy == ResizePolicy::NotLarger ? si < s : si > s)) s = si;
         first = false;
       }
       for (int64_t i = 0; i < na; ++i) {
@@ -203,6 +180,8 @@ std::vector<AxisPlan> plan_axes(const Node& n, const ResizeAttrs& a, const Shape
   return plan;
 }
 
+namespace {
+
 // Scales / sizes as the op reads them: absent or empty inputs count as not given.
 const Tensor* optional_value(const InferCtx& ctx, size_t i) {
   if (!ctx.has_input(i) || checked_numel(ctx.shape(i)) == 0) return nullptr;
@@ -228,6 +207,8 @@ double cubic_kernel(double u, double A) {
   return 0;
 }
 
+}  // namespace
+
 // The input coordinate of output coordinate j along an axis.
 double original_coordinate(const ResizeAttrs& a, const AxisPlan& p, int64_t j) {
   double x = static_cast<double>(j), s = p.scale;
@@ -236,22 +217,22 @@ double original_coordinate(const ResizeAttrs& a, const AxisPlan& p, int64_t j) {
   // divide by it, as the ONNX reference and its node tests do.
   double width = s * len_in;
   switch (a.coord) {
-    case Coord::HalfPixel:
+    case ResizeCoord::HalfPixel:
       return (x + 0.5) / s - 0.5;
-    case Coord::HalfPixelSymmetric: {
+    case ResizeCoord::HalfPixelSymmetric: {
       double adjustment = static_cast<double>(p.out) / width;
       double offset = len_in / 2 * (1 - adjustment);
       return offset + (x + 0.5) / s - 0.5;
     }
-    case Coord::PytorchHalfPixel:
+    case ResizeCoord::PytorchHalfPixel:
       return p.out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
-    case Coord::AlignCorners:
+    case ResizeCoord::AlignCorners:
       return width == 1 ? 0.0 : x * (len_in - 1) / (width - 1);
-    case Coord::Asymmetric:
+    case ResizeCoord::Asymmetric:
       return x / s;
-    case Coord::TfHalfPixelForNn:
+    case ResizeCoord::TfHalfPixelForNn:
       return (x + 0.5) / s;
-    case Coord::TfCropAndResize:
+    case ResizeCoord::TfCropAndResize:
       if (width == 1) return 0.5 * (p.roi_start + p.roi_end) * (len_in - 1);
       return p.roi_start * (len_in - 1) +
              x * (p.roi_end - p.roi_start) * (len_in - 1) / (width - 1);
@@ -259,39 +240,38 @@ double original_coordinate(const ResizeAttrs& a, const AxisPlan& p, int64_t j) {
   return x;
 }
 
-int64_t nearest_index(Rounding r, double x) {
+namespace {
+
+int64_t nearest_index(ResizeRounding r, double x) {
   double base = std::floor(x), frac = x - base;
   auto b = static_cast<int64_t>(base);
   if (frac == 0) return b;
   switch (r) {
-    case Rounding::RoundPreferFloor:
+    case ResizeRounding::RoundPreferFloor:
       return frac <= 0.5 ? b : b + 1;
-    case Rounding::RoundPreferCeil:
+    case ResizeRounding::RoundPreferCeil:
       return frac < 0.5 ? b : b + 1;
-    case Rounding::Floor:
+    case ResizeRounding::Floor:
       return b;
-    case Rounding::Ceil:
+    case ResizeRounding::Ceil:
       return b + 1;
   }
   return b;
 }
 
-// The taps of linear and cubic interpolation along an axis: offsets lo .. 1 - lo from
-// floor(x), the kernel's argument scaled by `stretch`.
-struct TapSpan {
-  double stretch;
-  int64_t lo;
-};
+}  // namespace
 
 TapSpan tap_span(const ResizeAttrs& a, const AxisPlan& p) {
   // Kernel radius, stretched by 1/scale when antialiasing a downscale.
-  double radius = a.mode == Mode::Cubic ? 2.0 : 1.0;
+  double radius = a.mode == ResizeMode::Cubic ? 2.0 : 1.0;
   double stretch = a.antialias ? std::min(p.scale, 1.0) : 1.0;
   // An axis with outputs has scale >= 1 / (2 * length), so the cap only keeps the
   // conversion defined for an axis with none.
   double reach = std::min(radius / stretch, 2 * radius * static_cast<double>(p.in + 1));
   return {stretch, static_cast<int64_t>(std::floor(-reach)) + 1};
 }
+
+namespace {
 
 Taps make_taps(const Node& n, const ResizeAttrs& a, const AxisPlan& p) {
   Taps t;
@@ -300,12 +280,12 @@ Taps make_taps(const Node& n, const ResizeAttrs& a, const AxisPlan& p) {
   for (int64_t j = 0; j < p.out; ++j) {
     t.first.push_back(static_cast<int64_t>(t.index.size()));
     double x = original_coordinate(a, p, j);
-    bool outside = a.coord == Coord::TfCropAndResize && (x < 0 || x > limit);
+    bool outside = a.coord == ResizeCoord::TfCropAndResize && (x < 0 || x > limit);
     t.extrapolate.push_back(outside);
     if (outside) continue;
     if (!std::isfinite(x) || std::fabs(x) > 1e15)
       fail(n, fmt::format("output coordinate {} maps to input coordinate {}, out of range", j, x));
-    if (a.mode == Mode::Nearest) {
+    if (a.mode == ResizeMode::Nearest) {
       t.index.push_back(std::clamp<int64_t>(nearest_index(a.rounding, x), 0, p.in - 1));
       t.weight.push_back(1.0);
       continue;
@@ -315,8 +295,8 @@ Taps make_taps(const Node& n, const ResizeAttrs& a, const AxisPlan& p) {
     double sum = 0;
     for (int64_t o = lo; o <= 1 - lo; ++o) {
       double u = (static_cast<double>(o) - frac) * stretch;
-      double w =
-          a.mode == Mode::Cubic ? cubic_kernel(u, a.cubic_a) : std::max(0.0, 1 - std::fabs(u));
+      double w = a.mode == ResizeMode::Cubic ? cubic_kernel(u, a.cubic_a)
+                                             : std::max(0.0, 1 - std::fabs(u));
       int64_t idx = static_cast<int64_t>(base) + o;
       if (a.exclude_outside && (idx < 0 || idx >= p.in)) w = 0;
       t.index.push_back(std::clamp<int64_t>(idx, 0, p.in - 1));
@@ -358,242 +338,15 @@ void resize_axis(const Node& n, const ResizeAttrs& a, std::vector<double>& cur, 
   shape = std::move(next_shape);
 }
 
-bool is_identity(const ResizeAttrs& a, const AxisPlan& p) {
+}  // namespace
+
+bool resize_is_identity(const ResizeAttrs& a, const AxisPlan& p) {
   if (p.out != p.in || std::fabs(p.scale - 1.0) > 1e-9) return false;
-  return a.coord != Coord::TfCropAndResize ||
+  return a.coord != ResizeCoord::TfCropAndResize ||
          (p.roi_start == 0 && std::fabs(p.roi_end - 1.0) <= 1e-9);
 }
 
-// ---- GPU index map -----------------------------------------------------------------------
-// On the GPU one thread computes one output element. Per resized axis the host folds the
-// constants (scale, roi, tap span) and the kernel computes the input coordinate with the
-// same double operations as original_coordinate, so nearest rounding picks the same input
-// index; linear and cubic then loop over the axis' taps, the loops nested across axes (the
-// reference's separable passes as one tensor-product sum). Interpolation runs in double;
-// integers are rounded and saturated as the reference stores them.
-
-std::string dlit(double v) { return "(" + cuda_literal("double", v) + ")"; }
-
-// Where a roi input that is not a constant is read: its start and end, as doubles.
-struct RoiCode {
-  std::string start, end;
-};
-
-std::string coordinate_code(const ResizeAttrs& a, const AxisPlan& p, const std::string& j,
-                            const RoiCode* roi) {
-  const std::string x = "(double)" + j;
-  const double s = p.scale, len_in = static_cast<double>(p.in), width = s * len_in;
-  switch (a.coord) {
-    case Coord::HalfPixel:
-      return fmt::format("({} + 0.5) / {} - 0.5", x, dlit(s));
-    case Coord::HalfPixelSymmetric: {
-      double adjustment = static_cast<double>(p.out) / width;
-      double offset = len_in / 2 * (1 - adjustment);
-      return fmt::format("{} + ({} + 0.5) / {} - 0.5", dlit(offset), x, dlit(s));
-    }
-    case Coord::PytorchHalfPixel:
-      return p.out > 1 ? fmt::format("({} + 0.5) / {} - 0.5", x, dlit(s)) : "0.0";
-    case Coord::AlignCorners:
-      return width == 1 ? "0.0" : fmt::format("{} * {} / {}", x, dlit(len_in - 1), dlit(width - 1));
-    case Coord::Asymmetric:
-      return fmt::format("{} / {}", x, dlit(s));
-    case Coord::TfHalfPixelForNn:
-      return fmt::format("({} + 0.5) / {}", x, dlit(s));
-    case Coord::TfCropAndResize:
-      if (roi) {
-        if (width == 1)
-          return fmt::format("0.5 * ({} + {}) * {}", roi->start, roi->end, dlit(len_in - 1));
-        return fmt::format("{0} * {2} + {3} * ({1} - {0}) * {2} / {4}", roi->start, roi->end,
-                           dlit(len_in - 1), x, dlit(width - 1));
-      }
-      if (width == 1) return dlit(0.5 * (p.roi_start + p.roi_end) * (len_in - 1));
-      return fmt::format("{} + {} * {} * {} / {}", dlit(p.roi_start * (len_in - 1)), x,
-                         dlit(p.roi_end - p.roi_start), dlit(len_in - 1), dlit(width - 1));
-  }
-  return x;
-}
-
-// The nearest input index of coordinate x (a double local), clamped to the input.
-std::string nearest_code(CudaIndexCtx& ctx, Rounding r, const std::string& x, int64_t in) {
-  std::string base = ctx.let("double", fmt::format("floor({})", x));
-  std::string frac = fmt::format("({} - {})", x, base);
-  std::string v;
-  switch (r) {
-    case Rounding::RoundPreferFloor:
-      v = fmt::format("({} <= 0.5 ? {} : {} + 1.0)", frac, base, base);
-      break;
-    case Rounding::RoundPreferCeil:
-      v = fmt::format("({} < 0.5 ? {} : {} + 1.0)", frac, base, base);
-      break;
-    case Rounding::Floor:
-      v = base;
-      break;
-    case Rounding::Ceil:
-      v = fmt::format("({} == 0.0 ? {} : {} + 1.0)", frac, base, base);
-      break;
-  }
-  return ctx.let("long long", fmt::format("(long long)fmin(fmax({}, 0.0), {})", v,
-                                          dlit(static_cast<double>(in - 1))));
-}
-
-std::pair<double, double> int_range(DType dt) {
-  switch (dt) {
-    case DType::Int8:
-      return {-128.0, 127.0};
-    case DType::Int16:
-      return {-32768.0, 32767.0};
-    case DType::Int32:
-      return {-2147483648.0, 2147483647.0};
-    case DType::Int64:
-      return {-9223372036854775808.0, 9223372036854775807.0};
-    case DType::UInt8:
-      return {0.0, 255.0};
-    case DType::UInt16:
-      return {0.0, 65535.0};
-    case DType::UInt32:
-      return {0.0, 4294967295.0};
-    default:
-      return {0.0, 18446744073709551615.0};
-  }
-}
-
-// A double value r as output dtype dt's compute type: rounded to nearest and saturated
-// (NaN to 0) for integers, as the reference's stores do.
-std::string store_code(CudaIndexCtx& ctx, DType dt, const std::string& r) {
-  const std::string t = cuda_compute_type(dt);
-  if (is_float(dt)) return t == "double" ? r : fmt::format("({})({})", t, r);
-  std::string v = ctx.let("double", fmt::format("nearbyint({})", r));
-  auto [lo, hi] = int_range(dt);
-  return fmt::format("({0} != {0} ? {1} : ({0} <= {2} ? {3} : ({0} >= {4} ? {5} : ({6}){0})))", v,
-                     cuda_literal(t, 0), dlit(lo), cuda_literal(t, lo), dlit(hi),
-                     cuda_literal(t, hi), t);
-}
-
-// The extrapolation value as the reference stores it in dtype dt, a literal of its compute type.
-std::string stored_literal(DType dt, double v) {
-  Tensor one(dt, Shape{});
-  one.set_f64(0, is_float(dt) ? v : std::nearbyint(v));
-  return cuda_literal(cuda_compute_type(dt), one.get_f64(0));
-}
-
-std::string resize_cuda(CudaIndexCtx& ctx) {
-  const Node& n = ctx.node();
-  const ResizeAttrs a = parse_attrs(n);
-  const Shape& x = ctx.in_shape(0);
-  const DType dt = ctx.in_dtype(0);
-  const std::string t = cuda_compute_type(dt);
-  // Scales and sizes fix the output shape, so they are constants here; roi may be read at run
-  // time (tf_crop_and_resize only).
-  auto given = [&](size_t i) -> const Tensor* {
-    if (!ctx.has_input(i) || checked_numel(ctx.in_shape(i)) == 0) return nullptr;
-    const Tensor* v = ctx.in_value(i);
-    if (!v) throw CudaUnsupported{n.describe() + ": scales or sizes is not a constant"};
-    return v;
-  };
-  const bool crop = a.coord == Coord::TfCropAndResize;
-  const bool roi_runtime = crop && ctx.in_value(1) == nullptr;
-  const Tensor* roi = crop && !roi_runtime ? ctx.in_value(1) : nullptr;
-  const std::vector<AxisPlan> plan = plan_axes(n, a, x, given(2), given(3), roi);
-  const std::vector<int64_t> axes = resize_axes(n, static_cast<int64_t>(x.size()));
-  const int64_t na = static_cast<int64_t>(axes.size());
-
-  std::vector<std::string> coords;
-  for (size_t d = 0; d < x.size(); ++d) coords.push_back(ctx.coord(d));
-  std::vector<size_t> moving;
-  std::vector<RoiCode> roi_code(x.size());
-  for (int64_t i = 0; i < na; ++i) {
-    size_t d = static_cast<size_t>(axes[static_cast<size_t>(i)]);
-    if (roi_runtime) {
-      roi_code[d].start = ctx.let("double", "(double)" + ctx.load(1, {fmt::format("{}LL", i)}));
-      roi_code[d].end = ctx.let("double", "(double)" + ctx.load(1, {fmt::format("{}LL", na + i)}));
-    }
-  }
-  for (size_t d = 0; d < x.size(); ++d)
-    if (!is_identity(a, plan[d]) || (roi_runtime && !roi_code[d].start.empty()))
-      moving.push_back(d);
-  if (moving.empty()) return ctx.load(0, coords);
-
-  // Input coordinates, and the condition that one falls outside the input (crop only).
-  std::vector<std::string> xs(x.size()), outside;
-  for (size_t d : moving) {
-    const AxisPlan& p = plan[d];
-    xs[d] =
-        ctx.let("double", coordinate_code(a, p, coords[d], roi_runtime ? &roi_code[d] : nullptr));
-    if (crop)
-      outside.push_back(
-          fmt::format("{0} < 0.0 || {0} > {1}", xs[d], dlit(static_cast<double>(p.in - 1))));
-  }
-  const std::string any_outside = fmt::format("{}", fmt::join(outside, " || "));
-
-  if (a.mode == Mode::Nearest) {
-    for (size_t d : moving) coords[d] = nearest_code(ctx, a.rounding, xs[d], plan[d].in);
-    if (!crop) return ctx.load(0, coords);
-    return ctx.select(
-        any_outside, t, [&] { return stored_literal(dt, a.extrapolation); },
-        [&] { return ctx.load(0, coords); });
-  }
-
-  // Linear and cubic: per axis, floor(x) and its fraction, the tap span and (when weights
-  // are renormalised) their sum.
-  const bool normalize = a.antialias || a.exclude_outside;
-  std::vector<std::string> base(x.size()), frac(x.size()), sum(x.size());
-  std::vector<TapSpan> span(x.size());
-  auto tap = [&](size_t d, const std::string& k) {
-    // The weight and the (unclamped) input index of tap k of axis d.
-    const TapSpan& sp = span[d];
-    std::string o = sp.lo == 0 ? "(double)" + k : fmt::format("(double)({} + {}LL)", k, sp.lo);
-    std::string u = ctx.let(
-        "double", sp.stretch == 1.0 ? fmt::format("{} - {}", o, frac[d])
-                                    : fmt::format("({} - {}) * {}", o, frac[d], dlit(sp.stretch)));
-    std::string w;
-    if (a.mode == Mode::Linear) {
-      w = fmt::format("fmax(0.0, 1.0 - fabs({}))", u);
-    } else {
-      std::string au = ctx.let("double", fmt::format("fabs({})", u));
-      w = fmt::format(
-          "({0} <= 1.0 ? ({1} * {0} - {2}) * {0} * {0} + 1.0 : ({0} < 2.0 ? ((({0} - 5.0) * {0} + "
-          "8.0) * {0} - 4.0) * {3} : 0.0))",
-          au, dlit(a.cubic_a + 2), dlit(a.cubic_a + 3), dlit(a.cubic_a));
-    }
-    std::string idx = ctx.let("double", fmt::format("{} + {}", base[d], o));
-    if (a.exclude_outside)
-      w = fmt::format("(({0} < 0.0 || {0} >= {1}) ? 0.0 : {2})", idx,
-                      dlit(static_cast<double>(plan[d].in)), w);
-    return std::pair{ctx.let("double", w), idx};
-  };
-  auto interpolate = [&] {
-    for (size_t d : moving) {
-      base[d] = ctx.let("double", fmt::format("floor({})", xs[d]));
-      frac[d] = ctx.let("double", fmt::format("{} - {}", xs[d], base[d]));
-      span[d] = tap_span(a, plan[d]);
-      if (normalize)
-        sum[d] = ctx.accumulate("double", "0.0", 2 - 2 * span[d].lo,
-                                [&](const std::string& acc, const std::string& k) {
-                                  return fmt::format("{} + {}", acc, tap(d, k).first);
-                                });
-    }
-    std::function<std::string(size_t)> level = [&](size_t m) -> std::string {
-      if (m == moving.size()) return "(double)" + ctx.load(0, coords);
-      const size_t d = moving[m];
-      return ctx.accumulate(
-          "double", "0.0", 2 - 2 * span[d].lo, [&](const std::string& acc, const std::string& k) {
-            auto [w, idx] = tap(d, k);
-            std::string wv = ctx.let(
-                "double", normalize ? fmt::format("({0} != 0.0 ? {1} / {0} : {1})", sum[d], w) : w);
-            coords[d] =
-                ctx.let("long long", fmt::format("(long long)fmin(fmax({}, 0.0), {})", idx,
-                                                 dlit(static_cast<double>(plan[d].in - 1))));
-            return fmt::format("{} + {} * {}", acc, wv, level(m + 1));
-          });
-    };
-    return level(0);
-  };
-  std::string r =
-      crop ? ctx.select(
-                 any_outside, "double", [&] { return dlit(a.extrapolation); }, interpolate)
-           : interpolate();
-  return store_code(ctx, dt, r);
-}
+namespace {
 
 // ---- the op ----------------------------------------------------------------------------
 // Opset 10 takes (X, scales) and always maps coordinates as asymmetric. Its nearest mode
@@ -639,33 +392,32 @@ OpDef resize_op() {
   d.infer = [](InferCtx& ctx) {
     ctx.set_dtype(0, ctx.dtype(0));
     const Node& n = ctx.node();
-    ResizeAttrs a = parse_attrs(n);
+    ResizeAttrs a = parse_resize_attrs(n);
     const Shape& x = ctx.shape(0);
     if (x.empty()) ctx.fail("X must have rank 1 or more");
     bool has_roi = ctx.has_input(1) && checked_numel(ctx.shape(1)) > 0;
-    if (a.coord == Coord::TfCropAndResize && !has_roi)
+    if (a.coord == ResizeCoord::TfCropAndResize && !has_roi)
       ctx.fail("tf_crop_and_resize needs the roi input");
     // roi matters only to tf_crop_and_resize; it is checked here when already known.
-    const Tensor* roi = a.coord == Coord::TfCropAndResize ? ctx.value(1) : nullptr;
+    const Tensor* roi = a.coord == ResizeCoord::TfCropAndResize ? ctx.value(1) : nullptr;
     std::vector<AxisPlan> plan =
-        plan_axes(n, a, x, optional_value(ctx, 2), optional_value(ctx, 3), roi);
+        plan_resize_axes(n, a, x, optional_value(ctx, 2), optional_value(ctx, 3), roi);
     Shape out;
     for (const AxisPlan& p : plan) out.push_back(p.out);
     ctx.set_shape(0, out);
   };
-  d.cuda_index = resize_cuda;
   d.reference = [](RefCtx& ctx) {
     const Node& n = ctx.node();
-    ResizeAttrs a = parse_attrs(n);
+    ResizeAttrs a = parse_resize_attrs(n);
     const Tensor& x = ctx.input(0);
-    const Tensor* roi = a.coord == Coord::TfCropAndResize ? optional_value(ctx, 1) : nullptr;
+    const Tensor* roi = a.coord == ResizeCoord::TfCropAndResize ? optional_value(ctx, 1) : nullptr;
     std::vector<AxisPlan> plan =
-        plan_axes(n, a, x.shape(), optional_value(ctx, 2), optional_value(ctx, 3), roi);
+        plan_resize_axes(n, a, x.shape(), optional_value(ctx, 2), optional_value(ctx, 3), roi);
     std::vector<double> cur(static_cast<size_t>(x.numel()));
     for (int64_t i = 0; i < x.numel(); ++i) cur[i] = x.get_f64(i);
     Shape shape = x.shape();
     for (size_t dd = 0; dd < plan.size(); ++dd)
-      if (!is_identity(a, plan[dd])) resize_axis(n, a, cur, shape, dd, plan[dd]);
+      if (!resize_is_identity(a, plan[dd])) resize_axis(n, a, cur, shape, dd, plan[dd]);
     Tensor& y = ctx.output(0);
     bool integral = !is_float(y.dtype());
     for (int64_t i = 0; i < y.numel(); ++i)

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "codegen/lowering.h"
 #include "codegen/codegen.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
@@ -23,7 +24,7 @@ TEST(ReductionCodegen, StagedAndSplitRowsCompileForSm90) {
   graph::passes::run_pipeline(g);
   const codegen::Target h200{90, 132};
   size_t staged = 0, split = 0, groups = 0;
-  for (const fusion::Group& grp : fusion::plan_fused(g).groups) {
+  for (const fusion::Group& grp : fusion::plan_fused(g, codegen::kernel_lowerings()).groups) {
     if (grp.kind != fusion::GroupKind::Reduction) continue;
     ++groups;
     std::vector<codegen::Tunables> cands = codegen::candidates(g, grp, h200);
@@ -74,7 +75,7 @@ TEST(ReductionCodegen, SoftmaxReusesTheSumPassExp) {
   graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
     g (float[64,256] x) => (float[64,256] y) { y = Softmax <axis = -1> (x) })");
   graph::passes::run_pipeline(g);
-  fusion::Plan plan = fusion::plan_fused(g);
+  fusion::Plan plan = fusion::plan_fused(g, codegen::kernel_lowerings());
   ASSERT_EQ(plan.groups.size(), 1u);
   codegen::Tunables t{{"tpr", 32}, {"rpb", 1}, {"cache", 1}, {"vec", 4}};
   codegen::GroupCode gc = codegen::generate(g, plan.groups[0], codegen::Target{}, &t);

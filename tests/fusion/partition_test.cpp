@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/lowering.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
 #include "runtime/compare.h"
@@ -29,7 +30,7 @@ struct Fused {
 Fused fuse(const std::string& text) {
   Fused f{test::graph_from_text(text), {}};
   graph::passes::run_pipeline(f.g);
-  f.plan = fusion::plan_fused(f.g);
+  f.plan = fusion::plan_fused(f.g, codegen::kernel_lowerings());
   fusion::check_plan(f.g, f.plan);
   return f;
 }
@@ -177,7 +178,7 @@ TEST(Fusion, RandomDagsPartitionIntoAcyclicPlans) {
     const std::string text = random_dag(rng, 8 + t % 40);
     graph::Graph g = test::graph_from_text(text);
     graph::passes::run_pipeline(g);
-    const fusion::Plan plan = fusion::plan_fused(g);
+    const fusion::Plan plan = fusion::plan_fused(g, codegen::kernel_lowerings());
     EXPECT_NO_THROW(fusion::check_plan(g, plan)) << text;
     for (const auto& r : plan.refused)
       refused_cycles += r.reason.find("cycle") != std::string::npos;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "codegen/lowering.h"
 #include "fusion/partition.h"
 #include "graph/ir.h"
 #include "graph/registry.h"
@@ -43,7 +44,8 @@ graph::Graph three_steps() {
 std::shared_ptr<gpu::Engine> engine_with_fault(const graph::Graph& g, const std::string& fault) {
   gpu::EngineOptions opts = gpu::default_engine_options();
   opts.use_cache = false;
-  std::vector<gpu::Step> steps = gpu::generate_steps(g, fusion::make_plan(g, false), opts.target);
+  std::vector<gpu::Step> steps =
+      gpu::generate_steps(g, fusion::make_plan(g, false, codegen::kernel_lowerings()), opts.target);
   if (steps.size() != 3 || !steps[1].kernel) throw InternalError("expected three kernel steps");
   std::string& src = steps[1].kernel->source;
   const std::string note = "braze_note_step(braze_progress, braze_step);";

@@ -3,6 +3,7 @@
 // executor. Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include "codegen/lowering.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
 #include "runtime/compare.h"
@@ -23,7 +24,7 @@ TEST_P(GpuFusion, FusedKernelsMatchReference) {
   const test::FusionCase& c = GetParam();
   graph::Graph g = test::graph_from_text(c.text);
   graph::passes::run_pipeline(g);
-  fusion::Plan plan = fusion::plan_fused(g);
+  fusion::Plan plan = fusion::plan_fused(g, codegen::kernel_lowerings());
   EXPECT_EQ(plan.groups.size(), c.kernels);
   auto engine = gpu::Engine::build(g, plan, gpu::default_engine_options());
   for (const gpu::Step& s : engine->steps()) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/lowering.h"
 #include "codegen/codegen.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
@@ -37,7 +38,8 @@ TEST_P(GpuGemmSimt, EveryCandidateMatchesReference) {
   }
   const Tensor want = runtime::run_reference(g, in).at(0);
 
-  const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
+  const std::vector<gpu::Step> base =
+      gpu::generate_steps(g, fusion::plan_fused(g, codegen::kernel_lowerings()), o.target);
   const size_t gemm = test::gemm_step(base);
   ASSERT_LT(gemm, base.size());
   ASSERT_TRUE(base[gemm].kernel.has_value()) << base[gemm].fallback_reason;

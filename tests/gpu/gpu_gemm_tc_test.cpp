@@ -12,6 +12,7 @@
 
 #include <cmath>
 
+#include "codegen/lowering.h"
 #include "codegen/codegen.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
@@ -53,7 +54,8 @@ void check_every_candidate(const test::GemmTcCase& c, const char* dtype, bool tf
   const Tensor want = runtime::run_reference(g, in).at(0);
   const Tensor want64 = runtime::run_reference(g64, in64).at(0);
 
-  const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
+  const std::vector<gpu::Step> base =
+      gpu::generate_steps(g, fusion::plan_fused(g, codegen::kernel_lowerings()), o.target);
   const size_t gemm = test::gemm_step(base);
   ASSERT_LT(gemm, base.size());
   ASSERT_TRUE(base[gemm].kernel.has_value()) << base[gemm].fallback_reason;
@@ -125,7 +127,7 @@ TEST(GpuGemmTf32, RoundsToNearestTiesAway) {
   for (int64_t i = 0; i < 16; ++i)
     for (int64_t k = 0; k < 8; ++k) a.set_f64(i * 8 + k, rows[i % rows.size()].first);
   for (int64_t i = 0; i < 64; ++i) b.set_f64(i, 1.0);
-  auto engine = gpu::Engine::build(g, fusion::plan_fused(g), o);
+  auto engine = gpu::Engine::build(g, fusion::plan_fused(g, codegen::kernel_lowerings()), o);
   ASSERT_TRUE(engine->steps().at(0).kernel.has_value());
   EXPECT_TRUE(is_tc(engine->steps()[0].kernel->tunables));
   gpu::Session session(engine);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <map>
 
+#include "codegen/lowering.h"
 #include "codegen/codegen.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
@@ -85,7 +86,8 @@ TEST_P(GpuGemmWgmma, EveryCandidateAgreesWithMmaSyncAndFloat64) {
   graph::Graph g = test::graph_from_text(c.text);
   graph::passes::run_pipeline(g);
   const std::vector<Tensor> in = test::random_inputs(g, 900);
-  const std::vector<gpu::Step> base = gpu::generate_steps(g, fusion::plan_fused(g), o.target);
+  const std::vector<gpu::Step> base =
+      gpu::generate_steps(g, fusion::plan_fused(g, codegen::kernel_lowerings()), o.target);
   const size_t gemm = test::gemm_step(base);
   ASSERT_LT(gemm, base.size());
   std::string why;

@@ -4,6 +4,7 @@
 #include <braze/error.h>
 #include <gtest/gtest.h>
 
+#include "codegen/lowering.h"
 #include "fusion/partition.h"
 #include "graph/ir.h"
 #include "graph/registry.h"
@@ -25,7 +26,8 @@ std::shared_ptr<gpu::Engine> expand_engine(int64_t n, graph::Graph& g) {
   const graph::ValueId y = g.add_value("y", DType::Float32, {n});
   g.add_node(graph::find_op("", "Expand"), "expand", {x, s}, {y}, {});
   g.add_output(y, "y");
-  return gpu::Engine::build(g, fusion::make_plan(g, true), gpu::default_engine_options());
+  return gpu::Engine::build(g, fusion::make_plan(g, true, codegen::kernel_lowerings()),
+                            gpu::default_engine_options());
 }
 
 TEST(GpuMemory, AnEngineLargerThanTheGpuFailsUpFrontAndTheGpuStaysUsable) {

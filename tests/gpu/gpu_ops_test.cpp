@@ -3,6 +3,7 @@
 // inputs, with the arena poisoned (NaN bytes) before the run. Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include "codegen/lowering.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
 #include "runtime/compare.h"
@@ -29,7 +30,8 @@ TEST_P(GpuOps, MatchesReference) {
   // Fused and unfused; two runs with different inputs through one session each, so results
   // must track the inputs.
   for (bool fuse : {true, false}) {
-    auto engine = gpu::Engine::build(g, fusion::make_plan(g, fuse), gpu::default_engine_options());
+    auto engine = gpu::Engine::build(g, fusion::make_plan(g, fuse, codegen::kernel_lowerings()),
+                                     gpu::default_engine_options());
     for (const gpu::Step& s : engine->steps())
       EXPECT_TRUE(s.kernel.has_value()) << s.fallback_reason;
     gpu::Session session(engine);

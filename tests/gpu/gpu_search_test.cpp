@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "codegen/lowering.h"
 #include "codegen/codegen.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
@@ -35,7 +36,7 @@ TEST(GpuSearchSpace, EveryReductionCandidateMatchesReference) {
   in[1].set_f64(40000 + 3, NAN);  // softmax fp32: a NaN row
   in[1].set_f64(2 * 40000 + 9, 1e4);
   std::vector<Tensor> want = runtime::run_reference(g, in);
-  fusion::Plan plan = fusion::plan_fused(g);
+  fusion::Plan plan = fusion::plan_fused(g, codegen::kernel_lowerings());
   gpu::EngineOptions opts = gpu::default_engine_options();
   opts.fuse = true;
   size_t most = 0;

@@ -5,6 +5,7 @@
 // straight away: without Engine::load's wait, the tail of the weight can still be in flight.
 #include <gtest/gtest.h>
 
+#include "codegen/lowering.h"
 #include "fusion/partition.h"
 #include "graph/ir.h"
 #include "graph/registry.h"
@@ -29,7 +30,8 @@ TEST(GpuSession, TheFirstKernelReadsWeightsThatHaveLanded) {
     const graph::ValueId y = g.add_value("y", DType::Float32, {kN});
     g.add_node(graph::find_op("", "Add"), "add", {w, x}, {y}, {});
     g.add_output(y, "y");
-    auto engine = gpu::Engine::build(g, fusion::make_plan(g, true), gpu::default_engine_options());
+    auto engine = gpu::Engine::build(g, fusion::make_plan(g, true, codegen::kernel_lowerings()),
+                                     gpu::default_engine_options());
     gpu::Session session(engine);  // loads the engine: the weight's upload
     const std::vector<Tensor> in = {
         runtime::random_tensor(DType::Float32, {1}, seed + 10, runtime::RandomSpec{})};

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "codegen/lowering.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
 #include "runtime/gpu/cuda_driver.h"
@@ -29,7 +30,7 @@ std::shared_ptr<gpu::Engine> tuned_build(const graph::Graph& g, const fs::path& 
   opts.fuse = true;
   opts.tune = true;
   opts.tuning_cache = cache;
-  return gpu::Engine::build(g, fusion::plan_fused(g), opts, r);
+  return gpu::Engine::build(g, fusion::plan_fused(g, codegen::kernel_lowerings()), opts, r);
 }
 
 TEST(GpuTuning, CacheHitsTimeNothingAndStaleEntriesAreRetimed) {

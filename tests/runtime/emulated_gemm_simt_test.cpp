@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/lowering.h"
 #include "codegen/codegen.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
@@ -30,7 +31,7 @@ struct Prepared {
 Prepared prepare(const test::GemmSimtCase& c, const std::string& dtype) {
   Prepared p{test::graph_from_text(test::gemm_simt_text(c, dtype)), {}, {}, {}};
   graph::passes::run_pipeline(p.g);
-  p.plan = fusion::plan_fused(p.g);
+  p.plan = fusion::plan_fused(p.g, codegen::kernel_lowerings());
   for (size_t i = 0; i < p.g.inputs().size(); ++i) {
     const graph::Value& v = p.g.value(p.g.inputs()[i]);
     p.in.push_back(runtime::random_tensor(v.dtype, v.shape, 40 + i, {}));

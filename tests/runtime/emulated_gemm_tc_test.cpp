@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "codegen/lowering.h"
 #include "codegen/codegen.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
@@ -42,7 +43,7 @@ codegen::Target emulated_target(bool tf32) {
 Prepared prepare(const test::GemmTcCase& c, const std::string& dtype, bool tf32 = false) {
   Prepared p{test::graph_from_text(test::gemm_tc_text(c, dtype)), {}, {}, {}, {}};
   graph::passes::run_pipeline(p.g);
-  p.plan = fusion::plan_fused(p.g);
+  p.plan = fusion::plan_fused(p.g, codegen::kernel_lowerings());
   graph::Graph g64 = test::graph_from_text(test::gemm_tc_text(c, "double"));
   graph::passes::run_pipeline(g64);
   std::vector<Tensor> in64;
@@ -195,7 +196,9 @@ TEST(EmulatedGemmTf32Rounding, RoundsToNearestTiesAway) {
   eo.tf32 = true;
   std::vector<std::string> fallbacks;
   eo.fallbacks = &fallbacks;
-  const Tensor y = runtime::run_emulated(g, fusion::plan_fused(g), {a, b}, eo).at(0);
+  const Tensor y =
+      runtime::run_emulated(g, fusion::plan_fused(g, codegen::kernel_lowerings()), {a, b}, eo)
+          .at(0);
   EXPECT_TRUE(fallbacks.empty());
   for (int64_t i = 0; i < 16; ++i)
     for (int64_t j = 0; j < 8; ++j)

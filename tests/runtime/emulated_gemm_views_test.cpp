@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "codegen/lowering.h"
 #include "codegen/capabilities.h"
 #include "codegen/codegen.h"
 #include "graph/passes/pipeline.h"
@@ -123,7 +124,7 @@ TEST(GemmViews, ACastInFrontStaysInItsOwnKernel) {
     }
   }
   // Without capabilities (the SIMT schedule's view) the Cast is fused, as before.
-  EXPECT_EQ(fusion::plan_fused(g).groups.size(), 1u);
+  EXPECT_EQ(fusion::plan_fused(g, codegen::kernel_lowerings()).groups.size(), 1u);
 }
 
 }  // namespace

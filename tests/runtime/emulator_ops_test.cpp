@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "codegen/lowering.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
 #include "codegen/codegen.h"
@@ -35,7 +36,8 @@ TEST_P(EmulatedOps, MatchesReference) {
     std::vector<std::string> fallbacks;
     runtime::EmulatorOptions eo;
     eo.fallbacks = &fallbacks;
-    std::vector<Tensor> got = runtime::run_emulated(g, fusion::make_plan(g, fuse), in, eo);
+    std::vector<Tensor> got =
+        runtime::run_emulated(g, fusion::make_plan(g, fuse, codegen::kernel_lowerings()), in, eo);
     EXPECT_TRUE(fallbacks.empty()) << fallbacks.front();
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
@@ -78,7 +80,7 @@ TEST(EmulatedSearchSpace, EveryCandidateMatchesReference) {
   in[1].set_f64(100, NAN);
   std::vector<Tensor> want = runtime::run_reference(g, in);
   size_t most = 0;
-  fusion::Plan plan = fusion::plan_fused(g);
+  fusion::Plan plan = fusion::plan_fused(g, codegen::kernel_lowerings());
   for (const auto& grp : plan.groups) most = std::max(most, codegen::candidates(g, grp).size());
   ASSERT_GT(most, 10u);
   for (size_t c = 0; c < most; ++c) {
@@ -112,7 +114,7 @@ TEST(EmulatedSearchSpace, EveryGemmTileMatchesReference) {
     in.push_back(runtime::random_tensor(v.dtype, v.shape, 60 + i, {}));
   }
   std::vector<Tensor> want = runtime::run_reference(g, in);
-  fusion::Plan plan = fusion::plan_fused(g);
+  fusion::Plan plan = fusion::plan_fused(g, codegen::kernel_lowerings());
   size_t most = 0, gemms = 0;
   for (const auto& grp : plan.groups)
     if (grp.kind == fusion::GroupKind::Gemm) {

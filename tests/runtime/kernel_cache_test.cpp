@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "codegen/lowering.h"
 #include "codegen/capabilities.h"
 #include "fusion/partition.h"
 #include "fusion/plan.h"
@@ -176,7 +177,7 @@ TEST(EngineFile, RoundTripKeepsTensorMaps) {
   gpu::EngineOptions o = gpu::default_engine_options("sm_90a");
   ASSERT_TRUE(o.target.sm90a);
   o.cache_dir = dir;
-  auto e = gpu::Engine::build(g, fusion::plan_fused(g), o);
+  auto e = gpu::Engine::build(g, fusion::plan_fused(g, codegen::kernel_lowerings()), o);
   ASSERT_EQ(e->steps().size(), 1u);
   const codegen::Kernel& k = *e->steps()[0].kernel;
   ASSERT_EQ(k.tensor_maps.size(), 2u);

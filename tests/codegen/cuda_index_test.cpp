@@ -3,9 +3,9 @@
 // multiplied out again; anything else is linearised term by term.
 #include <gtest/gtest.h>
 
-#include "graph/cuda_hooks.h"
+#include "codegen/cuda_hooks.h"
 
-namespace braze::graph {
+namespace braze::codegen {
 namespace {
 
 TEST(CudaIndex, UnravelledDigitsRecombineIntoTheIndex) {
@@ -34,4 +34,4 @@ TEST(CudaIndex, OtherCoordinatesAreLinearisedTermByTerm) {
 }
 
 }  // namespace
-}  // namespace braze::graph
+}  // namespace braze::codegen

@@ -1,11 +1,11 @@
-// What the op registry tells GPU code generation about an op, so codegen keeps no op list
-// of its own:
+// The forms an op's lowering (codegen/lowering.h) takes, and the CUDA text helpers they use:
 //   - element-wise ops give a CUDA expression over their operands (CudaExprFn);
 //   - injective ops give their value at an output coordinate in terms of loads of their
 //     inputs at computed coordinates (CudaIndexFn) — Transpose, Slice, Gather, Concat …
-//     become index arithmetic inside the consuming kernel's loads, never copies.
-// Codegen implements CudaIndexCtx; graph/ only declares it. Expressions may call the
-// braze_* device functions of codegen/device/ops.cuh (integer power, Python-style mod …).
+//     become index arithmetic inside the consuming kernel's loads, never copies;
+//   - reductions and normalisations give a row program (CudaRowFn).
+// The emitter implements CudaIndexCtx. Expressions may call the braze_* device functions of
+// codegen/device/ops.cuh (integer power, Python-style mod …).
 #pragma once
 
 #include <braze/tensor.h>
@@ -16,9 +16,14 @@
 #include <vector>
 
 namespace braze::graph {
-
 struct Node;
 class Graph;
+}  // namespace braze::graph
+
+namespace braze::codegen {
+
+using graph::Graph;
+using graph::Node;
 
 // CUDA compute types: float for float16/bfloat16/float32, double, long long for signed
 // integers, unsigned long long for unsigned ones, bool.
@@ -148,4 +153,4 @@ using CudaRowFn =
 // float32, no value).
 CudaRowInputs cuda_row_inputs(const Graph& g, const Node& n);
 
-}  // namespace braze::graph
+}  // namespace braze::codegen

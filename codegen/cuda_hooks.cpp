@@ -1,4 +1,4 @@
-#include "graph/cuda_hooks.h"
+#include "codegen/cuda_hooks.h"
 
 #include "graph/ir.h"
 
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace braze::graph {
+namespace braze::codegen {
 
 std::string cuda_compute_type(DType dt) {
   if (dt == DType::Float64) return "double";
@@ -148,12 +148,12 @@ std::vector<std::string> cuda_unravel(const std::string& flat, const Shape& shap
 
 CudaRowInputs cuda_row_inputs(const Graph& g, const Node& n) {
   CudaRowInputs in;
-  for (ValueId v : n.inputs) {
-    in.shapes.push_back(v == kNoValue ? Shape{} : g.value(v).shape);
-    in.dtypes.push_back(v == kNoValue ? DType::Float32 : g.value(v).dtype);
-    in.values.push_back(v == kNoValue ? nullptr : g.value(v).constant.get());
+  for (graph::ValueId v : n.inputs) {
+    in.shapes.push_back(v == graph::kNoValue ? Shape{} : g.value(v).shape);
+    in.dtypes.push_back(v == graph::kNoValue ? DType::Float32 : g.value(v).dtype);
+    in.values.push_back(v == graph::kNoValue ? nullptr : g.value(v).constant.get());
   }
   return in;
 }
 
-}  // namespace braze::graph
+}  // namespace braze::codegen

@@ -1,0 +1,46 @@
+// What the conv / pool ops mean, shared by their reference implementations
+// (graph/ops/conv_pool.cpp) and their lowerings (codegen/lower/conv_pool.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace braze::graph {
+
+struct WindowGeometry {
+  Shape in, kernel, stride, dilation, pad_begin, pad_end, out;
+  size_t rank() const { return in.size(); }
+};
+
+// A window tap that lands inside the input: kernel flat index and input offset in one plane.
+struct WindowTap {
+  int64_t k;
+  int64_t in;
+};
+
+struct ConvShapes {
+  WindowGeometry g;
+  int64_t n = 0, c = 0, m = 0, group = 1;
+  Shape out;
+};
+
+struct PoolShapes {
+  WindowGeometry g;
+  int64_t n = 0, c = 0;
+  Shape out;
+};
+
+ConvShapes conv_shapes(const Node& node, const Shape& x, const Shape& w, const Shape* b);
+
+// Each input element scatters W's window into the output at in_index * stride - pad_begin.
+// The end pad comes out negative when output_shape asks for more than the scattered area;
+// the rest is bias only.
+ConvShapes conv_transpose_shapes(const Node& node, const Shape& x, const Shape& w, const Shape* b);
+
+PoolShapes pool_shapes(const Node& node, const Shape& x);
+
+}  // namespace braze::graph

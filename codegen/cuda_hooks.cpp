@@ -146,6 +146,12 @@ std::vector<std::string> cuda_unravel(const std::string& flat, const Shape& shap
   return c;
 }
 
+std::vector<std::string> out_coords(const CudaIndexCtx& ctx) {
+  std::vector<std::string> c;
+  for (size_t d = 0; d < ctx.out_shape().size(); ++d) c.push_back(ctx.coord(d));
+  return c;
+}
+
 CudaRowInputs cuda_row_inputs(const Graph& g, const Node& n) {
   CudaRowInputs in;
   for (graph::ValueId v : n.inputs) {

@@ -84,6 +84,9 @@ class CudaIndexCtx {
   virtual void check(const std::string& cond, const std::string& message,
                      const std::string& fixup) = 0;
 };
+// The output coordinate's expressions, one per dim of the output.
+std::vector<std::string> out_coords(const CudaIndexCtx& ctx);
+
 // Layout ops (Reshape, Transpose …) also map forward: the output coordinate of the element
 // at input coordinate `in` — so a kernel that computes its elements in the input's order
 // (a GEMM tile) can store them where the op puts them. `in_shape`/`out_shape` are the

@@ -28,12 +28,6 @@ std::string times(const std::string& e, int64_t m) {
   return fmt::format("{} * {}LL", e, m);
 }
 
-std::vector<std::string> out_coords(const CudaIndexCtx& ctx) {
-  std::vector<std::string> c;
-  for (size_t d = 0; d < ctx.out_shape().size(); ++d) c.push_back(ctx.coord(d));
-  return c;
-}
-
 // WindowTap k (a flat kernel index) of the window at output spatial coordinates o: its kernel
 // coordinates, the input positions it reads and whether they all lie inside the input.
 struct TapCode {
@@ -90,173 +84,180 @@ CudaIndexFn global_pool_index(bool is_max) {
   };
 }
 
+std::string conv_index(CudaIndexCtx& ctx) {
+  const Shape* b = ctx.has_input(2) ? &ctx.in_shape(2) : nullptr;
+  ConvShapes s = conv_shapes(ctx.node(), ctx.in_shape(0), ctx.in_shape(1), b);
+  const WindowGeometry& g = s.g;
+  const int64_t cg = s.c / s.group, mg = std::max<int64_t>(1, s.m / s.group);
+  const std::string t = cuda_compute_type(ctx.in_dtype(0));
+  const std::vector<std::string> c = out_coords(ctx);
+  const std::string &n = c[0], &m = c[1];
+  const std::vector<std::string> o(c.begin() + 2, c.end());
+  // The first input channel of output channel m's group.
+  const std::string ch0 = ctx.let("long long", times(fmt::format("({} / {}LL)", m, mg), cg));
+  const std::string init = b ? ctx.load(2, {m}) : cuda_literal(t, 0);
+  return ctx.accumulate(
+      t, init, checked_numel(g.kernel), [&](const std::string& acc, const std::string& k) {
+        TapCode tap = tap_code(ctx, g, o, k);
+        std::string v = ctx.select(
+            tap.inside, t,
+            [&] {
+              return ctx.accumulate(
+                  t, cuda_literal(t, 0), cg, [&](const std::string& a, const std::string& cl) {
+                    std::vector<std::string> xi = {
+                        n, ctx.let("long long", fmt::format("{} + {}", ch0, cl))};
+                    xi.insert(xi.end(), tap.pos.begin(), tap.pos.end());
+                    std::vector<std::string> wi = {m, cl};
+                    wi.insert(wi.end(), tap.kernel.begin(), tap.kernel.end());
+                    return fmt::format("{} + {} * {}", a, ctx.load(0, xi), ctx.load(1, wi));
+                  });
+            },
+            [&] { return cuda_literal(t, 0); });
+        return fmt::format("{} + {}", acc, v);
+      });
+}
+
+std::string conv_transpose_index(CudaIndexCtx& ctx) {
+  const Shape* b = ctx.has_input(2) ? &ctx.in_shape(2) : nullptr;
+  ConvShapes s = conv_transpose_shapes(ctx.node(), ctx.in_shape(0), ctx.in_shape(1), b);
+  const WindowGeometry& g = s.g;
+  const int64_t cg = s.c / s.group, mg = std::max<int64_t>(1, s.m / s.group);
+  const std::string t = cuda_compute_type(ctx.in_dtype(0));
+  const std::vector<std::string> c = out_coords(ctx);
+  const std::string &n = c[0], &m = c[1];
+  const std::vector<std::string> o(c.begin() + 2, c.end());
+  const std::string ch0 = ctx.let("long long", times(fmt::format("({} / {}LL)", m, mg), cg));
+  const std::string ml = mg == 1 ? "0LL" : ctx.let("long long", fmt::format("{} % {}LL", m, mg));
+  const std::string init = b ? ctx.load(2, {m}) : cuda_literal(t, 0);
+  return ctx.accumulate(
+      t, init, checked_numel(g.kernel), [&](const std::string& acc, const std::string& k) {
+        std::vector<std::string> kd = cuda_unravel(k, g.kernel), pos, conds;
+        for (size_t dd = 0; dd < g.rank(); ++dd) {
+          std::string num = ctx.let(
+              "long long",
+              fmt::format("{} + {}LL - {}", o[dd], g.pad_begin[dd], times(kd[dd], g.dilation[dd])));
+          int64_t st = g.stride[dd];
+          if (st == 1) {
+            conds.push_back(fmt::format("{0} >= 0LL && {0} < {1}LL", num, g.in[dd]));
+            pos.push_back(num);
+          } else {
+            conds.push_back(fmt::format("{0} >= 0LL && {0} % {1}LL == 0LL && {0} / {1}LL < {2}LL",
+                                        num, st, g.in[dd]));
+            pos.push_back(fmt::format("({} / {}LL)", num, st));
+          }
+        }
+        std::string v = ctx.select(
+            fmt::format("{}", fmt::join(conds, " && ")), t,
+            [&] {
+              return ctx.accumulate(
+                  t, cuda_literal(t, 0), cg, [&](const std::string& a, const std::string& cl) {
+                    std::string ch = ctx.let("long long", fmt::format("{} + {}", ch0, cl));
+                    std::vector<std::string> xi = {n, ch};
+                    xi.insert(xi.end(), pos.begin(), pos.end());
+                    std::vector<std::string> wi = {ch, ml};
+                    wi.insert(wi.end(), kd.begin(), kd.end());
+                    return fmt::format("{} + {} * {}", a, ctx.load(0, xi), ctx.load(1, wi));
+                  });
+            },
+            [&] { return cuda_literal(t, 0); });
+        return fmt::format("{} + {}", acc, v);
+      });
+}
+
+std::string max_pool_index(CudaIndexCtx& ctx) {
+  PoolShapes s = pool_shapes(ctx.node(), ctx.in_shape(0));
+  const WindowGeometry& g = s.g;
+  const std::string t = cuda_compute_type(ctx.in_dtype(0));
+  const std::vector<std::string> c = out_coords(ctx);
+  const std::vector<std::string> o(c.begin() + 2, c.end());
+  const int64_t ksize = checked_numel(g.kernel);
+  auto x_at = [&](const TapCode& tap) {
+    std::vector<std::string> xi = {c[0], c[1]};
+    xi.insert(xi.end(), tap.pos.begin(), tap.pos.end());
+    return ctx.load(0, xi);
+  };
+  std::string best = ctx.accumulate(
+      t, lowest_literal(t), ksize, [&](const std::string& acc, const std::string& k) {
+        TapCode tap = tap_code(ctx, g, o, k);
+        return ctx.select(
+            tap.inside, t, [&] { return max_step(t, acc, x_at(tap)); }, [&] { return acc; });
+      });
+  if (ctx.output_index() == 0) return best;
+  // Flat index into X: the plane's start plus the tap's offset in the plane, row-major or
+  // (storage_order 1) column-major.
+  const bool col_major = ctx.node().attr_int("storage_order") == 1;
+  std::vector<int64_t> mult(g.rank());
+  int64_t step = 1;
+  for (size_t dd = 0; dd < g.rank(); ++dd) {
+    size_t e = col_major ? dd : g.rank() - 1 - dd;
+    mult[e] = step;
+    step *= g.in[e];
+  }
+  const std::string base = ctx.let(
+      "long long", fmt::format("({} * {}LL + {}) * {}LL", c[0], s.c, c[1], checked_numel(g.in)));
+  return ctx.accumulate(
+      "long long", "-1LL", ksize, [&](const std::string& acc, const std::string& k) {
+        TapCode tap = tap_code(ctx, g, o, k);
+        return ctx.select(
+            fmt::format("{} < 0LL && {}", acc, tap.inside), "long long",
+            [&] {
+              std::string v = x_at(tap);
+              std::string match =
+                  is_float_type(t)
+                      ? fmt::format("({0} == {1} || ({0} != {0} && {1} != {1}))", v, best)
+                      : fmt::format("{} == {}", v, best);
+              std::string off = base;
+              for (size_t dd = 0; dd < g.rank(); ++dd) off += " + " + times(tap.pos[dd], mult[dd]);
+              return fmt::format("(({}) ? {} : {})", match, off, acc);
+            },
+            [&] { return acc; });
+      });
+}
+
+std::string average_pool_index(CudaIndexCtx& ctx) {
+  const bool include_pad = ctx.node().attr_int("count_include_pad") == 1;
+  PoolShapes s = pool_shapes(ctx.node(), ctx.in_shape(0));
+  const WindowGeometry& g = s.g;
+  const std::string t = cuda_compute_type(ctx.in_dtype(0));
+  const std::vector<std::string> c = out_coords(ctx);
+  const std::vector<std::string> o(c.begin() + 2, c.end());
+  std::string sum = ctx.accumulate(t, cuda_literal(t, 0), checked_numel(g.kernel),
+                                   [&](const std::string& acc, const std::string& k) {
+                                     TapCode tap = tap_code(ctx, g, o, k);
+                                     std::string v = ctx.select(
+                                         tap.inside, t,
+                                         [&] {
+                                           std::vector<std::string> xi = {c[0], c[1]};
+                                           xi.insert(xi.end(), tap.pos.begin(), tap.pos.end());
+                                           return ctx.load(0, xi);
+                                         },
+                                         [&] { return cuda_literal(t, 0); });
+                                     return fmt::format("{} + {}", acc, v);
+                                   });
+  std::vector<std::string> counts;
+  for (size_t dd = 0; dd < g.rank(); ++dd) {
+    counts.push_back(ctx.accumulate(
+        "long long", "0LL", g.kernel[dd], [&](const std::string& acc, const std::string& k) {
+          if (include_pad)
+            return fmt::format("{} + ({} + {} < {}LL ? 1LL : 0LL)", acc, times(o[dd], g.stride[dd]),
+                               times(k, g.dilation[dd]),
+                               g.in[dd] + g.pad_begin[dd] + g.pad_end[dd]);
+          std::string p =
+              ctx.let("long long", fmt::format("{} + {} - {}LL", times(o[dd], g.stride[dd]),
+                                               times(k, g.dilation[dd]), g.pad_begin[dd]));
+          return fmt::format("{0} + ({1} >= 0LL && {1} < {2}LL ? 1LL : 0LL)", acc, p, g.in[dd]);
+        }));
+  }
+  return fmt::format("{} / ({})({})", sum, t, fmt::join(counts, " * "));
+}
+
 }  // namespace
 
 void lower_conv_pool_ops(LoweringTable& t) {
-  t.add("Conv").index = [](CudaIndexCtx& ctx) {
-    const Shape* b = ctx.has_input(2) ? &ctx.in_shape(2) : nullptr;
-    ConvShapes s = conv_shapes(ctx.node(), ctx.in_shape(0), ctx.in_shape(1), b);
-    const WindowGeometry& g = s.g;
-    const int64_t cg = s.c / s.group, mg = std::max<int64_t>(1, s.m / s.group);
-    const std::string t = cuda_compute_type(ctx.in_dtype(0));
-    const std::vector<std::string> c = out_coords(ctx);
-    const std::string &n = c[0], &m = c[1];
-    const std::vector<std::string> o(c.begin() + 2, c.end());
-    // The first input channel of output channel m's group.
-    const std::string ch0 = ctx.let("long long", times(fmt::format("({} / {}LL)", m, mg), cg));
-    const std::string init = b ? ctx.load(2, {m}) : cuda_literal(t, 0);
-    return ctx.accumulate(
-        t, init, checked_numel(g.kernel), [&](const std::string& acc, const std::string& k) {
-          TapCode tap = tap_code(ctx, g, o, k);
-          std::string v = ctx.select(
-              tap.inside, t,
-              [&] {
-                return ctx.accumulate(
-                    t, cuda_literal(t, 0), cg, [&](const std::string& a, const std::string& cl) {
-                      std::vector<std::string> xi = {
-                          n, ctx.let("long long", fmt::format("{} + {}", ch0, cl))};
-                      xi.insert(xi.end(), tap.pos.begin(), tap.pos.end());
-                      std::vector<std::string> wi = {m, cl};
-                      wi.insert(wi.end(), tap.kernel.begin(), tap.kernel.end());
-                      return fmt::format("{} + {} * {}", a, ctx.load(0, xi), ctx.load(1, wi));
-                    });
-              },
-              [&] { return cuda_literal(t, 0); });
-          return fmt::format("{} + {}", acc, v);
-        });
-  };
-  t.add("ConvTranspose").index = [](CudaIndexCtx& ctx) {
-    const Shape* b = ctx.has_input(2) ? &ctx.in_shape(2) : nullptr;
-    ConvShapes s = conv_transpose_shapes(ctx.node(), ctx.in_shape(0), ctx.in_shape(1), b);
-    const WindowGeometry& g = s.g;
-    const int64_t cg = s.c / s.group, mg = std::max<int64_t>(1, s.m / s.group);
-    const std::string t = cuda_compute_type(ctx.in_dtype(0));
-    const std::vector<std::string> c = out_coords(ctx);
-    const std::string &n = c[0], &m = c[1];
-    const std::vector<std::string> o(c.begin() + 2, c.end());
-    const std::string ch0 = ctx.let("long long", times(fmt::format("({} / {}LL)", m, mg), cg));
-    const std::string ml = mg == 1 ? "0LL" : ctx.let("long long", fmt::format("{} % {}LL", m, mg));
-    const std::string init = b ? ctx.load(2, {m}) : cuda_literal(t, 0);
-    return ctx.accumulate(
-        t, init, checked_numel(g.kernel), [&](const std::string& acc, const std::string& k) {
-          std::vector<std::string> kd = cuda_unravel(k, g.kernel), pos, conds;
-          for (size_t dd = 0; dd < g.rank(); ++dd) {
-            std::string num =
-                ctx.let("long long", fmt::format("{} + {}LL - {}", o[dd], g.pad_begin[dd],
-                                                 times(kd[dd], g.dilation[dd])));
-            int64_t st = g.stride[dd];
-            if (st == 1) {
-              conds.push_back(fmt::format("{0} >= 0LL && {0} < {1}LL", num, g.in[dd]));
-              pos.push_back(num);
-            } else {
-              conds.push_back(fmt::format("{0} >= 0LL && {0} % {1}LL == 0LL && {0} / {1}LL < {2}LL",
-                                          num, st, g.in[dd]));
-              pos.push_back(fmt::format("({} / {}LL)", num, st));
-            }
-          }
-          std::string v = ctx.select(
-              fmt::format("{}", fmt::join(conds, " && ")), t,
-              [&] {
-                return ctx.accumulate(
-                    t, cuda_literal(t, 0), cg, [&](const std::string& a, const std::string& cl) {
-                      std::string ch = ctx.let("long long", fmt::format("{} + {}", ch0, cl));
-                      std::vector<std::string> xi = {n, ch};
-                      xi.insert(xi.end(), pos.begin(), pos.end());
-                      std::vector<std::string> wi = {ch, ml};
-                      wi.insert(wi.end(), kd.begin(), kd.end());
-                      return fmt::format("{} + {} * {}", a, ctx.load(0, xi), ctx.load(1, wi));
-                    });
-              },
-              [&] { return cuda_literal(t, 0); });
-          return fmt::format("{} + {}", acc, v);
-        });
-  };
-  t.add("MaxPool").index = [](CudaIndexCtx& ctx) {
-    PoolShapes s = pool_shapes(ctx.node(), ctx.in_shape(0));
-    const WindowGeometry& g = s.g;
-    const std::string t = cuda_compute_type(ctx.in_dtype(0));
-    const std::vector<std::string> c = out_coords(ctx);
-    const std::vector<std::string> o(c.begin() + 2, c.end());
-    const int64_t ksize = checked_numel(g.kernel);
-    auto x_at = [&](const TapCode& tap) {
-      std::vector<std::string> xi = {c[0], c[1]};
-      xi.insert(xi.end(), tap.pos.begin(), tap.pos.end());
-      return ctx.load(0, xi);
-    };
-    std::string best = ctx.accumulate(
-        t, lowest_literal(t), ksize, [&](const std::string& acc, const std::string& k) {
-          TapCode tap = tap_code(ctx, g, o, k);
-          return ctx.select(
-              tap.inside, t, [&] { return max_step(t, acc, x_at(tap)); }, [&] { return acc; });
-        });
-    if (ctx.output_index() == 0) return best;
-    // Flat index into X: the plane's start plus the tap's offset in the plane, row-major or
-    // (storage_order 1) column-major.
-    const bool col_major = ctx.node().attr_int("storage_order") == 1;
-    std::vector<int64_t> mult(g.rank());
-    int64_t step = 1;
-    for (size_t dd = 0; dd < g.rank(); ++dd) {
-      size_t e = col_major ? dd : g.rank() - 1 - dd;
-      mult[e] = step;
-      step *= g.in[e];
-    }
-    const std::string base = ctx.let(
-        "long long", fmt::format("({} * {}LL + {}) * {}LL", c[0], s.c, c[1], checked_numel(g.in)));
-    return ctx.accumulate(
-        "long long", "-1LL", ksize, [&](const std::string& acc, const std::string& k) {
-          TapCode tap = tap_code(ctx, g, o, k);
-          return ctx.select(
-              fmt::format("{} < 0LL && {}", acc, tap.inside), "long long",
-              [&] {
-                std::string v = x_at(tap);
-                std::string match =
-                    is_float_type(t)
-                        ? fmt::format("({0} == {1} || ({0} != {0} && {1} != {1}))", v, best)
-                        : fmt::format("{} == {}", v, best);
-                std::string off = base;
-                for (size_t dd = 0; dd < g.rank(); ++dd)
-                  off += " + " + times(tap.pos[dd], mult[dd]);
-                return fmt::format("(({}) ? {} : {})", match, off, acc);
-              },
-              [&] { return acc; });
-        });
-  };
-  t.add("AveragePool").index = [](CudaIndexCtx& ctx) {
-    const bool include_pad = ctx.node().attr_int("count_include_pad") == 1;
-    PoolShapes s = pool_shapes(ctx.node(), ctx.in_shape(0));
-    const WindowGeometry& g = s.g;
-    const std::string t = cuda_compute_type(ctx.in_dtype(0));
-    const std::vector<std::string> c = out_coords(ctx);
-    const std::vector<std::string> o(c.begin() + 2, c.end());
-    std::string sum = ctx.accumulate(t, cuda_literal(t, 0), checked_numel(g.kernel),
-                                     [&](const std::string& acc, const std::string& k) {
-                                       TapCode tap = tap_code(ctx, g, o, k);
-                                       std::string v = ctx.select(
-                                           tap.inside, t,
-                                           [&] {
-                                             std::vector<std::string> xi = {c[0], c[1]};
-                                             xi.insert(xi.end(), tap.pos.begin(), tap.pos.end());
-                                             return ctx.load(0, xi);
-                                           },
-                                           [&] { return cuda_literal(t, 0); });
-                                       return fmt::format("{} + {}", acc, v);
-                                     });
-    std::vector<std::string> counts;
-    for (size_t dd = 0; dd < g.rank(); ++dd) {
-      counts.push_back(ctx.accumulate(
-          "long long", "0LL", g.kernel[dd], [&](const std::string& acc, const std::string& k) {
-            if (include_pad)
-              return fmt::format("{} + ({} + {} < {}LL ? 1LL : 0LL)", acc,
-                                 times(o[dd], g.stride[dd]), times(k, g.dilation[dd]),
-                                 g.in[dd] + g.pad_begin[dd] + g.pad_end[dd]);
-            std::string p =
-                ctx.let("long long", fmt::format("{} + {} - {}LL", times(o[dd], g.stride[dd]),
-                                                 times(k, g.dilation[dd]), g.pad_begin[dd]));
-            return fmt::format("{0} + ({1} >= 0LL && {1} < {2}LL ? 1LL : 0LL)", acc, p, g.in[dd]);
-          }));
-    }
-    return fmt::format("{} / ({})({})", sum, t, fmt::join(counts, " * "));
-  };
+  t.add("Conv").index = conv_index;
+  t.add("ConvTranspose").index = conv_transpose_index;
+  t.add("MaxPool").index = max_pool_index;
+  t.add("AveragePool").index = average_pool_index;
   t.add("GlobalAveragePool").index = global_pool_index(false);
   t.add("GlobalMaxPool").index = global_pool_index(true);
 }

@@ -103,123 +103,168 @@ std::optional<std::string> float_div_by_constant(const std::string& x, const std
   return fmt::format("braze_div_by({}, {}, {})", x, lit, cuda_literal("float", z));
 }
 
+std::string hard_swish_expr(const CudaExprCtx& c) {
+  return fmt::format("({0} * {1}({2}, {3}({4}, {0} / {5} + {6})))", c.args[0],
+                     cuda_math(c.type, "fmax"), lit(c.type, 0), cuda_math(c.type, "fmin"),
+                     lit(c.type, 1), lit(c.type, 6), lit(c.type, 0.5));
+}
+
+std::string gelu_expr(const CudaExprCtx& c) {
+  if (c.node.attr_string("approximate") == "tanh")
+    return (c.type == "float" && c.out_dtype == DType::Float16 ? "braze_gelu_tanh_f16("
+                                                               : "braze_gelu_tanh(") +
+           c.args[0] + ")";
+  const char* f = c.type != "float"                ? "braze_gelu_erf("
+                  : c.out_dtype == DType::Float16  ? "braze_gelu_erf_f16("
+                  : c.out_dtype == DType::BFloat16 ? "braze_gelu_erf_bf16("
+                                                   : "braze_gelu_erf(";
+  return f + c.args[0] + ")";
+}
+
+std::string elu_expr(const CudaExprCtx& c) {
+  return fmt::format("({0} >= {1} ? {0} : {2} * ({3}({0}) - {4}))", c.args[0], lit(c.type, 0),
+                     lit(c.type, c.node.attr_float("alpha")), cuda_math(c.type, "exp"),
+                     lit(c.type, 1));
+}
+
+std::string selu_expr(const CudaExprCtx& c) {
+  double a = c.node.attr_float("alpha"), g = c.node.attr_float("gamma");
+  return fmt::format("({0} > {1} ? {2} * {0} : {3} * ({4}({0}) - {5}))", c.args[0], lit(c.type, 0),
+                     lit(c.type, g), lit(c.type, g * a), cuda_math(c.type, "exp"), lit(c.type, 1));
+}
+
+std::string celu_expr(const CudaExprCtx& c) {
+  double a = c.node.attr_float("alpha");
+  return fmt::format("({1}({0}, {2}) + {3}({2}, {4} * ({5}({0} / {4}) - {6})))", c.args[0],
+                     cuda_math(c.type, "fmax"), lit(c.type, 0), cuda_math(c.type, "fmin"),
+                     lit(c.type, a), cuda_math(c.type, "exp"), lit(c.type, 1));
+}
+
+std::string leaky_relu_expr(const CudaExprCtx& c) {
+  return fmt::format("({0} >= {1} ? {0} : {2} * {0})", c.args[0], lit(c.type, 0),
+                     lit(c.type, c.node.attr_float("alpha")));
+}
+
+std::string swish_expr(const CudaExprCtx& c) {
+  return fmt::format("({0} / ({1} + {2}(-{3} * {0})))", c.args[0], lit(c.type, 1),
+                     cuda_math(c.type, "exp"), lit(c.type, c.node.attr_float("alpha")));
+}
+
+std::string hard_sigmoid_expr(const CudaExprCtx& c) {
+  return fmt::format("{0}({1}, {2}({3}, {4} * {5} + {6}))", cuda_math(c.type, "fmax"),
+                     lit(c.type, 0), cuda_math(c.type, "fmin"), lit(c.type, 1),
+                     lit(c.type, c.node.attr_float("alpha")), c.args[0],
+                     lit(c.type, c.node.attr_float("beta")));
+}
+
+std::string thresholded_relu_expr(const CudaExprCtx& c) {
+  return fmt::format("({0} > {1} ? {0} : {2})", c.args[0], lit(c.type, c.node.attr_float("alpha")),
+                     lit(c.type, 0));
+}
+
+std::string shrink_expr(const CudaExprCtx& c) {
+  double l = c.node.attr_float("lambd"), b = c.node.attr_float("bias");
+  return fmt::format(
+      "(({0}) ((double){1} < {2} ? (double){1} + {3} : ((double){1} > {4} ? (double){1} - {3} : "
+      "0.0)))",
+      c.type, c.args[0], lit("double", -l), lit("double", b), lit("double", l));
+}
+
+std::string abs_expr(const CudaExprCtx& c) {
+  if (c.type == "unsigned long long") return c.args[0];
+  if (c.type == "long long")
+    return fmt::format("({0} < 0 ? (long long)(0ULL - (unsigned long long){0}) : {0})", c.args[0]);
+  return fn1(c.type, "fabs", c.args[0]);
+}
+
+std::string neg_expr(const CudaExprCtx& c) {
+  if (c.type == "long long")
+    return fmt::format("((long long)(0ULL - (unsigned long long){}))", c.args[0]);
+  return "(-" + c.args[0] + ")";
+}
+
+std::string is_inf_expr(const CudaExprCtx& c) {
+  bool neg = c.node.attr_int("detect_negative") != 0, pos = c.node.attr_int("detect_positive") != 0;
+  return fmt::format("(isinf({0}) && (({0} > 0 && {1}) || ({0} < 0 && {2})))", c.args[0], pos, neg);
+}
+
+std::string div_expr(const CudaExprCtx& c) {
+  if (c.type == "float") {
+    if (auto by = float_div_by_constant(c.args[0], c.args[1], is_half(c.out_dtype))) return *by;
+  }
+  if (c.type == "float" || c.type == "double")
+    return fmt::format("({} / {})", c.args[0], c.args[1]);
+  return fmt::format("braze_idiv({}, {})", c.args[0], c.args[1]);
+}
+
+std::string pow_expr(const CudaExprCtx& c) {
+  if (c.type == "float" || c.type == "double") {
+    // Small constant exponents (RMS norm's x^2) as multiplications: pow costs dozens of
+    // instructions an element, enough to slow a memory-bound kernel.
+    const std::string& e = c.args[1];
+    if (e == cuda_literal(c.type, 2) || e == cuda_literal("long long", 2))
+      return fmt::format("({0} * {0})", c.args[0]);
+    if (e == cuda_literal(c.type, 1) || e == cuda_literal("long long", 1)) return c.args[0];
+    if (e == cuda_literal(c.type, 3) || e == cuda_literal("long long", 3))
+      return fmt::format("({0} * {0} * {0})", c.args[0]);
+    return fmt::format("{}({}, ({}){})", cuda_math(c.type, "pow"), c.args[0], c.type, c.args[1]);
+  }
+  return fmt::format("(({})braze_ipow((long long){}, (long long){}))", c.type, c.args[0],
+                     c.args[1]);
+}
+
+std::string bit_shift_expr(const CudaExprCtx& c) {
+  return fmt::format("braze_shift({}, {}, {})", c.args[0], c.args[1],
+                     c.node.attr_string("direction") == "LEFT");
+}
+
+std::string clip_expr(const CudaExprCtx& c) {
+  bool flt = c.type == "float" || c.type == "double";
+  auto bound = [&](size_t i, bool upper) {
+    if (c.args.size() > i && !c.args[i].empty()) return c.args[i];
+    if (flt) return cuda_literal(c.type, upper ? INFINITY : -INFINITY);
+    return upper ? cuda_literal(c.type, dtype_max(c.arg_dtypes[0]))
+                 : cuda_literal(c.type, dtype_min(c.arg_dtypes[0]));
+  };
+  return fmt::format("({0} != {0} ? {0} : ({0} < {1} ? ({3}){1} : ({0} > {2} ? ({3}){2} : {0})))",
+                     c.args[0], bound(1, false), bound(2, true), c.type);
+}
+
+std::string softsign_expr(const CudaExprCtx& c) {
+  return fmt::format("({0} / ({1} + {2}))", c.args[0], lit(c.type, 1),
+                     fn1(c.type, "fabs", c.args[0]));
+}
+
 }  // namespace
 
 void lower_elementwise_ops(LoweringTable& t) {
-  t.add("HardSwish").expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} * {1}({2}, {3}({4}, {0} / {5} + {6})))", c.args[0],
-                       cuda_math(c.type, "fmax"), lit(c.type, 0), cuda_math(c.type, "fmin"),
-                       lit(c.type, 1), lit(c.type, 6), lit(c.type, 0.5));
-  };
-  t.add("Gelu").expr = [](const CudaExprCtx& c) {
-    if (c.node.attr_string("approximate") == "tanh")
-      return (c.type == "float" && c.out_dtype == DType::Float16 ? "braze_gelu_tanh_f16("
-                                                                 : "braze_gelu_tanh(") +
-             c.args[0] + ")";
-    const char* f = c.type != "float"                ? "braze_gelu_erf("
-                    : c.out_dtype == DType::Float16  ? "braze_gelu_erf_f16("
-                    : c.out_dtype == DType::BFloat16 ? "braze_gelu_erf_bf16("
-                                                     : "braze_gelu_erf(";
-    return f + c.args[0] + ")";
-  };
-  t.add("Elu").expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} >= {1} ? {0} : {2} * ({3}({0}) - {4}))", c.args[0], lit(c.type, 0),
-                       lit(c.type, c.node.attr_float("alpha")), cuda_math(c.type, "exp"),
-                       lit(c.type, 1));
-  };
-  t.add("Selu").expr = [](const CudaExprCtx& c) {
-    double a = c.node.attr_float("alpha"), g = c.node.attr_float("gamma");
-    return fmt::format("({0} > {1} ? {2} * {0} : {3} * ({4}({0}) - {5}))", c.args[0],
-                       lit(c.type, 0), lit(c.type, g), lit(c.type, g * a), cuda_math(c.type, "exp"),
-                       lit(c.type, 1));
-  };
-  t.add("Celu").expr = [](const CudaExprCtx& c) {
-    double a = c.node.attr_float("alpha");
-    return fmt::format("({1}({0}, {2}) + {3}({2}, {4} * ({5}({0} / {4}) - {6})))", c.args[0],
-                       cuda_math(c.type, "fmax"), lit(c.type, 0), cuda_math(c.type, "fmin"),
-                       lit(c.type, a), cuda_math(c.type, "exp"), lit(c.type, 1));
-  };
-  t.add("LeakyRelu").expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} >= {1} ? {0} : {2} * {0})", c.args[0], lit(c.type, 0),
-                       lit(c.type, c.node.attr_float("alpha")));
-  };
-  t.add("Swish").expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} / ({1} + {2}(-{3} * {0})))", c.args[0], lit(c.type, 1),
-                       cuda_math(c.type, "exp"), lit(c.type, c.node.attr_float("alpha")));
-  };
-  t.add("HardSigmoid").expr = [](const CudaExprCtx& c) {
-    return fmt::format("{0}({1}, {2}({3}, {4} * {5} + {6}))", cuda_math(c.type, "fmax"),
-                       lit(c.type, 0), cuda_math(c.type, "fmin"), lit(c.type, 1),
-                       lit(c.type, c.node.attr_float("alpha")), c.args[0],
-                       lit(c.type, c.node.attr_float("beta")));
-  };
-  t.add("ThresholdedRelu").expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} > {1} ? {0} : {2})", c.args[0],
-                       lit(c.type, c.node.attr_float("alpha")), lit(c.type, 0));
-  };
-  t.add("Shrink").expr = [](const CudaExprCtx& c) {
-    double l = c.node.attr_float("lambd"), b = c.node.attr_float("bias");
-    return fmt::format(
-        "(({0}) ((double){1} < {2} ? (double){1} + {3} : ((double){1} > {4} ? (double){1} - {3} : "
-        "0.0)))",
-        c.type, c.args[0], lit("double", -l), lit("double", b), lit("double", l));
-  };
-  t.add("Abs").expr = [](const CudaExprCtx& c) {
-    if (c.type == "unsigned long long") return c.args[0];
-    if (c.type == "long long")
-      return fmt::format("({0} < 0 ? (long long)(0ULL - (unsigned long long){0}) : {0})",
-                         c.args[0]);
-    return fn1(c.type, "fabs", c.args[0]);
-  };
-  t.add("Neg").expr = [](const CudaExprCtx& c) {
-    if (c.type == "long long")
-      return fmt::format("((long long)(0ULL - (unsigned long long){}))", c.args[0]);
-    return "(-" + c.args[0] + ")";
-  };
+  t.add("HardSwish").expr = hard_swish_expr;
+  t.add("Gelu").expr = gelu_expr;
+  t.add("Elu").expr = elu_expr;
+  t.add("Selu").expr = selu_expr;
+  t.add("Celu").expr = celu_expr;
+  t.add("LeakyRelu").expr = leaky_relu_expr;
+  t.add("Swish").expr = swish_expr;
+  t.add("HardSigmoid").expr = hard_sigmoid_expr;
+  t.add("ThresholdedRelu").expr = thresholded_relu_expr;
+  t.add("Shrink").expr = shrink_expr;
+  t.add("Abs").expr = abs_expr;
+  t.add("Neg").expr = neg_expr;
   t.add("Relu").expr = cuda_fmt("({a} > ({t})0 ? {a} : ({t})0)");
   t.add("Sign").expr = cuda_fmt("({a} > ({t})0 ? ({t})1 : ({a} < ({t})0 ? ({t})-1 : {a}))");
   t.add("Not").expr = cuda_fmt("(!{a})");
   t.add("Identity").expr = cuda_fmt("{a}");
   t.add("IsNaN").expr = cuda_fmt("isnan({a})");
-  t.add("IsInf").expr = [](const CudaExprCtx& c) {
-    bool neg = c.node.attr_int("detect_negative") != 0,
-         pos = c.node.attr_int("detect_positive") != 0;
-    return fmt::format("(isinf({0}) && (({0} > 0 && {1}) || ({0} < 0 && {2})))", c.args[0], pos,
-                       neg);
-  };
+  t.add("IsInf").expr = is_inf_expr;
   t.add("Add").expr = wrapping("+");
   t.add("Sub").expr = wrapping("-");
   t.add("Mul").expr = wrapping("*");
-  t.add("Div").expr = [](const CudaExprCtx& c) {
-    if (c.type == "float") {
-      if (auto by = float_div_by_constant(c.args[0], c.args[1], is_half(c.out_dtype))) return *by;
-    }
-    if (c.type == "float" || c.type == "double")
-      return fmt::format("({} / {})", c.args[0], c.args[1]);
-    return fmt::format("braze_idiv({}, {})", c.args[0], c.args[1]);
-  };
-  t.add("Pow").expr = [](const CudaExprCtx& c) {
-    if (c.type == "float" || c.type == "double") {
-      // Small constant exponents (RMS norm's x^2) as multiplications: pow costs dozens of
-      // instructions an element, enough to slow a memory-bound kernel.
-      const std::string& e = c.args[1];
-      if (e == cuda_literal(c.type, 2) || e == cuda_literal("long long", 2))
-        return fmt::format("({0} * {0})", c.args[0]);
-      if (e == cuda_literal(c.type, 1) || e == cuda_literal("long long", 1)) return c.args[0];
-      if (e == cuda_literal(c.type, 3) || e == cuda_literal("long long", 3))
-        return fmt::format("({0} * {0} * {0})", c.args[0]);
-      return fmt::format("{}({}, ({}){})", cuda_math(c.type, "pow"), c.args[0], c.type, c.args[1]);
-    }
-    return fmt::format("(({})braze_ipow((long long){}, (long long){}))", c.type, c.args[0],
-                       c.args[1]);
-  };
+  t.add("Div").expr = div_expr;
+  t.add("Pow").expr = pow_expr;
   t.add("Mod").expr = [](const CudaExprCtx& c) {
     return fmt::format("braze_mod({}, {}, {})", c.args[0], c.args[1], c.node.attr_int("fmod") != 0);
   };
-  t.add("BitShift").expr = [](const CudaExprCtx& c) {
-    return fmt::format("braze_shift({}, {}, {})", c.args[0], c.args[1],
-                       c.node.attr_string("direction") == "LEFT");
-  };
+  t.add("BitShift").expr = bit_shift_expr;
   t.add("PRelu").expr = cuda_fmt("({a} < ({t})0 ? ({t})({b} * {a}) : {a})");
   t.add("And").expr = cuda_fmt("({a} && {b})");
   t.add("Or").expr = cuda_fmt("({a} || {b})");
@@ -244,17 +289,7 @@ void lower_elementwise_ops(LoweringTable& t) {
   t.add("Where").expr = [](const CudaExprCtx& c) {
     return fmt::format("({} ? {} : {})", c.args[0], c.args[1], c.args[2]);
   };
-  t.add("Clip").expr = [](const CudaExprCtx& c) {
-    bool flt = c.type == "float" || c.type == "double";
-    auto bound = [&](size_t i, bool upper) {
-      if (c.args.size() > i && !c.args[i].empty()) return c.args[i];
-      if (flt) return cuda_literal(c.type, upper ? INFINITY : -INFINITY);
-      return upper ? cuda_literal(c.type, dtype_max(c.arg_dtypes[0]))
-                   : cuda_literal(c.type, dtype_min(c.arg_dtypes[0]));
-    };
-    return fmt::format("({0} != {0} ? {0} : ({0} < {1} ? ({3}){1} : ({0} > {2} ? ({3}){2} : {0})))",
-                       c.args[0], bound(1, false), bound(2, true), c.type);
-  };
+  t.add("Clip").expr = clip_expr;
   t.add("Cast").expr = [](const CudaExprCtx& c) {
     return cuda_cast(c.args[0], c.arg_dtypes[0], c.out_dtype);
   };
@@ -287,10 +322,7 @@ void lower_elementwise_ops(LoweringTable& t) {
   t.add("Ceil").expr = math("ceil");
   t.add("Round").expr = math("rint");
   t.add("Softplus").expr = cuda_fmt("braze_softplus({a})");
-  t.add("Softsign").expr = [](const CudaExprCtx& c) {
-    return fmt::format("({0} / ({1} + {2}))", c.args[0], lit(c.type, 1),
-                       fn1(c.type, "fabs", c.args[0]));
-  };
+  t.add("Softsign").expr = softsign_expr;
   t.add("Mish").expr = [](const CudaExprCtx& c) {
     return fmt::format("({0} * {1}(braze_softplus({0})))", c.args[0], cuda_math(c.type, "tanh"));
   };

@@ -132,6 +132,29 @@ CudaRowFn axis_row(AxisOp kind) {
   };
 }
 
+std::string cum_sum_index(CudaIndexCtx& ctx) {
+  const Shape& shape = ctx.in_shape(0);
+  if (!ctx.in_value(1))
+    throw CudaUnsupported{ctx.node().describe() + ": the axis is not a constant"};
+  int64_t axis = ctx.in_value(1)->get_i64(0);
+  if (axis < 0) axis += static_cast<int64_t>(shape.size());
+  const size_t a = static_cast<size_t>(axis);
+  bool exclusive = ctx.node().attr_int("exclusive") != 0,
+       reverse = ctx.node().attr_int("reverse") != 0;
+  std::string t = cuda_compute_type(ctx.in_dtype(0));
+  std::vector<std::string> c;
+  for (size_t d = 0; d < shape.size(); ++d) c.push_back(ctx.coord(d));
+  const std::string me = c[a];
+  return ctx.accumulate(
+      t, cuda_literal(t, 0), shape[a], [&](const std::string& acc, const std::string& k) {
+        std::vector<std::string> at = c;
+        at[a] = k;
+        std::string cond =
+            fmt::format("{} {}{} {}", k, reverse ? ">" : "<", exclusive ? "" : "=", me);
+        return fmt::format("({} ? {} + {} : {})", cond, acc, ctx.load(0, at), acc);
+      });
+}
+
 }  // namespace
 
 void lower_reduction_ops(LoweringTable& t) {
@@ -152,28 +175,7 @@ void lower_reduction_ops(LoweringTable& t) {
   t.add("Softmax").row = axis_row(AxisOp::Softmax);
   t.add("LogSoftmax").row = axis_row(AxisOp::LogSoftmax);
   t.add("Hardmax").row = axis_row(AxisOp::Hardmax);
-  t.add("CumSum").index = [](CudaIndexCtx& ctx) {
-    const Shape& shape = ctx.in_shape(0);
-    if (!ctx.in_value(1))
-      throw CudaUnsupported{ctx.node().describe() + ": the axis is not a constant"};
-    int64_t axis = ctx.in_value(1)->get_i64(0);
-    if (axis < 0) axis += static_cast<int64_t>(shape.size());
-    const size_t a = static_cast<size_t>(axis);
-    bool exclusive = ctx.node().attr_int("exclusive") != 0,
-         reverse = ctx.node().attr_int("reverse") != 0;
-    std::string t = cuda_compute_type(ctx.in_dtype(0));
-    std::vector<std::string> c;
-    for (size_t d = 0; d < shape.size(); ++d) c.push_back(ctx.coord(d));
-    const std::string me = c[a];
-    return ctx.accumulate(
-        t, cuda_literal(t, 0), shape[a], [&](const std::string& acc, const std::string& k) {
-          std::vector<std::string> at = c;
-          at[a] = k;
-          std::string cond =
-              fmt::format("{} {}{} {}", k, reverse ? ">" : "<", exclusive ? "" : "=", me);
-          return fmt::format("({} ? {} + {} : {})", cond, acc, ctx.load(0, at), acc);
-        });
-  };
+  t.add("CumSum").index = cum_sum_index;
 }
 
 }  // namespace braze::codegen

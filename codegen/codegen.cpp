@@ -92,6 +92,31 @@ std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& gro
   return pointwise_candidates(g, group);
 }
 
+std::vector<SettledGroup> settle_plan(const graph::Graph& g, fusion::Plan plan,
+                                      const Target& target) {
+  std::vector<SettledGroup> out;
+  std::shared_ptr<const graph::Users> users;
+  for (fusion::Group& grp : plan.groups) {
+    GroupCode gc = generate(g, grp, target);
+    if (gc.kernel || grp.nodes.size() < 2) {
+      out.push_back({std::move(grp), std::move(gc), ""});
+      continue;
+    }
+    const std::string why =
+        fmt::format("fused group of {} nodes split: {}", grp.nodes.size(), gc.fallback_reason);
+    if (!users) users = g.shared_users();
+    for (graph::NodeId id : grp.nodes) {
+      fusion::Group single;
+      single.kind = fusion::kind_of(g.node(id));
+      single.nodes = {id};
+      fusion::compute_boundary(g, single, *users);
+      GroupCode one = generate(g, single, target);
+      out.push_back({std::move(single), std::move(one), why});
+    }
+  }
+  return out;
+}
+
 GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Target& target,
                    const Tunables* tune) {
   GroupCode out;
@@ -127,9 +152,18 @@ GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Targ
       if (!out.kernel && per_element())
         out.kernel =
             pointwise_kernel(g, group, target, &out.fallback_reason, rows ? nullptr : tune);
-      if (!out.kernel && out.fallback_reason.empty())
-        out.fallback_reason =
-            fmt::format("{} has no GPU kernel", g.node(group.nodes[0]).describe());
+      if (!out.kernel && out.fallback_reason.empty()) {
+        // Name the node codegen has no lowering for (a CPU-reference op), else the first.
+        graph::NodeId culprit = group.nodes[0];
+        for (graph::NodeId id : group.nodes) {
+          const Lowering& l = lowering(g.node(id));
+          if (!l.index && !l.expr && !l.row) {
+            culprit = id;
+            break;
+          }
+        }
+        out.fallback_reason = fmt::format("{} has no GPU kernel", g.node(culprit).describe());
+      }
       break;
   }
   if (out.kernel) out.fallback_reason.clear();

@@ -21,6 +21,19 @@ struct GroupCode {
 // candidates()).
 GroupCode generate(const graph::Graph& g, const fusion::Group& group, const Target& target,
                    const Tunables* tune = nullptr);
+// One group of the plan as codegen settles it: its kernel or why there is none, and, for a
+// group split out of a fused one no schedule could take, why it was split.
+struct SettledGroup {
+  fusion::Group group;
+  GroupCode code;
+  std::string split_note;
+};
+// Generates every group of `plan` by its schedule's defaults. A fused group no schedule takes
+// becomes one group per node, each generated alone and noted with the reason — a decision of
+// the compile, made here once, so the runtime only runs what it is given.
+std::vector<SettledGroup> settle_plan(const graph::Graph& g, fusion::Plan plan,
+                                      const Target& target);
+
 // The schedule's search space for this group on `target`, heuristic default first; empty
 // when the schedule has nothing to tune.
 std::vector<Tunables> candidates(const graph::Graph& g, const fusion::Group& group,

@@ -218,11 +218,8 @@ Shape input_shape(const onnx::ValueInfoProto& vi, const ImportOptions& opts,
   return s;
 }
 
-}  // namespace
-
-ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptions& opts) {
-  ImportResult res;
-  if (!model.has_graph()) throw UserError("not an ONNX model: it has no graph");
+// The model's opset per domain ("" for the default one), checked against what braze imports.
+std::map<std::string, int64_t> read_opsets(const onnx::ModelProto& model, ImportResult& res) {
   std::map<std::string, int64_t> opsets;
   for (const auto& oi : model.opset_import())
     opsets[is_default_domain(oi.domain()) ? "" : oi.domain()] = oi.version();
@@ -239,6 +236,31 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
           "the model uses opset {} of the default domain; braze imports opsets {} to {}",
           def->second, graph::kMinOpset, graph::kMaxOpset));
   }
+  return opsets;
+}
+
+// The node's attributes, each of the type the op's schema gives it.
+graph::Attributes node_attributes(const onnx::NodeProto& np, const graph::OpDef& op,
+                                  const DataScope& scope, const std::string& what) {
+  graph::Attributes attrs;
+  for (const auto& a : np.attribute()) {
+    AttrValue v = convert_attr(a, scope, what);
+    if (const graph::AttrSpec* spec = op.find_attr(a.name());
+        spec && graph::attr_type(v) != spec->type)
+      throw UserError(fmt::format("{}: attribute '{}' should be of type {}, not {}", what, a.name(),
+                                  graph::attr_type_name(spec->type),
+                                  graph::attr_type_name(graph::attr_type(v))));
+    attrs.emplace(a.name(), std::move(v));
+  }
+  return attrs;
+}
+
+}  // namespace
+
+ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptions& opts) {
+  ImportResult res;
+  if (!model.has_graph()) throw UserError("not an ONNX model: it has no graph");
+  std::map<std::string, int64_t> opsets = read_opsets(model, res);
   res.producer = model.producer_name() +
                  (model.producer_version().empty() ? "" : " " + model.producer_version());
   const onnx::GraphProto& gp = model.graph();
@@ -300,16 +322,7 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
     std::string domain = is_default_domain(np.domain()) ? "" : np.domain();
     const graph::OpDef* op = graph::find_op(domain, np.op_type());
     check_attributes(np, *op, static_cast<int>(opsets.at(domain)), what);
-    graph::Attributes attrs;
-    for (const auto& a : np.attribute()) {
-      AttrValue v = convert_attr(a, scope, what);
-      if (const graph::AttrSpec* spec = op->find_attr(a.name());
-          spec && graph::attr_type(v) != spec->type)
-        throw UserError(fmt::format("{}: attribute '{}' should be of type {}, not {}", what,
-                                    a.name(), graph::attr_type_name(spec->type),
-                                    graph::attr_type_name(graph::attr_type(v))));
-      attrs.emplace(a.name(), std::move(v));
-    }
+    graph::Attributes attrs = node_attributes(np, *op, scope, what);
     std::vector<ValueId> ins, outs;
     for (const auto& in : np.input()) ins.push_back(in.empty() ? kNoValue : g.find_value(in));
     while (!ins.empty() && ins.back() == kNoValue) ins.pop_back();

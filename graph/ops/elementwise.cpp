@@ -78,7 +78,8 @@ C nan_aware_min(C a, C b) {
   return a < b ? a : b;
 }
 
-void add_unary_ops(std::vector<OpDef>& r) {
+// Math functions and rounding.
+void add_math_ops(std::vector<OpDef>& r) {
   r.push_back(unary_float("Exp", [](double x) { return std::exp(x); }));
   r.push_back(unary_float("Log", [](double x) { return std::log(x); }));
   r.push_back(unary_float("Sqrt", [](double x) { return std::sqrt(x); }));
@@ -116,6 +117,10 @@ void add_unary_ops(std::vector<OpDef>& r) {
   r.push_back(unary_float(
       "Round", [](double x) { return std::nearbyint(x); }, 11));  // half to even
   r.back().rounds_half_inputs = true;
+}
+
+// Activations.
+void add_activation_ops(std::vector<OpDef>& r) {
   r.push_back(unary_float("Softplus", softplus));
   r.push_back(unary_float("Softsign", [](double x) { return x / (1.0 + std::fabs(x)); }));
   r.push_back(unary_float(
@@ -196,6 +201,10 @@ void add_unary_ops(std::vector<OpDef>& r) {
         };
       },
       {attr_f("lambd", 0.5), attr_f("bias", 0.0)}, 9));
+}
+
+// Sign, logic, identity and the float tests.
+void add_sign_and_logic_ops(std::vector<OpDef>& r) {
   r.push_back(unary("Abs", kNumericTypes, [](const Node&) {
     return [](auto x) -> decltype(x) {
       if constexpr (std::is_unsigned_v<decltype(x)>)
@@ -441,6 +450,10 @@ void add_binary_ops(std::vector<OpDef>& r) {
       },
       {attr_i("fmod", 0)}, 10));
   r.back().rounds_half_inputs = true;
+}
+
+// BitShift, PRelu and the Boolean And, Or, Xor.
+void add_shift_prelu_and_logic_ops(std::vector<OpDef>& r) {
   r.push_back(binary(
       "BitShift", kUnsignedTypes,
       [](const Node& n) {
@@ -484,7 +497,10 @@ void add_binary_ops(std::vector<OpDef>& r) {
         return [](auto a, auto b) -> decltype(a) { return ((a != 0) != (b != 0)) ? 1 : 0; };
       },
       {}, 1));
+}
 
+// Variadic Max, Min, Sum, Mean and the comparisons.
+void add_variadic_and_comparison_ops(std::vector<OpDef>& r) {
   r.push_back(variadic("Max", kNumericTypes, [](const Node&) {
     return [](auto a, auto b) { return nan_aware_max(a, b); };
   }));
@@ -708,8 +724,12 @@ OpDef dropout_op() {
 }  // namespace
 
 void register_elementwise_ops(std::vector<OpDef>& r) {
-  add_unary_ops(r);
+  add_math_ops(r);
+  add_activation_ops(r);
+  add_sign_and_logic_ops(r);
   add_binary_ops(r);
+  add_shift_prelu_and_logic_ops(r);
+  add_variadic_and_comparison_ops(r);
   r.push_back(where_op());
   r.push_back(clip_op());
   r.push_back(cast_op());

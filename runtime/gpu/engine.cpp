@@ -111,32 +111,12 @@ void Engine::compile_steps(std::vector<Step>& steps, const Arch& arch, const Eng
 std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan,
                                  const codegen::Target& target) {
   std::vector<Step> steps;
-  auto users = graph.users();
-  for (fusion::Group& grp : plan.groups) {
-    codegen::GroupCode gc = codegen::generate(graph, grp, target);
-    if (!gc.kernel && grp.nodes.size() > 1) {
-      // A fused group no schedule could take: each node becomes its own kernel, said aloud.
-      std::string why =
-          fmt::format("fused group of {} nodes split: {}", grp.nodes.size(), gc.fallback_reason);
-      for (graph::NodeId id : grp.nodes) {
-        fusion::Group single;
-        single.kind = fusion::kind_of(graph.node(id));
-        single.nodes = {id};
-        fusion::compute_boundary(graph, single, users);
-        Step s;
-        codegen::GroupCode one = codegen::generate(graph, single, target);
-        s.kernel = std::move(one.kernel);
-        s.fallback_reason = std::move(one.fallback_reason);
-        s.split_note = why;
-        s.group = std::move(single);
-        steps.push_back(std::move(s));
-      }
-      continue;
-    }
+  for (codegen::SettledGroup& sg : codegen::settle_plan(graph, std::move(plan), target)) {
     Step s;
-    s.kernel = std::move(gc.kernel);
-    s.fallback_reason = std::move(gc.fallback_reason);
-    s.group = std::move(grp);
+    s.kernel = std::move(sg.code.kernel);
+    s.fallback_reason = std::move(sg.code.fallback_reason);
+    s.split_note = std::move(sg.split_note);
+    s.group = std::move(sg.group);
     steps.push_back(std::move(s));
   }
   return steps;

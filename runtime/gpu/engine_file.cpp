@@ -200,18 +200,8 @@ struct Reader {
   }
 };
 
-}  // namespace
-
-void save_engine(const fs::path& path, const Engine& engine, const EngineFileInfo& info) {
-  const graph::Graph& g = engine.graph();
-  Blobs blobs;
-  json h;
-  h["braze_version"] = info.braze_version;
-  h["model_hash"] = info.model_hash;
-  h["model_name"] = info.model_name;
-  h["nvrtc_version"] = info.nvrtc_version;
-  h["arch"] = engine.arch().name();
-  h["precision"] = info.precision;
+// The graph as the header's "graph" object; constants and tensor attributes go to `blobs`.
+json graph_json(const graph::Graph& g, Blobs& blobs) {
   json values = json::array();
   for (size_t i = 0; i < g.num_values(); ++i) {
     const graph::Value& v = g.value(static_cast<graph::ValueId>(i));
@@ -238,11 +228,26 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
   }
   json outputs = json::array();
   for (const auto& o : g.outputs()) outputs.push_back({{"name", o.name}, {"value", o.value}});
-  h["graph"] = {{"name", g.name},
-                {"values", values},
-                {"nodes", nodes},
-                {"inputs", g.inputs()},
-                {"outputs", outputs}};
+  return {{"name", g.name},
+          {"values", values},
+          {"nodes", nodes},
+          {"inputs", g.inputs()},
+          {"outputs", outputs}};
+}
+
+}  // namespace
+
+void save_engine(const fs::path& path, const Engine& engine, const EngineFileInfo& info) {
+  const graph::Graph& g = engine.graph();
+  Blobs blobs;
+  json h;
+  h["braze_version"] = info.braze_version;
+  h["model_hash"] = info.model_hash;
+  h["model_name"] = info.model_name;
+  h["nvrtc_version"] = info.nvrtc_version;
+  h["arch"] = engine.arch().name();
+  h["precision"] = info.precision;
+  h["graph"] = graph_json(g, blobs);
   json steps = json::array();
   // Identical kernels share one cubin.
   std::map<std::string_view, json> cubins;

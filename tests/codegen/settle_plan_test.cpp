@@ -9,16 +9,22 @@
 namespace braze {
 namespace {
 
+// A plan of one pointwise group holding every node of g.
+fusion::Plan one_pointwise_group(const graph::Graph& g) {
+  fusion::Group all;
+  all.kind = fusion::GroupKind::Pointwise;
+  all.nodes = g.topo_order();
+  fusion::compute_boundary(g, all, g.users());
+  fusion::Plan plan;
+  plan.groups = {all};
+  return plan;
+}
+
 TEST(SettlePlan, AFusedGroupNoScheduleTakesIsSplitWithTheReason) {
   // Size has no GPU lowering: a pointwise group holding it and a Relu cannot be one kernel.
   graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
     g (float[4,8] x) => (float[4,8] y, int64 s) { y = Relu(x)  s = Size(y) })");
-  fusion::Group both;
-  both.kind = fusion::GroupKind::Pointwise;
-  both.nodes = g.topo_order();
-  fusion::compute_boundary(g, both, g.users());
-  fusion::Plan plan;
-  plan.groups = {both};
+  const fusion::Plan plan = one_pointwise_group(g);
 
   const std::vector<codegen::SettledGroup> settled =
       codegen::settle_plan(g, plan, codegen::Target{});
@@ -36,12 +42,7 @@ TEST(SettlePlan, AFusedGroupNoScheduleTakesIsSplitWithTheReason) {
 TEST(SettlePlan, GroupsThatGenerateAreKeptWhole) {
   graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
     g (float[4,8] x) => (float[4,8] z) { y = Relu(x)  z = Neg(y) })");
-  fusion::Group both;
-  both.kind = fusion::GroupKind::Pointwise;
-  both.nodes = g.topo_order();
-  fusion::compute_boundary(g, both, g.users());
-  fusion::Plan plan;
-  plan.groups = {both};
+  const fusion::Plan plan = one_pointwise_group(g);
   const std::vector<codegen::SettledGroup> settled =
       codegen::settle_plan(g, plan, codegen::Target{});
   ASSERT_EQ(settled.size(), 1u);

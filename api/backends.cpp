@@ -2,7 +2,9 @@
 
 #include <braze/error.h>
 
-#include "codegen/capabilities.h"
+#include <optional>
+
+#include "api/compile_script.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
 #include "runtime/emulator.h"
@@ -12,19 +14,29 @@ namespace braze::api {
 
 namespace {
 
+// Conformance's graph (imported, through the passes) compiled by the compile script.
+Script compile_case(const graph::Graph& g, bool fuse, Through through,
+                    std::optional<codegen::Target> target = std::nullopt) {
+  ModelSource src;
+  src.graph = &g;
+  ScriptOptions so;
+  so.compile.fuse = fuse;
+  so.through = through;
+  so.target = target;
+  return compile_script(src, so);
+}
+
 runtime::BackendFn gpu_backend(bool fuse) {
   return [fuse](const graph::Graph& g, const std::vector<Tensor>& in) {
     if (!gpu::gpu_available()) throw gpu::DeviceError("no GPU: " + gpu::gpu_unavailable_reason());
-    gpu::EngineOptions opts = gpu::default_engine_options();
-    opts.fuse = fuse;
-    auto engine = gpu::Engine::build(g, codegen::plan_for(g, fuse, opts.target), opts);
-    gpu::Session session(engine);
+    const Script s = compile_case(g, fuse, Through::Engine);
+    gpu::Session session(s.engine);
     gpu::RunOptions ro;
     ro.poison = true;
     runtime::BackendRun r;
     r.outputs = session.run(in, ro);
-    for (const gpu::Step& s : engine->steps())
-      if (!s.kernel) r.fallbacks.push_back(s.fallback_reason);
+    for (const gpu::Step& st : s.engine->steps())
+      if (!st.kernel) r.fallbacks.push_back(st.fallback_reason);
     return r;
   };
 }
@@ -34,8 +46,8 @@ runtime::BackendFn emulator_backend(bool fuse) {  // the GPU path's kernels, run
     runtime::BackendRun r;
     runtime::EmulatorOptions eo;
     eo.fallbacks = &r.fallbacks;
-    r.outputs =
-        runtime::run_emulated(g, codegen::plan_for(g, fuse, runtime::emulator_target(eo)), in, eo);
+    const Script s = compile_case(g, fuse, Through::Codegen, runtime::emulator_target(eo));
+    r.outputs = runtime::run_emulated_steps(s.graph, s.steps, in, eo);
     return r;
   };
 }

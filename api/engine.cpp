@@ -1,11 +1,9 @@
-// braze::Engine: the compile script (api/pipeline.h) behind a handle.
-#include <algorithm>
-#include <chrono>
+// braze::Engine: the compile script (api/compile_script.h) behind a handle.
 
 #include <fmt/format.h>
 
 #include "api/engine_impl.h"
-#include "api/pipeline.h"
+#include "api/compile_script.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/device.h"
 
@@ -13,50 +11,23 @@ namespace braze {
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 std::shared_ptr<const Engine::Impl> compile_source(const api::ModelSource& src,
                                                    const CompileOptions& o) {
-  api::check_precision(o.precision);
-  for (const std::string& d : o.dump)
-    if (d != "graph" && d != "passes" && d != "cuda" && d != "ptx")
-      throw UserError(fmt::format("dump '{}': expected graph, passes, cuda or ptx", d));
-  const auto t0 = std::chrono::steady_clock::now();
-  std::map<std::string, Shape> shapes(o.shapes.begin(), o.shapes.end());
-  api::Dumps d;
-  if (api::wants_dump(o, "graph")) d.graph = o.dump_to;
-  if (api::wants_dump(o, "passes")) d.passes = o.dump_to;
-  api::LoadedModel m = api::load_model(src, shapes, d);
-  const double import_s = seconds_since(t0);
-  const auto t1 = std::chrono::steady_clock::now();
-  api::BuildRequest r;
-  r.arch = o.arch;
-  r.precision = o.precision;
-  r.fuse = o.fuse;
-  r.use_cache = o.use_cache;
-  r.tune = o.tune;
-  r.tuning_cache = o.tuning_cache;
-  r.want_ptx = api::wants_dump(o, "ptx");
-  r.compile_limit_seconds = o.compile_limit_seconds;
-  r.compile = o.kernels;
-  api::Built b = api::build(m.imported.graph, r);
-  const double build_s = seconds_since(t1);
-  if (api::wants_dump(o, "cuda") || api::wants_dump(o, "ptx"))
-    api::write_kernel_dumps(*b.engine, api::wants_dump(o, "cuda"), api::wants_dump(o, "ptx"),
-                            *o.dump_to);
+  api::ScriptOptions so;
+  so.compile = o;
+  api::Script s = api::compile_script(src, so);
   auto impl = std::make_shared<Engine::Impl>();
-  impl->notes = m.imported.notes;
-  impl->notes.insert(impl->notes.end(), b.notes.begin(), b.notes.end());
-  for (const gpu::Step& s : b.engine->steps())
-    if (!s.kernel) impl->notes.push_back("runs on the CPU reference: " + s.fallback_reason);
-  impl->info = api::file_info(src, *b.engine, o.precision);
-  impl->report = api::report_of(*b.engine, &b.report);
-  impl->report.import_seconds = import_s;
-  impl->report.build_seconds = build_s;
+  impl->notes = std::move(s.notes);
+  for (const gpu::Step& st : s.engine->steps())
+    if (!st.kernel) impl->notes.push_back("runs on the CPU reference: " + st.fallback_reason);
+  impl->info = api::file_info(src, *s.engine, o.precision);
+  impl->report = api::report_of(*s.engine, &s.report);
+  impl->report.steps = s.log;
+  for (const CompileStep& step : s.log)
+    (step.name == "import" || step.name == "passes" ? impl->report.import_seconds
+                                                    : impl->report.build_seconds) += step.seconds;
   impl->report.model_hash = impl->info.model_hash;
-  impl->engine = std::move(b.engine);
+  impl->engine = std::move(s.engine);
   impl->fuse = o.fuse;
   impl->compiled = o.kernels;
   return impl;
@@ -141,6 +112,7 @@ size_t Engine::kernels() const {
   return n;
 }
 
+std::vector<std::string> compile_dump_names() { return api::dump_names(); }
 bool gpu_available() { return gpu::gpu_available(); }
 std::string gpu_name() { return gpu::gpu_available() ? gpu::device_info().name : ""; }
 std::string gpu_unavailable_reason() {

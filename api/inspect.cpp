@@ -2,20 +2,15 @@
 #include <braze/braze.h>
 
 #include <algorithm>
-#include <chrono>
-#include <utility>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "api/pipeline.h"
+#include "api/compile_script.h"
 #include "api/plan_view.h"
-#include "codegen/capabilities.h"
-#include "codegen/codegen.h"
-#include "graph/passes/precision.h"
+#include "graph/passes/pipeline.h"
 #include "graph/registry.h"
-#include "runtime/gpu/engine.h"
 
 namespace braze {
 
@@ -47,19 +42,19 @@ OpChanges op_changes(const graph::Graph& g, const std::map<std::string, int>& im
   return c;
 }
 
-nlohmann::json inspect_json(const std::string& path, const api::LoadedModel& m, const OpChanges& c,
+nlohmann::json inspect_json(const std::string& path, const api::Script& s, const OpChanges& c,
                             const api::PlanView& view) {
-  const graph::Graph& g = m.imported.graph;
+  const graph::Graph& g = s.graph;
   nlohmann::json j;
   j["model"] = path;
-  j["producer"] = m.imported.producer;
-  j["opset"] = m.imported.opset;
-  j["notes"] = m.imported.notes;
+  j["producer"] = s.producer;
+  j["opset"] = s.opset;
+  j["notes"] = s.notes;
   j["nodes_imported"] = c.before_total;
   j["nodes"] = c.after_total;
   j["op_counts"] = c.after;
   j["folded_away"] = c.removed;
-  j["passes"] = m.passes.log;
+  j["passes"] = s.pass_log;
   for (graph::ValueId v : g.inputs()) j["inputs"].push_back(value_json(g.value(v)));
   for (const auto& out : g.outputs()) {
     nlohmann::json vj = value_json(g.value(out.value));
@@ -84,12 +79,11 @@ nlohmann::json inspect_json(const std::string& path, const api::LoadedModel& m, 
   return j;
 }
 
-std::string inspect_text(const std::string& path, const api::LoadedModel& m, const OpChanges& c,
+std::string inspect_text(const std::string& path, const api::Script& s, const OpChanges& c,
                          const api::PlanView& view) {
-  const graph::Graph& g = m.imported.graph;
+  const graph::Graph& g = s.graph;
   std::ostringstream os;
-  os << fmt::format("model     {}\nproducer  {}\nopset     {}\n", path, m.imported.producer,
-                    m.imported.opset);
+  os << fmt::format("model     {}\nproducer  {}\nopset     {}\n", path, s.producer, s.opset);
   os << "inputs\n";
   for (graph::ValueId v : g.inputs())
     os << fmt::format("  {:<32} {}\n", g.value(v).name, graph::value_type_str(g.value(v)));
@@ -103,52 +97,44 @@ std::string inspect_text(const std::string& path, const api::LoadedModel& m, con
     os << "folded or removed by the passes\n";
     for (const auto& [op, n] : c.removed) os << fmt::format("  {:<24} {}\n", op, n);
   }
-  for (const std::string& line : m.passes.log) os << "  " << line << "\n";
+  for (const std::string& line : s.pass_log) os << "  " << line << "\n";
   os << "graph\n" << g;
   api::print_plan_text(os, g, view);
   return os.str();
 }
 
+std::string steps_text(const std::vector<CompileStep>& steps) {
+  std::string out = "steps\n";
+  for (const CompileStep& st : steps)
+    out += fmt::format("  {:<10} {:>7.3f} s  {}\n", st.name, st.seconds, st.summary);
+  return out;
+}
+
+nlohmann::json steps_json(const std::vector<CompileStep>& steps) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const CompileStep& st : steps)
+    j.push_back({{"name", st.name}, {"seconds", st.seconds}, {"summary", st.summary}});
+  return j;
+}
+
 }  // namespace
 
 InspectReport inspect(const std::string& onnx_path, const CompileOptions& o) {
-  api::check_precision(o.precision);
   api::ModelSource src;
   src.path = onnx_path;
-  api::Dumps d;
-  if (api::wants_dump(o, "graph")) d.graph = o.dump_to;
-  if (api::wants_dump(o, "passes")) d.passes = o.dump_to;
+  api::ScriptOptions so;
+  so.compile = o;
+  so.through = api::Through::Codegen;
+  const api::Script s = api::compile_script(src, so);
+  const graph::Graph& g = s.graph;
+  const api::PlanView view = api::make_plan_view(g, s.plan, s.steps);
+  const OpChanges c = op_changes(g, s.imported_ops);
   InspectReport r;
-  auto t = std::chrono::steady_clock::now();
-  auto lap = [&t] {
-    const auto now = std::chrono::steady_clock::now();
-    return std::chrono::duration<double>(now - std::exchange(t, now)).count();
-  };
-  api::LoadedModel m = api::load_model(src, {o.shapes.begin(), o.shapes.end()}, d);
-  r.import_seconds = lap();
-  if (graph::passes::precision_dtype(o.precision) != DType::Float32)
-    m.imported.graph = api::at_precision(m.imported.graph, o.precision);
-  r.precision_seconds = lap();
-  const graph::Graph& g = m.imported.graph;
-  gpu::EngineOptions eo = gpu::default_engine_options(o.arch);
-  eo.target.tf32 = api::tf32_gemms(o.precision);
-  const fusion::Plan plan = codegen::plan_for(g, o.fuse, eo.target);
-  r.plan_seconds = lap();
-  const std::vector<gpu::Step> steps = gpu::generate_steps(g, plan, eo.target);
-  r.codegen_seconds = lap();
-  const api::PlanView view = api::make_plan_view(g, plan, steps);
-  const OpChanges c = op_changes(g, m.imported_ops);
-  r.notes = m.imported.notes;
-  r.text =
-      inspect_text(onnx_path, m, c, view) +
-      fmt::format(
-          "time: import and passes {:.2f} s, precision {:.2f} s, plan {:.2f} s, codegen {:.2f} s\n",
-          r.import_seconds, r.precision_seconds, r.plan_seconds, r.codegen_seconds);
-  nlohmann::json j = inspect_json(onnx_path, m, c, view);
-  j["seconds"] = {{"import_and_passes", r.import_seconds},
-                  {"precision", r.precision_seconds},
-                  {"plan", r.plan_seconds},
-                  {"codegen", r.codegen_seconds}};
+  r.notes = s.notes;
+  r.steps = s.log;
+  r.text = inspect_text(onnx_path, s, c, view) + steps_text(s.log);
+  nlohmann::json j = inspect_json(onnx_path, s, c, view);
+  j["steps"] = steps_json(s.log);
   r.json = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::ostringstream dot, html;
   api::write_plan_dot(dot, g, view);

@@ -17,76 +17,15 @@
 
 namespace braze::api {
 
-LoadedModel load_model(const ModelSource& src, const std::map<std::string, Shape>& shapes,
-                       const Dumps& dumps) {
-  frontend::ImportOptions io;
-  io.shapes = shapes;
-  LoadedModel m;
-  if (!src.path.empty()) {
-    if (gpu::is_engine_file(src.path))
-      throw UserError(fmt::format("{} is a braze engine file, not an ONNX model", src.path));
-    m.imported = frontend::import_model_file(src.path, io);
-  } else {
-    io.model_dir = src.model_dir;
-    m.imported = frontend::import_model_bytes(src.bytes, io);
-  }
-  m.imported_ops = graph::passes::op_counts(m.imported.graph);
-  if (dumps.graph) *dumps.graph << "== imported ==\n" << m.imported.graph;
-  graph::passes::PipelineOptions po;
-  po.dump = dumps.passes;
-  m.passes = graph::passes::run_pipeline(m.imported.graph, po);
-  return m;
-}
-
 void check_precision(const std::string& precision) {
   if (precision != "fp32" && precision != "tf32" && precision != "fp16" && precision != "bf16")
     throw UserError(fmt::format("precision '{}': expected fp32, tf32, fp16 or bf16", precision));
-}
-
-graph::Graph at_precision(const graph::Graph& g, const std::string& precision) {
-  DType to = graph::passes::precision_dtype(precision);
-  graph::Graph out = g;
-  if (to == DType::Float32) return out;
-  graph::passes::convert_precision(out, to);
-  graph::passes::run_pipeline(out);
-  return out;
 }
 
 bool tf32_gemms(const std::string& precision) { return precision == "tf32"; }
 
 bool wants_dump(const CompileOptions& o, const char* what) {
   return o.dump_to && std::find(o.dump.begin(), o.dump.end(), what) != o.dump.end();
-}
-
-Built build(const graph::Graph& g, const BuildRequest& r) {
-  check_precision(r.precision);
-  gpu::EngineOptions opts = gpu::default_engine_options(r.arch);
-  opts.use_cache = r.use_cache;
-  opts.fuse = r.fuse;
-  opts.want_ptx = r.want_ptx;
-  if (!(r.compile_limit_seconds > 0))
-    throw UserError(fmt::format("the compile limit must be a positive number of seconds, not {}",
-                                r.compile_limit_seconds));
-  opts.compile_limit_seconds = r.compile_limit_seconds;
-  opts.tuning_cache = r.tuning_cache;
-  opts.tune = r.tune && r.compile;
-  opts.compile = r.compile;
-  opts.target.tf32 = tf32_gemms(r.precision);
-  Built out;
-  if (opts.tune && !gpu::gpu_available()) {
-    out.notes.push_back(
-        fmt::format("--tune needs a GPU ({}): heuristics choose", gpu::gpu_unavailable_reason()));
-    opts.tune = false;
-  }
-  if (graph::passes::precision_dtype(r.precision) != DType::Float32) {
-    graph::Graph low = at_precision(g, r.precision);
-    out.engine =
-        gpu::Engine::build(low, codegen::plan_for(low, opts.fuse, opts.target), opts, &out.report);
-  } else {
-    out.engine =
-        gpu::Engine::build(g, codegen::plan_for(g, opts.fuse, opts.target), opts, &out.report);
-  }
-  return out;
 }
 
 gpu::EngineFileInfo file_info(const ModelSource& src, const gpu::Engine& engine,
@@ -123,8 +62,9 @@ CompileReport report_of(const gpu::Engine& engine, const gpu::BuildReport* build
   return r;
 }
 
-void write_kernel_dumps(const gpu::Engine& engine, bool cuda, bool ptx, std::ostream& os) {
-  for (const gpu::Step& s : engine.steps()) {
+void write_kernel_dumps(const std::vector<gpu::Step>& steps, bool cuda, bool ptx,
+                        std::ostream& os) {
+  for (const gpu::Step& s : steps) {
     if (!s.kernel) continue;
     if (cuda) {
       const size_t p = s.kernel->source.find("// ---- generated ----");

@@ -19,10 +19,13 @@ void ModelOptions::add_to(CLI::App& cmd, const std::string& what) {
       "--shapes", shapes,
       "input shapes, e.g. input_ids:1x128,attention_mask:1x128 (symbolic dims default to 1)");
   cmd.add_option("--dump", dump,
-                 "print intermediate forms: graph (after import), passes (after each pass), "
-                 "cuda (each kernel's source), ptx (each kernel's PTX); also from BRAZE_DUMP")
+                 "print what the compile's steps make, after each: log (each step's time and "
+                 "result), graph (as imported), passes (after each pass), precision (converted "
+                 "to fp16 / bf16), plan (the fusion plan), cuda (each kernel's source), tune "
+                 "(each timed kernel's candidates), ptx (each kernel's PTX), memory (each "
+                 "value's place in the arena); also from BRAZE_DUMP")
       ->delimiter(',')
-      ->check(CLI::IsMember({"graph", "passes", "cuda", "ptx"}));
+      ->check(CLI::IsMember(compile_dump_names()));
 }
 
 void BuildOptions::add_to(CLI::App& cmd) {
@@ -88,7 +91,7 @@ CompileOptions compile_options(const ModelOptions& m, const BuildOptions& b,
   o.use_cache = !b.no_cache;
   o.tuning_cache = b.tuning_cache;
   o.compile_limit_seconds = b.compile_limit;
-  for (const char* what : {"graph", "passes", "cuda", "ptx"})
+  for (const std::string& what : compile_dump_names())
     if (m.dumps(what)) o.dump.push_back(what);
   o.dump_to = &std::cout;
   return o;

@@ -1,7 +1,10 @@
 #include "fusion/plan.h"
 
 #include <algorithm>
+#include <ostream>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "graph/registry.h"
 
@@ -76,6 +79,36 @@ Plan plan_unfused(const graph::Graph& g) {
     p.groups.push_back(std::move(grp));
   }
   return p;
+}
+
+namespace {
+
+std::string value_list(const graph::Graph& g, const std::vector<graph::ValueId>& values) {
+  std::string out;
+  for (graph::ValueId v : values) {
+    const graph::Value& val = g.value(v);
+    if (val.constant) continue;  // weights and folded constants: many, and not what a plan moves
+    out += (out.empty() ? "%" : ", %") + val.name;
+  }
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+void write_plan(std::ostream& os, const graph::Graph& g, const Plan& plan) {
+  for (size_t i = 0; i < plan.groups.size(); ++i) {
+    const Group& grp = plan.groups[i];
+    os << fmt::format("group {} {} ({} node{})\n", i, group_kind_name(grp.kind), grp.nodes.size(),
+                      grp.nodes.size() == 1 ? "" : "s");
+    for (graph::NodeId id : grp.nodes)
+      os << fmt::format("  '{}' ({})\n", g.node(id).name, g.node(id).op_type());
+    os << "  reads " << value_list(g, grp.inputs) << "\n";
+    os << "  writes " << value_list(g, grp.outputs) << "\n";
+  }
+  for (const RefusedMerge& r : plan.refused)
+    os << fmt::format("refused '{}' ({}) -> '{}' ({}): {}\n", g.node(r.producer).name,
+                      g.node(r.producer).op_type(), g.node(r.consumer).name,
+                      g.node(r.consumer).op_type(), r.reason);
 }
 
 }  // namespace braze::fusion

@@ -3,6 +3,7 @@
 // boundaries; codegen builds kernels from it and the runtime launches them.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,10 @@ GroupKind kind_of(const graph::Node& n);
 
 // One node per group (--no-fuse), in topological order.
 Plan plan_unfused(const graph::Graph& g);
+
+// The plan as text (--dump=plan): each group's kind, nodes, inputs and outputs, then the
+// merges refused and why.
+void write_plan(std::ostream& os, const graph::Graph& g, const Plan& plan);
 
 // Fills a group's inputs and outputs from its nodes.
 void compute_boundary(const graph::Graph& g, Group& group,

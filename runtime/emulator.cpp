@@ -123,19 +123,17 @@ void run_emulated_kernel(const std::string& kernel_source, const std::string& na
 
 std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan,
                                  const std::vector<Tensor>& inputs, const EmulatorOptions& opts) {
-  check_inputs(g, inputs);
-  fs::path dir = opts.cache_dir.empty() ? gpu::default_cache_dir() / "emulator" : opts.cache_dir;
   const codegen::Target target = emulator_target(opts);
   std::vector<gpu::Step> steps = gpu::generate_steps(g, plan, target);
-  if (opts.candidate >= 0)
-    for (gpu::Step& s : steps) {
-      std::vector<codegen::Tunables> c = codegen::candidates(g, s.group, target);
-      if (!s.kernel || c.empty()) continue;
-      const codegen::Tunables& t =
-          c[std::min<size_t>(static_cast<size_t>(opts.candidate), c.size() - 1)];
-      codegen::GroupCode gc = codegen::generate(g, s.group, target, &t);
-      if (gc.kernel) s.kernel = std::move(gc.kernel);
-    }
+  gpu::use_candidate(g, steps, target, opts.candidate);
+  return run_emulated_steps(g, steps, inputs, opts);
+}
+
+std::vector<Tensor> run_emulated_steps(const graph::Graph& g, const std::vector<gpu::Step>& steps,
+                                       const std::vector<Tensor>& inputs,
+                                       const EmulatorOptions& opts) {
+  check_inputs(g, inputs);
+  fs::path dir = opts.cache_dir.empty() ? gpu::default_cache_dir() / "emulator" : opts.cache_dir;
   std::vector<Tensor> vals(g.num_values());
   for (size_t i = 0; i < g.num_values(); ++i)
     if (g.value(static_cast<ValueId>(i)).constant)

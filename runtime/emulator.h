@@ -15,6 +15,7 @@
 #include "codegen/kernel.h"
 #include "fusion/plan.h"
 #include "graph/ir.h"
+#include "runtime/gpu/engine.h"
 
 namespace braze::runtime {
 
@@ -37,6 +38,12 @@ codegen::Target emulator_target(const EmulatorOptions& opts);
 std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan,
                                  const std::vector<Tensor>& inputs,
                                  const EmulatorOptions& opts = {});
+
+// The same for steps already generated for emulator_target(opts) (the compile script's
+// codegen step); opts.candidate is not applied again.
+std::vector<Tensor> run_emulated_steps(const graph::Graph& g, const std::vector<gpu::Step>& steps,
+                                       const std::vector<Tensor>& inputs,
+                                       const EmulatorOptions& opts = {});
 
 // The launch contract on its own, for the emulator's tests: compiles `kernel_source` (CUDA in
 // the dialect runtime/emulator_shim.h supports, defining `__global__ void name(float* out)`)

@@ -44,14 +44,29 @@ struct CompileOptions {
   std::string tuning_cache;  // tune's cache file; empty: tuning.json in the kernel cache's folder
   // A kernel whose NVRTC compile runs longer is cancelled and the compile fails (UserError).
   double compile_limit_seconds = 600;
-  // Intermediate forms written to `dump_to` as the compile goes: "graph" (as imported),
-  // "passes" (after each graph pass), "cuda" (each kernel's source), "ptx" (each kernel's PTX).
+  // Intermediate forms written to `dump_to` after the compile script's steps: "graph" (as
+  // imported), "passes" (after each graph pass), "precision" (the graph converted to fp16 /
+  // bf16), "plan" (the fusion plan), "cuda" (each kernel's source), "tune" (each timed
+  // kernel's candidates), "ptx" (each kernel's PTX), "memory" (each value's place in the
+  // arena); "log" writes each step's line (CompileStep) as it ends.
   std::vector<std::string> dump;
   std::ostream* dump_to = nullptr;
 };
 
+// One step of the compile script (import, passes, precision, plan, codegen, tune, compile,
+// assemble): what it took and what it made.
+struct CompileStep {
+  std::string name;
+  double seconds = 0;
+  std::string summary;  // "232 nodes, opset 18, from pytorch 2.11" …
+};
+
+// The names CompileOptions::dump takes, in the order of the steps that write them.
+std::vector<std::string> compile_dump_names();
+
 // What a compile made and what it took (Engine::report()).
 struct CompileReport {
+  std::vector<CompileStep> steps;      // the compile script's steps, in order
   size_t kernels = 0;                  // GPU kernels
   size_t cpu_groups = 0;               // groups run on the CPU reference (Engine::notes() says why)
   size_t distinct = 0;                 // distinct kernel sources (identical kernels compile once)
@@ -204,9 +219,9 @@ bool is_engine_file(const std::string& path);
 struct InspectReport {
   std::vector<std::string> notes;  // from the import: dims defaulted …
   std::string text, json, dot, html;
-  // Seconds each step took (also the last line of `text`, and "seconds" in `json`): import
-  // and graph passes, precision conversion, the fusion plan, generating the kernels' source.
-  double import_seconds = 0, precision_seconds = 0, plan_seconds = 0, codegen_seconds = 0;
+  // The compile script's steps inspect runs (import to codegen), with their seconds (also
+  // at the end of `text`, and "steps" in `json`).
+  std::vector<CompileStep> steps;
 };
 InspectReport inspect(const std::string& onnx_path, const CompileOptions& options = {});
 

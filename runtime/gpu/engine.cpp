@@ -131,6 +131,32 @@ void configure_function(CUfunction fn, const codegen::Kernel& k) {
   BRAZE_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
 }
 
+void use_candidate(const graph::Graph& graph, std::vector<Step>& steps,
+                   const codegen::Target& target, int candidate) {
+  if (candidate < 0) return;
+  for (Step& s : steps) {
+    std::vector<codegen::Tunables> c = codegen::candidates(graph, s.group, target);
+    if (!s.kernel || c.empty()) continue;
+    const codegen::Tunables& t = c[std::min<size_t>(static_cast<size_t>(candidate), c.size() - 1)];
+    codegen::GroupCode gc = codegen::generate(graph, s.group, target, &t);
+    if (gc.kernel) s.kernel = std::move(gc.kernel);
+  }
+}
+
+void tune_steps(const graph::Graph& graph, std::vector<Step>& steps, const EngineOptions& opts,
+                BuildReport* report) {
+  TuningCache cache(opts.tuning_cache.empty() ? TuningCache::default_path() : opts.tuning_cache);
+  TuneReport tr;
+  auto t0 = std::chrono::steady_clock::now();
+  autotune(graph, steps, opts, cache, &tr);
+  if (!report) return;
+  report->tune_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  report->tuned = tr.timed;
+  report->tuned_cached = tr.cached;
+  report->tuning = tr.lines;
+}
+
 std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan,
                                       const EngineOptions& opts, BuildReport* report) {
   auto t0 = std::chrono::steady_clock::now();
@@ -138,33 +164,15 @@ std::shared_ptr<Engine> Engine::build(graph::Graph graph, fusion::Plan plan,
   if (report)
     report->codegen_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (opts.candidate >= 0)
-    for (Step& s : steps) {
-      std::vector<codegen::Tunables> c = codegen::candidates(graph, s.group, opts.target);
-      if (!s.kernel || c.empty()) continue;
-      const codegen::Tunables& t =
-          c[std::min<size_t>(static_cast<size_t>(opts.candidate), c.size() - 1)];
-      codegen::GroupCode gc = codegen::generate(graph, s.group, opts.target, &t);
-      if (gc.kernel) s.kernel = std::move(gc.kernel);
-    }
-  if (opts.tune) {
-    TuningCache cache(opts.tuning_cache.empty() ? TuningCache::default_path() : opts.tuning_cache);
-    TuneReport tr;
-    auto t1 = std::chrono::steady_clock::now();
-    autotune(graph, steps, opts, cache, &tr);
-    if (report) {
-      report->tune_seconds +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-      report->tuned = tr.timed;
-      report->tuned_cached = tr.cached;
-      report->tuning = tr.lines;
-    }
-  }
+  use_candidate(graph, steps, opts.target, opts.candidate);
+  if (opts.tune) tune_steps(graph, steps, opts, report);
   if (opts.compile) compile_steps(steps, opts.arch, opts, report);
-  if (report) {
-    for (const Step& s : steps) (s.kernel ? report->kernels : report->fallbacks)++;
-  }
+  if (report) count_steps(steps, *report);
   return assemble(std::move(graph), std::move(steps), opts.arch);
+}
+
+void count_steps(const std::vector<Step>& steps, BuildReport& report) {
+  for (const Step& s : steps) (s.kernel ? report.kernels : report.fallbacks)++;
 }
 
 std::shared_ptr<Engine> Engine::assemble(graph::Graph graph, std::vector<Step> steps,

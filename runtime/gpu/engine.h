@@ -66,6 +66,11 @@ struct Step {
 std::vector<Step> generate_steps(const graph::Graph& graph, fusion::Plan plan,
                                  const codegen::Target& target);
 
+// Tests of the search space: each kernel that has candidates is generated again with its
+// candidate number `candidate` (the last where it has fewer). Does nothing for -1.
+void use_candidate(const graph::Graph& graph, std::vector<Step>& steps,
+                   const codegen::Target& target, int candidate);
+
 struct BuildReport {
   size_t tuned = 0;         // kernels searched on the GPU
   size_t tuned_cached = 0;  // kernels whose tunables came from the tuning cache
@@ -81,6 +86,14 @@ struct BuildReport {
   double tune_seconds = 0;     // --tune on the GPU
 };
 
+// The autotuner over `steps` (runtime/gpu/autotune.h; needs a GPU) with the tuning cache
+// `opts.tuning_cache` names; its counts and lines go to `report`.
+void tune_steps(const graph::Graph& graph, std::vector<Step>& steps, const EngineOptions& opts,
+                BuildReport* report);
+
+// Adds the steps with a kernel to report.kernels, the others to report.fallbacks.
+void count_steps(const std::vector<Step>& steps, BuildReport& report);
+
 // Where a value lives during a run.
 struct Slot {
   enum Where { None, Arena, Weights } where = None;
@@ -90,6 +103,9 @@ struct Slot {
 
 class Engine {
  public:
+  // The compile script's last steps from a given plan (tests; the whole script is
+  // api/compile_script.h): generate_steps, use_candidate, tune_steps when opts.tune,
+  // compile_steps when opts.compile, assemble.
   static std::shared_ptr<Engine> build(graph::Graph graph, fusion::Plan plan,
                                        const EngineOptions& opts, BuildReport* report = nullptr);
   // Rebuilds from stored steps (an engine file); kernels are not compiled again unless the

@@ -209,12 +209,16 @@ TEST_F(Api, TheReportSaysWhatTheCompileMadeAndTheDumpsGoWhereAsked) {
   EXPECT_GT(r.weights_bytes, 0u);
   EXPECT_EQ(r.model_hash.size(), 16u);
   EXPECT_GE(r.build_seconds, r.codegen_seconds);
+  std::vector<std::string> steps;
+  for (const CompileStep& st : r.steps) steps.push_back(st.name);
+  EXPECT_EQ(steps, (std::vector<std::string>{"import", "passes", "precision", "plan", "codegen",
+                                             "tune", "compile", "assemble"}));
   std::ostringstream dumps;
   CompileOptions o = options();
   o.dump = {"graph", "cuda"};
   o.dump_to = &dumps;
   Engine e = Engine::compile((kModel / "model.onnx").string(), o);
-  EXPECT_NE(dumps.str().find("== imported =="), std::string::npos);
+  EXPECT_NE(dumps.str().find("== after import =="), std::string::npos);
   EXPECT_NE(dumps.str().find("== cuda "), std::string::npos);
   EXPECT_EQ(dumps.str().find("== ptx "), std::string::npos);
   o.dump = {"sass"};

@@ -406,6 +406,21 @@ TEST(Cli, InspectJson) {
   EXPECT_NE(r.out.find("\"Relu\": 1"), std::string::npos) << r.out;
 }
 
+// The compile script's steps: inspect lists them, --dump shows what each made after it.
+TEST(Cli, InspectDumpsShowEachStepOfTheCompileScript) {
+  fs::path d = test::temp_dir("cli_test", "inspect_dump");
+  Result r = braze("inspect " + write_model(d).string() + " --dump=passes,plan,log");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* mark : {"== after fold_constants (round 1) ==", "== step 2 passes:",
+                           "== after plan ==\ngroup 0 pointwise (2 nodes)\n",
+                           "== step 4 plan:", "== step 5 codegen:", "steps\n  import "}) {
+    EXPECT_NE(r.out.find(mark), std::string::npos) << mark << " missing from:\n" << r.out;
+  }
+  EXPECT_EQ(r.out.find("== step 6"), std::string::npos) << "inspect stops after codegen";
+  r = braze("inspect " + (d / "model.onnx").string() + " --dump=plans");
+  EXPECT_EQ(r.code, 2) << r.out;
+}
+
 // A kernel compile past --compile-limit is cancelled: exit 2 naming the kernel and the limit.
 TEST(Cli, CompileLimitCancelsAKernelThatRunsPastIt) {
   fs::path d = test::temp_dir("cli_test", "compile_limit");

@@ -7,7 +7,7 @@ mask and softmax, GELU, residuals: about 40 nodes a block) — then times `braze
 each: the seconds `braze inspect --json` reports for the compile script's steps (import,
 passes, precision, the fusion plan, codegen), from the run of --repeat that planned fastest. CPU only.
 
-  python3 bench/partition_scale.py --braze build/cli/braze [--nodes 3000,6000,20000]
+  python3 bench/partition_scale.py --braze build/cli/braze [--nodes 3000,6000,20000] [--llm 200]
 """
 import argparse
 import json
@@ -84,6 +84,24 @@ class Blocks:
         return helper.make_graph(self.nodes, "blocks", [io("x")], [io(x)], inits)
 
 
+def llm_export(layers, path):
+    """A real export: transformers' LlamaModel (TinyLlama's layout at narrow widths: GQA,
+    RMSNorm, rotary, SiLU-gated MLP) with `layers` layers, by torch.onnx.export(dynamo=True)
+    on the CPU. Needs torch and transformers (the GPU machine has them); returns the nodes."""
+    import torch
+    from transformers import LlamaConfig, LlamaModel
+    torch.manual_seed(0)
+    cfg = LlamaConfig(hidden_size=256, intermediate_size=688, num_attention_heads=8,
+                      num_key_value_heads=2, num_hidden_layers=layers, vocab_size=1024,
+                      max_position_embeddings=512, attn_implementation="sdpa")
+    model = LlamaModel(cfg).eval()
+    ids = torch.randint(0, cfg.vocab_size, (1, 128), dtype=torch.int64)
+    with torch.no_grad():
+        torch.onnx.export(model, (ids,), path, dynamo=True, external_data=True,
+                          input_names=["input_ids"], output_names=["out"], optimize=True)
+    return len(onnx.load(path, load_external_data=False).graph.node)
+
+
 def best_seconds(cmd, repeat):
     """`braze inspect --json`'s step times, the run with the least planning time of `repeat`."""
     best = None
@@ -102,13 +120,16 @@ def main():
     ap.add_argument("--braze", default="build/cli/braze")
     ap.add_argument("--nodes", default="3000,6000,20000")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--llm", type=int, default=0, metavar="LAYERS",
+                    help="also time a real LlamaModel export with this many layers (needs torch "
+                         "and transformers)")
     args = ap.parse_args()
     # The attention and tensor-core phases plan for sm_90a at fp16, as a Hopper build does.
     plan_for = ["--arch", "sm_90a", "--precision", "fp16"]
     print("| graph | nodes | plan | import | passes | precision | codegen (inspect) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
-        for n in (int(v) for v in args.nodes.split(",")):
+        for n in (int(v) for v in args.nodes.split(",") if v):  # --nodes "": the LLM only
             for name, g in (("chain", chain(n)), ("transformer blocks", Blocks().graph(n))):
                 path = os.path.join(tmp, f"{name.split()[0]}{n}.onnx")
                 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), path)
@@ -116,6 +137,14 @@ def main():
                 print(f"| {name} | {len(g.node)} | {s['plan']:.2f} s | {s['import']:.2f} s | "
                       f"{s['passes']:.2f} s | {s['precision']:.2f} s | {s['codegen']:.2f} s |",
                       flush=True)
+        if args.llm:
+            path = os.path.join(tmp, "llama.onnx")
+            nodes = llm_export(args.llm, path)
+            s = best_seconds([args.braze, "inspect", path, "--shapes", "input_ids:1x128"] + plan_for,
+                             args.repeat)
+            print(f"| LlamaModel export, {args.llm} layers | {nodes} | {s['plan']:.2f} s | "
+                  f"{s['import']:.2f} s | {s['passes']:.2f} s | {s['precision']:.2f} s | "
+                  f"{s['codegen']:.2f} s |", flush=True)
 
 
 if __name__ == "__main__":

@@ -115,12 +115,20 @@ using CudaIndexFn = std::function<std::string(CudaIndexCtx& ctx)>;
 //   {n}   the row length, as a literal of the pass or output type
 //   {s0}, {s1} … the results of earlier passes (their accumulator types)
 //   {in1}, {in2} … other inputs at the current element, read through `views`
+// How a row pass combines its elements: a sum, product, maximum or minimum (NaN-propagating)
+// of the mapped values, or the row index of the first extreme (ArgMax, ArgMin) or the last
+// (ArgMaxLast, ArgMinLast).
+enum class Combine { Sum, Prod, Max, Min, ArgMax, ArgMin, ArgMaxLast, ArgMinLast };
+inline bool is_arg(Combine c) { return c >= Combine::ArgMax; }
+inline bool picks_max(Combine c) {
+  return c == Combine::Max || c == Combine::ArgMax || c == Combine::ArgMaxLast;
+}
+inline bool picks_last(Combine c) { return c == Combine::ArgMaxLast || c == Combine::ArgMinLast; }
+
 struct CudaRowProgram {
   std::vector<int64_t> axes;  // reduced axes of input 0, ascending
   struct Pass {
-    // "sum", "prod", "max", "min" (NaN-propagating), or "argmax" / "argmin" (the row index
-    // of the first extreme; "argmax_last" / "argmin_last" for the last one).
-    std::string combine;
+    Combine combine;
     std::string map;   // the value combined, per element
     std::string type;  // accumulator type (a CUDA compute type); argmax results are long long
   };

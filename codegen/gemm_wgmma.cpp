@@ -27,6 +27,7 @@
 // take whole tiles in turns and walk the tiles, batches included, across blockIdx.x.
 // Either shape may stage its epilogue through shared memory (se, see WgTile).
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include <fmt/format.h>
@@ -368,69 +369,123 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   return c;
 }
 
-std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Group& group,
-                                        const GemmDims& d, const GemmEpilogue& epi,
-                                        const Target& target, const Tunables& tune,
-                                        std::string* why_not) {
-  std::string why = gemm_wgmma_unsupported(g, group, d, target);
-  WgTile t{tune.at("bm"),
-           tune.at("bn"),
-           tune.at("stages"),
-           tune.count("pp") && tune.at("pp") != 0,
-           tune.count("se") ? tune.at("se") : 0,
-           tune.count("sr") ? tune.at("sr") : 0,
-           tune.count("rr") ? tune.at("rr") : 8,
-           tune.count("cw") ? tune.at("cw") : 1};
-  if (why.empty() &&
-      ((t.bm != 64 && t.bm != 128 && t.bm != 256) || (t.cw != 1 && (t.cw != 2 || t.pp)) ||
-       t.bm % (64 * t.cw) != 0 || (t.bm == 256 && (t.pp || t.cw != 2)) || t.bn % bn_step(d) != 0 ||
-       t.bn < 16 || t.bn > 256 || t.stages < 2 || t.row_blocks() * t.bn > 384 ||
-       (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) || (t.sr && !t.se) || t.sr < 0 ||
-       t.sr > 2 || (t.sr == 2 && t.stage_cols() % 64 != 0) || t.rr < 1 || t.rr > 64 ||
-       (t.se && t.bn % t.stage_cols() != 0) || t.shared_bytes() > kMaxSharedBytes))
-    why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
-  if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, kBk);
-  const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
-  const int64_t tiles = tiles_m * tiles_n * d.batches;
-  if (why.empty() && tiles > 2147483647 / 4) why = "wgmma schedule: too many tiles";
-  if (!why.empty()) {
-    *why_not = why;
-    return std::nullopt;
-  }
-  const graph::Node& n = *d.node;
-  const graph::Value& a = g.value(n.inputs[0]);
-  const int64_t ktiles = (d.k + kBk - 1) / kBk;
-  // m- / n-contiguous operands: 64 x 64 boxes.
-  const bool a_mn = !d.view[0]->kcontig, b_mn = !d.view[1]->kcontig;
-  const int consumer_warps = t.pp ? 4 : 4 * t.consumers();  // warps consuming a stage
-  // Blocks: one a tile, batches along z; pp: one an SM (at most), walking the tiles.
-  const int64_t grid_x = t.pp ? std::min<int64_t>(tiles, target.num_sms) : tiles_m * tiles_n;
+namespace {
 
-  Emitter e = gemm_emitter(g, group, d);
-  e.input_param(d.view[0]->root);
-  e.input_param(d.view[1]->root);
-  const int mw = t.row_blocks();  // accum[mi] holds rows 64 mi .. 64 mi + 63 of the warpgroup's
-  const std::string row0 = t.pp ? "0" : fmt::format("cons * {}", 64 * t.cw);
-  const int cols = t.stage_cols(), blocks = t.bn / std::max(cols, 1);
+// The tile `tune` asks for (its keys as tunables_of writes them).
+WgTile tile_of(const Tunables& tune) {
+  return WgTile{tune.at("bm"),
+                tune.at("bn"),
+                tune.at("stages"),
+                tune.count("pp") && tune.at("pp") != 0,
+                tune.count("se") ? tune.at("se") : 0,
+                tune.count("sr") ? tune.at("sr") : 0,
+                tune.count("rr") ? tune.at("rr") : 8,
+                tune.count("cw") ? tune.at("cw") : 1};
+}
+
+bool tile_supported(const WgTile& t, const GemmDims& d) {
+  return !((t.bm != 64 && t.bm != 128 && t.bm != 256) || (t.cw != 1 && (t.cw != 2 || t.pp)) ||
+           t.bm % (64 * t.cw) != 0 || (t.bm == 256 && (t.pp || t.cw != 2)) ||
+           t.bn % bn_step(d) != 0 || t.bn < 16 || t.bn > 256 || t.stages < 2 ||
+           t.row_blocks() * t.bn > 384 || (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) ||
+           (t.sr && !t.se) || t.sr < 0 || t.sr > 2 || (t.sr == 2 && t.stage_cols() % 64 != 0) ||
+           t.rr < 1 || t.rr > 64 || (t.se && t.bn % t.stage_cols() != 0) ||
+           t.shared_bytes() > kMaxSharedBytes);
+}
+
+// Builds one product's kernel; each member function emits one part of it, in order.
+class WgmmaBuilder {
+ public:
+  WgmmaBuilder(const graph::Graph& g, const fusion::Group& group, const GemmDims& d,
+               const GemmEpilogue& epi, const Target& target, const WgTile& t)
+      : g_(g),
+        group_(group),
+        d_(d),
+        epi_(epi),
+        target_(target),
+        t_(t),
+        e_(gemm_emitter(g, group, d)),
+        va_(*d.view[0]),
+        vb_(*d.view[1]) {
+    tiles_m_ = (d.m + t.bm - 1) / t.bm;
+    tiles_n_ = (d.nn + t.bn - 1) / t.bn;
+    tiles_ = tiles_m_ * tiles_n_ * d.batches;
+    ktiles_ = (d.k + kBk - 1) / kBk;
+    // m- / n-contiguous operands: 64 x 64 boxes.
+    a_mn_ = !va_.kcontig;
+    b_mn_ = !vb_.kcontig;
+    mw_ = t.row_blocks();  // accum[mi] holds rows 64 mi .. 64 mi + 63 of the warpgroup's
+    row0_ = t.pp ? "0" : fmt::format("cons * {}", 64 * t.cw);
+    cols_ = t.stage_cols();
+    blocks_ = t.bn / std::max(cols_, 1);
+    res_slot_ = fmt::format("(((mi * {} + c) * {} + se_it) * 128 + se_t)", blocks_, cols_ / 8);
+    edges_ = d.m % t.bm != 0 || d.nn % t.bn != 0;
+  }
+
+  std::optional<Kernel> build(std::string* why_not) {
+    e_.input_param(va_.root);
+    e_.input_param(vb_.root);
+    if (t_.se && t_.sr == 0 && !t_.pp) plan_row_preloads();
+    emit_setup();
+    emit_producer();
+    emit_consumer_start();
+    emit_mainloop();
+    emit_epilogue_setup();
+    try {
+      for (bool in_range : {true, false}) {
+        if (!in_range && !edges_) break;
+        emit_epilogue(in_range);
+      }
+    } catch (const CudaUnsupported& u) {
+      *why_not = u.why;
+      return std::nullopt;
+    }
+    if (t_.pp) e_.close();  // tl
+    return finish();
+  }
+
+ private:
   // The staged epilogue's walk of a warpgroup's rows x BN at the coordinates (i, jp) of a
   // thread's 4 adjacent columns, around `body` (se_t and se_c declared by the caller).
-  auto emit_block_walk = [&](const std::function<void()>& body) {
-    e.line("#pragma unroll");
-    e.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw));
-    e.line("#pragma unroll");
-    e.open(fmt::format("for (int c = 0; c < {}; ++c) {{", blocks));
-    e.line("#pragma unroll");
-    e.open(fmt::format("for (int se_it = 0; se_it < {}; ++se_it) {{", cols / 8));
-    e.line(fmt::format("const int se_r = se_it * {} + se_t / {};", 512 / cols, cols / 4));
-    e.line(fmt::format("const long long i = i0 + {} + mi * 64 + se_r;", row0));
-    e.line(fmt::format("const long long jp = j0 + c * {} + se_c;", cols));
+  void emit_block_walk(const std::function<void()>& body) {
+    e_.line("#pragma unroll");
+    e_.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw_));
+    e_.line("#pragma unroll");
+    e_.open(fmt::format("for (int c = 0; c < {}; ++c) {{", blocks_));
+    e_.line("#pragma unroll");
+    e_.open(fmt::format("for (int se_it = 0; se_it < {}; ++se_it) {{", cols_ / 8));
+    e_.line(fmt::format("const int se_r = se_it * {} + se_t / {};", 512 / cols_, cols_ / 4));
+    e_.line(fmt::format("const long long i = i0 + {} + mi * 64 + se_r;", row0_));
+    e_.line(fmt::format("const long long jp = j0 + c * {} + se_c;", cols_));
     body();
-    e.close();
-    e.close();
-    e.close();
-  };
-  const std::string res_slot =
-      fmt::format("(((mi * {} + c) * {} + se_it) * 128 + se_t)", blocks, cols / 8);
+    e_.close();
+    e_.close();
+    e_.close();
+  }
+
+  // rb: the staged epilogue's row-wise inputs' copies into this consumer's buffer (`trial`:
+  // every copy at offset 0, to learn which there are).
+  std::vector<Emitter::Preload> emit_res_copies(bool trial) {
+    std::vector<Emitter::Preload> pre;
+    e_.open("{");
+    e_.line("const int se_t = (int)threadIdx.x % 128;");
+    e_.line(fmt::format("const int se_c = (se_t % {}) * 4;", cols_ / 4));
+    e_.open(fmt::format("if (i0 + {} <= {}LL && j0 + {} <= {}LL) {{", t_.bm, d_.m, t_.bn, d_.nn));
+    emit_block_walk([&] {
+      size_t q = 0;
+      pre = emit_gemm_preloads(
+          e_, g_, d_, epi_, 4, [&](graph::ValueId, int, int bytes, const std::string& addr) {
+            const int64_t base = trial || q >= res_base_.size() ? 0 : res_base_[q];
+            ++q;
+            return fmt::format("braze_cp_async<{}>(res_ptr + {} + {} * {}, {});", bytes, base,
+                               res_slot_, bytes, addr);
+          });
+    });
+    e_.close();
+    e_.close();
+    return pre;
+  }
+
   // rb: the staged epilogue's row-wise inputs (a residual) are copied into shared memory by
   // cp.async as the tile begins, each thread the vectors it will read back (no barrier), and
   // the epilogue reads them there, where it would otherwise wait on DRAM once the k-loop is
@@ -438,387 +493,431 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   // 4096 x 768 x 768 + bias + residual 15.8 us against 17.8, 4096 x 768 x 3072 33.9 against
   // 35.2, with a stage fewer to make room). Cooperative tiles (one a block), unrolled staging,
   // interior tiles; the stages drop (to 3 at least) to fit the buffer, else it is not used.
-  std::vector<Emitter::Preload> res_pre;
-  std::vector<int64_t> res_base;  // byte offset of each preload's slots in a consumer's buffer
-  std::vector<int> res_bytes;     // bytes of one vector
-  auto emit_res_copies = [&](bool trial) {
-    std::vector<Emitter::Preload> pre;
-    e.open("{");
-    e.line("const int se_t = (int)threadIdx.x % 128;");
-    e.line(fmt::format("const int se_c = (se_t % {}) * 4;", cols / 4));
-    e.open(fmt::format("if (i0 + {} <= {}LL && j0 + {} <= {}LL) {{", t.bm, d.m, t.bn, d.nn));
-    emit_block_walk([&] {
-      size_t q = 0;
-      pre = emit_gemm_preloads(
-          e, g, d, epi, 4, [&](graph::ValueId, int, int bytes, const std::string& addr) {
-            const int64_t base = trial || q >= res_base.size() ? 0 : res_base[q];
-            ++q;
-            return fmt::format("braze_cp_async<{}>(res_ptr + {} + {} * {}, {});", bytes, base,
-                               res_slot, bytes, addr);
-          });
-    });
-    e.close();
-    e.close();
-    return pre;
-  };
-  if (t.se && t.sr == 0 && !t.pp) {
-    const size_t at = e.mark();
+  void plan_row_preloads() {
+    const size_t at = e_.mark();
     try {
-      res_pre = emit_res_copies(true);
+      res_pre_ = emit_res_copies(true);
     } catch (const CudaUnsupported&) {
-      res_pre.clear();  // the epilogue's own emission reports it
+      res_pre_.clear();  // the epilogue's own emission reports it
     }
-    e.rewind(at);
+    e_.rewind(at);
     // 16-bit float inputs only (8-byte copies): what has run on the GPU; a 1-byte boolean
     // mask's 4-byte vectors (cp.async<4>) have not yet.
     int64_t rb = 0;
-    for (const Emitter::Preload& p : res_pre) {
+    for (const Emitter::Preload& p : res_pre_) {
       if ((p.dtype != DType::Float16 && p.dtype != DType::BFloat16) || p.bytes != 8) rb = -1;
       if (rb < 0) break;
-      res_base.push_back(rb);
-      res_bytes.push_back(p.bytes);
-      rb += int64_t{mw} * blocks * (cols / 8) * 128 * p.bytes;
+      res_base_.push_back(rb);
+      res_bytes_.push_back(p.bytes);
+      rb += int64_t{mw_} * blocks_ * (cols_ / 8) * 128 * p.bytes;
     }
-    WgTile with = t;
+    WgTile with = t_;
     with.rb = std::max<int64_t>(rb, 0);
     while (with.shared_bytes() > kMaxSharedBytes && with.stages > 3) --with.stages;
-    if (!res_pre.empty() && rb > 0 && with.shared_bytes() <= kMaxSharedBytes && (rb % 16) == 0) {
-      t = with;
+    if (!res_pre_.empty() && rb > 0 && with.shared_bytes() <= kMaxSharedBytes && (rb % 16) == 0) {
+      t_ = with;
     } else {
-      res_pre.clear();
-      res_base.clear();
-      res_bytes.clear();
+      res_pre_.clear();
+      res_base_.clear();
+      res_bytes_.clear();
     }
   }
-  // The origin (i0, j0) and batch b of tile `tl` of the walk (pp), or of this block's.
-  auto emit_tile = [&](const std::string& tl) {
-    if (!t.pp) {
-      emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn, "(int)blockIdx.x", t.rr);
-      e.line("const long long b = blockIdx.z;");
-    } else {
-      emit_gemm_tile_origin(e, tiles_m, tiles_n, t.bm, t.bn,
-                            fmt::format("(int)({} % {})", tl, tiles_m * tiles_n), t.rr);
-      e.line(fmt::format("const long long b = {} / {};", tl, tiles_m * tiles_n));
-    }
-    e.line("(void)b;");
-  };
-  e.line("const braze_saddr smem = (braze_smem_addr(braze_smem) + 1023u) & ~1023u;");
-  e.line(fmt::format("const braze_saddr full = smem + {}u, empty = full + {}u;",
-                     t.stages * t.stage_bytes(), 8 * t.stages));
-  if (t.pp) e.line(fmt::format("const braze_saddr turn = empty + {}u;", 8 * t.stages));
-  e.line("const int wg = (int)threadIdx.x / 128, lane = (int)threadIdx.x % 32;");
-  if (!t.pp) emit_tile("");
-  e.open("if (threadIdx.x == 0) {");
-  e.open(fmt::format("for (int s = 0; s < {}; ++s) {{", t.stages));
-  e.line("braze_mbar_init(full + 8 * s, 1);");
-  e.line(fmt::format("braze_mbar_init(empty + 8 * s, {});", consumer_warps));
-  e.close();
-  if (t.pp) {
-    e.line("braze_mbar_init(turn, 128);");
-    e.line("braze_mbar_init(turn + 8, 128);");
-  }
-  e.line("braze_mbar_init_fence();");
-  e.close();
-  e.line("__syncthreads();");
 
-  // The producer. gk counts the k-tiles it has loaded: stage gk % STAGES, its
-  // (gk / STAGES)-th use.
-  const OperandView &va = *d.view[0], &vb = *d.view[1];
-  const std::vector<std::string> ba = tma_batch_coords(va), bb = tma_batch_coords(vb);
-  e.open("if (wg == 0) {");
-  if (t.consumers() > 1) e.line("braze_setmaxnreg_dec<40>();");
-  e.open("if (threadIdx.x == 0) {");
-  if (t.pp) {
-    e.line("int gk = 0;");
-    e.open(fmt::format("for (int tl = blockIdx.x; tl < {}; tl += gridDim.x) {{", tiles));
-    emit_tile("tl");
-    e.open(fmt::format("for (int kt = 0; kt < {}; ++kt, ++gk) {{", ktiles));
-  } else {
-    e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles));
-    e.line("const int gk = kt;");
+  // The origin (i0, j0) and batch b of tile `tl` of the walk (pp), or of this block's.
+  void emit_tile(const std::string& tl) {
+    if (!t_.pp) {
+      emit_gemm_tile_origin(e_, tiles_m_, tiles_n_, t_.bm, t_.bn, "(int)blockIdx.x", t_.rr);
+      e_.line("const long long b = blockIdx.z;");
+    } else {
+      emit_gemm_tile_origin(e_, tiles_m_, tiles_n_, t_.bm, t_.bn,
+                            fmt::format("(int)({} % {})", tl, tiles_m_ * tiles_n_), t_.rr);
+      e_.line(fmt::format("const long long b = {} / {};", tl, tiles_m_ * tiles_n_));
+    }
+    e_.line("(void)b;");
   }
-  e.line(fmt::format("const int s = gk % {};", t.stages));
-  e.line(fmt::format("braze_mbar_wait(empty + 8 * s, ((gk / {}) & 1) ^ 1);", t.stages));
-  e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u, bar = full + 8 * s;",
-                     t.stage_bytes(), t.a_bytes()));
-  e.line(fmt::format("braze_mbar_arrive_expect(bar, {}u);", t.stage_bytes()));
+
+  // Shared memory, warpgroup and lane, and the stages' barriers.
+  void emit_setup() {
+    const int consumer_warps = t_.pp ? 4 : 4 * t_.consumers();  // warps consuming a stage
+    e_.line("const braze_saddr smem = (braze_smem_addr(braze_smem) + 1023u) & ~1023u;");
+    e_.line(fmt::format("const braze_saddr full = smem + {}u, empty = full + {}u;",
+                        t_.stages * t_.stage_bytes(), 8 * t_.stages));
+    if (t_.pp) e_.line(fmt::format("const braze_saddr turn = empty + {}u;", 8 * t_.stages));
+    e_.line("const int wg = (int)threadIdx.x / 128, lane = (int)threadIdx.x % 32;");
+    if (!t_.pp) emit_tile("");
+    e_.open("if (threadIdx.x == 0) {");
+    e_.open(fmt::format("for (int s = 0; s < {}; ++s) {{", t_.stages));
+    e_.line("braze_mbar_init(full + 8 * s, 1);");
+    e_.line(fmt::format("braze_mbar_init(empty + 8 * s, {});", consumer_warps));
+    e_.close();
+    if (t_.pp) {
+      e_.line("braze_mbar_init(turn, 128);");
+      e_.line("braze_mbar_init(turn + 8, 128);");
+    }
+    e_.line("braze_mbar_init_fence();");
+    e_.close();
+    e_.line("__syncthreads();");
+  }
+
   // An operand's k-tile into shared memory at `dst`: one box of rows x 64 k (k-contiguous),
   // or 64 x 64 boxes side by side along m or n (mn-contiguous) from `origin` (i0 or j0).
-  auto emit_load = [&](const char* dst, const char* map, bool mn, int rows, const char* origin,
-                       const std::vector<std::string>& batch) {
+  void emit_load(const char* dst, const char* map, bool mn, int rows, const char* origin,
+                 const std::vector<std::string>& batch) {
     const std::string fn = fmt::format("braze_tma_load_{}d", 2 + batch.size());
     const std::string bc = fmt::format("{}", fmt::join(batch, ", "));
     if (!mn) {
-      e.line(fmt::format("{}({}, {}, kt * {}, {}, {}, bar);", fn, dst, map, kBk, origin, bc));
+      e_.line(fmt::format("{}({}, {}, kt * {}, {}, {}, bar);", fn, dst, map, kBk, origin, bc));
       return;
     }
     for (int q = 0; q < rows / kBox; ++q)
-      e.line(fmt::format("{}({} + {}u, {}, {} + {}, kt * {}, {}, bar);", fn, dst, q * kBox * 128,
-                         map, origin, q * kBox, kBk, bc));
-  };
-  emit_load("sa", "braze_tmap_a", a_mn, t.bm, "i0", ba);
-  emit_load("sb", "braze_tmap_b", b_mn, t.bn, "j0", bb);
-  e.close();            // kt
-  if (t.pp) e.close();  // tl
-  e.close();            // thread 0
-  e.line("return;");
-  e.close();  // producer
+      e_.line(fmt::format("{}({} + {}u, {}, {} + {}, kt * {}, {}, bar);", fn, dst, q * kBox * 128,
+                          map, origin, q * kBox, kBk, bc));
+  }
+
+  // The producer. gk counts the k-tiles it has loaded: stage gk % STAGES, its
+  // (gk / STAGES)-th use.
+  void emit_producer() {
+    const std::vector<std::string> ba = tma_batch_coords(va_), bb = tma_batch_coords(vb_);
+    e_.open("if (wg == 0) {");
+    if (t_.consumers() > 1) e_.line("braze_setmaxnreg_dec<40>();");
+    e_.open("if (threadIdx.x == 0) {");
+    if (t_.pp) {
+      e_.line("int gk = 0;");
+      e_.open(fmt::format("for (int tl = blockIdx.x; tl < {}; tl += gridDim.x) {{", tiles_));
+      emit_tile("tl");
+      e_.open(fmt::format("for (int kt = 0; kt < {}; ++kt, ++gk) {{", ktiles_));
+    } else {
+      e_.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles_));
+      e_.line("const int gk = kt;");
+    }
+    e_.line(fmt::format("const int s = gk % {};", t_.stages));
+    e_.line(fmt::format("braze_mbar_wait(empty + 8 * s, ((gk / {}) & 1) ^ 1);", t_.stages));
+    e_.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u, bar = full + 8 * s;",
+                        t_.stage_bytes(), t_.a_bytes()));
+    e_.line(fmt::format("braze_mbar_arrive_expect(bar, {}u);", t_.stage_bytes()));
+    emit_load("sa", "braze_tmap_a", a_mn_, t_.bm, "i0", ba);
+    emit_load("sb", "braze_tmap_b", b_mn_, t_.bn, "j0", bb);
+    e_.close();             // kt
+    if (t_.pp) e_.close();  // tl
+    e_.close();             // thread 0
+    e_.line("return;");
+    e_.close();  // producer
+  }
 
   // The consumers. Cooperative: warpgroup 1 + cons computes rows 64 cw cons .. 64 cw (cons +
   // 1) - 1 of the block's tile. pp: warpgroup 1 + cons computes tiles cons, cons + 2, … of the
   // block's walk, whose k-tiles are the producer's (position in the walk) * KTILES onwards.
-  if (t.consumers() > 1) e.line("braze_setmaxnreg_inc<232>();");
-  const int regs = t.bn / 2;
-  e.line("const int cons = wg - 1;");
-  if (t.pp) {
-    e.line(fmt::format("int gk0 = cons * {}, it = 0;", ktiles));
-    e.open(
-        fmt::format("for (int tl = blockIdx.x + cons * gridDim.x; tl < {}; tl += 2 * gridDim.x, "
-                    "gk0 += {}, ++it) {{",
-                    tiles, 2 * ktiles));
-    emit_tile("tl");
-    // Mainloops take turns, warpgroup 0 first: a warpgroup starts waiting for its tile's
-    // k-tiles only once the other has seen all of its previous tile's land, so that no wait
-    // on a stage runs more than one phase ahead of the barrier (parity waits cannot tell
-    // phase p from p + 2). Every thread of the warpgroup arrives on the other's turn barrier:
-    // were it one thread, a warp still storing its previous tile could find the barrier two
-    // phases on when it came to wait, and wait for ever (GPT-2's Q Kᵀ, one k-tile a tile and a
-    // mask load in the epilogue, deadlocked so on the H200).
-    e.line(
-        "if (cons == 1 || it > 0) braze_mbar_wait(turn + 8 * cons, (cons == 1 ? it : it - 1) & "
-        "1);");
-  } else {
-    e.line("const int gk0 = 0;");
+  void emit_consumer_start() {
+    if (t_.consumers() > 1) e_.line("braze_setmaxnreg_inc<232>();");
+    const int regs = t_.bn / 2;
+    e_.line("const int cons = wg - 1;");
+    if (t_.pp) {
+      e_.line(fmt::format("int gk0 = cons * {}, it = 0;", ktiles_));
+      e_.open(
+          fmt::format("for (int tl = blockIdx.x + cons * gridDim.x; tl < {}; tl += 2 * gridDim.x, "
+                      "gk0 += {}, ++it) {{",
+                      tiles_, 2 * ktiles_));
+      emit_tile("tl");
+      // Mainloops take turns, warpgroup 0 first: a warpgroup starts waiting for its tile's
+      // k-tiles only once the other has seen all of its previous tile's land, so that no wait
+      // on a stage runs more than one phase ahead of the barrier (parity waits cannot tell
+      // phase p from p + 2). Every thread of the warpgroup arrives on the other's turn
+      // barrier: were it one thread, a warp still storing its previous tile could find the
+      // barrier two phases on when it came to wait, and wait for ever (GPT-2's Q Kᵀ, one
+      // k-tile a tile and a mask load in the epilogue, deadlocked so on the H200).
+      e_.line(
+          "if (cons == 1 || it > 0) braze_mbar_wait(turn + 8 * cons, (cons == 1 ? it : it - 1) & "
+          "1);");
+    } else {
+      e_.line("const int gk0 = 0;");
+    }
+    e_.line(fmt::format("float accum[{}][{}];", mw_, regs));
+    e_.line("#pragma unroll");
+    e_.line(fmt::format("for (int r = 0; r < {}; ++r) {{", regs));
+    for (int mi = 0; mi < mw_; ++mi) e_.line(fmt::format("  accum[{}][r] = 0.f;", mi));
+    e_.line("}");
+    if (!res_pre_.empty()) {
+      e_.line(fmt::format(
+          "char* const res_ptr = reinterpret_cast<char*>(braze_smem) + ((smem + {}u + cons * {}u) "
+          "- braze_smem_addr(braze_smem));",
+          t_.staging_offset() + t_.consumers() * t_.staging_bytes(), t_.rb));
+      emit_res_copies(false);
+    }
   }
-  e.line(fmt::format("float accum[{}][{}];", mw, regs));
-  e.line("#pragma unroll");
-  e.line(fmt::format("for (int r = 0; r < {}; ++r) {{", regs));
-  for (int mi = 0; mi < mw; ++mi) e.line(fmt::format("  accum[{}][r] = 0.f;", mi));
-  e.line("}");
-  if (!res_pre.empty()) {
-    e.line(fmt::format(
-        "char* const res_ptr = reinterpret_cast<char*>(braze_smem) + ((smem + {}u + cons * {}u) - "
-        "braze_smem_addr(braze_smem));",
-        t.staging_offset() + t.consumers() * t.staging_bytes(), t.rb));
-    emit_res_copies(false);
+
+  void fence_accum() {
+    for (int mi = 0; mi < mw_; ++mi) e_.line(fmt::format("braze_fence_regs(accum[{}]);", mi));
   }
-  auto fence_accum = [&] {
-    for (int mi = 0; mi < mw; ++mi) e.line(fmt::format("braze_fence_regs(accum[{}]);", mi));
-  };
-  // Descriptors: a k16 step is 32 bytes along a k-contiguous row, 16 rows (2048 bytes) down
-  // an MN-major box. Each is its stage's descriptor (da / db, made once a k-tile) plus the
-  // operand's offset in 16-byte units (the address field's unit; shared addresses are under
-  // 2^18, so the field never carries): a 32-bit add a wgmma operand, not the masks, shifts
-  // and ORs of making it from the address.
-  const std::string a_desc = fmt::format(
-      "braze_wgmma_desc_plus(da, ({} + 64 * mi) * 8u + kk * {}u)", row0, a_mn ? 128 : 2);
-  const std::string b_desc = fmt::format("braze_wgmma_desc_plus(db, kk * {}u)", b_mn ? 128 : 2);
-  e.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles));
-  e.line("const int gk = gk0 + kt;");
-  e.line(fmt::format("const int s = gk % {};", t.stages));
-  e.line(fmt::format("braze_mbar_wait(full + 8 * s, (gk / {}) & 1);", t.stages));
-  // pp: all of this tile's k-tiles have landed: the other warpgroup's turn begins once all
-  // 128 threads have seen them.
-  if (t.pp)
-    e.line(fmt::format("if (kt == {}) braze_mbar_arrive(turn + 8 * (1 - cons));", ktiles - 1));
-  e.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u;", t.stage_bytes(),
-                     t.a_bytes()));
-  e.line(
-      fmt::format("const unsigned long long da = braze_wgmma_desc(sa, {}u, 1024u), "
-                  "db = braze_wgmma_desc(sb, {}u, 1024u);",
-                  a_mn ? kBox * 128 : 16, b_mn ? kBox * 128 : 16));
-  fence_accum();
-  e.line("braze_wgmma_fence();");
-  e.line("#pragma unroll");
-  e.open(fmt::format("for (int kk = 0; kk < {}; ++kk) {{", kBk / 16));
-  e.line("#pragma unroll");
-  e.line(fmt::format("for (int mi = 0; mi < {}; ++mi) braze_wgmma_step(accum[mi], {}, {});", mw,
-                     a_desc, b_desc));
-  e.close();
-  e.line("braze_wgmma_commit();");
-  fence_accum();
-  // The previous k-tile's wgmma's have retired: its stage is free for the producer. The last
-  // k-tile waits for all of its own too, inside the loop: with the wait only after the loop,
-  // ptxas (CUDA 13.0) was seen to hoist an epilogue read of the accumulators above it — a
-  // race that left an 8 x 8 block of each warp's tile short of its last k-tile.
-  e.line(
-      fmt::format("if (kt + 1 < {}) braze_wgmma_wait<1>(); else braze_wgmma_wait<0>();", ktiles));
-  fence_accum();
-  e.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));",
-                     t.stages));
-  e.close();
-  e.line("braze_wgmma_wait<0>();");
-  fence_accum();
-  // pp: the tile's last stage is released here (the producer goes on to the next tiles).
-  if (t.pp)
-    e.line(fmt::format("if (lane == 0) braze_mbar_arrive(empty + 8 * ((gk0 + {}) % {}));",
-                       ktiles - 1, t.stages));
+
+  // The k-loop: wait for a stage, four wgmma k16 steps, release the previous stage.
+  void emit_mainloop() {
+    // Descriptors: a k16 step is 32 bytes along a k-contiguous row, 16 rows (2048 bytes) down
+    // an MN-major box. Each is its stage's descriptor (da / db, made once a k-tile) plus the
+    // operand's offset in 16-byte units (the address field's unit; shared addresses are under
+    // 2^18, so the field never carries): a 32-bit add a wgmma operand, not the masks, shifts
+    // and ORs of making it from the address.
+    const std::string a_desc = fmt::format(
+        "braze_wgmma_desc_plus(da, ({} + 64 * mi) * 8u + kk * {}u)", row0_, a_mn_ ? 128 : 2);
+    const std::string b_desc = fmt::format("braze_wgmma_desc_plus(db, kk * {}u)", b_mn_ ? 128 : 2);
+    e_.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles_));
+    e_.line("const int gk = gk0 + kt;");
+    e_.line(fmt::format("const int s = gk % {};", t_.stages));
+    e_.line(fmt::format("braze_mbar_wait(full + 8 * s, (gk / {}) & 1);", t_.stages));
+    // pp: all of this tile's k-tiles have landed: the other warpgroup's turn begins once all
+    // 128 threads have seen them.
+    if (t_.pp)
+      e_.line(fmt::format("if (kt == {}) braze_mbar_arrive(turn + 8 * (1 - cons));", ktiles_ - 1));
+    e_.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u;", t_.stage_bytes(),
+                        t_.a_bytes()));
+    e_.line(
+        fmt::format("const unsigned long long da = braze_wgmma_desc(sa, {}u, 1024u), "
+                    "db = braze_wgmma_desc(sb, {}u, 1024u);",
+                    a_mn_ ? kBox * 128 : 16, b_mn_ ? kBox * 128 : 16));
+    fence_accum();
+    e_.line("braze_wgmma_fence();");
+    e_.line("#pragma unroll");
+    e_.open(fmt::format("for (int kk = 0; kk < {}; ++kk) {{", kBk / 16));
+    e_.line("#pragma unroll");
+    e_.line(fmt::format("for (int mi = 0; mi < {}; ++mi) braze_wgmma_step(accum[mi], {}, {});", mw_,
+                        a_desc, b_desc));
+    e_.close();
+    e_.line("braze_wgmma_commit();");
+    fence_accum();
+    // The previous k-tile's wgmma's have retired: its stage is free for the producer. The last
+    // k-tile waits for all of its own too, inside the loop: with the wait only after the loop,
+    // ptxas (CUDA 13.0) was seen to hoist an epilogue read of the accumulators above it — a
+    // race that left an 8 x 8 block of each warp's tile short of its last k-tile.
+    e_.line(fmt::format("if (kt + 1 < {}) braze_wgmma_wait<1>(); else braze_wgmma_wait<0>();",
+                        ktiles_));
+    fence_accum();
+    e_.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));",
+                        t_.stages));
+    e_.close();
+    e_.line("braze_wgmma_wait<0>();");
+    fence_accum();
+    // pp: the tile's last stage is released here (the producer goes on to the next tiles).
+    if (t_.pp)
+      e_.line(fmt::format("if (lane == 0) braze_mbar_arrive(empty + 8 * ((gk0 + {}) % {}));",
+                          ktiles_ - 1, t_.stages));
+  }
 
   // The epilogue: accum[mi][4 ni + 2 r + q] is C's element (64 mi + 16 cwarp + lane / 4 +
   // 8 r, 8 ni + 2 (lane % 4) + q) of the warpgroup's rows x BN, cwarp its warp (the m16n8 C
   // fragment, repeated along n).
-  e.line("const int cwarp = ((int)threadIdx.x / 32) % 4;");
-  // Tiles inside the output (all but the last row and column of tiles) store without bounds
-  // checks: straight-line code the compiler can interleave across elements (and loads it may
-  // share between rows, like a bias's).
-  const bool edges = d.m % t.bm != 0 || d.nn % t.bn != 0;
-  if (edges)
-    e.line(fmt::format("const bool interior = i0 + {} <= {}LL && j0 + {} <= {}LL;", t.bm, d.m, t.bn,
-                       d.nn));
-  if (t.se) {
-    e.line(fmt::format("const braze_saddr ebuf = smem + {}u + cons * {}u;", t.staging_offset(),
-                       t.staging_bytes()));
+  void emit_epilogue_setup() {
+    e_.line("const int cwarp = ((int)threadIdx.x / 32) % 4;");
+    // Tiles inside the output (all but the last row and column of tiles) store without bounds
+    // checks: straight-line code the compiler can interleave across elements (and loads it
+    // may share between rows, like a bias's).
+    if (edges_)
+      e_.line(fmt::format("const bool interior = i0 + {} <= {}LL && j0 + {} <= {}LL;", t_.bm, d_.m,
+                          t_.bn, d_.nn));
+    if (!t_.se) return;
+    e_.line(fmt::format("const braze_saddr ebuf = smem + {}u + cons * {}u;", t_.staging_offset(),
+                        t_.staging_bytes()));
     // The staged blocks are read by plain loads (not asm), which the compiler can see.
-    e.line(
+    e_.line(
         "const float* const se_buf = reinterpret_cast<const float*>(braze_smem + (ebuf - "
         "braze_smem_addr(braze_smem)));");
     // A thread's fragment rows, and the rows it reads, are one residue mod 4: one swizzle each.
-    e.line("const int se_t = (int)threadIdx.x % 128, se_wx = ((lane / 4) % 4) * 8;");
-    e.line(fmt::format(
-        "const int se_c = (se_t % {0}) * 4, se_rx = se_c ^ (((se_t / {0}) % 4) * 8);", cols / 4));
+    e_.line("const int se_t = (int)threadIdx.x % 128, se_wx = ((lane / 4) % 4) * 8;");
+    e_.line(fmt::format(
+        "const int se_c = (se_t % {0}) * 4, se_rx = se_c ^ (((se_t / {0}) % 4) * 8);", cols_ / 4));
   }
+
   // se: block (mi, c)'s fragments into the staging buffer.
-  auto emit_staging_writes = [&](const std::string& mi, const std::string& c) {
-    e.line("#pragma unroll");
-    e.open(fmt::format("for (int nn = 0; nn < {}; ++nn) {{", cols / 8));
-    e.line("#pragma unroll");
-    e.open("for (int r = 0; r < 2; ++r) {");
-    e.line(fmt::format(
+  void emit_staging_writes(const std::string& mi, const std::string& c) {
+    e_.line("#pragma unroll");
+    e_.open(fmt::format("for (int nn = 0; nn < {}; ++nn) {{", cols_ / 8));
+    e_.line("#pragma unroll");
+    e_.open("for (int r = 0; r < 2; ++r) {");
+    e_.line(fmt::format(
         "braze_st_shared_v2(ebuf + ((cwarp * 16 + lane / 4 + 8 * r) * {} + ((8 * nn + 2 * (lane % "
         "4)) ^ se_wx)) * 4u, "
         "accum[{}][4 * ({} * {} + nn) + 2 * r], accum[{}][4 * ({} * {} + nn) + 2 * r + 1]);",
-        cols, mi, cols / 8, c, mi, cols / 8, c));
-    e.close();  // r
-    e.close();  // nn
-  };
-  for (bool in_range : {true, false}) {
-    if (!in_range && !edges) break;
-    if (edges) e.open(in_range ? "if (interior) {" : "if (!interior) {");
-    if (in_range && !res_pre.empty()) e.line("braze_cp_async_wait_all();");
-    if (t.se && t.sr != 1) {
-      // Per 64 x (32 se) block of the warpgroup's rows x BN: fragments into the staging
-      // buffer, then 4 adjacent columns a thread out of it (warpgroup barriers 1 + cons around
-      // both), unrolled (a loop of 4 elements at a time, rolled, left each thread one load and
-      // erf chain at a time: 59.6 us against 52.0 for the fragment epilogue on 4096 x 3072 x
-      // 768 + GELU; plain, 39.1 against 46.7).
-      e.line("#pragma unroll");
-      e.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw));
-      e.line("#pragma unroll");
-      e.open(fmt::format("for (int c = 0; c < {}; ++c) {{", blocks));
-      e.line("braze_bar_sync(1 + cons, 128);  // the previous block's reads are done");
-      emit_staging_writes("mi", "c");
-      e.line("braze_bar_sync(1 + cons, 128);");
-      if (t.sr == 0) {
-        e.line("#pragma unroll");
-        e.open(fmt::format("for (int se_it = 0; se_it < {}; ++se_it) {{", cols / 8));
-      } else {
-        // sr = 2: the blocks unrolled (each block's accumulators are dead once staged, which
-        // leaves the later blocks' epilogues registers for 32 elements at a time), the
-        // elements rolled.
-        e.line("#pragma unroll 1");
-        e.open(fmt::format("for (int se_o = 0; se_o < {}; ++se_o) {{", cols / 64));
-        e.line("#pragma unroll");
-        e.open("for (int se_u = 0; se_u < 8; ++se_u) {");
-        e.line("const int se_it = se_o * 8 + se_u;");
-      }
-    } else if (t.se) {
-      // Rolled: a loop over the blocks (each writing its own accumulators, chosen by a switch)
-      // and over 16 elements a thread (4 rows of 4) of a block.
-      e.line("#pragma unroll 1");
-      e.open(fmt::format("for (int blk = 0; blk < {}; ++blk) {{", mw * blocks));
-      e.line("braze_bar_sync(1 + cons, 128);  // the previous block's reads are done");
-      e.open("switch (blk) {");
-      for (int k = 0; k < mw * blocks; ++k) {
-        e.open(fmt::format("case {}: {{", k));
-        emit_staging_writes(std::to_string(k / blocks), std::to_string(k % blocks));
-        e.line("break;");
-        e.close();
-      }
-      e.close();  // switch
-      e.line("braze_bar_sync(1 + cons, 128);");
-      e.line(fmt::format("const int mi = blk / {0}, c = blk % {0};", blocks));
-      e.line("#pragma unroll 1");
-      e.open(fmt::format("for (int se_o = 0; se_o < {}; ++se_o) {{", cols / 32));
-      e.line("#pragma unroll");
-      e.open("for (int se_u = 0; se_u < 4; ++se_u) {");
-      e.line("const int se_it = se_o * 4 + se_u;");
+        cols_, mi, cols_ / 8, c, mi, cols_ / 8, c));
+    e_.close();  // r
+    e_.close();  // nn
+  }
+
+  // Per 64 x (32 se) block of the warpgroup's rows x BN: fragments into the staging buffer,
+  // then 4 adjacent columns a thread out of it (warpgroup barriers 1 + cons around both),
+  // unrolled (a loop of 4 elements at a time, rolled, left each thread one load and erf chain
+  // at a time: 59.6 us against 52.0 for the fragment epilogue on 4096 x 3072 x 768 + GELU;
+  // plain, 39.1 against 46.7).
+  void open_staged_unrolled() {
+    e_.line("#pragma unroll");
+    e_.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw_));
+    e_.line("#pragma unroll");
+    e_.open(fmt::format("for (int c = 0; c < {}; ++c) {{", blocks_));
+    e_.line("braze_bar_sync(1 + cons, 128);  // the previous block's reads are done");
+    emit_staging_writes("mi", "c");
+    e_.line("braze_bar_sync(1 + cons, 128);");
+    if (t_.sr == 0) {
+      e_.line("#pragma unroll");
+      e_.open(fmt::format("for (int se_it = 0; se_it < {}; ++se_it) {{", cols_ / 8));
+      return;
     }
-    if (t.se) {
+    // sr = 2: the blocks unrolled (each block's accumulators are dead once staged, which
+    // leaves the later blocks' epilogues registers for 32 elements at a time), the elements
+    // rolled.
+    e_.line("#pragma unroll 1");
+    e_.open(fmt::format("for (int se_o = 0; se_o < {}; ++se_o) {{", cols_ / 64));
+    e_.line("#pragma unroll");
+    e_.open("for (int se_u = 0; se_u < 8; ++se_u) {");
+    e_.line("const int se_it = se_o * 8 + se_u;");
+  }
+
+  // Rolled: a loop over the blocks (each writing its own accumulators, chosen by a switch)
+  // and over 16 elements a thread (4 rows of 4) of a block.
+  void open_staged_rolled() {
+    e_.line("#pragma unroll 1");
+    e_.open(fmt::format("for (int blk = 0; blk < {}; ++blk) {{", mw_ * blocks_));
+    e_.line("braze_bar_sync(1 + cons, 128);  // the previous block's reads are done");
+    e_.open("switch (blk) {");
+    for (int k = 0; k < mw_ * blocks_; ++k) {
+      e_.open(fmt::format("case {}: {{", k));
+      emit_staging_writes(std::to_string(k / blocks_), std::to_string(k % blocks_));
+      e_.line("break;");
+      e_.close();
+    }
+    e_.close();  // switch
+    e_.line("braze_bar_sync(1 + cons, 128);");
+    e_.line(fmt::format("const int mi = blk / {0}, c = blk % {0};", blocks_));
+    e_.line("#pragma unroll 1");
+    e_.open(fmt::format("for (int se_o = 0; se_o < {}; ++se_o) {{", cols_ / 32));
+    e_.line("#pragma unroll");
+    e_.open("for (int se_u = 0; se_u < 4; ++se_u) {");
+    e_.line("const int se_it = se_o * 4 + se_u;");
+  }
+
+  // The loops over a thread's elements, down to the coordinates (i, jp) of its first column.
+  void open_element_loops() {
+    if (t_.se && t_.sr != 1)
+      open_staged_unrolled();
+    else if (t_.se)
+      open_staged_rolled();
+    if (t_.se) {
       // Thread se_t's rows are se_t / (cols / 4) + (512 / cols) se_it, its columns the same
       // four in each (written so, the compiler sees it).
-      e.line(fmt::format("const int se_r = se_it * {} + se_t / {};", 512 / cols, cols / 4));
-      e.line(fmt::format(
+      e_.line(fmt::format("const int se_r = se_it * {} + se_t / {};", 512 / cols_, cols_ / 4));
+      e_.line(fmt::format(
           "const float4 se_f4 = *reinterpret_cast<const float4*>(se_buf + se_r * {} + se_rx);",
-          cols));
-      e.line("const float se_v[4] = {se_f4.x, se_f4.y, se_f4.z, se_f4.w};");
-      e.line(fmt::format("const long long i = i0 + {} + mi * 64 + se_r;", row0));
-      e.line(fmt::format("const long long jp = j0 + c * {} + se_c;", cols));
-    } else {
-      e.line("#pragma unroll");
-      e.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw));
-      e.line("#pragma unroll");
-      e.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", t.bn / 8));
-      e.line("#pragma unroll");
-      e.open("for (int r = 0; r < 2; ++r) {");
-      e.line(fmt::format("const long long i = i0 + {} + mi * 64 + cwarp * 16 + lane / 4 + r * 8;",
-                         row0));
-      e.line("const long long jp = j0 + ni * 8 + (lane % 4) * 2;");
+          cols_));
+      e_.line("const float se_v[4] = {se_f4.x, se_f4.y, se_f4.z, se_f4.w};");
+      e_.line(fmt::format("const long long i = i0 + {} + mi * 64 + se_r;", row0_));
+      e_.line(fmt::format("const long long jp = j0 + c * {} + se_c;", cols_));
+      return;
     }
-    e.push_scope();
+    e_.line("#pragma unroll");
+    e_.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw_));
+    e_.line("#pragma unroll");
+    e_.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", t_.bn / 8));
+    e_.line("#pragma unroll");
+    e_.open("for (int r = 0; r < 2; ++r) {");
+    e_.line(fmt::format("const long long i = i0 + {} + mi * 64 + cwarp * 16 + lane / 4 + r * 8;",
+                        row0_));
+    e_.line("const long long jp = j0 + ni * 8 + (lane % 4) * 2;");
+  }
+
+  // The epilogue of the interior tiles (in_range) or of the edge tiles.
+  void emit_epilogue(bool in_range) {
+    if (edges_) e_.open(in_range ? "if (interior) {" : "if (!interior) {");
+    if (in_range && !res_pre_.empty()) e_.line("braze_cp_async_wait_all();");
+    open_element_loops();
+    e_.push_scope();
     if (in_range)
-      for (size_t q = 0; q < res_pre.size(); ++q) {
-        const Emitter::Preload& p = res_pre[q];
-        e.line(
+      for (size_t q = 0; q < res_pre_.size(); ++q) {
+        const Emitter::Preload& p = res_pre_[q];
+        e_.line(
             fmt::format("const braze_vec<{0}, {1}> res{2} = *reinterpret_cast<const braze_vec<{0}, "
                         "{1}>*>(res_ptr + {3} + {4} * {5});",
-                        p.storage, p.vec, q, res_base[q], res_slot, res_bytes[q]));
+                        p.storage, p.vec, q, res_base_[q], res_slot_, res_bytes_[q]));
         for (size_t k = 0; k < p.lane_coords.size(); ++k)
-          e.memoize(p.value, p.lane_coords[k], fmt::format("braze_val(res{}.v[{}])", q, k));
+          e_.memoize(p.value, p.lane_coords[k], fmt::format("braze_val(res{}.v[{}])", q, k));
       }
-    try {
-      if (t.se)
-        emit_gemm_stores(e, g, d, epi, 4, "se_v[q]", in_range);
-      else
-        emit_gemm_stores(e, g, d, epi, 2, "accum[mi][4 * ni + 2 * r + q]", in_range);
-    } catch (const CudaUnsupported& u) {
-      *why_not = u.why;
-      return std::nullopt;
-    }
-    e.pop_scope();
-    e.close();                         // r / se_it / se_u
-    e.close();                         // ni / c / se_o
-    e.close();                         // mi / blk / c
-    if (t.se && t.sr == 2) e.close();  // mi
-    if (edges) e.close();
+    if (t_.se)
+      emit_gemm_stores(e_, g_, d_, epi_, 4, "se_v[q]", in_range);
+    else
+      emit_gemm_stores(e_, g_, d_, epi_, 2, "accum[mi][4 * ni + 2 * r + q]", in_range);
+    e_.pop_scope();
+    e_.close();                           // r / se_it / se_u
+    e_.close();                           // ni / c / se_o
+    e_.close();                           // mi / blk / c
+    if (t_.se && t_.sr == 2) e_.close();  // mi
+    if (edges_) e_.close();
   }
-  if (t.pp) e.close();  // tl
 
-  Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
-  kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
-  kern.grid = {static_cast<unsigned>(grid_x), 1, static_cast<unsigned>(t.pp ? 1 : d.batches)};
-  kern.shared_bytes = static_cast<unsigned>(t.shared_bytes());
-  auto param_of = [&](graph::ValueId v) {
-    for (size_t i = 0; i < kern.params.size(); ++i)
-      if (kern.params[i].value == v) return i;
-    return kern.params.size();
-  };
-  auto map_of = [&](const OperandView& v, int64_t contig, int64_t rows, unsigned box_rows) {
-    return tma_view_map(v, param_of(v.root), a.dtype, contig, rows, kBox, box_rows);
-  };
-  kern.tensor_maps.push_back(a_mn ? map_of(va, d.m, d.k, kBk) : map_of(va, d.k, d.m, t.bm));
-  kern.tensor_maps.push_back(b_mn ? map_of(vb, d.nn, d.k, kBk) : map_of(vb, d.k, d.nn, t.bn));
+  Kernel finish() {
+    const graph::Value& a = g_.value(d_.node->inputs[0]);
+    // Blocks: one a tile, batches along z; pp: one an SM (at most), walking the tiles.
+    const int64_t grid_x = t_.pp ? std::min<int64_t>(tiles_, target_.num_sms) : tiles_m_ * tiles_n_;
+    Kernel kern = kernel_record(e_, fusion::GroupKind::Gemm, group_, tunables_of(t_));
+    kern.block = {static_cast<unsigned>(t_.threads()), 1, 1};
+    kern.grid = {static_cast<unsigned>(grid_x), 1, static_cast<unsigned>(t_.pp ? 1 : d_.batches)};
+    kern.shared_bytes = static_cast<unsigned>(t_.shared_bytes());
+    auto param_of = [&](graph::ValueId v) {
+      for (size_t i = 0; i < kern.params.size(); ++i)
+        if (kern.params[i].value == v) return i;
+      return kern.params.size();
+    };
+    auto map_of = [&](const OperandView& v, int64_t contig, int64_t rows, unsigned box_rows) {
+      return tma_view_map(v, param_of(v.root), a.dtype, contig, rows, kBox, box_rows);
+    };
+    kern.tensor_maps.push_back(a_mn_ ? map_of(va_, d_.m, d_.k, kBk)
+                                     : map_of(va_, d_.k, d_.m, t_.bm));
+    kern.tensor_maps.push_back(b_mn_ ? map_of(vb_, d_.nn, d_.k, kBk)
+                                     : map_of(vb_, d_.k, d_.nn, t_.bn));
+    std::string code =
+        wgmma_step_function(t_.bn, a.dtype == DType::Float16 ? "f16" : "bf16", a_mn_, b_mn_);
+    code += fmt::format(
+        "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
+        "const __grid_constant__ braze_tmap braze_tmap_a, "
+        "const __grid_constant__ braze_tmap braze_tmap_b) {{\n"
+        "  BRAZE_DYNAMIC_SMEM(braze_smem, {2});\n{3}}}\n",
+        t_.threads(), e_.signature(), kern.shared_bytes, e_.body());
+    finish_kernel(g_, kern, code,
+                  kMmaHelpers | kWgmmaHelpers | (res_pre_.empty() ? 0 : kReduceHelpers));
+    return kern;
+  }
 
-  std::string code =
-      wgmma_step_function(t.bn, a.dtype == DType::Float16 ? "f16" : "bf16", a_mn, b_mn);
-  code += fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
-      "const __grid_constant__ braze_tmap braze_tmap_a, "
-      "const __grid_constant__ braze_tmap braze_tmap_b) {{\n"
-      "  BRAZE_DYNAMIC_SMEM(braze_smem, {2});\n{3}}}\n",
-      t.threads(), e.signature(), kern.shared_bytes, e.body());
-  finish_kernel(g, kern, code,
-                kMmaHelpers | kWgmmaHelpers | (res_pre.empty() ? 0 : kReduceHelpers));
-  return kern;
+  const graph::Graph& g_;
+  const fusion::Group& group_;
+  const GemmDims& d_;
+  const GemmEpilogue& epi_;
+  const Target& target_;
+  WgTile t_;
+  Emitter e_;
+  const OperandView &va_, &vb_;
+  int64_t tiles_m_ = 0, tiles_n_ = 0, tiles_ = 0, ktiles_ = 0;
+  bool a_mn_ = false, b_mn_ = false, edges_ = false;
+  int mw_ = 1, cols_ = 0, blocks_ = 0;
+  std::string row0_, res_slot_;
+  // rb: the epilogue's row-wise inputs copied ahead, each preload's slots' byte offset in a
+  // consumer's buffer and the bytes of one vector.
+  std::vector<Emitter::Preload> res_pre_;
+  std::vector<int64_t> res_base_;
+  std::vector<int> res_bytes_;
+};
+
+}  // namespace
+
+std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Group& group,
+                                        const GemmDims& d, const GemmEpilogue& epi,
+                                        const Target& target, const Tunables& tune,
+                                        std::string* why_not) {
+  std::string why = gemm_wgmma_unsupported(g, group, d, target);
+  const WgTile t = tile_of(tune);
+  if (why.empty() && !tile_supported(t, d))
+    why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
+  if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, kBk);
+  const int64_t tiles = (d.m + t.bm - 1) / t.bm * ((d.nn + t.bn - 1) / t.bn) * d.batches;
+  if (why.empty() && tiles > 2147483647 / 4) why = "wgmma schedule: too many tiles";
+  if (!why.empty()) {
+    *why_not = why;
+    return std::nullopt;
+  }
+  return WgmmaBuilder(g, group, d, epi, target, t).build(why_not);
 }
 
 }  // namespace braze::codegen

@@ -141,16 +141,15 @@ std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> infos(
   return out;
 }
 
-}  // namespace
-
-NB_MODULE(_braze, m) {
-  m.doc() =
-      "braze: ONNX models compiled into fused CUDA kernels (the C++ API; use the braze package)";
+// braze.Error and its kinds, as the C++ exceptions they translate.
+void bind_errors(nb::module_& m) {
   static nb::exception<braze::Error> error(m, "Error");
   static nb::exception<braze::UserError> user_error(m, "UserError", error);
   static nb::exception<braze::DeviceError> device_error(m, "DeviceError", error);
   static nb::exception<braze::InternalError> internal_error(m, "InternalError", error);
+}
 
+void bind_engine(nb::module_& m) {
   nb::class_<braze::Engine>(m, "Engine", "A compiled model: immutable, shareable by threads.")
       .def_static(
           "compile",
@@ -208,7 +207,9 @@ NB_MODULE(_braze, m) {
       .def_prop_ro("notes", &braze::Engine::notes,
                    "What the compile noted: dims defaulted, groups on the CPU reference, --tune "
                    "without a GPU.");
+}
 
+void bind_torch_binding(nb::module_& m) {
   nb::class_<braze_python::TorchBinding>(m, "TorchBinding",
                                          "Session.run's last binding of PyTorch CUDA tensors.")
       .def(nb::init<const std::vector<std::string>&, const std::vector<std::string>&>(),
@@ -222,7 +223,9 @@ NB_MODULE(_braze, m) {
            "Runs the session on the kept binding when the dicts hold it still (same addresses, "
            "dtypes,\n"
            "shapes, dense); returns the stream used, or None when they do not.");
+}
 
+void bind_session(nb::module_& m) {
   nb::class_<braze::Session>(m, "Session", "Runs an engine: on the GPU or the CPU reference.")
       .def(
           "__init__",
@@ -286,7 +289,17 @@ NB_MODULE(_braze, m) {
           nb::arg("stream") = 0,
           "Wait for `stream`; raises UserError for a failed run-time check of a device run since "
           "the last call.");
+}
 
+}  // namespace
+
+NB_MODULE(_braze, m) {
+  m.doc() =
+      "braze: ONNX models compiled into fused CUDA kernels (the C++ API; use the braze package)";
+  bind_errors(m);
+  bind_engine(m);
+  bind_torch_binding(m);
+  bind_session(m);
   m.def("gpu_available", &braze::gpu_available, "Whether a CUDA GPU and driver are present.");
   m.def("version", &braze::version, "braze's version.");
 }

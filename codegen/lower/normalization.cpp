@@ -27,7 +27,7 @@ struct RowStats {
     return fmt::format("(({})1 / {}({}))", t, cuda_math(t, "sqrt"), v);
   }
   std::vector<CudaRowProgram::Pass> passes() const {
-    return {{"sum", "{x}", t}, {"sum", "({x} - {s0} / {n}) * ({x} - {s0} / {n})", t}};
+    return {{Combine::Sum, "{x}", t}, {Combine::Sum, "({x} - {s0} / {n}) * ({x} - {s0} / {n})", t}};
   }
 };
 
@@ -98,7 +98,7 @@ std::optional<CudaRowProgram> lp_normalization_row(const Node& n, const CudaRowI
   bool l1 = n.attr_int("p") == 1;
   CudaRowProgram p;
   p.axes = {axis < 0 ? axis + rank : axis};
-  p.passes = {{"sum", l1 ? cuda_math(t, "fabs") + "({x})" : "{x} * {x}", t}};
+  p.passes = {{Combine::Sum, l1 ? cuda_math(t, "fabs") + "({x})" : "{x} * {x}", t}};
   std::string norm = l1 ? "{s0}" : cuda_math(t, "sqrt") + "({s0})";
   p.outputs = {{true, fmt::format("({{s0}} == 0 ? ({})0 : {{x}} / {})", t, norm)}};
   return p;

@@ -45,35 +45,35 @@ CudaRowFn reduce_row(Reduction red) {
     std::string out = "{s0}";
     switch (red) {
       case Reduction::Sum:
-        p.passes = {{"sum", "{x}", t}};
+        p.passes = {{Combine::Sum, "{x}", t}};
         break;
       case Reduction::Mean:
-        p.passes = {{"sum", "{x}", t}};
+        p.passes = {{Combine::Sum, "{x}", t}};
         out = flt || len > 0 ? "{s0} / {n}" : "0";
         break;
       case Reduction::Max:
-        p.passes = {{"max", "{x}", t}};
+        p.passes = {{Combine::Max, "{x}", t}};
         break;
       case Reduction::Min:
-        p.passes = {{"min", "{x}", t}};
+        p.passes = {{Combine::Min, "{x}", t}};
         break;
       case Reduction::Prod:
-        p.passes = {{"prod", "{x}", t}};
+        p.passes = {{Combine::Prod, "{x}", t}};
         break;
       case Reduction::SumSquare:
-        p.passes = {{"sum", "{x} * {x}", t}};
+        p.passes = {{Combine::Sum, "{x} * {x}", t}};
         break;
       case Reduction::L1:
-        p.passes = {{"sum", flt ? m("fabs") + "({x})" : "({x} < 0 ? -{x} : {x})", t}};
+        p.passes = {{Combine::Sum, flt ? m("fabs") + "({x})" : "({x} < 0 ? -{x} : {x})", t}};
         break;
       case Reduction::L2:
         if (!flt) return std::nullopt;
-        p.passes = {{"sum", "{x} * {x}", t}};
+        p.passes = {{Combine::Sum, "{x} * {x}", t}};
         out = m("sqrt") + "({s0})";
         break;
       case Reduction::LogSum:
         if (!flt) return std::nullopt;
-        p.passes = {{"sum", "{x}", t}};
+        p.passes = {{Combine::Sum, "{x}", t}};
         out = m("log") + "({s0})";
         break;
       case Reduction::LogSumExp: {
@@ -81,8 +81,8 @@ CudaRowFn reduce_row(Reduction red) {
         // Shifted by the largest finite value, as the reference does.
         std::string ninf = cuda_literal(t, -kInf), zero = cuda_literal(t, 0);
         std::string shift = fmt::format("({{s0}} == {} ? {} : {{s0}})", ninf, zero);
-        p.passes = {{"max", fmt::format("(isfinite({{x}}) ? {{x}} : {})", ninf), t},
-                    {"sum", fmt::format("{}({{x}} - {})", m("exp"), shift), t}};
+        p.passes = {{Combine::Max, fmt::format("(isfinite({{x}}) ? {{x}} : {})", ninf), t},
+                    {Combine::Sum, fmt::format("{}({{x}} - {})", m("exp"), shift), t}};
         out = fmt::format("{}({{s1}}) + {}", m("log"), shift);
         break;
       }
@@ -99,8 +99,9 @@ CudaRowFn arg_row(bool want_max) {
     int64_t axis = n.attr_int("axis");
     CudaRowProgram p;
     p.axes = {axis < 0 ? axis + rank : axis};
-    std::string combine = std::string(want_max ? "argmax" : "argmin") +
-                          (n.attr_int("select_last_index") ? "_last" : "");
+    const bool last = n.attr_int("select_last_index") != 0;
+    const Combine combine = want_max ? (last ? Combine::ArgMaxLast : Combine::ArgMax)
+                                     : (last ? Combine::ArgMinLast : Combine::ArgMin);
     p.passes = {{combine, "{x}", "long long"}};
     p.outputs = {{false, "{s0}"}};
     return p;
@@ -117,13 +118,13 @@ CudaRowFn axis_row(AxisOp kind) {
     p.axes = {axis < 0 ? axis + rank : axis};
     const std::string t = row_acc_type(in.dtypes[0]);
     if (kind == AxisOp::Hardmax) {
-      p.passes = {{"argmax", "{x}", "long long"}};
+      p.passes = {{Combine::ArgMax, "{x}", "long long"}};
       p.outputs = {{true, "({r} == {s0} ? 1 : 0)"}};
       return p;
     }
     // exp of an argument at most 0: the hardware exponential (braze_exp_fast); the output
     // reuses pass 1's exp ({p1}) and multiplies by the reciprocal of the row's sum.
-    p.passes = {{"max", "{x}", t}, {"sum", "braze_exp_fast({x} - {s0})", t}};
+    p.passes = {{Combine::Max, "{x}", t}, {Combine::Sum, "braze_exp_fast({x} - {s0})", t}};
     p.online_softmax = true;
     p.outputs = {{true, kind == AxisOp::Softmax
                             ? "{p1} * (" + cuda_literal(t, 1) + " / {s1})"

@@ -489,10 +489,11 @@ class WgmmaBuilder {
   // rb: the staged epilogue's row-wise inputs (a residual) are copied into shared memory by
   // cp.async as the tile begins, each thread the vectors it will read back (no barrier), and
   // the epilogue reads them there, where it would otherwise wait on DRAM once the k-loop is
-  // done: in a one-wave product every block's epilogue does so at once (H200, session 23:
-  // 4096 x 768 x 768 + bias + residual 15.8 us against 17.8, 4096 x 768 x 3072 33.9 against
-  // 35.2, with a stage fewer to make room). Cooperative tiles (one a block), unrolled staging,
-  // interior tiles; the stages drop (to 3 at least) to fit the buffer, else it is not used.
+  // done: in a one-wave product every block's epilogue does so at once (H200, 2026-12-04 at
+  // c863546: 4096 x 768 x 768 + bias + residual 15.8 us against 17.8, 4096 x 768 x 3072 33.9
+  // against 35.2, with a stage fewer to make room). Cooperative tiles (one a block), unrolled
+  // staging, interior tiles; the stages drop (to 3 at least) to fit the buffer, else it is not
+  // used.
   void plan_row_preloads() {
     const size_t at = e_.mark();
     try {

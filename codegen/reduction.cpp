@@ -72,9 +72,9 @@ std::vector<graph::ValueId> staged_inputs(const graph::Graph& g, const fusion::G
 // shared memory (cache 2, when a block's rows fit in 96 KB, so two blocks share an SM) or
 // streamed (cache 0); vector width. Heuristic default first: the fewest threads that cache
 // at most 16 elements each, else a 512-thread block staging the row, else 1024 threads
-// caching up to 32, else streaming. (On W3, rows of 32000 halves, staging beat registers:
-// 1024 threads holding 32 each need 63 registers, so one block an SM, and its load, reduce
-// and store phases do not overlap; three staged blocks an SM do. Two row buffers a block,
+// caching up to 32, else streaming. (On bench/run_bench.py's W3, rows of 32000 halves, staging beat
+// registers: 1024 threads holding 32 each need 63 registers, so one block an SM, and its load,
+// reduce and store phases do not overlap; three staged blocks an SM do. Two row buffers a block,
 // the next row's copies in flight during this row's passes, measured slower still: 149 us.)
 std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t staged_bytes,
                                                int64_t rows) {

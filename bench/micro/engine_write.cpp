@@ -3,7 +3,7 @@
 // threads (what runtime/gpu/engine_file.cpp does), pwrite in 8 MiB pieces from one thread,
 // and posix_fallocate + the same pwrites. On the 2-core CPU machine (ext4, 2026-12-04):
 // 0.062 / 0.052 / 0.038 s; to tmpfs 0.12 / 0.09 / 0.09 s. On the H200 machine (16 threads,
-// 2026-12-04, session 22): /tmp (ext4) 0.086-0.091 / 0.069-0.071 / 0.063-0.064 s, /dev/shm
+// 2026-12-04 at da97db2): /tmp (ext4) 0.086-0.091 / 0.069-0.071 / 0.063-0.064 s, /dev/shm
 // 0.049-0.075 / 0.102-0.106 / 0.104-0.113 s — hence engine files by fallocate + pwrite on
 // disks and through the mapping on tmpfs (runtime/gpu/engine_file.cpp).
 //

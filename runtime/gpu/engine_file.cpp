@@ -109,7 +109,7 @@ void write_file(const fs::path& path, const std::vector<std::pair<const char*, s
   // shared mapping had the kernel zero each page of the fresh file before the copy wrote it
   // (GPU machine, ext4, BERT-base b32 warm: engine file 0.10-0.12 s against 0.15-0.18, system
   // time 0.45 s against 1.9); in memory (tmpfs) the mapping filled on several threads is the
-  // faster (0.08 s against 0.11). bench/MODELS.md, 2026-12-04 (session 22).
+  // faster (0.08 s against 0.11). bench/MODELS.md, 2026-12-04 at da97db2.
   int error = size ? ::posix_fallocate(fd, 0, static_cast<off_t>(size)) : 0;
   if (error == EOPNOTSUPP || error == EINVAL) error = 0;
   if (!error) {

@@ -140,10 +140,10 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_
   }
   *off_out = off;
   *dead_out = dead;
-  *live_out = boolean ? (live != 0 ? "true" : "false") : cuda_literal("float", live);
+  *live_out = boolean ? (live != 0 ? "true" : "false") : cuda_literal(ComputeType::Float, live);
   if (boolean) return fmt::format("(j <= i + {}) == {}", off, live != 0 ? "true" : "false");
-  return fmt::format("(j <= i + {} ? {} : {})", off, cuda_literal("float", live),
-                     cuda_literal("float", dead));
+  return fmt::format("(j <= i + {} ? {} : {})", off, cuda_literal(ComputeType::Float, live),
+                     cuda_literal(ComputeType::Float, dead));
 }
 
 // True when the scores' last op takes a dead element of the causal mask `r` to -inf

@@ -8,13 +8,20 @@
 
 namespace braze::codegen {
 
-std::string cuda_compute_type(DType dt) {
-  if (dt == DType::Float64) return "double";
-  if (is_float(dt)) return "float";
-  if (dt == DType::Bool) return "bool";
-  if (is_unsigned_int(dt)) return "unsigned long long";
-  return "long long";
+ComputeType compute_type(DType dt) {
+  if (dt == DType::Float64) return ComputeType::Double;
+  if (is_float(dt)) return ComputeType::Float;
+  if (dt == DType::Bool) return ComputeType::Bool;
+  if (is_unsigned_int(dt)) return ComputeType::UInt;
+  return ComputeType::Int;
 }
+
+const std::string& cuda_name(ComputeType t) {
+  static const std::string names[] = {"bool", "long long", "unsigned long long", "float", "double"};
+  return names[static_cast<int>(t)];
+}
+
+std::string cuda_compute_type(DType dt) { return cuda_name(compute_type(dt)); }
 
 std::string cuda_storage_type(DType dt) {
   switch (dt) {
@@ -48,22 +55,22 @@ std::string cuda_storage_type(DType dt) {
   return "?";
 }
 
-std::string cuda_math(const std::string& type, const std::string& fn) {
-  return type == "float" ? fn + "f" : fn;
+std::string cuda_math(ComputeType t, const std::string& fn) {
+  return t == ComputeType::Float ? fn + "f" : fn;
 }
 
-std::string cuda_literal(const std::string& type, double v) {
-  if (type == "bool") return v != 0 ? "true" : "false";
-  if (type == "long long") {  // saturating; the extremes spelled so the literal is valid C
+std::string cuda_literal(ComputeType t, double v) {
+  if (t == ComputeType::Bool) return v != 0 ? "true" : "false";
+  if (t == ComputeType::Int) {  // saturating; the extremes spelled so the literal is valid C
     if (v >= 9223372036854775807.0) return "0x7fffffffffffffffLL";
     if (v <= -9223372036854775808.0) return "(-0x7fffffffffffffffLL - 1)";
     return fmt::format("{}LL", static_cast<long long>(v));
   }
-  if (type == "unsigned long long") {
+  if (t == ComputeType::UInt) {
     if (v >= 18446744073709551615.0) return "0xffffffffffffffffULL";
     return fmt::format("{}ULL", v <= 0 ? 0ULL : static_cast<unsigned long long>(v));
   }
-  bool f = type == "float";
+  bool f = t == ComputeType::Float;
   if (std::isnan(v))
     return f ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
   if (std::isinf(v)) {

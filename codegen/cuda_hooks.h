@@ -10,7 +10,10 @@
 
 #include <braze/tensor.h>
 
+#include <fmt/format.h>
+
 #include <functional>
+#include <string_view>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,16 +28,25 @@ namespace braze::codegen {
 using graph::Graph;
 using graph::Node;
 
-// CUDA compute types: float for float16/bfloat16/float32, double, long long for signed
-// integers, unsigned long long for unsigned ones, bool.
+// The types kernels compute in: float for float16/bfloat16/float32, double, long long (Int)
+// for signed integers, unsigned long long (UInt) for unsigned ones, bool. Formatted (fmt) as
+// their CUDA names.
+enum class ComputeType { Bool, Int, UInt, Float, Double };
+ComputeType compute_type(DType dt);
+// "float", "double", "long long", "unsigned long long", "bool".
+const std::string& cuda_name(ComputeType t);
+inline bool is_floating(ComputeType t) {
+  return t == ComputeType::Float || t == ComputeType::Double;
+}
+// cuda_name(compute_type(dt)).
 std::string cuda_compute_type(DType dt);
 // The C type a tensor of dt is stored as on the device ("__half", "signed char" …).
 std::string cuda_storage_type(DType dt);
 // "expf" for float, "exp" for double.
-std::string cuda_math(const std::string& compute_type, const std::string& fn);
+std::string cuda_math(ComputeType t, const std::string& fn);
 // A literal of the compute type, exactly ("1.5f", "(double)0.1", "3LL"); inf and nan spelled
 // through the CUDA intrinsics.
-std::string cuda_literal(const std::string& compute_type, double v);
+std::string cuda_literal(ComputeType t, double v);
 
 // Index arithmetic as expressions over `long long` coordinates, for CudaIndexFns:
 // the row-major flat offset of coords in shape (size-1 dims skipped), and the coordinates
@@ -44,7 +56,7 @@ std::vector<std::string> cuda_unravel(const std::string& flat, const Shape& shap
 
 struct CudaExprCtx {
   const Node& node;
-  std::string type;               // compute type of the first operand
+  ComputeType type;               // compute type of the first operand
   std::vector<std::string> args;  // operand expressions, each in its own compute type
   std::vector<DType> arg_dtypes;
   DType out_dtype;
@@ -79,6 +91,18 @@ class CudaIndexCtx {
   virtual std::string accumulate(
       const std::string& type, const std::string& init, int64_t count,
       const std::function<std::string(const std::string& acc, const std::string& k)>& step) = 0;
+  // The same for a compute type.
+  std::string let(ComputeType t, const std::string& expr) { return let(cuda_name(t), expr); }
+  std::string select(const std::string& cond, ComputeType t,
+                     const std::function<std::string()>& then,
+                     const std::function<std::string()>& otherwise) {
+    return select(cond, cuda_name(t), then, otherwise);
+  }
+  std::string accumulate(
+      ComputeType t, const std::string& init, int64_t count,
+      const std::function<std::string(const std::string& acc, const std::string& k)>& step) {
+    return accumulate(cuda_name(t), init, count, step);
+  }
   // At run time, when `cond` is false the run fails with `message` (naming the node) and
   // `fixup` (a statement) makes the current element safe to finish, e.g. by zeroing an index.
   virtual void check(const std::string& cond, const std::string& message,
@@ -130,7 +154,7 @@ struct CudaRowProgram {
   struct Pass {
     Combine combine;
     std::string map;   // the value combined, per element
-    std::string type;  // accumulator type (a CUDA compute type); argmax results are long long
+    ComputeType type;  // accumulator type; an arg reduction's result is Int (the row index)
   };
   std::vector<Pass> passes;
   // Passes 0 and 1 are max({x}) and sum(exp({x} - {s0})): a schedule that streams the row
@@ -165,3 +189,11 @@ using CudaRowFn =
 CudaRowInputs cuda_row_inputs(const Graph& g, const Node& n);
 
 }  // namespace braze::codegen
+
+template <>
+struct fmt::formatter<braze::codegen::ComputeType> : fmt::formatter<std::string_view> {
+  template <typename Context>
+  auto format(braze::codegen::ComputeType t, Context& ctx) const {
+    return fmt::formatter<std::string_view>::format(braze::codegen::cuda_name(t), ctx);
+  }
+};

@@ -263,7 +263,7 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
   if (intercept_)
     if (std::optional<std::string> bound = intercept_(v, coords)) return *bound;
   const graph::Value& val = g_.value(v);
-  std::string type = cuda_compute_type(val.dtype);
+  const ComputeType type = compute_type(val.dtype);
   BRAZE_CHECK(val.has_shape && coords.size() == val.shape.size(),
               "value_at: rank mismatch for %" + val.name);
   bool inside = val.producer != graph::kNoNode && in_group_(val.producer);
@@ -306,14 +306,15 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
         return mine;
       }
     }
-    return let(type, fmt::format("braze_load({}, {})", p, cuda_linearize(coords, val.shape)));
+    return let(cuda_name(type),
+               fmt::format("braze_load({}, {})", p, cuda_linearize(coords, val.shape)));
   }
   const graph::Node& n = g_.node(val.producer);
   size_t out_index = 0;
   while (n.outputs[out_index] != v) ++out_index;
   if (lowering(n).expr) {
     BRAZE_CHECK(out_index == 0, n.describe() + ": element-wise op with several outputs");
-    CudaExprCtx ctx{n, "", {}, {}, val.dtype};
+    CudaExprCtx ctx{n, ComputeType::Float, {}, {}, val.dtype};
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (n.inputs[i] == kNoValue) {
         ctx.args.push_back("");
@@ -331,13 +332,13 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
       ctx.args.push_back(arg);
       ctx.arg_dtypes.push_back(in.dtype);
     }
-    ctx.type = cuda_compute_type(ctx.arg_dtypes.at(0));
-    return let(type, lowering(n).expr(ctx));
+    ctx.type = compute_type(ctx.arg_dtypes.at(0));
+    return let(cuda_name(type), lowering(n).expr(ctx));
   }
   if (lowering(n).index) {
     IndexCtx ctx(*this, n, out_index, coords);
     std::string e = lowering(n).index(ctx);
-    return let(type, e);
+    return let(cuda_name(type), e);
   }
   throw InternalError(n.describe() +
                       " has no CUDA expression or index map but was put in a pointwise kernel");
@@ -346,7 +347,7 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
 std::string Emitter::preload(ValueId v, const std::vector<std::string>& coords,
                              const std::string& p) {
   const graph::Value& val = g_.value(v);
-  const std::string zero = cuda_literal(cuda_compute_type(val.dtype), 0);
+  const std::string zero = cuda_literal(compute_type(val.dtype), 0);
   if (vec_ < 2 || coords.empty() || val.shape.back() % vec_ != 0 || !preload_stmt_) return zero;
   int lane = -1;
   for (int k = 0; k < vec_; ++k)

@@ -252,7 +252,7 @@ std::string emit_gemm_value_at(Emitter& e, const graph::Graph& g, const GemmDims
                                const GemmEpilogue& epi, const std::string& sum,
                                const std::string& j, const std::string& acc_name) {
   const graph::Node& n = *d.node;
-  const std::string acc = cuda_compute_type(g.value(n.outputs[0]).dtype);
+  const ComputeType acc = compute_type(g.value(n.outputs[0]).dtype);
   std::string value = d.alpha == 1 ? sum : fmt::format("{} * {}", cuda_literal(acc, d.alpha), sum);
   if (n.op_type() == "Gemm" && n.has_input(2) && d.beta != 0) {
     const graph::Value& c = g.value(n.inputs[2]);

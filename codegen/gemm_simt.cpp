@@ -64,8 +64,8 @@ Tunables tunables_of(const SimtTile& t) {
 
 // Bytes of the accumulator type.
 int acc_bytes_of(DType out) {
-  const std::string acc = cuda_compute_type(out);
-  return acc == "double" || acc.find("long long") != std::string::npos ? 8 : 4;
+  const ComputeType acc = compute_type(out);
+  return acc == ComputeType::Float || acc == ComputeType::Bool ? 4 : 8;
 }
 
 // Why the main loop cannot take this tile shape, or empty.

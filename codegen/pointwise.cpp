@@ -34,20 +34,44 @@ int default_vec(const graph::Graph& g, const fusion::Group& group, const Shape& 
   return vec;
 }
 
+// The schedule's choices (as Tunables: vec, threads, unroll, all_blocks).
+struct PointwiseTile {
+  int vec = 1;              // consecutive elements a thread computes a step (narrowed per shape)
+  int threads = 256;        // a block
+  int unroll = 1;           // steps in flight, `threads` slots apart
+  bool all_blocks = false;  // a block per chunk of work, not a grid that fills the device
+  bool operator==(const PointwiseTile& o) const {
+    return vec == o.vec && threads == o.threads && unroll == o.unroll && all_blocks == o.all_blocks;
+  }
+};
+
+PointwiseTile tile_of(const Tunables& t) {
+  return {t.at("vec"), t.at("threads"), t.at("unroll"),
+          t.count("all_blocks") != 0 && t.at("all_blocks") != 0};
+}
+
+Tunables tunables_of(const PointwiseTile& t) {
+  return {
+      {"vec", t.vec}, {"threads", t.threads}, {"unroll", t.unroll}, {"all_blocks", t.all_blocks}};
+}
+
 }  // namespace
 
 std::vector<Tunables> pointwise_candidates(const graph::Graph& g, const fusion::Group& group) {
   Shape shape = g.value(group.outputs.at(0)).shape;
   int vec = default_vec(g, group, shape);
-  std::vector<Tunables> c;
+  std::vector<PointwiseTile> c;
   for (int v : {vec, 1})
     for (int t : {256, 128, 512})
       for (int u : {2, 1, 4})
-        for (int all : {0, 1}) {  // a grid sized to the device (striding), or one block per chunk
-          Tunables tu{{"vec", v}, {"threads", t}, {"unroll", u}, {"all_blocks", all}};
-          if (std::find(c.begin(), c.end(), tu) == c.end()) c.push_back(tu);
+        for (bool all :
+             {false, true}) {  // a grid sized to the device (striding), or a block per chunk
+          const PointwiseTile tile{v, t, u, all};
+          if (std::find(c.begin(), c.end(), tile) == c.end()) c.push_back(tile);
         }
-  return c;
+  std::vector<Tunables> out;
+  for (const PointwiseTile& t : c) out.push_back(tunables_of(t));
+  return out;
 }
 
 std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Group& group,
@@ -61,9 +85,9 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
       return std::nullopt;
     }
   }
-  Tunables t = tune ? *tune : pointwise_candidates(g, group).front();
-  const unsigned threads = static_cast<unsigned>(t.at("threads"));
-  const int unroll = t.at("unroll");
+  const PointwiseTile t = tile_of(tune ? *tune : pointwise_candidates(g, group).front());
+  const unsigned threads = static_cast<unsigned>(t.threads);
+  const int unroll = t.unroll;
   Emitter e(g, [&](graph::NodeId n) { return members.count(n) != 0; });
   // Outputs of one shape share a loop, so what they have in common is computed once.
   std::vector<std::vector<graph::ValueId>> loops;
@@ -80,7 +104,7 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
     const Shape& shape = g.value(loop[0]).shape;
     const int64_t n = checked_numel(shape);
     if (n == 0) continue;
-    int vec = t.at("vec");
+    int vec = t.vec;
     while (vec > 1 && (shape.empty() || shape.back() % vec != 0)) vec /= 2;
     const int64_t slots = n / vec;
     max_slots = std::max(max_slots, slots);
@@ -138,13 +162,11 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
   }
   // Outputs of zero size still get a parameter so the argument list stays regular.
   for (graph::ValueId o : group.outputs) e.output_param(o);
-  Kernel k = kernel_record(e, fusion::GroupKind::Pointwise, group, t);
+  Kernel k = kernel_record(e, fusion::GroupKind::Pointwise, group, tunables_of(t));
   k.block = {threads, 1, 1};
   // Enough blocks to fill every SM (2048 threads each), never more than the work needs.
   int64_t needed = (max_slots + int64_t{threads} * unroll - 1) / (int64_t{threads} * unroll);
-  int64_t full = t.count("all_blocks") && t.at("all_blocks")
-                     ? int64_t{2147483647}
-                     : int64_t{target.num_sms} * (2048 / threads);
+  int64_t full = t.all_blocks ? int64_t{2147483647} : int64_t{target.num_sms} * (2048 / threads);
   k.grid = {static_cast<unsigned>(std::clamp<int64_t>(needed, 1, full)), 1, 1};
   k.empty_launch = max_slots == 0;
   std::string code =

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "codegen/lowering.h"
+#include "codegen/row_tile.h"
 #include "codegen/codegen.h"
 #include "codegen/emitter.h"
 #include "codegen/cuda_hooks.h"
@@ -78,10 +79,11 @@ std::vector<graph::ValueId> staged_inputs(const graph::Graph& g, const fusion::G
 // the next row's copies in flight during this row's passes, measured slower still: 149 us.)
 std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t staged_bytes,
                                                int64_t rows) {
+  using Hold = RowTile::Hold;
   auto per = [&](int tpr, int v) { return (len / v + tpr - 1) / tpr * v; };  // elements a thread
-  std::vector<Tunables> c;
-  auto add = [&](int tpr, int rpb, int cache, int v) {
-    Tunables t{{"tpr", tpr}, {"rpb", rpb}, {"cache", cache}, {"vec", v}};
+  std::vector<RowTile> c;
+  auto add = [&](int tpr, int rpb, Hold hold, int v, int split = 1) {
+    const RowTile t{tpr, rpb, hold, v, split};
     if (std::find(c.begin(), c.end(), t) == c.end()) c.push_back(t);
   };
   constexpr int64_t kStageLimit = 96 * 1024;
@@ -89,49 +91,63 @@ std::vector<Tunables> reduction_candidates_for(int64_t len, int vec, int64_t sta
   // Fewer rows than SMs, and long ones: clusters of `split` blocks share a row (sm_90).
   const int64_t sms = Target{}.num_sms;
   if (rows > 0 && rows < sms && len / vec >= 4096) {
-    auto add_split = [&](int split, int tpr, int cache) {
-      Tunables t{{"tpr", tpr}, {"rpb", 1}, {"cache", cache}, {"vec", vec}, {"split", split}};
-      if (std::find(c.begin(), c.end(), t) == c.end()) c.push_back(t);
-    };
     auto mode = [&](int split, int tpr) {
-      return per(tpr * split, vec) <= 32                               ? 1
-             : staged_bytes > 0 && staged_bytes / split <= kStageLimit ? 2
-                                                                       : 0;
+      return per(tpr * split, vec) <= 32                               ? Hold::Registers
+             : staged_bytes > 0 && staged_bytes / split <= kStageLimit ? Hold::Shared
+                                                                       : Hold::Stream;
     };
     int want = 2;
     while (want < 8 && want * rows < sms) want *= 2;
-    add_split(want, 512, mode(want, 512));
+    add(512, 1, mode(want, 512), vec, want);
     for (int split : {2, 4, 8})
       for (int tpr : {512, 1024}) {
-        add_split(split, tpr, mode(split, tpr));
-        add_split(split, tpr, 0);
+        add(tpr, 1, mode(split, tpr), vec, split);
+        add(tpr, 1, Hold::Stream, vec, split);
       }
   }
   int best = 32;
   while (best < 1024 && per(best, vec) > 16) best *= 2;
   if (per(best, vec) <= 16)
-    add(best, best == 32 ? 4 : 1, 1, vec);
+    add(best, best == 32 ? 4 : 1, Hold::Registers, vec);
   else if (stageable)
-    add(512, 1, 2, vec);  // W3 on an H200: 136 us, in registers (1024 x 32) 208 us
+    add(512, 1, Hold::Shared, vec);  // W3 on an H200: 136 us, in registers (1024 x 32) 208 us
   else if (per(1024, vec) <= 32)
-    add(1024, 1, 1, vec);
+    add(1024, 1, Hold::Registers, vec);
   else
-    add(512, 1, 0, vec);
+    add(512, 1, Hold::Stream, vec);
   if (stageable) {
-    for (int tpr : {128, 256, 512, 1024}) add(tpr, 1, 2, vec);
-    if (staged_bytes * 4 <= kStageLimit) add(32, 4, 2, vec);
-    add(128, 1, 2, 1);
+    for (int tpr : {128, 256, 512, 1024}) add(tpr, 1, Hold::Shared, vec);
+    if (staged_bytes * 4 <= kStageLimit) add(32, 4, Hold::Shared, vec);
+    add(128, 1, Hold::Shared, 1);
   }
   for (int v : {vec, 1})
     for (int tpr = 32; tpr <= 1024; tpr *= 2)
-      for (int cache : {1, 0}) {
-        if (cache && per(tpr, v) > 32) continue;
+      for (Hold hold : {Hold::Registers, Hold::Stream}) {
+        if (hold == Hold::Registers && per(tpr, v) > 32) continue;
         if (tpr == 32)
-          for (int rpb : {1, 4, 8}) add(32, rpb, cache, v);
+          for (int rpb : {1, 4, 8}) add(32, rpb, hold, v);
         else
-          add(tpr, 1, cache, v);
+          add(tpr, 1, hold, v);
       }
-  return c;
+  std::vector<Tunables> out;
+  for (const RowTile& t : c) out.push_back(tunables_of(t));
+  return out;
+}
+
+RowTile row_tile_of(const Tunables& t) {
+  RowTile r;
+  r.tpr = t.at("tpr");
+  r.rpb = t.at("rpb");
+  r.hold = static_cast<RowTile::Hold>(t.at("cache"));
+  r.vec = t.count("vec") ? t.at("vec") : 1;
+  r.split = t.count("split") ? t.at("split") : 1;
+  return r;
+}
+
+Tunables tunables_of(const RowTile& t) {
+  Tunables u{{"tpr", t.tpr}, {"rpb", t.rpb}, {"cache", static_cast<int>(t.hold)}, {"vec", t.vec}};
+  if (t.split != 1) u["split"] = t.split;
+  return u;
 }
 
 }  // namespace braze::codegen

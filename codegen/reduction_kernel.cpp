@@ -25,6 +25,7 @@
 #include "codegen/cuda_hooks.h"
 #include "codegen/emitter.h"
 #include "codegen/lowering.h"
+#include "codegen/row_tile.h"
 #include "graph/registry.h"
 
 namespace braze::codegen {
@@ -52,8 +53,8 @@ std::string substitute(const std::string& templ, const std::map<std::string, std
   return out;
 }
 
-std::string identity_of(Combine combine, const std::string& type) {
-  bool flt = type == "float" || type == "double";
+std::string identity_of(Combine combine, ComputeType type) {
+  bool flt = is_floating(type);
   switch (combine) {
     case Combine::Sum:
       return cuda_literal(type, 0);
@@ -68,7 +69,7 @@ std::string identity_of(Combine combine, const std::string& type) {
   }
 }
 
-std::string combiner(Combine combine, const std::string& type) {
+std::string combiner(Combine combine, ComputeType type) {
   switch (combine) {
     case Combine::Sum:
       return fmt::format("[]({0} a, {0} b) {{ return a + b; }}", type);
@@ -281,7 +282,7 @@ class ReductionBuilder {
     if (it == bound_.end()) return std::nullopt;
     const Red& r = *it->second.first;
     const auto& o = r.prog.outputs[it->second.second];
-    std::string ct = cuda_compute_type(g_.value(v).dtype);
+    const ComputeType ct = compute_type(g_.value(v).dtype);
     std::map<std::string, std::string> f;
     if (o.per_element) {
       std::vector<std::string> xc =
@@ -298,8 +299,9 @@ class ReductionBuilder {
                            full_coords(kept_, std::vector<std::string>(red_shape_.size(), "0LL")));
       for (size_t k = 0; k < r.s.size(); ++k) f[fmt::format("s{}", k)] = r.s[k];
     }
-    f["n"] = cuda_literal(ct == "bool" ? "long long" : ct, static_cast<double>(len_));
-    return e_.let(ct, fmt::format("({})({})", ct, substitute(o.expr, f, *r.node)));
+    f["n"] =
+        cuda_literal(ct == ComputeType::Bool ? ComputeType::Int : ct, static_cast<double>(len_));
+    return e_.let(cuda_name(ct), fmt::format("({})({})", ct, substitute(o.expr, f, *r.node)));
   }
 
   // Schedule: `tpr` threads per row (a warp, or a block of up to 1024), `rpb` rows per
@@ -307,12 +309,10 @@ class ReductionBuilder {
   // row in registers — E = ceil(L / tpr) of them, loaded once however many passes follow.
   void choose_schedule(const Tunables* tune) {
     std::vector<Tunables> cands = tune ? std::vector<Tunables>{} : reduction_candidates(g_, group_);
-    t_ = tune            ? *tune
-         : cands.empty() ? Tunables{{"tpr", 32}, {"rpb", 1}, {"cache", 0}, {"vec", 1}}
-                         : cands.front();
-    tpr_ = t_.at("tpr");
-    rpb_ = t_.at("rpb");
-    cache_ = t_.at("cache") == 1 && !elementwise_;
+    tile_ = tune ? row_tile_of(*tune) : cands.empty() ? RowTile{} : row_tile_of(cands.front());
+    tpr_ = tile_.tpr;
+    rpb_ = tile_.rpb;
+    cache_ = tile_.hold == RowTile::Hold::Registers && !elementwise_;
     // Split rows: a cluster of `split` blocks shares each row (sm_90 thread-block clusters),
     // combining the blocks' partial results through distributed shared memory. Thread q of
     // block k is the row's thread k·tpr + q of T = split·tpr; elements are dealt to the T
@@ -321,17 +321,17 @@ class ReductionBuilder {
     bool has_arg = false;
     for (const Red& r : reds_)
       for (const auto& pass : r.prog.passes) has_arg |= is_arg(pass.combine);
-    split_ = t_.count("split") ? t_.at("split") : 1;
+    split_ = tile_.split;
     if (split_ < 1 || elementwise_ || rpb_ != 1 || has_arg || target_.sm < 90 || target_.emulated)
       split_ = 1;
     T_ = int64_t{tpr_} * split_;
     // Staged: the row's group inputs are copied into shared memory once (asynchronously on
     // sm_80+), and every pass and the output sweep read them there.
-    if (t_.at("cache") == 2 && !elementwise_ && reds_[0].prog.x_view.empty())
+    if (tile_.hold == RowTile::Hold::Shared && !elementwise_ && reds_[0].prog.x_view.empty())
       staged_ = staged_inputs(g_, group_, xv_->shape);
     smem_ = !staged_.empty();
     // Vector lanes along the row: only for one reduced axis that is innermost, whole vectors.
-    vec_ = t_.count("vec") ? t_.at("vec") : 1;
+    vec_ = tile_.vec;
     if (elementwise_ || red_shape_.size() != 1 || !reduced_.back() || len_ % vec_ != 0) vec_ = 1;
     chunks_ = len_ / vec_;
     per_thread_ = (chunks_ + T_ - 1) / T_;
@@ -473,7 +473,7 @@ class ReductionBuilder {
   }
 
   // The statement reducing each thread's `acc` across the row into a new local `s`.
-  std::string row_reduce(const std::string& s, const std::string& type, const std::string& acc,
+  std::string row_reduce(const std::string& s, ComputeType type, const std::string& acc,
                          const std::string& comb, const std::string& ident,
                          const std::string& tag) {
     std::string r;
@@ -496,7 +496,7 @@ class ReductionBuilder {
   void online_softmax(size_t ri) {
     Red& r = reds_[ri];
     std::string tag = fmt::format("{}_o", ri);
-    const std::string t0 = r.prog.passes[0].type;
+    const ComputeType t0 = r.prog.passes[0].type;
     std::string m = "m" + tag, sm = "sm" + tag;
     e_.line(fmt::format("{0} {1} = {2}; {0} {3} = {4};", t0, m, cuda_literal(t0, -INFINITY), sm,
                         cuda_literal(t0, 0)));
@@ -505,7 +505,7 @@ class ReductionBuilder {
         std::map<std::string, std::string> f = element_fields(r, el.coords);
         f["r"] = el.r;
         f["n"] = cuda_literal(t0, static_cast<double>(len_));
-        std::string x = e_.let(t0, substitute(r.prog.passes[0].map, f, *r.node));
+        std::string x = e_.let(cuda_name(t0), substitute(r.prog.passes[0].map, f, *r.node));
         e_.line(fmt::format("braze_online_update({}, {}, {});", m, sm, x));
       }
     });
@@ -527,7 +527,8 @@ class ReductionBuilder {
   // What one pass folds: an accumulator (and the index of an arg reduction's best element).
   struct PassAcc {
     bool arg, is_max, last;
-    std::string tag, val_type, acc, acci;
+    ComputeType val_type;
+    std::string tag, acc, acci;
   };
 
   // One element's contribution: its mapped value folded into the accumulator.
@@ -536,8 +537,8 @@ class ReductionBuilder {
     const auto& pass = r.prog.passes[p];
     std::map<std::string, std::string> f = element_fields(r, el.coords);
     f["r"] = el.r;
-    f["n"] = cuda_literal(a.arg ? "double" : pass.type, static_cast<double>(len_));
-    std::string m = e_.let(a.val_type, substitute(pass.map, f, *r.node));
+    f["n"] = cuda_literal(a.arg ? ComputeType::Double : pass.type, static_cast<double>(len_));
+    std::string m = e_.let(cuda_name(a.val_type), substitute(pass.map, f, *r.node));
     if (cache_) pass_values_[pass_key(ri, p, el.coords)] = m;
     std::string guard = el.valid == "true" ? "" : el.valid + " && ";
     if (a.arg)
@@ -560,8 +561,7 @@ class ReductionBuilder {
     a.is_max = picks_max(pass.combine);
     a.last = picks_last(pass.combine);
     a.tag = fmt::format("{}_{}", ri, p);
-    std::string xt = cuda_compute_type(g_.value(r.node->inputs[0]).dtype);
-    a.val_type = a.arg ? xt : pass.type;
+    a.val_type = a.arg ? compute_type(g_.value(r.node->inputs[0]).dtype) : pass.type;
     a.acc = "a" + a.tag;
     a.acci = "ai" + a.tag;
     if (a.arg) {
@@ -690,7 +690,7 @@ class ReductionBuilder {
   }
 
   Kernel finish() {
-    Kernel k = kernel_record(e_, fusion::GroupKind::Reduction, group_, t_);
+    Kernel k = kernel_record(e_, fusion::GroupKind::Reduction, group_, tunables_of(tile_));
     k.block = {threads_, 1, 1};
     k.shared_bytes = smem_bytes_;
     int64_t blocks = elementwise_ ? (len_ + threads_ - 1) / threads_ : (rows_ + rpb_ - 1) / rpb_;
@@ -729,7 +729,7 @@ class ReductionBuilder {
   bool elementwise_ = false;
   std::vector<std::string> kept_;  // this row's kept coordinates
   // Schedule.
-  Tunables t_;
+  RowTile tile_;  // as asked; the fields below as this group allows it
   int tpr_ = 32, rpb_ = 1, split_ = 1, vec_ = 1;
   bool cache_ = false, smem_ = false;
   int64_t T_ = 32, chunks_ = 0, per_thread_ = 0;

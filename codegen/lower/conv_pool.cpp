@@ -51,16 +51,14 @@ TapCode tap_code(CudaIndexCtx& ctx, const WindowGeometry& g, const std::vector<s
   return t;
 }
 
-bool is_float_type(const std::string& t) { return t == "float" || t == "double"; }
-
 // The lowest value of compute type t: the start of a running maximum.
-std::string lowest_literal(const std::string& t) {
+std::string lowest_literal(ComputeType t) {
   return cuda_literal(t, -std::numeric_limits<double>::infinity());
 }
 
 // The running maximum acc after seeing v: NaN wins and stays (the reference's takes_over).
-std::string max_step(const std::string& t, const std::string& acc, const std::string& v) {
-  if (is_float_type(t))
+std::string max_step(ComputeType t, const std::string& acc, const std::string& v) {
+  if (is_floating(t))
     return fmt::format("(({0} != {0}) ? {0} : (({1} != {1} || {1} > {0}) ? {1} : {0}))", acc, v);
   return fmt::format("({1} > {0} ? {1} : {0})", acc, v);
 }
@@ -71,7 +69,7 @@ CudaIndexFn global_pool_index(bool is_max) {
     const Shape& x = ctx.in_shape(0);
     const Shape plane(x.begin() + 2, x.end());
     const int64_t size = checked_numel(plane);
-    const std::string t = cuda_compute_type(ctx.in_dtype(0));
+    const ComputeType t = compute_type(ctx.in_dtype(0));
     std::string r =
         ctx.accumulate(t, is_max ? lowest_literal(t) : cuda_literal(t, 0), size,
                        [&](const std::string& acc, const std::string& k) {
@@ -89,7 +87,7 @@ std::string conv_index(CudaIndexCtx& ctx) {
   ConvShapes s = conv_shapes(ctx.node(), ctx.in_shape(0), ctx.in_shape(1), b);
   const WindowGeometry& g = s.g;
   const int64_t cg = s.c / s.group, mg = std::max<int64_t>(1, s.m / s.group);
-  const std::string t = cuda_compute_type(ctx.in_dtype(0));
+  const ComputeType t = compute_type(ctx.in_dtype(0));
   const std::vector<std::string> c = out_coords(ctx);
   const std::string &n = c[0], &m = c[1];
   const std::vector<std::string> o(c.begin() + 2, c.end());
@@ -122,7 +120,7 @@ std::string conv_transpose_index(CudaIndexCtx& ctx) {
   ConvShapes s = conv_transpose_shapes(ctx.node(), ctx.in_shape(0), ctx.in_shape(1), b);
   const WindowGeometry& g = s.g;
   const int64_t cg = s.c / s.group, mg = std::max<int64_t>(1, s.m / s.group);
-  const std::string t = cuda_compute_type(ctx.in_dtype(0));
+  const ComputeType t = compute_type(ctx.in_dtype(0));
   const std::vector<std::string> c = out_coords(ctx);
   const std::string &n = c[0], &m = c[1];
   const std::vector<std::string> o(c.begin() + 2, c.end());
@@ -167,7 +165,7 @@ std::string conv_transpose_index(CudaIndexCtx& ctx) {
 std::string max_pool_index(CudaIndexCtx& ctx) {
   PoolShapes s = pool_shapes(ctx.node(), ctx.in_shape(0));
   const WindowGeometry& g = s.g;
-  const std::string t = cuda_compute_type(ctx.in_dtype(0));
+  const ComputeType t = compute_type(ctx.in_dtype(0));
   const std::vector<std::string> c = out_coords(ctx);
   const std::vector<std::string> o(c.begin() + 2, c.end());
   const int64_t ksize = checked_numel(g.kernel);
@@ -203,7 +201,7 @@ std::string max_pool_index(CudaIndexCtx& ctx) {
             [&] {
               std::string v = x_at(tap);
               std::string match =
-                  is_float_type(t)
+                  is_floating(t)
                       ? fmt::format("({0} == {1} || ({0} != {0} && {1} != {1}))", v, best)
                       : fmt::format("{} == {}", v, best);
               std::string off = base;
@@ -218,7 +216,7 @@ std::string average_pool_index(CudaIndexCtx& ctx) {
   const bool include_pad = ctx.node().attr_int("count_include_pad") == 1;
   PoolShapes s = pool_shapes(ctx.node(), ctx.in_shape(0));
   const WindowGeometry& g = s.g;
-  const std::string t = cuda_compute_type(ctx.in_dtype(0));
+  const ComputeType t = compute_type(ctx.in_dtype(0));
   const std::vector<std::string> c = out_coords(ctx);
   const std::vector<std::string> o(c.begin() + 2, c.end());
   std::string sum = ctx.accumulate(t, cuda_literal(t, 0), checked_numel(g.kernel),

@@ -17,8 +17,8 @@ using namespace graph::ops;
 
 // ---- CUDA expressions ------------------------------------------------------------------
 // Operands reaching a CudaExprFn are locals or literals, so repeating one is free.
-std::string lit(const std::string& t, double v) { return cuda_literal(t, v); }
-std::string fn1(const std::string& t, const char* f, const std::string& a) {
+std::string lit(ComputeType t, double v) { return cuda_literal(t, v); }
+std::string fn1(ComputeType t, const char* f, const std::string& a) {
   return cuda_math(t, f) + "(" + a + ")";
 }
 
@@ -38,7 +38,7 @@ CudaExprFn cuda_fmt(std::string f) {
 // undefined.
 CudaExprFn wrapping(const char* op) {
   return [op](const CudaExprCtx& c) {
-    if (c.type == "long long")
+    if (c.type == ComputeType::Int)
       return fmt::format("((long long)((unsigned long long){} {} (unsigned long long){}))",
                          c.args[0], op, c.args[1]);
     return fmt::format("({} {} {})", c.args[0], op, c.args[1]);
@@ -66,7 +66,7 @@ double dtype_max(DType dt) { return is_integer(dt) ? static_cast<double>(int_dty
 // Converts an operand to dtype `to` as Cast does: through the storage type for narrow
 // integers (so out-of-range floats saturate as on the CPU), `!= 0` for bool.
 std::string cuda_cast(const std::string& a, DType from, DType to) {
-  std::string ct = cuda_compute_type(to);
+  const ComputeType ct = compute_type(to);
   if (to == DType::Bool) return "(" + a + " != 0)";
   if (is_integer(to) && dtype_size(to) < 8)
     return fmt::format("(({})({}){})", ct, cuda_storage_type(to), a);
@@ -99,8 +99,8 @@ std::optional<std::string> float_div_by_constant(const std::string& x, const std
   if (!std::isnormal(z)) return std::nullopt;
   int e = 0;
   if (std::fabs(std::frexp(y, &e)) == 0.5f || half_out)
-    return fmt::format("({} * {})", x, cuda_literal("float", z));
-  return fmt::format("braze_div_by({}, {}, {})", x, lit, cuda_literal("float", z));
+    return fmt::format("({} * {})", x, cuda_literal(ComputeType::Float, z));
+  return fmt::format("braze_div_by({}, {}, {})", x, lit, cuda_literal(ComputeType::Float, z));
 }
 
 std::string hard_swish_expr(const CudaExprCtx& c) {
@@ -111,10 +111,10 @@ std::string hard_swish_expr(const CudaExprCtx& c) {
 
 std::string gelu_expr(const CudaExprCtx& c) {
   if (c.node.attr_string("approximate") == "tanh")
-    return (c.type == "float" && c.out_dtype == DType::Float16 ? "braze_gelu_tanh_f16("
-                                                               : "braze_gelu_tanh(") +
+    return (c.type == ComputeType::Float && c.out_dtype == DType::Float16 ? "braze_gelu_tanh_f16("
+                                                                          : "braze_gelu_tanh(") +
            c.args[0] + ")";
-  const char* f = c.type != "float"                ? "braze_gelu_erf("
+  const char* f = c.type != ComputeType::Float     ? "braze_gelu_erf("
                   : c.out_dtype == DType::Float16  ? "braze_gelu_erf_f16("
                   : c.out_dtype == DType::BFloat16 ? "braze_gelu_erf_bf16("
                                                    : "braze_gelu_erf(";
@@ -167,18 +167,19 @@ std::string shrink_expr(const CudaExprCtx& c) {
   return fmt::format(
       "(({0}) ((double){1} < {2} ? (double){1} + {3} : ((double){1} > {4} ? (double){1} - {3} : "
       "0.0)))",
-      c.type, c.args[0], lit("double", -l), lit("double", b), lit("double", l));
+      c.type, c.args[0], lit(ComputeType::Double, -l), lit(ComputeType::Double, b),
+      lit(ComputeType::Double, l));
 }
 
 std::string abs_expr(const CudaExprCtx& c) {
-  if (c.type == "unsigned long long") return c.args[0];
-  if (c.type == "long long")
+  if (c.type == ComputeType::UInt) return c.args[0];
+  if (c.type == ComputeType::Int)
     return fmt::format("({0} < 0 ? (long long)(0ULL - (unsigned long long){0}) : {0})", c.args[0]);
   return fn1(c.type, "fabs", c.args[0]);
 }
 
 std::string neg_expr(const CudaExprCtx& c) {
-  if (c.type == "long long")
+  if (c.type == ComputeType::Int)
     return fmt::format("((long long)(0ULL - (unsigned long long){}))", c.args[0]);
   return "(-" + c.args[0] + ")";
 }
@@ -189,23 +190,22 @@ std::string is_inf_expr(const CudaExprCtx& c) {
 }
 
 std::string div_expr(const CudaExprCtx& c) {
-  if (c.type == "float") {
+  if (c.type == ComputeType::Float) {
     if (auto by = float_div_by_constant(c.args[0], c.args[1], is_half(c.out_dtype))) return *by;
   }
-  if (c.type == "float" || c.type == "double")
-    return fmt::format("({} / {})", c.args[0], c.args[1]);
+  if (is_floating(c.type)) return fmt::format("({} / {})", c.args[0], c.args[1]);
   return fmt::format("braze_idiv({}, {})", c.args[0], c.args[1]);
 }
 
 std::string pow_expr(const CudaExprCtx& c) {
-  if (c.type == "float" || c.type == "double") {
+  if (is_floating(c.type)) {
     // Small constant exponents (RMS norm's x^2) as multiplications: pow costs dozens of
     // instructions an element, enough to slow a memory-bound kernel.
     const std::string& e = c.args[1];
-    if (e == cuda_literal(c.type, 2) || e == cuda_literal("long long", 2))
+    if (e == cuda_literal(c.type, 2) || e == cuda_literal(ComputeType::Int, 2))
       return fmt::format("({0} * {0})", c.args[0]);
-    if (e == cuda_literal(c.type, 1) || e == cuda_literal("long long", 1)) return c.args[0];
-    if (e == cuda_literal(c.type, 3) || e == cuda_literal("long long", 3))
+    if (e == cuda_literal(c.type, 1) || e == cuda_literal(ComputeType::Int, 1)) return c.args[0];
+    if (e == cuda_literal(c.type, 3) || e == cuda_literal(ComputeType::Int, 3))
       return fmt::format("({0} * {0} * {0})", c.args[0]);
     return fmt::format("{}({}, ({}){})", cuda_math(c.type, "pow"), c.args[0], c.type, c.args[1]);
   }
@@ -219,7 +219,7 @@ std::string bit_shift_expr(const CudaExprCtx& c) {
 }
 
 std::string clip_expr(const CudaExprCtx& c) {
-  bool flt = c.type == "float" || c.type == "double";
+  bool flt = is_floating(c.type);
   auto bound = [&](size_t i, bool upper) {
     if (c.args.size() > i && !c.args[i].empty()) return c.args[i];
     if (flt) return cuda_literal(c.type, upper ? INFINITY : -INFINITY);

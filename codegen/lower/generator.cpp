@@ -19,16 +19,16 @@ std::string constant_of_shape_index(CudaIndexCtx& ctx) {
   const Node& n = ctx.node();
   if (!n.has_attr("value")) return std::string("0.0f");
   const Tensor& v = n.attr_tensor("value");
-  std::string t = cuda_compute_type(v.dtype());
+  const ComputeType t = compute_type(v.dtype());
   return is_float(v.dtype()) ? cuda_literal(t, v.get_f64(0))
                              : cuda_literal(t, static_cast<double>(v.get_i64(0)));
 }
 
 std::string range_index(CudaIndexCtx& ctx) {
-  std::string t = cuda_compute_type(ctx.in_dtype(0));
+  const ComputeType t = compute_type(ctx.in_dtype(0));
   std::string start = ctx.load(0, std::vector<std::string>(ctx.in_shape(0).size(), "0LL"));
   std::string delta = ctx.load(2, std::vector<std::string>(ctx.in_shape(2).size(), "0LL"));
-  if (t == "long long")
+  if (t == ComputeType::Int)
     return fmt::format(
         "(long long)((unsigned long long){} + (unsigned long long){} * (unsigned long long){})",
         start, ctx.coord(0), delta);

@@ -62,7 +62,7 @@ std::string gather_nd_index(CudaIndexCtx& ctx) {
   std::vector<std::string> at(c.begin(), c.begin() + b);  // batch dims
   for (int64_t j = 0; j < k; ++j) {
     std::vector<std::string> ic(c.begin(), tuple_end);
-    ic.push_back(cuda_literal("long long", static_cast<double>(j)));
+    ic.push_back(cuda_literal(ComputeType::Int, static_cast<double>(j)));
     at.push_back(cuda_checked_index(ctx, 1, ic, data[static_cast<size_t>(b + j)], b + j));
   }
   at.insert(at.end(), tuple_end, c.end());

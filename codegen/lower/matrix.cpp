@@ -20,8 +20,8 @@ std::string einsum_index(CudaIndexCtx& ctx) {
   std::vector<Shape> shapes;
   for (size_t i = 0; i < ctx.node().inputs.size(); ++i) shapes.push_back(ctx.in_shape(i));
   EinsumSpec spec = parse_einsum(ctx.node(), shapes);
-  const std::string t = cuda_compute_type(ctx.in_dtype(0));
-  const bool wrap = t == "long long";
+  const ComputeType t = compute_type(ctx.in_dtype(0));
+  const bool wrap = t == ComputeType::Int;
   std::vector<std::string> label(spec.sizes.size());
   for (size_t i = 0; i < spec.out_labels.size(); ++i)
     label[static_cast<size_t>(spec.out_labels[i])] = ctx.coord(i);
@@ -50,7 +50,7 @@ std::string einsum_index(CudaIndexCtx& ctx) {
   if (contracted.empty()) return product();
   const int64_t count = checked_numel(csizes, ctx.node().describe() + " summation space");
   return ctx.accumulate(
-      t, cuda_literal(t, 0), count, [&](const std::string& acc, const std::string& k) {
+      cuda_name(t), cuda_literal(t, 0), count, [&](const std::string& acc, const std::string& k) {
         std::vector<std::string> idx = cuda_unravel(k, csizes);
         for (size_t i = 0; i < contracted.size(); ++i)
           label[static_cast<size_t>(contracted[i])] =

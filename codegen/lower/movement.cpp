@@ -163,9 +163,9 @@ std::string pad_index(CudaIndexCtx& ctx) {
     }
   }
   if (inside.empty()) return ctx.load(0, src);
-  std::string type = cuda_compute_type(ctx.in_dtype(0));
+  const ComputeType type = compute_type(ctx.in_dtype(0));
   return ctx.select(
-      inside, type, [&] { return ctx.load(0, src); },
+      inside, cuda_name(type), [&] { return ctx.load(0, src); },
       [&] {
         return ctx.has_input(2)
                    ? ctx.load(2, std::vector<std::string>(ctx.in_shape(2).size(), "0LL"))
@@ -208,8 +208,8 @@ std::string trilu_index(CudaIndexCtx& ctx) {
   bool upper = ctx.node().attr_int("upper") != 0;
   std::string keep =
       fmt::format("{} - {} {} {}", ctx.coord(r - 1), ctx.coord(r - 2), upper ? ">=" : "<=", k);
-  std::string type = cuda_compute_type(ctx.in_dtype(0));
-  return fmt::format("({} ? {} : {})", keep, ctx.load(0, out_coords(ctx)), cuda_literal(type, 0));
+  return fmt::format("({} ? {} : {})", keep, ctx.load(0, out_coords(ctx)),
+                     cuda_literal(compute_type(ctx.in_dtype(0)), 0));
 }
 
 }  // namespace

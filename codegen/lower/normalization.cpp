@@ -20,7 +20,7 @@ using namespace graph::ops;
 // Mean-and-variance passes over a row: s0 = sum(x), s1 = sum((x - mean)^2); so mean is
 // {s0} / {n} and the (population) variance {s1} / {n}.
 struct RowStats {
-  std::string t;  // accumulator type
+  ComputeType t;  // accumulator type
   std::string mean() const { return "({s0} / {n})"; }
   std::string var() const { return "({s1} / {n})"; }
   std::string rsqrt(const std::string& v) const {
@@ -31,7 +31,9 @@ struct RowStats {
   }
 };
 
-RowStats row_stats(DType dt) { return {dt == DType::Float64 ? "double" : "float"}; }
+RowStats row_stats(DType dt) {
+  return {dt == DType::Float64 ? ComputeType::Double : ComputeType::Float};
+}
 
 // InstanceNormalization (groups = C) and GroupNormalization: X viewed as
 // [N, G, C/G, D1 …], each (n, g) a row; scale and bias per channel.
@@ -94,7 +96,7 @@ std::optional<CudaRowProgram> batch_normalization_row(const Node& n, const CudaR
 std::optional<CudaRowProgram> lp_normalization_row(const Node& n, const CudaRowInputs& in) {
   const int64_t rank = static_cast<int64_t>(in.shapes[0].size());
   int64_t axis = n.attr_int("axis");
-  std::string t = row_stats(in.dtypes[0]).t;
+  const ComputeType t = row_stats(in.dtypes[0]).t;
   bool l1 = n.attr_int("p") == 1;
   CudaRowProgram p;
   p.axes = {axis < 0 ? axis + rank : axis};
@@ -108,7 +110,7 @@ std::string lrn_index(CudaIndexCtx& ctx) {
   const Node& node = ctx.node();
   const Shape& x = ctx.in_shape(0);
   const int64_t size = node.attr_int("size"), before = (size - 1) / 2;
-  const std::string t = cuda_compute_type(ctx.in_dtype(0));
+  const ComputeType t = compute_type(ctx.in_dtype(0));
   std::vector<std::string> c;
   for (size_t d = 0; d < x.size(); ++d) c.push_back(ctx.coord(d));
   std::string sq = ctx.accumulate(

@@ -20,11 +20,11 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // ---- row programs (codegen/cuda_hooks.h) -----------------------------------------------
 // The accumulator type of a row program over dtype dt.
-std::string row_acc_type(DType dt) {
-  if (dt == DType::Float64) return "double";
-  if (is_float(dt)) return "float";
-  if (is_unsigned_int(dt)) return "unsigned long long";
-  return "long long";
+ComputeType row_acc_type(DType dt) {
+  if (dt == DType::Float64) return ComputeType::Double;
+  if (is_float(dt)) return ComputeType::Float;
+  if (is_unsigned_int(dt)) return ComputeType::UInt;
+  return ComputeType::Int;  // bool rows count
 }
 
 CudaRowFn reduce_row(Reduction red) {
@@ -39,7 +39,7 @@ CudaRowFn reduce_row(Reduction red) {
       if (mask[static_cast<size_t>(d)])
         p.axes.push_back(d), len *= in.shapes[0][static_cast<size_t>(d)];
     const DType dt = in.dtypes[0];
-    const std::string t = row_acc_type(dt);
+    const ComputeType t = row_acc_type(dt);
     const bool flt = is_float(dt);
     auto m = [&](const char* fn) { return cuda_math(t, fn); };
     std::string out = "{s0}";
@@ -102,7 +102,7 @@ CudaRowFn arg_row(bool want_max) {
     const bool last = n.attr_int("select_last_index") != 0;
     const Combine combine = want_max ? (last ? Combine::ArgMaxLast : Combine::ArgMax)
                                      : (last ? Combine::ArgMinLast : Combine::ArgMin);
-    p.passes = {{combine, "{x}", "long long"}};
+    p.passes = {{combine, "{x}", ComputeType::Int}};
     p.outputs = {{false, "{s0}"}};
     return p;
   };
@@ -116,9 +116,9 @@ CudaRowFn axis_row(AxisOp kind) {
     int64_t axis = n.attr_int("axis");
     CudaRowProgram p;
     p.axes = {axis < 0 ? axis + rank : axis};
-    const std::string t = row_acc_type(in.dtypes[0]);
+    const ComputeType t = row_acc_type(in.dtypes[0]);
     if (kind == AxisOp::Hardmax) {
-      p.passes = {{Combine::ArgMax, "{x}", "long long"}};
+      p.passes = {{Combine::ArgMax, "{x}", ComputeType::Int}};
       p.outputs = {{true, "({r} == {s0} ? 1 : 0)"}};
       return p;
     }
@@ -142,7 +142,7 @@ std::string cum_sum_index(CudaIndexCtx& ctx) {
   const size_t a = static_cast<size_t>(axis);
   bool exclusive = ctx.node().attr_int("exclusive") != 0,
        reverse = ctx.node().attr_int("reverse") != 0;
-  std::string t = cuda_compute_type(ctx.in_dtype(0));
+  ComputeType t = compute_type(ctx.in_dtype(0));
   std::vector<std::string> c;
   for (size_t d = 0; d < shape.size(); ++d) c.push_back(ctx.coord(d));
   const std::string me = c[a];

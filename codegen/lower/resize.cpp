@@ -24,7 +24,7 @@ using namespace graph::ops;
 // reference's separable passes as one tensor-product sum). Interpolation runs in double;
 // integers are rounded and saturated as the reference stores them.
 
-std::string dlit(double v) { return "(" + cuda_literal("double", v) + ")"; }
+std::string dlit(double v) { return "(" + cuda_literal(ComputeType::Double, v) + ")"; }
 
 // Where a roi input that is not a constant is read: its start and end, as doubles.
 struct RoiCode {
@@ -112,8 +112,8 @@ std::pair<double, double> int_range(DType dt) {
 // A double value r as output dtype dt's compute type: rounded to nearest and saturated
 // (NaN to 0) for integers, as the reference's stores do.
 std::string store_code(CudaIndexCtx& ctx, DType dt, const std::string& r) {
-  const std::string t = cuda_compute_type(dt);
-  if (is_float(dt)) return t == "double" ? r : fmt::format("({})({})", t, r);
+  const ComputeType t = compute_type(dt);
+  if (is_float(dt)) return t == ComputeType::Double ? r : fmt::format("({})({})", t, r);
   std::string v = ctx.let("double", fmt::format("nearbyint({})", r));
   auto [lo, hi] = int_range(dt);
   return fmt::format("({0} != {0} ? {1} : ({0} <= {2} ? {3} : ({0} >= {4} ? {5} : ({6}){0})))", v,
@@ -125,7 +125,7 @@ std::string store_code(CudaIndexCtx& ctx, DType dt, const std::string& r) {
 std::string stored_literal(DType dt, double v) {
   Tensor one(dt, Shape{});
   one.set_f64(0, is_float(dt) ? v : std::nearbyint(v));
-  return cuda_literal(cuda_compute_type(dt), one.get_f64(0));
+  return cuda_literal(compute_type(dt), one.get_f64(0));
 }
 
 std::string resize_cuda(CudaIndexCtx& ctx) {

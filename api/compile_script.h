@@ -58,7 +58,7 @@ struct Script {
   gpu::EngineOptions engine_options;
   fusion::Plan plan;
   std::vector<gpu::Step> steps;         // after codegen; tuned and compiled by 6 and 7
-  std::shared_ptr<gpu::Engine> engine;  // after assemble
+  std::shared_ptr<gpu::Engine> engine;  // after assemble, which moves graph and steps into it
   gpu::BuildReport report;
   std::vector<CompileStep> log;  // the steps run, in order
 };

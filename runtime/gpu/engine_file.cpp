@@ -235,6 +235,103 @@ json graph_json(const graph::Graph& g, Blobs& blobs) {
           {"outputs", outputs}};
 }
 
+// A value id read from the file: kNoValue or one of g's values.
+graph::ValueId value_id_in(const graph::Graph& g, int64_t v, const Reader& rd) {
+  if (v != graph::kNoValue && (v < 0 || v >= static_cast<int64_t>(g.num_values())))
+    rd.bad("value id out of range");
+  return static_cast<graph::ValueId>(v);
+}
+
+// The header's "graph" object back as a graph (verified).
+graph::Graph graph_from_json(const json& gj, const Reader& rd) {
+  graph::Graph g;
+  g.name = gj.at("name");
+  for (const json& vj : gj.at("values")) {
+    auto dt = dtype_from_name(vj.at("dtype").get<std::string>());
+    if (!dt) rd.bad("unknown dtype");
+    graph::ValueId id = g.add_value(vj.at("name"), *dt, vj.at("shape").get<Shape>());
+    g.value(id).has_shape = vj.at("has_shape");
+    if (vj.contains("constant"))
+      g.value(id).constant = std::make_shared<const Tensor>(rd.tensor(vj.at("constant")));
+  }
+  for (const json& nj : gj.at("nodes")) {
+    const graph::OpDef* op =
+        graph::find_op(nj.at("domain").get<std::string>(), nj.at("op").get<std::string>());
+    if (!op) rd.bad("unknown op " + nj.at("op").get<std::string>());
+    graph::Attributes attrs;
+    for (const auto& [k, v] : nj.at("attrs").items()) attrs.emplace(k, rd.attr(v));
+    std::vector<graph::ValueId> ins, outs;
+    for (int64_t v : nj.at("inputs")) ins.push_back(value_id_in(g, v, rd));
+    for (int64_t v : nj.at("outputs")) outs.push_back(value_id_in(g, v, rd));
+    graph::NodeId id = g.add_node(op, nj.at("name"), ins, outs, std::move(attrs), nj.at("opset"));
+    if (nj.at("dead").get<bool>()) g.kill_node(id);
+  }
+  for (int64_t v : gj.at("inputs")) g.add_input(value_id_in(g, v, rd));
+  for (const json& oj : gj.at("outputs"))
+    g.add_output(value_id_in(g, oj.at("value"), rd), oj.at("name"));
+  graph::verify(g);
+  return g;
+}
+
+// A kernel's TMA descriptor recipe; its parameter must be one of the kernel's.
+codegen::TensorMap tensor_map_from_json(const json& mj, size_t params, const Reader& rd) {
+  codegen::TensorMap m;
+  m.param = mj.at("param");
+  if (m.param >= params) rd.bad("tensor map parameter out of range");
+  auto mdt = dtype_from_name(mj.at("dtype").get<std::string>());
+  if (!mdt) rd.bad("unknown tensor map dtype");
+  m.dtype = *mdt;
+  m.offset_bytes = mj.at("offset");
+  m.dims = mj.at("dims").get<std::vector<uint64_t>>();
+  m.strides = mj.at("strides").get<std::vector<uint64_t>>();
+  m.box = mj.at("box").get<std::vector<uint32_t>>();
+  if (m.dims.size() < 3 || m.dims.size() > 5 || m.strides.size() + 1 != m.dims.size() ||
+      m.box.size() != m.dims.size())
+    rd.bad("tensor map of the wrong rank");
+  return m;
+}
+
+codegen::Kernel kernel_from_json(const json& kj, const fusion::Group& group, const graph::Graph& g,
+                                 const Reader& rd) {
+  codegen::Kernel k;
+  k.kind = group.kind;
+  k.nodes = group.nodes;
+  k.name = kj.at("name");
+  k.source = std::string(rd.bytes(kj.at("source")));
+  for (const json& pj : kj.at("params"))
+    k.params.push_back({value_id_in(g, pj.at("value"), rd), pj.at("output")});
+  k.has_error_flag = kj.at("error_flag");
+  k.error_messages = kj.at("errors").get<std::vector<std::string>>();
+  k.grid = kj.at("grid");
+  k.block = kj.at("block");
+  k.shared_bytes = kj.at("shared");
+  k.empty_launch = kj.at("empty");
+  k.tunables = kj.at("tunables").get<codegen::Tunables>();
+  if (kj.contains("tensor_maps"))
+    for (const json& mj : kj.at("tensor_maps"))
+      k.tensor_maps.push_back(tensor_map_from_json(mj, k.params.size(), rd));
+  return k;
+}
+
+Step step_from_json(const json& sj, const graph::Graph& g, const Reader& rd) {
+  Step s;
+  std::string kind = sj.at("kind");
+  for (auto k : {fusion::GroupKind::Pointwise, fusion::GroupKind::Reduction,
+                 fusion::GroupKind::Gemm, fusion::GroupKind::Opaque, fusion::GroupKind::Attention})
+    if (fusion::group_kind_name(k) == kind) s.group.kind = k;
+  s.group.nodes = sj.at("nodes").get<std::vector<graph::NodeId>>();
+  for (graph::NodeId id : s.group.nodes)
+    if (id < 0 || static_cast<size_t>(id) >= g.num_nodes()) rd.bad("node id out of range");
+  for (int64_t v : sj.at("inputs")) s.group.inputs.push_back(value_id_in(g, v, rd));
+  for (int64_t v : sj.at("outputs")) s.group.outputs.push_back(value_id_in(g, v, rd));
+  s.fallback_reason = sj.at("fallback");
+  if (sj.contains("kernel")) {
+    s.kernel = kernel_from_json(sj.at("kernel"), s.group, g, rd);
+    s.cubin = std::string(rd.bytes(sj.at("kernel").at("cubin")));
+  }
+  return s;
+}
+
 }  // namespace
 
 void save_engine(const fs::path& path, const Engine& engine, const EngineFileInfo& info) {
@@ -371,90 +468,9 @@ LoadedEngine read_engine(const std::string& bytes, const std::string& what, bool
     out.info.nvrtc_version = h.at("nvrtc_version");
     out.info.arch = h.at("arch");
     out.info.precision = h.value("precision", "fp32");
-    const json& gj = h.at("graph");
-    graph::Graph g;
-    g.name = gj.at("name");
-    const json& values = gj.at("values");
-    for (const json& vj : values) {
-      auto dt = dtype_from_name(vj.at("dtype").get<std::string>());
-      if (!dt) rd.bad("unknown dtype");
-      graph::ValueId id = g.add_value(vj.at("name"), *dt, vj.at("shape").get<Shape>());
-      g.value(id).has_shape = vj.at("has_shape");
-      if (vj.contains("constant"))
-        g.value(id).constant = std::make_shared<const Tensor>(rd.tensor(vj.at("constant")));
-    }
-    auto value_id = [&](int64_t v) {
-      if (v != graph::kNoValue && (v < 0 || v >= static_cast<int64_t>(g.num_values())))
-        rd.bad("value id out of range");
-      return static_cast<graph::ValueId>(v);
-    };
-    for (const json& nj : gj.at("nodes")) {
-      const graph::OpDef* op =
-          graph::find_op(nj.at("domain").get<std::string>(), nj.at("op").get<std::string>());
-      if (!op) rd.bad("unknown op " + nj.at("op").get<std::string>());
-      graph::Attributes attrs;
-      for (const auto& [k, v] : nj.at("attrs").items()) attrs.emplace(k, rd.attr(v));
-      std::vector<graph::ValueId> ins, outs;
-      for (int64_t v : nj.at("inputs")) ins.push_back(value_id(v));
-      for (int64_t v : nj.at("outputs")) outs.push_back(value_id(v));
-      graph::NodeId id = g.add_node(op, nj.at("name"), ins, outs, std::move(attrs), nj.at("opset"));
-      if (nj.at("dead").get<bool>()) g.kill_node(id);
-    }
-    for (int64_t v : gj.at("inputs")) g.add_input(value_id(v));
-    for (const json& oj : gj.at("outputs")) g.add_output(value_id(oj.at("value")), oj.at("name"));
-    graph::verify(g);
+    graph::Graph g = graph_from_json(h.at("graph"), rd);
     std::vector<Step> steps;
-    for (const json& sj : h.at("steps")) {
-      Step s;
-      std::string kind = sj.at("kind");
-      for (auto k :
-           {fusion::GroupKind::Pointwise, fusion::GroupKind::Reduction, fusion::GroupKind::Gemm,
-            fusion::GroupKind::Opaque, fusion::GroupKind::Attention})
-        if (fusion::group_kind_name(k) == kind) s.group.kind = k;
-      s.group.nodes = sj.at("nodes").get<std::vector<graph::NodeId>>();
-      for (graph::NodeId id : s.group.nodes)
-        if (id < 0 || static_cast<size_t>(id) >= g.num_nodes()) rd.bad("node id out of range");
-      for (int64_t v : sj.at("inputs")) s.group.inputs.push_back(value_id(v));
-      for (int64_t v : sj.at("outputs")) s.group.outputs.push_back(value_id(v));
-      s.fallback_reason = sj.at("fallback");
-      if (sj.contains("kernel")) {
-        const json& kj = sj.at("kernel");
-        codegen::Kernel k;
-        k.kind = s.group.kind;
-        k.nodes = s.group.nodes;
-        k.name = kj.at("name");
-        k.source = std::string(rd.bytes(kj.at("source")));
-        for (const json& pj : kj.at("params"))
-          k.params.push_back({value_id(pj.at("value")), pj.at("output")});
-        k.has_error_flag = kj.at("error_flag");
-        k.error_messages = kj.at("errors").get<std::vector<std::string>>();
-        k.grid = kj.at("grid");
-        k.block = kj.at("block");
-        k.shared_bytes = kj.at("shared");
-        k.empty_launch = kj.at("empty");
-        k.tunables = kj.at("tunables").get<codegen::Tunables>();
-        if (kj.contains("tensor_maps"))
-          for (const json& mj : kj.at("tensor_maps")) {
-            codegen::TensorMap m;
-            m.param = mj.at("param");
-            if (m.param >= k.params.size()) rd.bad("tensor map parameter out of range");
-            auto mdt = dtype_from_name(mj.at("dtype").get<std::string>());
-            if (!mdt) rd.bad("unknown tensor map dtype");
-            m.dtype = *mdt;
-            m.offset_bytes = mj.at("offset");
-            m.dims = mj.at("dims").get<std::vector<uint64_t>>();
-            m.strides = mj.at("strides").get<std::vector<uint64_t>>();
-            m.box = mj.at("box").get<std::vector<uint32_t>>();
-            if (m.dims.size() < 3 || m.dims.size() > 5 || m.strides.size() + 1 != m.dims.size() ||
-                m.box.size() != m.dims.size())
-              rd.bad("tensor map of the wrong rank");
-            k.tensor_maps.push_back(m);
-          }
-        s.cubin = std::string(rd.bytes(kj.at("cubin")));
-        s.kernel = std::move(k);
-      }
-      steps.push_back(std::move(s));
-    }
+    for (const json& sj : h.at("steps")) steps.push_back(step_from_json(sj, g, rd));
     out.engine = Engine::assemble(std::move(g), std::move(steps), Arch::parse(out.info.arch));
   } catch (const json::exception& e) {
     throw UserError(fmt::format("{}: damaged braze engine file ({})", what, e.what()));

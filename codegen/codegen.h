@@ -1,6 +1,9 @@
-// Code generation: one kernel per fusion group, by a schedule per group kind
-// (pointwise.cpp, reduction.cpp, gemm.cpp, attention.cpp). A group no schedule covers runs
-// on the CPU reference executor instead; the reason is kept so inspect and run can say it.
+// Code generation: one kernel per fusion group, by a schedule per group kind (pointwise.cpp;
+// reduction.cpp's search space and reduction_kernel.cpp; gemm.cpp choosing gemm_simt.cpp,
+// gemm_tc.cpp or gemm_wgmma.cpp; attention.cpp and attention_wgmma.cpp), each op's part from
+// its lowering (lowering.h, codegen/lower/). settle_plan splits a fused group no schedule
+// takes; a group no schedule covers runs on the CPU reference executor instead, with the
+// reason kept so inspect and run can say it.
 #pragma once
 
 #include <optional>

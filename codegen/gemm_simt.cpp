@@ -195,28 +195,16 @@ std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims
   return c;
 }
 
-std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Group& group,
-                                       const GemmDims& d, const GemmEpilogue& epi,
-                                       const Target& target, const Tunables& tune,
-                                       std::string* why_not) {
+namespace {
+
+// The block's tile: its origin, the batch loop, the operands' readers, the main loop (split
+// over a cluster's blocks where asked) and the epilogue, into `e`.
+void emit_simt_tile(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
+                    const SimtTile& t, const std::string& acc) {
   const graph::Node& n = *d.node;
   const graph::Value& a = g.value(n.inputs[0]);
   const graph::Value& b = g.value(n.inputs[1]);
-  const graph::Value& y = g.value(n.outputs[0]);
-  const std::string acc = cuda_compute_type(y.dtype);
-  const int acc_bytes = acc_bytes_of(y.dtype);
-  const SimtTile t = tile_of(tune);
-  std::string why = tile_problem(t, acc_bytes);
   const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
-  if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, t.bk, t.split);
-  if (why.empty() && t.split > 1 && (target.sm < 90 || target.emulated))
-    why = "split-K needs thread-block clusters (sm_90)";
-  if (!why.empty()) {
-    *why_not = why;
-    return std::nullopt;
-  }
-
-  Emitter e = gemm_emitter(g, group, d);
   // A's element (i, p) and B's (p, jj), in their own coordinates.
   std::vector<std::string> a_tail = d.a_vec ? std::vector<std::string>{"p"}
                                     : d.ta  ? std::vector<std::string>{"p", "i"}
@@ -242,49 +230,42 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
     e.open(fmt::format("for (int bz = blockIdx.z; bz < {}; bz += gridDim.z) {{", d.batches));
     e.line("const long long b = bz;");
   }
-  try {
-    // A is stored with k contiguous unless transposed (transA); B only when transposed.
-    emit_operand_reader(e, g, d, 0, n.inputs[0], d.a_vec, a_coords, "la", "i", "i0", d.m, t.bm,
-                        !d.ta, t, acc);
-    emit_operand_reader(e, g, d, 1, n.inputs[1], d.b_vec, b_coords, "lb", "jj", "j0", d.nn, t.bn,
-                        d.tb, t, acc);
-    e.line(fmt::format("{} sum[{}][{}];", acc, t.tm, t.tn));
-    if (split) {
-      // Block rank r of the cluster sums k-tiles r * share onwards (the last share may be short
-      // or empty).
-      e.line(fmt::format("const int kt0 = (int)(blockIdx.x % {}) * {};", t.split, share));
-      e.line(
-          fmt::format("tile_gemm::run<{}>(sum, la, lb, {} - kt0 < {} ? {} - kt0 : {}, smem, kt0);",
-                      t.pf ? "true" : "false", ktiles, share, ktiles, share));
-      e.open(fmt::format(
-          "if (braze_split_reduce<{}, {}>(&sum[0][0], reinterpret_cast<float*>(smem))) {{", t.split,
-          t.tm * t.tn));
-    } else {
-      e.line(fmt::format("tile_gemm::run<{}>(sum, la, lb, {}, smem);", t.pf ? "true" : "false",
-                         ktiles));
-    }
-    // The epilogue: accumulator row ti, columns 4s .. 4s + 3 are adjacent in C.
-    e.line("#pragma unroll");
-    e.open(fmt::format("for (int ti = 0; ti < {}; ++ti) {{", t.tm));
-    e.line("const long long i = i0 + tile_gemm::row_of(tr, ti);");
-    e.line("#pragma unroll");
-    e.open(fmt::format("for (int s = 0; s < {}; ++s) {{", t.tn / 4));
-    e.line("const long long jp = j0 + tile_gemm::col_of(tc, 4 * s);");
-    emit_gemm_stores(e, g, d, epi, 4, "sum[ti][4 * s + q]");
-    e.close();
-    e.close();
-    if (split) e.close();
-  } catch (const CudaUnsupported& u) {
-    *why_not = u.why;
-    return std::nullopt;
+  // A is stored with k contiguous unless transposed (transA); B only when transposed.
+  emit_operand_reader(e, g, d, 0, n.inputs[0], d.a_vec, a_coords, "la", "i", "i0", d.m, t.bm, !d.ta,
+                      t, acc);
+  emit_operand_reader(e, g, d, 1, n.inputs[1], d.b_vec, b_coords, "lb", "jj", "j0", d.nn, t.bn,
+                      d.tb, t, acc);
+  e.line(fmt::format("{} sum[{}][{}];", acc, t.tm, t.tn));
+  if (split) {
+    // Block rank r of the cluster sums k-tiles r * share onwards (the last share may be short
+    // or empty).
+    e.line(fmt::format("const int kt0 = (int)(blockIdx.x % {}) * {};", t.split, share));
+    e.line(fmt::format("tile_gemm::run<{}>(sum, la, lb, {} - kt0 < {} ? {} - kt0 : {}, smem, kt0);",
+                       t.pf ? "true" : "false", ktiles, share, ktiles, share));
+    e.open(fmt::format(
+        "if (braze_split_reduce<{}, {}>(&sum[0][0], reinterpret_cast<float*>(smem))) {{", t.split,
+        t.tm * t.tn));
+  } else {
+    e.line(
+        fmt::format("tile_gemm::run<{}>(sum, la, lb, {}, smem);", t.pf ? "true" : "false", ktiles));
   }
+  // The epilogue: accumulator row ti, columns 4s .. 4s + 3 are adjacent in C.
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int ti = 0; ti < {}; ++ti) {{", t.tm));
+  e.line("const long long i = i0 + tile_gemm::row_of(tr, ti);");
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int s = 0; s < {}; ++s) {{", t.tn / 4));
+  e.line("const long long jp = j0 + tile_gemm::col_of(tc, 4 * s);");
+  emit_gemm_stores(e, g, d, epi, 4, "sum[ti][4 * s + q]");
   e.close();
+  e.close();
+  if (split) e.close();
+  e.close();
+}
 
-  Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
-  kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
-  kern.grid = {static_cast<unsigned>(std::max<int64_t>(tiles_m * tiles_n * t.split, 1)), 1,
-               static_cast<unsigned>(std::clamp<int64_t>(d.batches, 1, 65535))};
-  kern.empty_launch = d.m == 0 || d.nn == 0 || d.batches == 0;
+// The kernel around the tile: launch bounds, the tile type, the shared stages.
+std::string simt_kernel_text(const Emitter& e, const SimtTile& t, int acc_bytes,
+                             const std::string& acc) {
   // Two 256-thread blocks an SM (at most 128 registers a thread) where ptxas fits the tile
   // without spilling: float, up to 32 accumulators a thread, or 64 without prefetched
   // fragments and with one float4 of each operand in flight (bk 8). The rest take what
@@ -292,13 +273,14 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
   const bool two_blocks =
       t.threads() == 256 && acc_bytes == 4 && (t.tm * t.tn <= 32 || (t.pf == 0 && t.bk == 8));
   const int min_blocks = two_blocks ? 2 : 1;
+  const bool split = t.split > 1;
   // The stages are declared as 4-vectors of the accumulator type, for their alignment.
   // split: the stages also hold the tile's partial sums, bm x bn floats.
   const std::string elems =
       split ? fmt::format("(tile_gemm::kSharedElems > {0} ? tile_gemm::kSharedElems : {0})",
                           t.bm * t.bn)
             : "tile_gemm::kSharedElems";
-  std::string code = fmt::format(
+  return fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}, {1}){10} KERNEL_NAME({2}) {{\n"
       "  typedef braze_simt_gemm<{3}, {4}, {5}, {6}, {7}, {8}> tile_gemm;\n"
       "  __shared__ braze_vec<{3}, 4> stages[{11} / 4];\n"
@@ -306,7 +288,40 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
       "  const int tr = tile_gemm::thread_row(), tc = tile_gemm::thread_col();\n{9}}}\n",
       t.threads(), min_blocks, e.signature(), acc, t.bm, t.bn, t.bk, t.tm, t.tn, e.body(),
       split ? fmt::format(" __cluster_dims__({}, 1, 1)", t.split) : "", elems);
-  finish_kernel(g, kern, code, kSimtGemmHelpers);
+}
+
+}  // namespace
+
+std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Group& group,
+                                       const GemmDims& d, const GemmEpilogue& epi,
+                                       const Target& target, const Tunables& tune,
+                                       std::string* why_not) {
+  const graph::Value& y = g.value(d.node->outputs[0]);
+  const std::string acc = cuda_compute_type(y.dtype);
+  const int acc_bytes = acc_bytes_of(y.dtype);
+  const SimtTile t = tile_of(tune);
+  std::string why = tile_problem(t, acc_bytes);
+  const int64_t tiles_m = (d.m + t.bm - 1) / t.bm, tiles_n = (d.nn + t.bn - 1) / t.bn;
+  if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, t.bk, t.split);
+  if (why.empty() && t.split > 1 && (target.sm < 90 || target.emulated))
+    why = "split-K needs thread-block clusters (sm_90)";
+  if (!why.empty()) {
+    *why_not = why;
+    return std::nullopt;
+  }
+  Emitter e = gemm_emitter(g, group, d);
+  try {
+    emit_simt_tile(e, g, d, epi, t, acc);
+  } catch (const CudaUnsupported& u) {
+    *why_not = u.why;
+    return std::nullopt;
+  }
+  Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
+  kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
+  kern.grid = {static_cast<unsigned>(std::max<int64_t>(tiles_m * tiles_n * t.split, 1)), 1,
+               static_cast<unsigned>(std::clamp<int64_t>(d.batches, 1, 65535))};
+  kern.empty_launch = d.m == 0 || d.nn == 0 || d.batches == 0;
+  finish_kernel(g, kern, simt_kernel_text(e, t, acc_bytes, acc), kSimtGemmHelpers);
   return kern;
 }
 

@@ -74,6 +74,74 @@ std::vector<Tunables> pointwise_candidates(const graph::Graph& g, const fusion::
   return out;
 }
 
+namespace {
+
+// One output's `vec` lanes at `coords` (the lane-0 innermost coordinate `lane_var`), stored at
+// flat index `i`: one store, or a vector of them packed.
+void store_output(Emitter& e, const graph::Graph& g, graph::ValueId o,
+                  const std::vector<std::string>& coords, const std::string& lane_var,
+                  const std::string& i, int vec) {
+  const graph::Value& v = g.value(o);
+  std::string ct = cuda_compute_type(v.dtype), st = cuda_storage_type(v.dtype);
+  std::vector<std::string> lanes;
+  for (int k = 0; k < vec; ++k) {
+    std::vector<std::string> ck = coords;
+    if (!ck.empty()) ck.back() = Emitter::lane_expr(lane_var, k);
+    lanes.push_back(e.value_at(o, ck));
+  }
+  std::string out = e.output_param(o);
+  if (vec == 1) {
+    e.line(fmt::format("braze_store({}, {}, ({}){});", out, i, ct, lanes[0]));
+    return;
+  }
+  std::string pk = e.fresh("pk");
+  e.line(fmt::format("braze_vec<{}, {}> {};", st, vec, pk));
+  for (int k = 0; k < vec; ++k)
+    e.line(
+        fmt::format("{}.v[{}] = braze_pack(braze_tag<{}>{{}}, ({}){});", pk, k, st, ct, lanes[k]));
+  e.line(fmt::format("braze_vstore<{}>({}, {}, {});", vec, out, i, pk));
+}
+
+// The loop computing the outputs of one shape (`loop`); returns its slots (vectors) in all.
+int64_t emit_output_loop(Emitter& e, const graph::Graph& g, const std::vector<graph::ValueId>& loop,
+                         const PointwiseTile& t) {
+  const Shape& shape = g.value(loop[0]).shape;
+  const int64_t n = checked_numel(shape);
+  if (n == 0) return 0;
+  int vec = t.vec;
+  while (vec > 1 && (shape.empty() || shape.back() % vec != 0)) vec /= 2;
+  const int64_t slots = n / vec;
+  const bool index32 = n < (int64_t{1} << 31);
+  // Steps of `unroll` slots `threads` apart: their loads are independent and in flight
+  // together.
+  // blockDim rather than the constant, so the CPU emulator may run a block as one thread.
+  e.open(
+      fmt::format("for (long long base = (long long)blockIdx.x * blockDim.x * {0} + threadIdx.x; "
+                  "base < {1}LL; "
+                  "base += (long long)gridDim.x * blockDim.x * {0}) {{",
+                  t.unroll, slots));
+  for (int u = 0; u < t.unroll; ++u) {
+    e.open(u == 0 ? std::string("{ const long long s = base;")
+                  : fmt::format("{{ const long long s = base + {}LL * blockDim.x;", u));
+    e.open(fmt::format("if (s < {}LL) {{", slots));
+    e.push_scope();
+    std::string i = e.let("long long", vec == 1 ? "s" : fmt::format("s * {}LL", vec));
+    std::vector<std::string> coords = index32 ? e.unravel32(i, shape) : e.unravel(i, shape);
+    std::string lane_var = coords.empty() ? "0LL" : coords.back();
+    if (vec > 1) e.set_lanes(lane_var, vec);
+    for (graph::ValueId o : loop) store_output(e, g, o, coords, lane_var, i, vec);
+    e.set_lanes("", 1);
+    e.pop_scope();
+    e.close();
+    e.close();
+  }
+  e.close();
+  e.clear_memo();
+  return slots;
+}
+
+}  // namespace
+
 std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Group& group,
                                        const Target& target, std::string* why_not,
                                        const Tunables* tune) {
@@ -87,7 +155,6 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
   }
   const PointwiseTile t = tile_of(tune ? *tune : pointwise_candidates(g, group).front());
   const unsigned threads = static_cast<unsigned>(t.threads);
-  const int unroll = t.unroll;
   Emitter e(g, [&](graph::NodeId n) { return members.count(n) != 0; });
   // Outputs of one shape share a loop, so what they have in common is computed once.
   std::vector<std::vector<graph::ValueId>> loops;
@@ -100,72 +167,18 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
       it->push_back(o);
   }
   int64_t max_slots = 0;
-  for (const auto& loop : loops) {
-    const Shape& shape = g.value(loop[0]).shape;
-    const int64_t n = checked_numel(shape);
-    if (n == 0) continue;
-    int vec = t.vec;
-    while (vec > 1 && (shape.empty() || shape.back() % vec != 0)) vec /= 2;
-    const int64_t slots = n / vec;
-    max_slots = std::max(max_slots, slots);
-    const bool index32 = n < (int64_t{1} << 31);
-    // Steps of `unroll` slots `threads` apart: their loads are independent and in flight
-    // together.
-    // blockDim rather than the constant, so the CPU emulator may run a block as one thread.
-    e.open(
-        fmt::format("for (long long base = (long long)blockIdx.x * blockDim.x * {0} + threadIdx.x; "
-                    "base < {1}LL; "
-                    "base += (long long)gridDim.x * blockDim.x * {0}) {{",
-                    unroll, slots));
-    for (int u = 0; u < unroll; ++u) {
-      e.open(u == 0 ? std::string("{ const long long s = base;")
-                    : fmt::format("{{ const long long s = base + {}LL * blockDim.x;", u));
-      e.open(fmt::format("if (s < {}LL) {{", slots));
-      e.push_scope();
-      std::string i = e.let("long long", vec == 1 ? "s" : fmt::format("s * {}LL", vec));
-      std::vector<std::string> coords = index32 ? e.unravel32(i, shape) : e.unravel(i, shape);
-      std::string lane_var = coords.empty() ? "0LL" : coords.back();
-      if (vec > 1) e.set_lanes(lane_var, vec);
-      for (graph::ValueId o : loop) {
-        const graph::Value& v = g.value(o);
-        std::string ct = cuda_compute_type(v.dtype), st = cuda_storage_type(v.dtype);
-        std::vector<std::string> lanes;
-        try {
-          for (int k = 0; k < vec; ++k) {
-            std::vector<std::string> ck = coords;
-            if (!ck.empty()) ck.back() = Emitter::lane_expr(lane_var, k);
-            lanes.push_back(e.value_at(o, ck));
-          }
-        } catch (const CudaUnsupported& un) {
-          *why_not = un.why;
-          return std::nullopt;
-        }
-        std::string out = e.output_param(o);
-        if (vec == 1) {
-          e.line(fmt::format("braze_store({}, {}, ({}){});", out, i, ct, lanes[0]));
-        } else {
-          std::string pk = e.fresh("pk");
-          e.line(fmt::format("braze_vec<{}, {}> {};", st, vec, pk));
-          for (int k = 0; k < vec; ++k)
-            e.line(fmt::format("{}.v[{}] = braze_pack(braze_tag<{}>{{}}, ({}){});", pk, k, st, ct,
-                               lanes[k]));
-          e.line(fmt::format("braze_vstore<{}>({}, {}, {});", vec, out, i, pk));
-        }
-      }
-      e.set_lanes("", 1);
-      e.pop_scope();
-      e.close();
-      e.close();
-    }
-    e.close();
-    e.clear_memo();
+  try {
+    for (const auto& loop : loops) max_slots = std::max(max_slots, emit_output_loop(e, g, loop, t));
+  } catch (const CudaUnsupported& un) {
+    *why_not = un.why;
+    return std::nullopt;
   }
   // Outputs of zero size still get a parameter so the argument list stays regular.
   for (graph::ValueId o : group.outputs) e.output_param(o);
   Kernel k = kernel_record(e, fusion::GroupKind::Pointwise, group, tunables_of(t));
   k.block = {threads, 1, 1};
   // Enough blocks to fill every SM (2048 threads each), never more than the work needs.
-  int64_t needed = (max_slots + int64_t{threads} * unroll - 1) / (int64_t{threads} * unroll);
+  int64_t needed = (max_slots + int64_t{threads} * t.unroll - 1) / (int64_t{threads} * t.unroll);
   int64_t full = t.all_blocks ? int64_t{2147483647} : int64_t{target.num_sms} * (2048 / threads);
   k.grid = {static_cast<unsigned>(std::clamp<int64_t>(needed, 1, full)), 1, 1};
   k.empty_launch = max_slots == 0;

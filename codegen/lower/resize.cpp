@@ -128,124 +128,155 @@ std::string stored_literal(DType dt, double v) {
   return cuda_literal(compute_type(dt), one.get_f64(0));
 }
 
-std::string resize_cuda(CudaIndexCtx& ctx) {
-  const Node& n = ctx.node();
-  const ResizeAttrs a = parse_resize_attrs(n);
-  const Shape& x = ctx.in_shape(0);
-  const DType dt = ctx.in_dtype(0);
-  const std::string t = cuda_compute_type(dt);
-  // Scales and sizes fix the output shape, so they are constants here; roi may be read at run
-  // time (tf_crop_and_resize only).
-  auto given = [&](size_t i) -> const Tensor* {
-    if (!ctx.has_input(i) || checked_numel(ctx.in_shape(i)) == 0) return nullptr;
-    const Tensor* v = ctx.in_value(i);
-    if (!v) throw CudaUnsupported{n.describe() + ": scales or sizes is not a constant"};
-    return v;
-  };
-  const bool crop = a.coord == ResizeCoord::TfCropAndResize;
-  const bool roi_runtime = crop && ctx.in_value(1) == nullptr;
-  const Tensor* roi = crop && !roi_runtime ? ctx.in_value(1) : nullptr;
-  const std::vector<AxisPlan> plan = plan_resize_axes(n, a, x, given(2), given(3), roi);
-  const std::vector<int64_t> axes = resize_axes(n, static_cast<int64_t>(x.size()));
-  const int64_t na = static_cast<int64_t>(axes.size());
+// One Resize node's output element: the input coordinates per moving axis, then nearest's
+// pick or linear / cubic's taps, each step a member function.
+class ResizeLowering {
+ public:
+  explicit ResizeLowering(CudaIndexCtx& ctx)
+      : ctx_(ctx), n_(ctx.node()), a_(parse_resize_attrs(n_)), x_(ctx.in_shape(0)) {}
 
-  std::vector<std::string> coords;
-  for (size_t d = 0; d < x.size(); ++d) coords.push_back(ctx.coord(d));
-  std::vector<size_t> moving;
-  std::vector<RoiCode> roi_code(x.size());
-  for (int64_t i = 0; i < na; ++i) {
-    size_t d = static_cast<size_t>(axes[static_cast<size_t>(i)]);
-    if (roi_runtime) {
-      roi_code[d].start = ctx.let("double", "(double)" + ctx.load(1, {fmt::format("{}LL", i)}));
-      roi_code[d].end = ctx.let("double", "(double)" + ctx.load(1, {fmt::format("{}LL", na + i)}));
+  std::string lower() {
+    const DType dt = ctx_.in_dtype(0);
+    // Scales and sizes fix the output shape, so they are constants here; roi may be read at
+    // run time (tf_crop_and_resize only).
+    crop_ = a_.coord == ResizeCoord::TfCropAndResize;
+    roi_runtime_ = crop_ && ctx_.in_value(1) == nullptr;
+    const Tensor* roi = crop_ && !roi_runtime_ ? ctx_.in_value(1) : nullptr;
+    plan_ = plan_resize_axes(n_, a_, x_, given(2), given(3), roi);
+    for (size_t d = 0; d < x_.size(); ++d) coords_.push_back(ctx_.coord(d));
+    find_moving_axes();
+    if (moving_.empty()) return ctx_.load(0, coords_);
+    const std::string any_outside = input_coordinates();
+    if (a_.mode == ResizeMode::Nearest) {
+      for (size_t d : moving_) coords_[d] = nearest_code(ctx_, a_.rounding, xs_[d], plan_[d].in);
+      if (!crop_) return ctx_.load(0, coords_);
+      return ctx_.select(
+          any_outside, cuda_compute_type(dt), [&] { return stored_literal(dt, a_.extrapolation); },
+          [&] { return ctx_.load(0, coords_); });
     }
-  }
-  for (size_t d = 0; d < x.size(); ++d)
-    if (!resize_is_identity(a, plan[d]) || (roi_runtime && !roi_code[d].start.empty()))
-      moving.push_back(d);
-  if (moving.empty()) return ctx.load(0, coords);
-
-  // Input coordinates, and the condition that one falls outside the input (crop only).
-  std::vector<std::string> xs(x.size()), outside;
-  for (size_t d : moving) {
-    const AxisPlan& p = plan[d];
-    xs[d] =
-        ctx.let("double", coordinate_code(a, p, coords[d], roi_runtime ? &roi_code[d] : nullptr));
-    if (crop)
-      outside.push_back(
-          fmt::format("{0} < 0.0 || {0} > {1}", xs[d], dlit(static_cast<double>(p.in - 1))));
-  }
-  const std::string any_outside = fmt::format("{}", fmt::join(outside, " || "));
-
-  if (a.mode == ResizeMode::Nearest) {
-    for (size_t d : moving) coords[d] = nearest_code(ctx, a.rounding, xs[d], plan[d].in);
-    if (!crop) return ctx.load(0, coords);
-    return ctx.select(
-        any_outside, t, [&] { return stored_literal(dt, a.extrapolation); },
-        [&] { return ctx.load(0, coords); });
+    std::string r = crop_ ? ctx_.select(
+                                any_outside, "double", [&] { return dlit(a_.extrapolation); },
+                                [&] { return interpolate(); })
+                          : interpolate();
+    return store_code(ctx_, dt, r);
   }
 
-  // Linear and cubic: per axis, floor(x) and its fraction, the tap span and (when weights
-  // are renormalised) their sum.
-  const bool normalize = a.antialias || a.exclude_outside;
-  std::vector<std::string> base(x.size()), frac(x.size()), sum(x.size());
-  std::vector<TapSpan> span(x.size());
-  auto tap = [&](size_t d, const std::string& k) {
-    // The weight and the (unclamped) input index of tap k of axis d.
-    const TapSpan& sp = span[d];
+ private:
+  const Tensor* given(size_t i) {
+    if (!ctx_.has_input(i) || checked_numel(ctx_.in_shape(i)) == 0) return nullptr;
+    const Tensor* v = ctx_.in_value(i);
+    if (!v) throw CudaUnsupported{n_.describe() + ": scales or sizes is not a constant"};
+    return v;
+  }
+
+  // The axes whose coordinate moves (a run-time roi's too), its start and end read first.
+  void find_moving_axes() {
+    const std::vector<int64_t> axes = resize_axes(n_, static_cast<int64_t>(x_.size()));
+    const int64_t na = static_cast<int64_t>(axes.size());
+    roi_code_.resize(x_.size());
+    for (int64_t i = 0; i < na; ++i) {
+      size_t d = static_cast<size_t>(axes[static_cast<size_t>(i)]);
+      if (roi_runtime_) {
+        roi_code_[d].start =
+            ctx_.let("double", "(double)" + ctx_.load(1, {fmt::format("{}LL", i)}));
+        roi_code_[d].end =
+            ctx_.let("double", "(double)" + ctx_.load(1, {fmt::format("{}LL", na + i)}));
+      }
+    }
+    for (size_t d = 0; d < x_.size(); ++d)
+      if (!resize_is_identity(a_, plan_[d]) || (roi_runtime_ && !roi_code_[d].start.empty()))
+        moving_.push_back(d);
+  }
+
+  // Input coordinates; returns the condition that one falls outside the input (crop only).
+  std::string input_coordinates() {
+    xs_.assign(x_.size(), "");
+    std::vector<std::string> outside;
+    for (size_t d : moving_) {
+      const AxisPlan& p = plan_[d];
+      xs_[d] = ctx_.let("double",
+                        coordinate_code(a_, p, coords_[d], roi_runtime_ ? &roi_code_[d] : nullptr));
+      if (crop_)
+        outside.push_back(
+            fmt::format("{0} < 0.0 || {0} > {1}", xs_[d], dlit(static_cast<double>(p.in - 1))));
+    }
+    return fmt::format("{}", fmt::join(outside, " || "));
+  }
+
+  // The weight and the (unclamped) input index of tap k of axis d.
+  std::pair<std::string, std::string> tap(size_t d, const std::string& k) {
+    const TapSpan& sp = span_[d];
     std::string o = sp.lo == 0 ? "(double)" + k : fmt::format("(double)({} + {}LL)", k, sp.lo);
-    std::string u = ctx.let(
-        "double", sp.stretch == 1.0 ? fmt::format("{} - {}", o, frac[d])
-                                    : fmt::format("({} - {}) * {}", o, frac[d], dlit(sp.stretch)));
+    std::string u = ctx_.let(
+        "double", sp.stretch == 1.0 ? fmt::format("{} - {}", o, frac_[d])
+                                    : fmt::format("({} - {}) * {}", o, frac_[d], dlit(sp.stretch)));
     std::string w;
-    if (a.mode == ResizeMode::Linear) {
+    if (a_.mode == ResizeMode::Linear) {
       w = fmt::format("fmax(0.0, 1.0 - fabs({}))", u);
     } else {
-      std::string au = ctx.let("double", fmt::format("fabs({})", u));
+      std::string au = ctx_.let("double", fmt::format("fabs({})", u));
       w = fmt::format(
           "({0} <= 1.0 ? ({1} * {0} - {2}) * {0} * {0} + 1.0 : ({0} < 2.0 ? ((({0} - 5.0) * {0} + "
           "8.0) * {0} - 4.0) * {3} : 0.0))",
-          au, dlit(a.cubic_a + 2), dlit(a.cubic_a + 3), dlit(a.cubic_a));
+          au, dlit(a_.cubic_a + 2), dlit(a_.cubic_a + 3), dlit(a_.cubic_a));
     }
-    std::string idx = ctx.let("double", fmt::format("{} + {}", base[d], o));
-    if (a.exclude_outside)
+    std::string idx = ctx_.let("double", fmt::format("{} + {}", base_[d], o));
+    if (a_.exclude_outside)
       w = fmt::format("(({0} < 0.0 || {0} >= {1}) ? 0.0 : {2})", idx,
-                      dlit(static_cast<double>(plan[d].in)), w);
-    return std::pair{ctx.let("double", w), idx};
-  };
-  auto interpolate = [&] {
-    for (size_t d : moving) {
-      base[d] = ctx.let("double", fmt::format("floor({})", xs[d]));
-      frac[d] = ctx.let("double", fmt::format("{} - {}", xs[d], base[d]));
-      span[d] = tap_span(a, plan[d]);
-      if (normalize)
-        sum[d] = ctx.accumulate("double", "0.0", 2 - 2 * span[d].lo,
-                                [&](const std::string& acc, const std::string& k) {
-                                  return fmt::format("{} + {}", acc, tap(d, k).first);
-                                });
+                      dlit(static_cast<double>(plan_[d].in)), w);
+    return {ctx_.let("double", w), idx};
+  }
+
+  // Linear and cubic: per axis, floor(x) and its fraction, the tap span and (when weights
+  // are renormalised) their sum; then the taps' loops nested across the moving axes.
+  std::string interpolate() {
+    normalize_ = a_.antialias || a_.exclude_outside;
+    base_.assign(x_.size(), "");
+    frac_.assign(x_.size(), "");
+    sum_.assign(x_.size(), "");
+    span_.assign(x_.size(), TapSpan{});
+    for (size_t d : moving_) {
+      base_[d] = ctx_.let("double", fmt::format("floor({})", xs_[d]));
+      frac_[d] = ctx_.let("double", fmt::format("{} - {}", xs_[d], base_[d]));
+      span_[d] = tap_span(a_, plan_[d]);
+      if (normalize_)
+        sum_[d] = ctx_.accumulate("double", "0.0", 2 - 2 * span_[d].lo,
+                                  [&](const std::string& acc, const std::string& k) {
+                                    return fmt::format("{} + {}", acc, tap(d, k).first);
+                                  });
     }
-    std::function<std::string(size_t)> level = [&](size_t m) -> std::string {
-      if (m == moving.size()) return "(double)" + ctx.load(0, coords);
-      const size_t d = moving[m];
-      return ctx.accumulate(
-          "double", "0.0", 2 - 2 * span[d].lo, [&](const std::string& acc, const std::string& k) {
-            auto [w, idx] = tap(d, k);
-            std::string wv = ctx.let(
-                "double", normalize ? fmt::format("({0} != 0.0 ? {1} / {0} : {1})", sum[d], w) : w);
-            coords[d] =
-                ctx.let("long long", fmt::format("(long long)fmin(fmax({}, 0.0), {})", idx,
-                                                 dlit(static_cast<double>(plan[d].in - 1))));
-            return fmt::format("{} + {} * {}", acc, wv, level(m + 1));
-          });
-    };
     return level(0);
-  };
-  std::string r =
-      crop ? ctx.select(
-                 any_outside, "double", [&] { return dlit(a.extrapolation); }, interpolate)
-           : interpolate();
-  return store_code(ctx, dt, r);
-}
+  }
+
+  // The weighted sum over moving axis m's taps of the sums over the axes after it.
+  std::string level(size_t m) {
+    if (m == moving_.size()) return "(double)" + ctx_.load(0, coords_);
+    const size_t d = moving_[m];
+    return ctx_.accumulate(
+        "double", "0.0", 2 - 2 * span_[d].lo, [&](const std::string& acc, const std::string& k) {
+          auto [w, idx] = tap(d, k);
+          std::string wv = ctx_.let(
+              "double", normalize_ ? fmt::format("({0} != 0.0 ? {1} / {0} : {1})", sum_[d], w) : w);
+          coords_[d] =
+              ctx_.let("long long", fmt::format("(long long)fmin(fmax({}, 0.0), {})", idx,
+                                                dlit(static_cast<double>(plan_[d].in - 1))));
+          return fmt::format("{} + {} * {}", acc, wv, level(m + 1));
+        });
+  }
+
+  CudaIndexCtx& ctx_;
+  const Node& n_;
+  const ResizeAttrs a_;
+  const Shape& x_;
+  bool crop_ = false, roi_runtime_ = false, normalize_ = false;
+  std::vector<AxisPlan> plan_;
+  std::vector<std::string> coords_, xs_, base_, frac_, sum_;
+  std::vector<size_t> moving_;
+  std::vector<RoiCode> roi_code_;
+  std::vector<TapSpan> span_;
+};
+
+std::string resize_cuda(CudaIndexCtx& ctx) { return ResizeLowering(ctx).lower(); }
 
 }  // namespace
 

@@ -260,6 +260,71 @@ WgTile wave_fit_tile(const GemmDims& d, const Target& target, std::vector<int> b
 
 }  // namespace
 
+namespace {
+
+// Heuristic order from H200 timings (2026-11-30, float16 + bias + GELU): 128 x 256 won on
+// every large shape, even where its tiles fill under one wave (4096 x 768 x 3072: 45.9 us,
+// against 51.7 at 128 x 128 and 55.0-63.3 for the rest; 4096 x 3072 x 768: 66.8 against
+// 72.9; 8192^3: 1628 against 1815); on small outputs (fewer of those tiles than half the
+// SMs) 128 x 64 with 8 stages did (128 x 3072 x 768: 11.6 us against 24.8 at 128 x 256;
+// 128 x 768 x 768: 10.6 against 11.8 for split-K mma.sync). Blocks holding one consumer
+// warpgroup and a producer warp, two to an SM, were slower everywhere (74.8 / 55.8 /
+// 2163 us) and were dropped. After float division by constants stopped branching (GELU's
+// x / sqrt 2), the persistent ping-pong 64 x 256 won where a tile has few k-tiles and the
+// output many tiles (4096 x 3072 x 768 + GELU: 51.9 us against 58.1; the MLP's 8192 x 4096
+// x 1024: 145 against 160): one warpgroup's epilogue runs under the other's wgmma's.
+std::vector<WgTile> tile_order() {
+  return {{128, 256, 4},
+          {128, 192, 5},
+          {128, 128, 6},
+          {64, 256, 4},
+          {128, 64, 8},
+          {64, 128, 8},
+          {64, 256, 5, true},
+          {64, 128, 8, true},
+          {128, 128, 6, true},
+          {64, 256, 5, true, 1},
+          {64, 256, 4, true, 2},
+          {128, 256, 4, false, 1},
+          {128, 192, 5, false, 1},
+          {64, 256, 4, true, 4, 1},
+          {64, 256, 4, true, 2, 1},
+          {128, 256, 4, false, 2, 1},
+          {64, 64, 8},
+          {64, 256, 4, true, 4, 2},
+          {64, 256, 4, true, 2, 2},
+          {128, 256, 4, false, 1, 0, 16},
+          {128, 128, 6, true, 2, 2},
+          {128, 128, 5, true, 4, 2},
+          {128, 192, 4, true, 2, 2},
+          {256, 128, 4, false, 1, 0, 8, 2},
+          {256, 128, 4, false, 2, 2, 8, 2}};
+}
+
+// The tile that fills the SMs best first, and for --tune the best of the other block shape
+// and the best of any multiple of 16 columns.
+void lead_wave_fit(std::vector<WgTile>& tiles, const GemmDims& d, const Target& target) {
+  WgTile fit = wave_fit_tile(d, target),
+         other = wave_fit_tile(d, target, {fit.bm == 128 ? 64 : 128});
+  WgTile any = fit;
+  for (int bn = fit.bn - 16; bn >= 48 && bn % bn_step(d) == 0 && fit.bn % kStageCols == 0; bn -= 16)
+    if (bn % kStageCols != 0) {
+      any = WgTile{fit.bm, bn, 8};
+      any.stages = fitting_stages(any, (d.k + kBk - 1) / kBk);
+      break;
+    }
+  for (const WgTile& t : {any, other, fit}) {
+    auto same = [&](const WgTile& u) {
+      return u.bm == t.bm && u.bn == t.bn && u.pp == t.pp && u.se == t.se && u.sr == t.sr &&
+             u.rr == t.rr && u.cw == t.cw;
+    };
+    tiles.erase(std::remove_if(tiles.begin(), tiles.end(), same), tiles.end());
+    tiles.insert(tiles.begin(), t);
+  }
+}
+
+}  // namespace
+
 std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target) {
   auto tiles_of = [&](int bm, int bn) {
     return ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
@@ -268,42 +333,7 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   const int64_t sms = std::max(target.num_sms, 1);
   // A cooperative tile's time goes with its area, a kernel's with its waves of tiles.
   auto cost = [&](int bm, int bn) { return (tiles_of(bm, bn) + sms - 1) / sms * bm * bn; };
-  // Heuristic order from H200 timings (2026-11-30, float16 + bias + GELU): 128 x 256 won on
-  // every large shape, even where its tiles fill under one wave (4096 x 768 x 3072: 45.9 us,
-  // against 51.7 at 128 x 128 and 55.0-63.3 for the rest; 4096 x 3072 x 768: 66.8 against
-  // 72.9; 8192^3: 1628 against 1815); on small outputs (fewer of those tiles than half the
-  // SMs) 128 x 64 with 8 stages did (128 x 3072 x 768: 11.6 us against 24.8 at 128 x 256;
-  // 128 x 768 x 768: 10.6 against 11.8 for split-K mma.sync). Blocks holding one consumer
-  // warpgroup and a producer warp, two to an SM, were slower everywhere (74.8 / 55.8 /
-  // 2163 us) and were dropped. After float division by constants stopped branching (GELU's
-  // x / sqrt 2), the persistent ping-pong 64 x 256 won where a tile has few k-tiles and the
-  // output many tiles (4096 x 3072 x 768 + GELU: 51.9 us against 58.1; the MLP's 8192 x 4096
-  // x 1024: 145 against 160): one warpgroup's epilogue runs under the other's wgmma's.
-  std::vector<WgTile> tiles = {{128, 256, 4},
-                               {128, 192, 5},
-                               {128, 128, 6},
-                               {64, 256, 4},
-                               {128, 64, 8},
-                               {64, 128, 8},
-                               {64, 256, 5, true},
-                               {64, 128, 8, true},
-                               {128, 128, 6, true},
-                               {64, 256, 5, true, 1},
-                               {64, 256, 4, true, 2},
-                               {128, 256, 4, false, 1},
-                               {128, 192, 5, false, 1},
-                               {64, 256, 4, true, 4, 1},
-                               {64, 256, 4, true, 2, 1},
-                               {128, 256, 4, false, 2, 1},
-                               {64, 64, 8},
-                               {64, 256, 4, true, 4, 2},
-                               {64, 256, 4, true, 2, 2},
-                               {128, 256, 4, false, 1, 0, 16},
-                               {128, 128, 6, true, 2, 2},
-                               {128, 128, 5, true, 4, 2},
-                               {128, 192, 4, true, 2, 2},
-                               {256, 128, 4, false, 1, 0, 8, 2},
-                               {256, 128, 4, false, 2, 2, 8, 2}};
+  std::vector<WgTile> tiles = tile_order();
   // Moves the bm x bn tile (ping-pong or not, its epilogue staged or not) to the front.
   auto lead = [&](int bm, int bn, bool pp, int se = 0, int sr = 0, int rr = 8) {
     auto it = std::find_if(tiles.begin(), tiles.end(), [&](const WgTile& t) {
@@ -312,11 +342,11 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
     });
     std::rotate(tiles.begin(), it, it + 1);
   };
-  // Staged epilogues, H200, 2026-11-30 (seventh session): 4096 x 3072 x 768 plain 35.0 us
+  // Staged epilogues, H200, 2026-11-30 at e171a6d: 4096 x 3072 x 768 plain 35.0 us
   // (pp 64 x 256, se 2) against 46.6 unstaged, + GELU 45.8 (pp, se 4 rolled) against 48.2;
   // 4096 x 768 x 3072 + GELU 34.5 (128 x 192, se 1) against 35.4; 8192^3 + GELU 1531
   // (128 x 256, se 1) against 1535. The rolled pp se 4 is within 4% of the best plain.
-  // Eighth session: se 4 with its blocks unrolled and 32 elements a step rolled (sr 2),
+  // At dd46fef (the same day): se 4 with its blocks unrolled and 32 elements a step rolled (sr 2),
   // 4096 x 3072 x 768 + GELU 45.2 us against 46.8 rolled (sr 1), plain 35.1 against 35.9;
   // three consumer warpgroups taking 64 x 192 tiles in turns lost (50.6-52.4 us) and went.
   // Under two waves of the largest tiles, or where n is at most 128 and k at least 4 k-tiles
@@ -326,24 +356,7 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // best, and for --tune the best of the other block shape and the best of any multiple of 16
   // columns.
   if (big_tiles < 2 * sms || (d.nn <= 128 && (d.k + kBk - 1) / kBk >= 4)) {
-    WgTile fit = wave_fit_tile(d, target),
-           other = wave_fit_tile(d, target, {fit.bm == 128 ? 64 : 128});
-    WgTile any = fit;
-    for (int bn = fit.bn - 16; bn >= 48 && bn % bn_step(d) == 0 && fit.bn % kStageCols == 0;
-         bn -= 16)
-      if (bn % kStageCols != 0) {
-        any = WgTile{fit.bm, bn, 8};
-        any.stages = fitting_stages(any, (d.k + kBk - 1) / kBk);
-        break;
-      }
-    for (const WgTile& t : {any, other, fit}) {
-      auto same = [&](const WgTile& u) {
-        return u.bm == t.bm && u.bn == t.bn && u.pp == t.pp && u.se == t.se && u.sr == t.sr &&
-               u.rr == t.rr && u.cw == t.cw;
-      };
-      tiles.erase(std::remove_if(tiles.begin(), tiles.end(), same), tiles.end());
-      tiles.insert(tiles.begin(), t);
-    }
+    lead_wave_fit(tiles, d, target);
   } else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms) {
     // The staged ping-pong 128 x 192 where its waves cost no more than 64 x 256's: per tile
     // it loads 480 KB for 18.9 M MACs against 64 x 256's 480 KB for 12.6 M (H200, 2026-12-04,

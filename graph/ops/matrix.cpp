@@ -265,14 +265,11 @@ EinsumTerm parse_term(const Node& node, const std::string& term, const std::stri
 
 }  // namespace
 
-EinsumSpec parse_einsum(const Node& node, const std::vector<Shape>& shapes) {
-  std::string eq;
-  for (char ch : node.attr_string("equation"))
-    if (ch != ' ' && ch != '\t') eq += ch;
-  size_t arrow = eq.find("->");
-  if (arrow != std::string::npos && eq.find("->", arrow + 2) != std::string::npos)
-    fail_node(node, fmt::format("equation '{}' has more than one '->'", eq));
-  std::string lhs = eq.substr(0, arrow);
+namespace {
+
+// The equation's operand terms, one per input.
+std::vector<EinsumTerm> einsum_terms(const Node& node, const std::string& eq,
+                                     const std::string& lhs, size_t inputs) {
   std::vector<EinsumTerm> terms;
   for (size_t start = 0;;) {
     size_t comma = lhs.find(',', start);
@@ -282,12 +279,17 @@ EinsumSpec parse_einsum(const Node& node, const std::vector<Shape>& shapes) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (terms.size() != shapes.size())
+  if (terms.size() != inputs)
     fail_node(node, fmt::format("equation '{}' has {} operand terms but the node has {} inputs", eq,
-                                terms.size(), shapes.size()));
+                                terms.size(), inputs));
+  return terms;
+}
 
-  // Ellipsis ranks and E.
-  std::vector<int64_t> ell_rank(terms.size(), 0);
+// Each term's ellipsis rank (into ell_rank); returns E, the largest.
+int64_t ellipsis_ranks(const Node& node, const std::string& eq,
+                       const std::vector<EinsumTerm>& terms, const std::vector<Shape>& shapes,
+                       std::vector<int64_t>& ell_rank) {
+  ell_rank.assign(terms.size(), 0);
   int64_t e = 0;
   for (size_t k = 0; k < terms.size(); ++k) {
     int64_t nletters = static_cast<int64_t>(terms[k].letters.size()) - (terms[k].ellipsis ? 1 : 0);
@@ -298,7 +300,91 @@ EinsumSpec parse_einsum(const Node& node, const std::vector<Shape>& shapes) {
     if (terms[k].ellipsis) ell_rank[k] = rank - nletters;
     e = std::max(e, ell_rank[k]);
   }
+  return e;
+}
 
+// Input k's labels, and the sizes they give: a label repeated within one operand (a
+// diagonal) needs equal dims there; across operands, dims broadcast as numpy's einsum does
+// (equal, or 1).
+void label_operand(const Node& node, const std::string& eq, size_t k, const EinsumTerm& term,
+                   const Shape& shape, const std::map<char, int>& letter_id, int64_t e,
+                   int64_t ell_rank, EinsumSpec& spec) {
+  std::vector<int>& labels = spec.in_labels[k];
+  for (char ch : term.letters) {
+    if (ch != '.') {
+      labels.push_back(letter_id.at(ch));
+      continue;
+    }
+    for (int64_t j = 0; j < ell_rank; ++j) labels.push_back(static_cast<int>(e - ell_rank + j));
+  }
+  std::map<int, int64_t> seen;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    int l = labels[i];
+    int64_t dim = shape[i];
+    auto [it, fresh] = seen.emplace(l, dim);
+    if (!fresh && it->second != dim)
+      fail_node(node,
+                fmt::format("equation '{}': a repeated index of input {} (shape {}) spans dims of "
+                            "different sizes {} and {}",
+                            eq, k, shape_str(shape), it->second, dim));
+  }
+  for (auto [l, dim] : seen) {
+    int64_t& s = spec.sizes[static_cast<size_t>(l)];
+    if (s == -1 || s == 1)
+      s = dim;
+    else if (dim != s && dim != 1)
+      fail_node(node,
+                fmt::format("equation '{}': an index has size {} in one input and {} in input {} "
+                            "(shape {})",
+                            eq, s, dim, k, shape_str(shape)));
+  }
+}
+
+// The output's labels: as written after '->', else the ellipsis then the letters seen once,
+// in order.
+std::vector<int> output_labels(const Node& node, const std::string& eq, size_t arrow, int64_t e,
+                               const std::map<char, int>& letter_id,
+                               const std::map<char, int>& count) {
+  std::vector<int> out_labels;
+  if (arrow == std::string::npos) {
+    for (int l = 0; l < e; ++l) out_labels.push_back(l);
+    for (auto [ch, id] : letter_id)
+      if (count.at(ch) == 1) out_labels.push_back(id);
+    return out_labels;
+  }
+  EinsumTerm out = parse_term(node, eq.substr(arrow + 2), eq);
+  if (e > 0 && !out.ellipsis)
+    fail_node(node, fmt::format("equation '{}': the inputs' '...' stands for {} dims, but the "
+                                "output has no '...'",
+                                eq, e));
+  for (char ch : out.letters) {
+    if (ch == '.') {
+      for (int l = 0; l < e; ++l) out_labels.push_back(l);
+      continue;
+    }
+    auto it = letter_id.find(ch);
+    if (it == letter_id.end())
+      fail_node(node, fmt::format("equation '{}': output index '{}' appears in no input", eq, ch));
+    if (std::count(out.letters.begin(), out.letters.end(), ch) > 1)
+      fail_node(node,
+                fmt::format("equation '{}': output index '{}' appears more than once", eq, ch));
+    out_labels.push_back(it->second);
+  }
+  return out_labels;
+}
+
+}  // namespace
+
+EinsumSpec parse_einsum(const Node& node, const std::vector<Shape>& shapes) {
+  std::string eq;
+  for (char ch : node.attr_string("equation"))
+    if (ch != ' ' && ch != '\t') eq += ch;
+  size_t arrow = eq.find("->");
+  if (arrow != std::string::npos && eq.find("->", arrow + 2) != std::string::npos)
+    fail_node(node, fmt::format("equation '{}' has more than one '->'", eq));
+  const std::vector<EinsumTerm> terms = einsum_terms(node, eq, eq.substr(0, arrow), shapes.size());
+  std::vector<int64_t> ell_rank;
+  const int64_t e = ellipsis_ranks(node, eq, terms, shapes, ell_rank);
   // Letters get ids after the ellipsis labels; ids in ASCII order so that the implicit output
   // (letters sorted) is simply id order.
   std::map<char, int> letter_id;
@@ -311,72 +397,12 @@ EinsumSpec parse_einsum(const Node& node, const std::vector<Shape>& shapes) {
       }
   int next = static_cast<int>(e);
   for (auto& [ch, id] : letter_id) id = next++;
-
   EinsumSpec spec;
   spec.sizes.assign(static_cast<size_t>(next), -1);
   spec.in_labels.resize(terms.size());
-  for (size_t k = 0; k < terms.size(); ++k) {
-    std::vector<int>& labels = spec.in_labels[k];
-    for (char ch : terms[k].letters) {
-      if (ch != '.') {
-        labels.push_back(letter_id[ch]);
-        continue;
-      }
-      for (int64_t j = 0; j < ell_rank[k]; ++j)
-        labels.push_back(static_cast<int>(e - ell_rank[k] + j));
-    }
-    // A label repeated within one operand (a diagonal) needs equal dims there; across
-    // operands, dims broadcast as numpy's einsum does (equal, or 1).
-    std::map<int, int64_t> seen;
-    for (size_t i = 0; i < labels.size(); ++i) {
-      int l = labels[i];
-      int64_t dim = shapes[k][i];
-      auto [it, fresh] = seen.emplace(l, dim);
-      if (!fresh && it->second != dim)
-        fail_node(node, fmt::format(
-                            "equation '{}': a repeated index of input {} (shape {}) spans dims of "
-                            "different sizes {} and {}",
-                            eq, k, shape_str(shapes[k]), it->second, dim));
-    }
-    for (auto [l, dim] : seen) {
-      int64_t& s = spec.sizes[static_cast<size_t>(l)];
-      if (s == -1 || s == 1)
-        s = dim;
-      else if (dim != s && dim != 1)
-        fail_node(node,
-                  fmt::format("equation '{}': an index has size {} in one input and {} in input {} "
-                              "(shape {})",
-                              eq, s, dim, k, shape_str(shapes[k])));
-    }
-  }
-
-  if (arrow == std::string::npos) {
-    for (int l = 0; l < e; ++l) spec.out_labels.push_back(l);
-    for (auto [ch, id] : letter_id)
-      if (count[ch] == 1) spec.out_labels.push_back(id);
-  } else {
-    EinsumTerm out = parse_term(node, eq.substr(arrow + 2), eq);
-    if (e > 0 && !out.ellipsis)
-      fail_node(
-          node,
-          fmt::format(
-              "equation '{}': the inputs' '...' stands for {} dims, but the output has no '...'",
-              eq, e));
-    for (char ch : out.letters) {
-      if (ch == '.') {
-        for (int l = 0; l < e; ++l) spec.out_labels.push_back(l);
-        continue;
-      }
-      auto it = letter_id.find(ch);
-      if (it == letter_id.end())
-        fail_node(node,
-                  fmt::format("equation '{}': output index '{}' appears in no input", eq, ch));
-      if (std::count(out.letters.begin(), out.letters.end(), ch) > 1)
-        fail_node(node,
-                  fmt::format("equation '{}': output index '{}' appears more than once", eq, ch));
-      spec.out_labels.push_back(it->second);
-    }
-  }
+  for (size_t k = 0; k < terms.size(); ++k)
+    label_operand(node, eq, k, terms[k], shapes[k], letter_id, e, ell_rank[k], spec);
+  spec.out_labels = output_labels(node, eq, arrow, e, letter_id, count);
   return spec;
 }
 

@@ -8,14 +8,6 @@
 
 namespace braze::codegen {
 
-ComputeType compute_type(DType dt) {
-  if (dt == DType::Float64) return ComputeType::Double;
-  if (is_float(dt)) return ComputeType::Float;
-  if (dt == DType::Bool) return ComputeType::Bool;
-  if (is_unsigned_int(dt)) return ComputeType::UInt;
-  return ComputeType::Int;
-}
-
 const std::string& cuda_name(ComputeType t) {
   static const std::string names[] = {"bool", "long long", "unsigned long long", "float", "double"};
   return names[static_cast<int>(t)];

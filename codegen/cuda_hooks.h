@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "graph/scalar.h"
+
 namespace braze::graph {
 struct Node;
 class Graph;
@@ -28,16 +30,14 @@ namespace braze::codegen {
 using graph::Graph;
 using graph::Node;
 
-// The types kernels compute in: float for float16/bfloat16/float32, double, long long (Int)
-// for signed integers, unsigned long long (UInt) for unsigned ones, bool. Formatted (fmt) as
-// their CUDA names.
-enum class ComputeType { Bool, Int, UInt, Float, Double };
-ComputeType compute_type(DType dt);
+// The types kernels compute in (graph/scalar.h): float for float16/bfloat16/float32, double,
+// long long (Int) for signed integers, unsigned long long (UInt) for unsigned ones, bool.
+// Formatted (fmt) as their CUDA names.
+using graph::compute_type;
+using graph::ComputeType;
+using graph::is_floating;
 // "float", "double", "long long", "unsigned long long", "bool".
 const std::string& cuda_name(ComputeType t);
-inline bool is_floating(ComputeType t) {
-  return t == ComputeType::Float || t == ComputeType::Double;
-}
 // cuda_name(compute_type(dt)).
 std::string cuda_compute_type(DType dt);
 // The C type a tensor of dt is stored as on the device ("__half", "signed char" …).
@@ -191,9 +191,9 @@ CudaRowInputs cuda_row_inputs(const Graph& g, const Node& n);
 }  // namespace braze::codegen
 
 template <>
-struct fmt::formatter<braze::codegen::ComputeType> : fmt::formatter<std::string_view> {
+struct fmt::formatter<braze::graph::ComputeType> : fmt::formatter<std::string_view> {
   template <typename Context>
-  auto format(braze::codegen::ComputeType t, Context& ctx) const {
+  auto format(braze::graph::ComputeType t, Context& ctx) const {
     return fmt::formatter<std::string_view>::format(braze::codegen::cuda_name(t), ctx);
   }
 };

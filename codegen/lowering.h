@@ -1,7 +1,8 @@
 // How codegen generates each op: one table, filled by the files under codegen/lower/ (one per
 // op family), from the op registry's op to its lowering. The registry (graph/) holds what an
 // op means; everything that turns an op into CUDA text is here.
-//   - element-wise ops: an expression over their operands (CudaExprFn);
+//   - element-wise ops: an expression over their operands (CudaExprFn), their registry scalar
+//     expression rendered by codegen/scalar_render.cpp;
 //   - layout, indexing and loop ops: their output element as loads of their inputs at
 //     computed coordinates (CudaIndexFn), and for layout ops the forward map (CudaForwardFn);
 //   - reductions and normalisations: a row program (CudaRowFn).
@@ -45,6 +46,7 @@ class LoweringTable {
   // The entry of registry op `name` of the default domain, made on the first call
   // (InternalError for a name the registry does not have).
   Lowering& add(std::string_view name);
+  Lowering& add(const graph::OpDef& op) { return entries_[&op]; }
   const Lowering* find(const graph::OpDef& op) const;
 
  private:

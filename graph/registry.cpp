@@ -88,4 +88,11 @@ const OpDef& op(std::string_view name) {
 
 const std::vector<const OpDef*>& all_ops() { return registry().ptrs; }
 
+ScalarExpr scalar_expr(const Node& n, const std::vector<std::optional<DType>>& arg_dtypes) {
+  BRAZE_CHECK(n.op->scalar, n.describe() + " has no scalar expression");
+  ScalarBuilder b(arg_dtypes);
+  ScalarId root = n.op->scalar(b, n);
+  return b.finish(root);
+}
+
 }  // namespace braze::graph

@@ -1,7 +1,8 @@
 // The op registry: the single source of truth for what an op is. Every op braze knows is
 // one OpDef — its ONNX name and opsets, fusion kind, attributes with defaults, arity, type
 // constraint, the inputs whose values fix output shapes, the rewrite of older opsets' forms
-// into the canonical one, shape inference, and the CPU reference implementation.
+// into the canonical one, shape inference, the CPU reference implementation, and for
+// element-wise ops the scalar expression both the reference and codegen are made from.
 // The importer, constant folding, the reference executor (and later fusion and codegen)
 // all read this table; no pass keeps its own list of op names.
 #pragma once
@@ -16,6 +17,7 @@
 #include "graph/attribute.h"
 #include "graph/ir.h"
 #include "graph/layout.h"
+#include "graph/scalar.h"
 
 namespace braze::graph {
 
@@ -42,6 +44,10 @@ using RefFn = std::function<void(RefCtx& ctx)>;
 // (graph/layout.h); nullopt where this node's output is no strided view of its input.
 using LayoutFn =
     std::function<std::optional<Layout>(const Graph& g, const Node& n, const Layout& in)>;
+// Element-wise ops: node n's output as a scalar expression of its operands (graph/scalar.h),
+// built with b, whose args are n's inputs; the reference executor evaluates it and codegen
+// renders it. Throws UserError for attributes the op does not take.
+using ScalarFn = std::function<ScalarId(ScalarBuilder& b, const Node& n)>;
 
 struct OpDef {
   std::string name;
@@ -70,6 +76,7 @@ struct OpDef {
   InferFn infer;
   RefFn reference;
   LayoutFn layout;  // layout ops: the output as a view of input 0's memory
+  ScalarFn scalar;  // element-wise ops: what they compute, for the reference and codegen
 
   const AttrSpec* find_attr(std::string_view attr) const;
   bool is_shape_input(int i) const;
@@ -84,5 +91,9 @@ const OpDef* find_op(std::string_view domain, std::string_view name);
 // Throws InternalError for an op not in the registry (for passes that build nodes).
 const OpDef& op(std::string_view name);
 const std::vector<const OpDef*>& all_ops();
+
+// Node n's scalar expression (n.op->scalar), its operands of the given dtypes (nullopt: an
+// absent optional input).
+ScalarExpr scalar_expr(const Node& n, const std::vector<std::optional<DType>>& arg_dtypes);
 
 }  // namespace braze::graph

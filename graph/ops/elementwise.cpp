@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -16,23 +17,66 @@ namespace {
 
 using namespace ops;
 
-// ---- unary -----------------------------------------------------------------------------
-// A unary op is given as a factory: node -> generic lambda over the compute type.
-template <class Factory>
-RefFn unary_ref(Factory factory) {
-  return [factory](RefCtx& ctx) {
-    const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
-    auto f = factory(ctx.node());
-    with_compute(x.dtype(), [&](auto c) {
-      using C = decltype(c);
-      for (int64_t i = 0; i < x.numel(); ++i) y.set<C>(i, static_cast<C>(f(x.get<C>(i))));
-    });
-  };
+// ---- the reference, from the scalar expression ----------------------------------------
+ScalarValue read_value(const Tensor& t, int64_t i) {
+  ScalarValue v{};
+  switch (compute_type(t.dtype())) {
+    case ComputeType::Float:
+    case ComputeType::Double:
+      v.f = t.get_f64(i);
+      break;
+    case ComputeType::UInt:
+      v.u = t.get_u64(i);
+      break;
+    default:
+      v.i = t.get_i64(i);
+      break;
+  }
+  return v;
 }
 
-template <class Factory>
-OpDef unary(std::string name, DTypeSet types, Factory factory, std::vector<AttrSpec> attrs = {},
+void store_value(Tensor& t, int64_t i, ScalarValue v, ComputeType type) {
+  if (is_floating(type))
+    t.set_f64(i, v.f);
+  else if (type == ComputeType::UInt)
+    t.set_u64(i, v.u);
+  else
+    t.set_i64(i, v.i);
+}
+
+// Each output element is the op's scalar expression of its inputs' elements (numpy
+// broadcasting), each read in its compute type; the result converts to the output's dtype as
+// it is stored.
+void scalar_reference(RefCtx& ctx) {
+  std::vector<std::optional<DType>> dtypes;
+  std::vector<const Shape*> shapes;
+  std::vector<size_t> present;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    dtypes.push_back(ctx.has_input(i) ? std::optional(ctx.input(i).dtype()) : std::nullopt);
+    if (!ctx.has_input(i)) continue;
+    present.push_back(i);
+    shapes.push_back(&ctx.input(i).shape());
+  }
+  ScalarEvaluator eval(scalar_expr(ctx.node(), dtypes));
+  const ComputeType type = eval.result_type();
+  Tensor& y = ctx.output(0);
+  std::vector<ScalarValue> args(dtypes.size());
+  for_each_broadcast(y.shape(), shapes, [&](int64_t o, const std::vector<int64_t>& off) {
+    for (size_t k = 0; k < present.size(); ++k)
+      args[present[k]] = read_value(ctx.input(present[k]), off[k]);
+    store_value(y, o, eval(args.data()), type);
+  });
+}
+
+// ---- unary -----------------------------------------------------------------------------
+using S = ScalarOp;
+
+// One scalar op of operand 0.
+ScalarFn apply(ScalarOp op) {
+  return [op](ScalarBuilder& b, const Node&) { return b.unary(op, b.arg(0)); };
+}
+
+OpDef unary(std::string name, DTypeSet types, ScalarFn scalar, std::vector<AttrSpec> attrs = {},
             int since = 1) {
   OpDef d;
   d.name = std::move(name);
@@ -42,223 +86,199 @@ OpDef unary(std::string name, DTypeSet types, Factory factory, std::vector<AttrS
   d.types = types;
   d.attrs = std::move(attrs);
   d.infer = infer_same_as_input0;
-  d.reference = unary_ref(factory);
+  d.scalar = std::move(scalar);
+  d.reference = scalar_reference;
   return d;
 }
 
-// A unary op with no attributes over floating types, from a double -> double function.
-OpDef unary_float(std::string name, double (*f)(double), int since = 1) {
-  return unary(
-      std::move(name), kFloatTypes, [f](const Node&) { return [f](double x) { return f(x); }; }, {},
-      since);
-}
-
-double sigmoid(double x) {
-  return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
-}
-double softplus(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
-double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
-double gelu_tanh(double x) {
-  const double k = std::sqrt(2.0 / M_PI);
-  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
-}
-
-template <class C>
-C nan_aware_max(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
-  }
-  return a > b ? a : b;
-}
-template <class C>
-C nan_aware_min(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
-  }
-  return a < b ? a : b;
+// A unary op with no attributes over floating types, one scalar op.
+OpDef unary_float(std::string name, ScalarOp op, int since = 1) {
+  return unary(std::move(name), kFloatTypes, apply(op), {}, since);
 }
 
 // Math functions and rounding.
 void add_math_ops(std::vector<OpDef>& r) {
-  r.push_back(unary_float("Exp", [](double x) { return std::exp(x); }));
-  r.push_back(unary_float("Log", [](double x) { return std::log(x); }));
-  r.push_back(unary_float("Sqrt", [](double x) { return std::sqrt(x); }));
-  r.push_back(unary_float("Reciprocal", [](double x) { return 1.0 / x; }));
-  r.push_back(unary_float("Sigmoid", sigmoid));
-  r.push_back(unary_float("Tanh", [](double x) { return std::tanh(x); }));
-  r.push_back(unary_float(
-      "Erf", [](double x) { return std::erf(x); }, 9));
-  r.push_back(unary_float(
-      "Sin", [](double x) { return std::sin(x); }, 7));
-  r.push_back(unary_float(
-      "Cos", [](double x) { return std::cos(x); }, 7));
-  r.push_back(unary_float(
-      "Tan", [](double x) { return std::tan(x); }, 7));
-  r.push_back(unary_float(
-      "Asin", [](double x) { return std::asin(x); }, 7));
-  r.push_back(unary_float(
-      "Acos", [](double x) { return std::acos(x); }, 7));
-  r.push_back(unary_float(
-      "Atan", [](double x) { return std::atan(x); }, 7));
-  r.push_back(unary_float(
-      "Sinh", [](double x) { return std::sinh(x); }, 9));
-  r.push_back(unary_float(
-      "Cosh", [](double x) { return std::cosh(x); }, 9));
-  r.push_back(unary_float(
-      "Asinh", [](double x) { return std::asinh(x); }, 9));
-  r.push_back(unary_float(
-      "Acosh", [](double x) { return std::acosh(x); }, 9));
-  r.push_back(unary_float(
-      "Atanh", [](double x) { return std::atanh(x); }, 9));
-  r.push_back(unary_float("Floor", [](double x) { return std::floor(x); }));
-  r.back().rounds_half_inputs = true;
-  r.push_back(unary_float("Ceil", [](double x) { return std::ceil(x); }));
-  r.back().rounds_half_inputs = true;
-  r.push_back(unary_float(
-      "Round", [](double x) { return std::nearbyint(x); }, 11));  // half to even
-  r.back().rounds_half_inputs = true;
+  for (auto [name, op, since] : std::initializer_list<std::tuple<const char*, ScalarOp, int>>{
+           {"Exp", S::Exp, 1},
+           {"Log", S::Log, 1},
+           {"Sqrt", S::Sqrt, 1},
+           {"Reciprocal", S::Reciprocal, 1},
+           {"Sigmoid", S::Sigmoid, 1},
+           {"Tanh", S::Tanh, 1},
+           {"Erf", S::Erf, 9},
+           {"Sin", S::Sin, 7},
+           {"Cos", S::Cos, 7},
+           {"Tan", S::Tan, 7},
+           {"Asin", S::Asin, 7},
+           {"Acos", S::Acos, 7},
+           {"Atan", S::Atan, 7},
+           {"Sinh", S::Sinh, 9},
+           {"Cosh", S::Cosh, 9},
+           {"Asinh", S::Asinh, 9},
+           {"Acosh", S::Acosh, 9},
+           {"Atanh", S::Atanh, 9},
+           {"Softplus", S::Softplus, 1}})
+    r.push_back(unary_float(name, op, since));
+  for (auto [name, op, since] : std::initializer_list<std::tuple<const char*, ScalarOp, int>>{
+           {"Floor", S::Floor, 1}, {"Ceil", S::Ceil, 1}, {"Round", S::Round, 11}}) {
+    r.push_back(unary_float(name, op, since));  // Round: half to even
+    r.back().rounds_half_inputs = true;
+  }
 }
 
-// Activations.
-void add_activation_ops(std::vector<OpDef>& r) {
-  r.push_back(unary_float("Softplus", softplus));
-  r.push_back(unary_float("Softsign", [](double x) { return x / (1.0 + std::fabs(x)); }));
-  r.push_back(unary_float(
-      "Mish", [](double x) { return x * std::tanh(softplus(x)); }, 18));
+// x / (1 + |x|), x · tanh(softplus(x)), x · clamp(x / 6 + 1/2, 0, 1).
+void add_composite_activations(std::vector<OpDef>& r) {
+  r.push_back(unary("Softsign", kFloatTypes, [](ScalarBuilder& b, const Node&) {
+    ScalarId x = b.arg(0);
+    return b.binary(S::Div, x, b.binary(S::Add, b.like(x, 1), b.unary(S::Abs, x)));
+  }));
+  r.push_back(unary(
+      "Mish", kFloatTypes,
+      [](ScalarBuilder& b, const Node&) {
+        ScalarId x = b.arg(0);
+        return b.binary(S::Mul, x, b.unary(S::Tanh, b.unary(S::Softplus, x)));
+      },
+      {}, 18));
   r.push_back(unary(
       "HardSwish", kFloatTypes,
-      [](const Node&) {
-        return [](double x) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); };
+      [](ScalarBuilder& b, const Node&) {
+        ScalarId x = b.arg(0);
+        ScalarId t = b.binary(S::Add, b.binary(S::Div, x, b.like(x, 6)), b.like(x, 0.5));
+        return b.binary(S::Mul, x,
+                        b.binary(S::FMax, b.like(x, 0), b.binary(S::FMin, b.like(x, 1), t)));
       },
       {}, 14));
+  // The erf form with a float16 / bfloat16 result renders as a tuned device helper (10-12
+  // instructions and an ex2 against ~24, within 1/12 of the type's ulp), the tanh form with a
+  // float16 result too (5 and two MUFU against ~20): codegen/scalar_render.cpp.
   r.push_back(unary(
       "Gelu", kFloatTypes,
-      [](const Node& n) {
-        bool tanh_form = n.attr_string("approximate") == "tanh";
-        if (!tanh_form && n.attr_string("approximate") != "none")
+      [](ScalarBuilder& b, const Node& n) {
+        const std::string& form = n.attr_string("approximate");
+        if (form != "none" && form != "tanh")
           throw UserError(n.describe() + ": approximate must be \"none\" or \"tanh\"");
-        return [tanh_form](double x) { return tanh_form ? gelu_tanh(x) : gelu_erf(x); };
+        return b.unary(form == "tanh" ? S::GeluTanh : S::GeluErf, b.arg(0));
       },
       {attr_s("approximate", "none")}, 20));
-  // The erf form with a float16 / bfloat16 result takes braze_gelu_erf_f16 / _bf16 (ops.cuh:
-  // 10-12 instructions and an ex2 against ~24, within 1/12 of the type's ulp), the tanh form
-  // with a float16 result braze_gelu_tanh_f16 (5 and two MUFU against ~20).
+}
+
+// x >= 0 ? x : alpha (e^x - 1) and its relatives.
+void add_exponential_units(std::vector<OpDef>& r) {
+  auto expm1 = [](ScalarBuilder& b, ScalarId x) {
+    return b.binary(S::Sub, b.unary(S::Exp, x), b.like(x, 1));
+  };
   r.push_back(unary("Elu", kFloatTypes,
-                    [](const Node& n) {
-                      double a = n.attr_float("alpha");
-                      return [a](double x) { return x >= 0 ? x : a * (std::exp(x) - 1.0); };
+                    [expm1](ScalarBuilder& b, const Node& n) {
+                      ScalarId x = b.arg(0);
+                      return b.where(
+                          b.binary(S::GreaterEqual, x, b.like(x, 0)), x,
+                          b.binary(S::Mul, b.like(x, n.attr_float("alpha")), expm1(b, x)));
                     },
                     {attr_f("alpha", 1.0)}));
   r.push_back(unary(
       "Selu", kFloatTypes,
-      [](const Node& n) {
+      [expm1](ScalarBuilder& b, const Node& n) {
+        ScalarId x = b.arg(0);
         double a = n.attr_float("alpha"), g = n.attr_float("gamma");
-        return [a, g](double x) { return x > 0 ? g * x : g * a * (std::exp(x) - 1.0); };
+        return b.where(b.binary(S::Greater, x, b.like(x, 0)), b.binary(S::Mul, b.like(x, g), x),
+                       b.binary(S::Mul, b.like(x, g * a), expm1(b, x)));
       },
       {attr_f("alpha", 1.67326319217681884765625), attr_f("gamma", 1.05070102214813232421875)}));
   r.push_back(unary(
       "Celu", kFloatTypes,
-      [](const Node& n) {
-        double a = n.attr_float("alpha");
-        return
-            [a](double x) { return std::max(0.0, x) + std::min(0.0, a * (std::exp(x / a) - 1.0)); };
+      [expm1](ScalarBuilder& b, const Node& n) {
+        ScalarId x = b.arg(0);
+        ScalarId a = b.like(x, n.attr_float("alpha"));
+        ScalarId neg = b.binary(S::Mul, a, expm1(b, b.binary(S::Div, x, a)));
+        return b.binary(S::Add, b.binary(S::FMax, x, b.like(x, 0)),
+                        b.binary(S::FMin, b.like(x, 0), neg));
       },
       {attr_f("alpha", 1.0)}, 12));
+}
+
+// Piecewise-linear activations and Swish.
+void add_linear_units(std::vector<OpDef>& r) {
   r.push_back(unary("LeakyRelu", kFloatTypes,
-                    [](const Node& n) {
-                      double a = n.attr_float("alpha");
-                      return [a](double x) { return x >= 0 ? x : a * x; };
+                    [](ScalarBuilder& b, const Node& n) {
+                      ScalarId x = b.arg(0);
+                      return b.where(b.binary(S::GreaterEqual, x, b.like(x, 0)), x,
+                                     b.binary(S::Mul, b.like(x, n.attr_float("alpha")), x));
                     },
                     {attr_f("alpha", 0.01)}));
-  // Swish (opset 24): x · sigmoid(alpha · x).
-  r.push_back(unary(
+  r.push_back(unary(  // Swish (opset 24): x · sigmoid(alpha · x)
       "Swish", kFloatTypes,
-      [](const Node& n) {
-        double a = n.attr_float("alpha");
-        return [a](double x) { return x / (1.0 + std::exp(-a * x)); };
+      [](ScalarBuilder& b, const Node& n) {
+        ScalarId x = b.arg(0);
+        ScalarId e = b.unary(S::Exp, b.binary(S::Mul, b.like(x, -n.attr_float("alpha")), x));
+        return b.binary(S::Div, x, b.binary(S::Add, b.like(x, 1), e));
       },
       {attr_f("alpha", 1.0)}, 24));
   r.push_back(unary("HardSigmoid", kFloatTypes,
-                    [](const Node& n) {
-                      double a = n.attr_float("alpha"), b = n.attr_float("beta");
-                      return [a, b](double x) { return std::max(0.0, std::min(1.0, a * x + b)); };
+                    [](ScalarBuilder& b, const Node& n) {
+                      ScalarId x = b.arg(0);
+                      ScalarId t =
+                          b.binary(S::Add, b.binary(S::Mul, b.like(x, n.attr_float("alpha")), x),
+                                   b.like(x, n.attr_float("beta")));
+                      return b.binary(S::FMax, b.like(x, 0), b.binary(S::FMin, b.like(x, 1), t));
                     },
                     {attr_f("alpha", 0.2), attr_f("beta", 0.5)}));
   r.push_back(unary(
       "ThresholdedRelu", kFloatTypes,
-      [](const Node& n) {
-        double a = n.attr_float("alpha");
-        return [a](double x) { return x > a ? x : 0.0; };
+      [](ScalarBuilder& b, const Node& n) {
+        ScalarId x = b.arg(0);
+        return b.where(b.binary(S::Greater, x, b.like(x, n.attr_float("alpha"))), x, b.like(x, 0));
       },
       {attr_f("alpha", 1.0)}, 10));
+  // Shrink computes in double whatever its type: lambd and bias are floats.
   r.push_back(unary(
       "Shrink", kNumericTypes,
-      [](const Node& n) {
-        double l = n.attr_float("lambd"), b = n.attr_float("bias");
-        return [l, b](auto x) -> decltype(x) {
-          double v = static_cast<double>(x);
-          return static_cast<decltype(x)>(v < -l ? v + b : v > l ? v - b : 0.0);
-        };
+      [](ScalarBuilder& b, const Node& n) {
+        double l = n.attr_float("lambd"), bias = n.attr_float("bias");
+        ScalarId x = b.convert(b.arg(0), ComputeType::Double);
+        auto d = [&](double v) { return b.constant(v, ComputeType::Double); };
+        ScalarId r =
+            b.where(b.binary(S::Less, x, d(-l)), b.binary(S::Add, x, d(bias)),
+                    b.where(b.binary(S::Greater, x, d(l)), b.binary(S::Sub, x, d(bias)), d(0)));
+        return b.convert(r, b.type(b.arg(0)));
       },
       {attr_f("lambd", 0.5), attr_f("bias", 0.0)}, 9));
 }
 
 // Sign, logic, identity and the float tests.
 void add_sign_and_logic_ops(std::vector<OpDef>& r) {
-  r.push_back(unary("Abs", kNumericTypes, [](const Node&) {
-    return [](auto x) -> decltype(x) {
-      if constexpr (std::is_unsigned_v<decltype(x)>)
-        return x;
-      else
-        return x < 0 ? -x : x;
-    };
+  r.push_back(unary("Abs", kNumericTypes, apply(S::Abs)));
+  r.push_back(unary("Neg", kFloatTypes | kSignedTypes, apply(S::Neg)));
+  r.push_back(unary("Relu", kFloatTypes | kSignedTypes, [](ScalarBuilder& b, const Node&) {
+    ScalarId x = b.arg(0);
+    return b.where(b.binary(S::Greater, x, b.like(x, 0)), x, b.like(x, 0));
   }));
-  r.push_back(unary("Neg", kFloatTypes | kSignedTypes, [](const Node&) {
-    return [](auto x) -> decltype(x) {
-      if constexpr (std::is_integral_v<decltype(x)>)
-        return static_cast<decltype(x)>(0ull - static_cast<uint64_t>(x));
-      else
-        return -x;
-    };
-  }));
-  r.push_back(unary("Relu", kFloatTypes | kSignedTypes, [](const Node&) {
-    return [](auto x) -> decltype(x) { return x > 0 ? x : 0; };
-  }));
-  r.push_back(unary(
+  r.push_back(unary(  // NaN stays NaN, zero zero
       "Sign", kNumericTypes,
-      [](const Node&) {
-        return [](auto x) -> decltype(x) {
-          if constexpr (std::is_floating_point_v<decltype(x)>) {
-            if (std::isnan(x)) return x;
-          }
-          return x > 0 ? 1 : (x < 0 ? static_cast<decltype(x)>(-1) : 0);
-        };
+      [](ScalarBuilder& b, const Node&) {
+        ScalarId x = b.arg(0);
+        return b.where(b.binary(S::Greater, x, b.like(x, 0)), b.like(x, 1),
+                       b.where(b.binary(S::Less, x, b.like(x, 0)), b.like(x, -1), x));
       },
       {}, 9));
   r.back().rounds_half_inputs = true;
-  r.push_back(unary("Not", DTypeSet{DType::Bool},
-                    [](const Node&) { return [](auto x) -> decltype(x) { return x ? 0 : 1; }; }));
-  r.push_back(unary("Identity", kAllTypes, [](const Node&) { return [](auto x) { return x; }; }));
+  r.push_back(unary("Not", DTypeSet{DType::Bool}, apply(S::Not)));
+  r.push_back(unary("Identity", kAllTypes, [](ScalarBuilder& b, const Node&) { return b.arg(0); }));
 
-  OpDef isnan = unary_float(
-      "IsNaN", [](double x) { return std::isnan(x) ? 1.0 : 0.0; }, 9);
-  isnan.infer = [](InferCtx& ctx) {
+  auto infer_bool = [](InferCtx& ctx) {
     ctx.set_dtype(0, DType::Bool);
     ctx.set_shape(0, ctx.shape(0));
   };
-  r.push_back(isnan);
-  OpDef isinf = unary(
+  r.push_back(unary_float("IsNaN", S::IsNaN, 9));
+  r.back().infer = infer_bool;
+  r.push_back(unary(
       "IsInf", kFloatTypes,
-      [](const Node& n) {
-        bool neg = n.attr_int("detect_negative") != 0, pos = n.attr_int("detect_positive") != 0;
-        return [neg, pos](double x) {
-          return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg)) ? 1.0 : 0.0;
-        };
+      [](ScalarBuilder& b, const Node& n) {
+        return b.is_inf(b.arg(0), n.attr_int("detect_positive") != 0,
+                        n.attr_int("detect_negative") != 0);
       },
-      {attr_i("detect_negative", 1), attr_i("detect_positive", 1)}, 10);
-  isinf.infer = isnan.infer;
-  isinf.rounds_half_inputs = true;  // a float past 65504 is a float16 infinity
-  r.push_back(isinf);
+      {attr_i("detect_negative", 1), attr_i("detect_positive", 1)}, 10));
+  r.back().infer = infer_bool;
+  r.back().rounds_half_inputs = true;  // a float past 65504 is a float16 infinity
 }
 
 // ---- binary and variadic with broadcasting ---------------------------------------------
@@ -270,33 +290,13 @@ void infer_broadcast(InferCtx& ctx, DType out_dtype) {
   ctx.set_shape(0, broadcast_shapes(ctx, shapes));
 }
 
-// Inputs are read in the compute type of input 0's dtype, written in the output's.
-template <class Factory>
-RefFn nary_ref(Factory factory) {
-  return [factory](RefCtx& ctx) {
-    std::vector<const Tensor*> ins;
-    std::vector<const Shape*> shapes;
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      ins.push_back(&ctx.input(i));
-      shapes.push_back(&ctx.input(i).shape());
-    }
-    Tensor& y = ctx.output(0);
-    auto f = factory(ctx.node());
-    with_compute(ins[0]->dtype(), [&](auto c) {
-      using C = decltype(c);
-      for_each_broadcast(y.shape(), shapes, [&](int64_t o, const std::vector<int64_t>& off) {
-        C acc = ins[0]->get<C>(off[0]);
-        for (size_t k = 1; k < ins.size(); ++k)
-          acc = static_cast<C>(f(acc, ins[k]->get<C>(off[k])));
-        if constexpr (requires { f.finish(acc, ins.size()); }) acc = f.finish(acc, ins.size());
-        y.set<C>(o, acc);
-      });
-    });
-  };
+// One scalar op of operands 0 and 1.
+ScalarFn apply2(ScalarOp op) {
+  return [op](ScalarBuilder& b, const Node&) { return b.binary(op, b.arg(0), b.arg(1)); };
 }
 
-template <class Factory>
-OpDef binary(std::string name, DTypeSet types, Factory factory, std::vector<AttrSpec> attrs = {},
+// Operand 1 is converted to operand 0's compute type (Pow's exponent).
+OpDef binary(std::string name, DTypeSet types, ScalarFn scalar, std::vector<AttrSpec> attrs = {},
              int since = 1) {
   OpDef d;
   d.name = std::move(name);
@@ -307,146 +307,43 @@ OpDef binary(std::string name, DTypeSet types, Factory factory, std::vector<Attr
   d.types = types;
   d.attrs = std::move(attrs);
   d.infer = [](InferCtx& ctx) { infer_broadcast(ctx, ctx.dtype(0)); };
-  d.reference = nary_ref(factory);
+  d.scalar = std::move(scalar);
+  d.reference = scalar_reference;
   return d;
 }
 
-template <class Factory>
-OpDef variadic(std::string name, DTypeSet types, Factory factory) {
-  OpDef d = binary(std::move(name), types, factory);
+// Folds the operands left to right with op; Mean divides the sum by their count.
+OpDef variadic(std::string name, DTypeSet types, ScalarOp op, bool mean = false) {
+  OpDef d = binary(std::move(name), types, [op, mean](ScalarBuilder& b, const Node&) {
+    ScalarId acc = b.arg(0);
+    for (size_t i = 1; i < b.num_args(); ++i) acc = b.binary(op, acc, b.arg(i));
+    if (mean) acc = b.binary(S::Div, acc, b.like(acc, static_cast<double>(b.num_args())));
+    return acc;
+  });
   d.max_inputs = -1;
   d.min_inputs = 1;
   return d;
 }
 
-// Comparisons: result is bool; read in the compute type of input 0.
-template <class Cmp>
-OpDef comparison(std::string name, DTypeSet types, Cmp cmp, int since = 1) {
-  OpDef d;
-  d.name = std::move(name);
-  d.since = since;
-  d.oldest = std::max(since, 7);
-  d.kind = FusionKind::Broadcast;
-  d.min_inputs = d.max_inputs = 2;
-  d.types = types;
+// Comparisons: the result is bool, operand 1 read in operand 0's compute type.
+OpDef comparison(std::string name, DTypeSet types, ScalarOp op, int since = 1) {
+  OpDef d = binary(std::move(name), types, apply2(op), {}, since);
   d.infer = [](InferCtx& ctx) { infer_broadcast(ctx, DType::Bool); };
   d.rounds_half_inputs = true;
-  d.reference = [cmp](RefCtx& ctx) {
-    const Tensor& a = ctx.input(0);
-    const Tensor& b = ctx.input(1);
-    Tensor& y = ctx.output(0);
-    with_compute(a.dtype(), [&](auto c) {
-      using C = decltype(c);
-      for_each_broadcast(y.shape(), {&a.shape(), &b.shape()},
-                         [&](int64_t o, const std::vector<int64_t>& off) {
-                           y.set_i64(o, cmp(a.get<C>(off[0]), b.get<C>(off[1])) ? 1 : 0);
-                         });
-    });
-  };
   return d;
 }
 
-template <class C>
-C int_pow(C base, C exp) {
-  if constexpr (std::is_signed_v<C>) {
-    if (exp < 0) return base == 1 ? 1 : base == -1 ? (exp % 2 ? -1 : 1) : 0;
-  }
-  uint64_t result = 1, b = static_cast<uint64_t>(base);
-  uint64_t e = static_cast<uint64_t>(exp);
-  while (e) {
-    if (e & 1) result *= b;
-    b *= b;
-    e >>= 1;
-  }
-  return static_cast<C>(result);
-}
-
-struct MeanFn {
-  template <class C>
-  C operator()(C a, C b) const {
-    return a + b;
-  }
-  template <class C>
-  C finish(C acc, size_t n) const {
-    return static_cast<C>(acc / static_cast<C>(n));
-  }
-};
-
 void add_binary_ops(std::vector<OpDef>& r) {
   const DTypeSet arith = kNumericTypes;
-  r.push_back(binary(
-      "Add", arith,
-      [](const Node&) {
-        return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a + b); };
-      },
-      {}, 1));
-  r.push_back(binary(
-      "Sub", arith,
-      [](const Node&) {
-        return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a - b); };
-      },
-      {}, 1));
-  r.push_back(binary(
-      "Mul", arith,
-      [](const Node&) {
-        return [](auto a, auto b) -> decltype(a) {
-          if constexpr (std::is_integral_v<decltype(a)>)
-            return static_cast<decltype(a)>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-          else
-            return a * b;
-        };
-      },
-      {}, 1));
-  r.push_back(binary(
-      "Div", arith,
-      [](const Node&) {
-        return [](auto a, auto b) -> decltype(a) {
-          using C = decltype(a);
-          if constexpr (std::is_integral_v<C>) {
-            if (b == 0) return 0;  // integer division by zero: 0 rather than a trap
-            if constexpr (std::is_signed_v<C>) {
-              if (b == -1) return static_cast<C>(0ull - static_cast<uint64_t>(a));
-            }
-          }
-          return a / b;
-        };
-      },
-      {}, 1));
-  r.push_back(binary(
-      "Pow", arith,
-      [](const Node&) {
-        return [](auto a, auto b) -> decltype(a) {
-          using C = decltype(a);
-          if constexpr (std::is_integral_v<C>)
-            return int_pow<C>(a, b);
-          else
-            return std::pow(a, b);
-        };
-      },
-      {}, 1));
-  r.push_back(binary(
+  r.push_back(binary("Add", arith, apply2(S::Add)));
+  r.push_back(binary("Sub", arith, apply2(S::Sub)));
+  r.push_back(binary("Mul", arith, apply2(S::Mul)));
+  r.push_back(binary("Div", arith, apply2(S::Div)));  // integers: by zero gives 0
+  r.push_back(binary("Pow", arith, apply2(S::Pow)));
+  r.push_back(binary(  // the sign of the divisor (Python's %), or with fmod of the dividend
       "Mod", arith,
-      [](const Node& n) {
-        bool fmod_mode = n.attr_int("fmod") != 0;
-        return [fmod_mode](auto a, auto b) -> decltype(a) {
-          using C = decltype(a);
-          if constexpr (std::is_floating_point_v<C>) {
-            if (fmod_mode) return std::fmod(a, b);
-            C m = std::fmod(a, b);
-            if (m != 0 && ((m < 0) != (b < 0))) m += b;
-            return m;
-          } else {
-            if (b == 0) return 0;
-            if constexpr (std::is_signed_v<C>) {
-              if (b == -1) return 0;
-              C m = a % b;  // sign of the dividend (C fmod)
-              if (!fmod_mode && m != 0 && ((m < 0) != (b < 0))) m += b;  // sign of the divisor
-              return m;
-            } else {
-              return a % b;
-            }
-          }
-        };
+      [](ScalarBuilder& b, const Node& n) {
+        return b.binary(n.attr_int("fmod") != 0 ? S::FMod : S::Mod, b.arg(0), b.arg(1));
       },
       {attr_i("fmod", 0)}, 10));
   r.back().rounds_half_inputs = true;
@@ -456,26 +353,18 @@ void add_binary_ops(std::vector<OpDef>& r) {
 void add_shift_prelu_and_logic_ops(std::vector<OpDef>& r) {
   r.push_back(binary(
       "BitShift", kUnsignedTypes,
-      [](const Node& n) {
-        std::string dir = n.attr_string("direction");
+      [](ScalarBuilder& b, const Node& n) {
+        const std::string& dir = n.attr_string("direction");
         if (dir != "LEFT" && dir != "RIGHT")
           throw UserError(n.describe() + ": direction must be \"LEFT\" or \"RIGHT\"");
-        bool left = dir == "LEFT";
-        return [left](auto a, auto b) -> decltype(a) {
-          uint64_t x = static_cast<uint64_t>(a), s = static_cast<uint64_t>(b);
-          if (s >= 64) return 0;
-          return static_cast<decltype(a)>(left ? x << s : x >> s);
-        };
+        return b.binary(dir == "LEFT" ? S::ShiftLeft : S::ShiftRight, b.arg(0), b.arg(1));
       },
       {attr_req("direction", AttrType::String)}, 11));
   r.push_back(binary(
-      "PRelu", kFloatTypes | kSignedTypes | kUnsignedTypes,
-      [](const Node&) {
-        return [](auto x, auto slope) -> decltype(x) {
-          return x < 0 ? static_cast<decltype(x)>(slope * x) : x;
-        };
-      },
-      {}, 1));
+      "PRelu", kFloatTypes | kSignedTypes | kUnsignedTypes, [](ScalarBuilder& b, const Node&) {
+        ScalarId x = b.arg(0);
+        return b.where(b.binary(S::Less, x, b.like(x, 0)), b.binary(S::Mul, b.arg(1), x), x);
+      }));
   // PRelu broadcasts the slope to X's shape (unidirectionally); X's shape is the output's.
   r.back().infer = [](InferCtx& ctx) {
     ctx.set_dtype(0, ctx.dtype(0));
@@ -483,42 +372,23 @@ void add_shift_prelu_and_logic_ops(std::vector<OpDef>& r) {
     if (out != ctx.shape(0)) ctx.fail("slope must broadcast to the shape of X");
     ctx.set_output(0, ctx.dtype(0), out);
   };
-  r.push_back(binary(
-      "And", DTypeSet{DType::Bool},
-      [](const Node&) { return [](auto a, auto b) -> decltype(a) { return (a && b) ? 1 : 0; }; },
-      {}, 1));
-  r.push_back(binary(
-      "Or", DTypeSet{DType::Bool},
-      [](const Node&) { return [](auto a, auto b) -> decltype(a) { return (a || b) ? 1 : 0; }; },
-      {}, 1));
-  r.push_back(binary(
-      "Xor", DTypeSet{DType::Bool},
-      [](const Node&) {
-        return [](auto a, auto b) -> decltype(a) { return ((a != 0) != (b != 0)) ? 1 : 0; };
-      },
-      {}, 1));
+  r.push_back(binary("And", DTypeSet{DType::Bool}, apply2(S::And)));
+  r.push_back(binary("Or", DTypeSet{DType::Bool}, apply2(S::Or)));
+  r.push_back(binary("Xor", DTypeSet{DType::Bool}, apply2(S::Xor)));
 }
 
 // Variadic Max, Min, Sum, Mean and the comparisons.
 void add_variadic_and_comparison_ops(std::vector<OpDef>& r) {
-  r.push_back(variadic("Max", kNumericTypes, [](const Node&) {
-    return [](auto a, auto b) { return nan_aware_max(a, b); };
-  }));
-  r.push_back(variadic("Min", kNumericTypes, [](const Node&) {
-    return [](auto a, auto b) { return nan_aware_min(a, b); };
-  }));
-  r.push_back(variadic("Sum", kNumericTypes, [](const Node&) {
-    return [](auto a, auto b) -> decltype(a) { return static_cast<decltype(a)>(a + b); };
-  }));
-  r.push_back(variadic("Mean", kFloatTypes, [](const Node&) { return MeanFn{}; }));
+  r.push_back(variadic("Max", kNumericTypes, S::Max));  // NaN if any operand is NaN
+  r.push_back(variadic("Min", kNumericTypes, S::Min));
+  r.push_back(variadic("Sum", kNumericTypes, S::Add));
+  r.push_back(variadic("Mean", kFloatTypes, S::Add, true));
 
-  r.push_back(comparison("Equal", kAllTypes, [](auto a, auto b) { return a == b; }));
-  r.push_back(comparison("Less", kNumericTypes, [](auto a, auto b) { return a < b; }));
-  r.push_back(comparison("Greater", kNumericTypes, [](auto a, auto b) { return a > b; }));
-  r.push_back(comparison(
-      "LessOrEqual", kNumericTypes, [](auto a, auto b) { return a <= b; }, 12));
-  r.push_back(comparison(
-      "GreaterOrEqual", kNumericTypes, [](auto a, auto b) { return a >= b; }, 12));
+  r.push_back(comparison("Equal", kAllTypes, S::Equal));
+  r.push_back(comparison("Less", kNumericTypes, S::Less));
+  r.push_back(comparison("Greater", kNumericTypes, S::Greater));
+  r.push_back(comparison("LessOrEqual", kNumericTypes, S::LessEqual, 12));
+  r.push_back(comparison("GreaterOrEqual", kNumericTypes, S::GreaterEqual, 12));
 }
 
 // ---- Where, Clip, Cast, Dropout ---------------------------------------------------------
@@ -534,18 +404,19 @@ OpDef where_op() {
     ctx.set_dtype(0, ctx.dtype(1));
     ctx.set_shape(0, broadcast_shapes(ctx, {ctx.shape(0), ctx.shape(1), ctx.shape(2)}));
   };
-  d.reference = [](RefCtx& ctx) {
-    const Tensor &c = ctx.input(0), &x = ctx.input(1), &y = ctx.input(2);
-    Tensor& out = ctx.output(0);
-    for_each_broadcast(out.shape(), {&c.shape(), &x.shape(), &y.shape()},
-                       [&](int64_t o, const std::vector<int64_t>& off) {
-                         if (c.get_i64(off[0]))
-                           copy_element(x, off[1], out, o);
-                         else
-                           copy_element(y, off[2], out, o);
-                       });
-  };
+  d.scalar = [](ScalarBuilder& b, const Node&) { return b.where(b.arg(0), b.arg(1), b.arg(2)); };
+  d.reference = scalar_reference;
   return d;
+}
+
+// NaN stays NaN; a bound left out is the type's extreme (an infinity for floats).
+ScalarId clip_scalar(ScalarBuilder& b, const Node&) {
+  ScalarId x = b.arg(0);
+  ScalarId lo = b.has(1) ? b.arg(1) : b.lowest(x);
+  ScalarId hi = b.has(2) ? b.arg(2) : b.highest(x);
+  return b.where(
+      b.binary(S::NotEqual, x, x), x,
+      b.where(b.binary(S::Less, x, lo), lo, b.where(b.binary(S::Greater, x, hi), hi, x)));
 }
 
 OpDef clip_op() {
@@ -573,29 +444,8 @@ OpDef clip_op() {
     }
     infer_same_as_input0(ctx);
   };
-  d.reference = [](RefCtx& ctx) {
-    const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
-    with_compute(x.dtype(), [&](auto c) {
-      using C = decltype(c);
-      C lo = ctx.has_input(1) ? ctx.input(1).get<C>(0) : std::numeric_limits<C>::lowest();
-      C hi = ctx.has_input(2) ? ctx.input(2).get<C>(0) : std::numeric_limits<C>::max();
-      if constexpr (std::is_floating_point_v<C>) {
-        if (!ctx.has_input(1)) lo = -std::numeric_limits<C>::infinity();
-        if (!ctx.has_input(2)) hi = std::numeric_limits<C>::infinity();
-      }
-      for (int64_t i = 0; i < x.numel(); ++i) {
-        C v = x.get<C>(i);
-        if constexpr (std::is_floating_point_v<C>) {
-          if (std::isnan(v)) {
-            y.set<C>(i, v);
-            continue;
-          }
-        }
-        y.set<C>(i, v < lo ? lo : (v > hi ? hi : v));
-      }
-    });
-  };
+  d.scalar = clip_scalar;
+  d.reference = scalar_reference;
   return d;
 }
 
@@ -625,7 +475,14 @@ OpDef cast_op() {
     ctx.set_dtype(0, *dt);
     ctx.set_shape(0, ctx.shape(0));
   };
-  d.reference = [](RefCtx& ctx) { convert_into(ctx.input(0), ctx.output(0)); };
+  d.scalar = [](ScalarBuilder& b, const Node& n) {
+    auto to = dtype_from_onnx(n.attr_int("to"));
+    if (!to)
+      throw UnsupportedError(fmt::format("{}: cast to dtype {} is not supported", n.describe(),
+                                         onnx_dtype_name(n.attr_int("to"))));
+    return b.cast(b.arg(0), *to);
+  };
+  d.reference = scalar_reference;
   d.rounds_half_inputs = true;
   return d;
 }
@@ -650,7 +507,8 @@ OpDef castlike_op() {
     ctx.set_dtype(0, ctx.dtype(1));
     ctx.set_shape(0, ctx.shape(0));
   };
-  d.reference = [](RefCtx& ctx) { convert_into(ctx.input(0), ctx.output(0)); };
+  d.scalar = [](ScalarBuilder& b, const Node&) { return b.cast(b.arg(0), b.dtype(b.arg(1))); };
+  d.reference = scalar_reference;
   d.rounds_half_inputs = true;
   return d;
 }
@@ -725,7 +583,9 @@ OpDef dropout_op() {
 
 void register_elementwise_ops(std::vector<OpDef>& r) {
   add_math_ops(r);
-  add_activation_ops(r);
+  add_composite_activations(r);
+  add_exponential_units(r);
+  add_linear_units(r);
   add_sign_and_logic_ops(r);
   add_binary_ops(r);
   add_shift_prelu_and_logic_ops(r);

@@ -123,6 +123,8 @@ def main():
     ap.add_argument("--llm", type=int, default=0, metavar="LAYERS",
                     help="also time a real LlamaModel export with this many layers (needs torch "
                          "and transformers)")
+    ap.add_argument("--llm-path", default="", metavar="FILE",
+                    help="where the LLM export is written (kept; an existing file is reused)")
     args = ap.parse_args()
     # The attention and tensor-core phases plan for sm_90a at fp16, as a Hopper build does.
     plan_for = ["--arch", "sm_90a", "--precision", "fp16"]
@@ -138,8 +140,11 @@ def main():
                       f"{s['passes']:.2f} s | {s['precision']:.2f} s | {s['codegen']:.2f} s |",
                       flush=True)
         if args.llm:
-            path = os.path.join(tmp, "llama.onnx")
-            nodes = llm_export(args.llm, path)
+            path = args.llm_path or os.path.join(tmp, "llama.onnx")
+            if os.path.exists(path):
+                nodes = len(onnx.load(path, load_external_data=False).graph.node)
+            else:
+                nodes = llm_export(args.llm, path)
             s = best_seconds([args.braze, "inspect", path, "--shapes", "input_ids:1x128"] + plan_for,
                              args.repeat)
             print(f"| LlamaModel export, {args.llm} layers | {nodes} | {s['plan']:.2f} s | "

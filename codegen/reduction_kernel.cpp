@@ -32,6 +32,8 @@ namespace braze::codegen {
 
 namespace {
 
+using graph::non_ones;
+
 // Replaces {name} fields of a row-program template.
 std::string substitute(const std::string& templ, const std::map<std::string, std::string>& fields,
                        const graph::Node& n) {
@@ -91,13 +93,6 @@ bool uses_field(const CudaRowProgram& p, const std::string& name) {
   for (const auto& o : p.outputs)
     if (o.expr.find(f) != std::string::npos) return true;
   return false;
-}
-
-Shape non_ones(const Shape& s) {
-  Shape r;
-  for (int64_t d : s)
-    if (d != 1) r.push_back(d);
-  return r;
 }
 
 // One reduction node of the group and its row program.

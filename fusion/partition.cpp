@@ -61,6 +61,7 @@
 namespace braze::fusion {
 
 using graph::kNoNode;
+using graph::non_ones;
 using graph::kNoValue;
 using graph::Node;
 using graph::NodeId;
@@ -69,13 +70,6 @@ using graph::ValueId;
 namespace {
 
 bool is_gemm(const Node& n) { return n.op->kind == graph::FusionKind::OutEWiseFusable; }
-
-Shape non_ones(const Shape& s) {
-  Shape r;
-  for (int64_t d : s)
-    if (d != 1) r.push_back(d);
-  return r;
-}
 
 struct RowSpace {
   Shape x;

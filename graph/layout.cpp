@@ -4,6 +4,13 @@
 
 namespace braze::graph {
 
+Shape non_ones(const Shape& s) {
+  Shape r;
+  for (int64_t d : s)
+    if (d != 1) r.push_back(d);
+  return r;
+}
+
 Layout Layout::contiguous(const Shape& shape) {
   Layout l;
   int64_t stride = 1;

@@ -24,6 +24,10 @@
 
 namespace braze::graph {
 
+// The shape's dims other than 1, in order ([1, 128, 1, 64] -> [128, 64]): two shapes with
+// the same such dims hold their elements in the same row-major order.
+Shape non_ones(const Shape& s);
+
 struct StridedDim {
   int64_t size = 1;
   int64_t stride = 0;  // elements; 0 for a broadcast dim

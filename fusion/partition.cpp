@@ -61,10 +61,10 @@
 namespace braze::fusion {
 
 using graph::kNoNode;
-using graph::non_ones;
 using graph::kNoValue;
 using graph::Node;
 using graph::NodeId;
+using graph::non_ones;
 using graph::ValueId;
 
 namespace {

@@ -214,44 +214,62 @@ void write_plan_dot(std::ostream& os, const graph::Graph& g, const PlanView& v) 
   os << "}\n";
 }
 
-void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v,
-                     const std::string& title) {
-  // Layout: one band per kernel in execution order; its nodes as boxes inside, wrapping;
-  // edges that cross kernels drawn as curves.
-  const int width = 1100, box_w = 150, box_h = 34, gap = 10, pad = 12,
-            per_row = (width - 2 * pad) / (box_w + gap);
-  std::map<NodeId, std::pair<int, int>> pos;  // node -> centre
-  std::string bands, boxes, edges;
+namespace {
+
+// The HTML page's layout: one band per kernel in execution order; its nodes as boxes inside,
+// wrapping; edges that cross kernels drawn as curves.
+constexpr int kWidth = 1100, kBoxW = 150, kBoxH = 34, kGap = 10, kPad = 12,
+              kPerRow = (kWidth - 2 * kPad) / (kBoxW + kGap);
+
+// Kernel i's band, `h` high at `y`, as SVG.
+std::string html_band(size_t i, const PlanView::Kernel& k, int y, int h) {
+  std::string tip = escape_html(k.name + (k.fallback.empty() ? "" : " — CPU: " + k.fallback));
+  return fmt::format(
+      "<g><title>{}</title><rect x=\"4\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"10\" "
+      "fill=\"{}\" "
+      "stroke=\"#555\"/><text x=\"14\" y=\"{}\" class=\"k\">#{} {} — {}</text></g>\n",
+      tip, y, kWidth - 8, h, kind_color(k.kind), y + 16, i, k.kind, escape_html(k.name));
+}
+
+// Node n's box, its top left corner at (x, by), as SVG.
+std::string html_box(const graph::Graph& g, const graph::Node& n, int x, int by) {
+  std::string label = n.name.size() > 22 ? "…" + n.name.substr(n.name.size() - 21) : n.name;
+  std::string types;
+  for (ValueId o : n.outputs)
+    if (o != kNoValue) types += graph::value_type_str(g.value(o)) + " ";
+  return fmt::format(
+      "<g><title>{} ({}) → {}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+      "rx=\"5\" "
+      "fill=\"white\" stroke=\"#333\"/><text x=\"{}\" y=\"{}\" class=\"op\">{}</text>"
+      "<text x=\"{}\" y=\"{}\" class=\"nm\">{}</text></g>\n",
+      escape_html(n.name), n.op_type(), escape_html(types), x, by, kBoxW, kBoxH, x + 6, by + 14,
+      n.op_type(), x + 6, by + 27, escape_html(label));
+}
+
+// The kernels' bands and their nodes' boxes (each box's centre into `pos`); returns the height.
+int html_kernels(const graph::Graph& g, const PlanView& v, std::string& bands, std::string& boxes,
+                 std::map<NodeId, std::pair<int, int>>& pos) {
   int y = 20;
   for (size_t i = 0; i < v.kernels.size(); ++i) {
     const auto& k = v.kernels[i];
-    int rows = static_cast<int>((k.nodes.size() + per_row - 1) / per_row);
-    int h = 24 + rows * (box_h + gap) + pad;
-    std::string tip = escape_html(k.name + (k.fallback.empty() ? "" : " — CPU: " + k.fallback));
-    bands += fmt::format(
-        "<g><title>{}</title><rect x=\"4\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"10\" "
-        "fill=\"{}\" "
-        "stroke=\"#555\"/><text x=\"14\" y=\"{}\" class=\"k\">#{} {} — {}</text></g>\n",
-        tip, y, width - 8, h, kind_color(k.kind), y + 16, i, k.kind, escape_html(k.name));
+    int rows = static_cast<int>((k.nodes.size() + kPerRow - 1) / kPerRow);
+    int h = 24 + rows * (kBoxH + kGap) + kPad;
+    bands += html_band(i, k, y, h);
     for (size_t j = 0; j < k.nodes.size(); ++j) {
-      int col = static_cast<int>(j) % per_row, row = static_cast<int>(j) / per_row;
-      int x = pad + col * (box_w + gap), by = y + 24 + row * (box_h + gap);
-      const graph::Node& n = g.node(k.nodes[j]);
-      std::string label = n.name.size() > 22 ? "…" + n.name.substr(n.name.size() - 21) : n.name;
-      std::string types;
-      for (ValueId o : n.outputs)
-        if (o != kNoValue) types += graph::value_type_str(g.value(o)) + " ";
-      boxes += fmt::format(
-          "<g><title>{} ({}) → {}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
-          "rx=\"5\" "
-          "fill=\"white\" stroke=\"#333\"/><text x=\"{}\" y=\"{}\" class=\"op\">{}</text>"
-          "<text x=\"{}\" y=\"{}\" class=\"nm\">{}</text></g>\n",
-          escape_html(n.name), n.op_type(), escape_html(types), x, by, box_w, box_h, x + 6, by + 14,
-          n.op_type(), x + 6, by + 27, escape_html(label));
-      pos[k.nodes[j]] = {x + box_w / 2, by + box_h / 2};
+      int col = static_cast<int>(j) % kPerRow, row = static_cast<int>(j) / kPerRow;
+      int x = kPad + col * (kBoxW + kGap), by = y + 24 + row * (kBoxH + kGap);
+      boxes += html_box(g, g.node(k.nodes[j]), x, by);
+      pos[k.nodes[j]] = {x + kBoxW / 2, by + kBoxH / 2};
     }
     y += h + 14;
   }
+  return y;
+}
+
+// The edges that cross kernels, as SVG curves between the boxes' centres in `pos`.
+std::string html_edges(const graph::Graph& g, const PlanView& v,
+                       std::map<NodeId, std::pair<int, int>>& pos) {
+  std::string edges;
   for (size_t i = 0; i < g.num_nodes(); ++i) {
     const graph::Node& n = g.node(static_cast<NodeId>(i));
     if (n.dead) continue;
@@ -263,11 +281,16 @@ void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v,
       auto [x2, y2] = pos[static_cast<NodeId>(i)];
       edges += fmt::format(
           "<path d=\"M{} {} C{} {} {} {} {} {}\" class=\"e\"><title>%{} ({})</title></path>\n", x1,
-          y1 + box_h / 2, x1 + 40, y1 + 60, x2 - 40, y2 - 60, x2, y2 - box_h / 2,
+          y1 + kBoxH / 2, x1 + 40, y1 + 60, x2 - 40, y2 - 60, x2, y2 - kBoxH / 2,
           escape_html(g.value(in).name),
           format_bytes(static_cast<double>(value_bytes(g.value(in)))));
     }
   }
+  return edges;
+}
+
+// The values crossing kernel boundaries as table rows.
+std::string html_crossing_rows(const graph::Graph& g, const PlanView& v) {
   std::string crossing_rows;
   for (const auto& c : v.crossings) {
     std::vector<std::string> to;
@@ -278,6 +301,18 @@ void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v,
                     escape_html(g.value(c.value).name), graph::value_type_str(g.value(c.value)),
                     format_bytes(static_cast<double>(c.bytes)), c.producer, fmt::join(to, ", "));
   }
+  return crossing_rows;
+}
+
+}  // namespace
+
+void write_plan_html(std::ostream& os, const graph::Graph& g, const PlanView& v,
+                     const std::string& title) {
+  std::map<NodeId, std::pair<int, int>> pos;  // node -> centre
+  std::string bands, boxes;
+  const int y = html_kernels(g, v, bands, boxes, pos);
+  const std::string edges = html_edges(g, v, pos);
+  const std::string crossing_rows = html_crossing_rows(g, v);
   std::string refused;
   for (const std::string& r : v.refused) refused += "<li>" + escape_html(r) + "</li>\n";
   os << fmt::format(R"(<!DOCTYPE html>
@@ -303,7 +338,7 @@ table {{ border-collapse: collapse; font-size: 12px; }} td, th {{ border: 1px so
 <h3>Merges refused ({9})</h3><ul>
 {10}</ul></body></html>
 )",
-                    escape_html(title), v.kernels.size(), g.num_live_nodes(), width, y + 10, bands,
+                    escape_html(title), v.kernels.size(), g.num_live_nodes(), kWidth, y + 10, bands,
                     boxes, edges, crossing_rows, v.refused.size(), refused);
 }
 

@@ -255,6 +255,112 @@ graph::Attributes node_attributes(const onnx::NodeProto& np, const graph::OpDef&
   return attrs;
 }
 
+// The initializers as constants of `g`, their names into `available` (each named, and once).
+void add_initializers(const onnx::GraphProto& gp, const DataScope& scope, Graph& g,
+                      std::set<std::string>& available) {
+  for (const auto& init : gp.initializer()) {
+    if (init.name().empty()) throw UserError("an initializer has no name");
+    if (!available.insert(init.name()).second)
+      throw UserError(fmt::format("initializer '{}' is defined twice", init.name()));
+  }
+  // Read (external data) and decoded on several threads, added in the file's order.
+  std::vector<Tensor> weights(static_cast<size_t>(gp.initializer_size()));
+  graph::parallel_for(weights.size(), [&](size_t i) {
+    const auto& init = gp.initializer(static_cast<int>(i));
+    weights[i] = tensor_from_proto(init, scope, fmt::format("initializer '{}'", init.name()));
+  });
+  for (size_t i = 0; i < weights.size(); ++i)
+    g.add_constant(gp.initializer(static_cast<int>(i)).name(), std::move(weights[i]));
+  if (gp.sparse_initializer_size()) throw UnsupportedError("sparse initializers are not supported");
+}
+
+// A graph input's dtype: it must be a tensor of a dtype braze supports.
+DType input_dtype(const onnx::ValueInfoProto& vi) {
+  if (!vi.type().has_tensor_type())
+    throw UnsupportedError(
+        fmt::format("input '{}' is not a tensor ({}); braze supports tensor inputs only", vi.name(),
+                    vi.type().has_sequence_type()   ? "a sequence"
+                    : vi.type().has_optional_type() ? "an optional"
+                                                    : "a non-tensor type"));
+  auto dt = graph::dtype_from_onnx(vi.type().tensor_type().elem_type());
+  if (!dt)
+    throw UnsupportedError(
+        fmt::format("input '{}' has dtype {}, which braze does not support", vi.name(),
+                    graph::onnx_dtype_name(vi.type().tensor_type().elem_type())));
+  return *dt;
+}
+
+// The inputs that are not initializers, into `g` and `available`; --shapes must name only them.
+void add_inputs(const onnx::GraphProto& gp, const ImportOptions& opts, ImportResult& res,
+                std::set<std::string>& available) {
+  Graph& g = res.graph;
+  std::set<std::string> input_names;
+  for (const auto& vi : gp.input()) {
+    if (available.count(vi.name())) continue;  // an initializer's default value: a constant
+    DType dt = input_dtype(vi);
+    Shape s = input_shape(vi, opts, res.notes);
+    available.insert(vi.name());
+    input_names.insert(vi.name());
+    g.add_input(g.add_value(vi.name(), dt, s));
+  }
+  for (const auto& [name, shape] : opts.shapes)
+    if (!input_names.count(name)) {
+      std::vector<std::string> names(input_names.begin(), input_names.end());
+      throw UserError(
+          fmt::format("--shapes names '{}', which is not an input of the model (inputs: {})", name,
+                      fmt::join(names, ", ")));
+    }
+}
+
+// Upgrades node `id`, infers it and any nodes added; other than UserErrors, errors are internal.
+void upgrade_and_infer(Graph& g, const graph::OpDef& op, NodeId id, const std::string& what) {
+  try {
+    if (op.upgrade) op.upgrade(g, id);
+    if (g.num_nodes() == static_cast<size_t>(id) + 1) {
+      graph::infer_node(g, id);
+    } else {  // the upgrade added nodes around this one: infer them all in dependency order
+      for (NodeId j : g.topo_order())
+        if (j >= id) graph::infer_node(g, j);
+    }
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InternalError(fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+// Adds ONNX node `idx` to `g`, its outputs as new values, and infers it.
+void add_node(const onnx::GraphProto& gp, int idx, const std::map<std::string, int64_t>& opsets,
+              const DataScope& scope, Graph& g) {
+  const onnx::NodeProto& np = gp.node(idx);
+  std::string label = node_label(np, idx);
+  std::string what = fmt::format("node '{}' ({})", label, np.op_type());
+  std::string domain = is_default_domain(np.domain()) ? "" : np.domain();
+  const graph::OpDef* op = graph::find_op(domain, np.op_type());
+  check_attributes(np, *op, static_cast<int>(opsets.at(domain)), what);
+  graph::Attributes attrs = node_attributes(np, *op, scope, what);
+  std::vector<ValueId> ins, outs;
+  for (const auto& in : np.input()) ins.push_back(in.empty() ? kNoValue : g.find_value(in));
+  while (!ins.empty() && ins.back() == kNoValue) ins.pop_back();
+  for (const auto& o : np.output())
+    outs.push_back(o.empty() ? kNoValue : g.add_value(o, DType::Float32, {}));
+  while (!outs.empty() && outs.back() == kNoValue) outs.pop_back();
+  NodeId id = g.add_node(op, label, std::move(ins), std::move(outs), std::move(attrs),
+                         static_cast<int>(opsets.at(domain)));
+  upgrade_and_infer(g, *op, id, what);
+}
+
+// Marks the graph's outputs, each a value the model defines; there must be at least one.
+void add_outputs(const onnx::GraphProto& gp, Graph& g) {
+  for (const auto& vi : gp.output()) {
+    ValueId v = g.find_value(vi.name());
+    if (v == kNoValue)
+      throw UserError(fmt::format("graph output '{}' is never defined", vi.name()));
+    g.add_output(v, vi.name());
+  }
+  if (g.outputs().empty()) throw UserError("the model has no outputs");
+}
+
 }  // namespace
 
 ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptions& opts) {
@@ -272,87 +378,10 @@ ImportResult import_model_proto(const onnx::ModelProto& model, const ImportOptio
   g.name = gp.name().empty() ? "main" : gp.name();
   const DataScope scope{opts.model_dir, opts.model_file};
   std::set<std::string> available;
-
-  for (const auto& init : gp.initializer()) {
-    if (init.name().empty()) throw UserError("an initializer has no name");
-    if (!available.insert(init.name()).second)
-      throw UserError(fmt::format("initializer '{}' is defined twice", init.name()));
-  }
-  // Read (external data) and decoded on several threads, added in the file's order.
-  std::vector<Tensor> weights(static_cast<size_t>(gp.initializer_size()));
-  graph::parallel_for(weights.size(), [&](size_t i) {
-    const auto& init = gp.initializer(static_cast<int>(i));
-    weights[i] = tensor_from_proto(init, scope, fmt::format("initializer '{}'", init.name()));
-  });
-  for (size_t i = 0; i < weights.size(); ++i)
-    g.add_constant(gp.initializer(static_cast<int>(i)).name(), std::move(weights[i]));
-  if (gp.sparse_initializer_size()) throw UnsupportedError("sparse initializers are not supported");
-
-  std::set<std::string> input_names;
-  for (const auto& vi : gp.input()) {
-    if (available.count(vi.name())) continue;  // an initializer's default value: a constant
-    if (!vi.type().has_tensor_type())
-      throw UnsupportedError(fmt::format(
-          "input '{}' is not a tensor ({}); braze supports tensor inputs only", vi.name(),
-          vi.type().has_sequence_type()   ? "a sequence"
-          : vi.type().has_optional_type() ? "an optional"
-                                          : "a non-tensor type"));
-    auto dt = graph::dtype_from_onnx(vi.type().tensor_type().elem_type());
-    if (!dt)
-      throw UnsupportedError(
-          fmt::format("input '{}' has dtype {}, which braze does not support", vi.name(),
-                      graph::onnx_dtype_name(vi.type().tensor_type().elem_type())));
-    Shape s = input_shape(vi, opts, res.notes);
-    available.insert(vi.name());
-    input_names.insert(vi.name());
-    g.add_input(g.add_value(vi.name(), *dt, s));
-  }
-  for (const auto& [name, shape] : opts.shapes)
-    if (!input_names.count(name)) {
-      std::vector<std::string> names(input_names.begin(), input_names.end());
-      throw UserError(
-          fmt::format("--shapes names '{}', which is not an input of the model (inputs: {})", name,
-                      fmt::join(names, ", ")));
-    }
-
-  for (int idx : onnx_node_order(gp, available)) {
-    const onnx::NodeProto& np = gp.node(idx);
-    std::string label = node_label(np, idx);
-    std::string what = fmt::format("node '{}' ({})", label, np.op_type());
-    std::string domain = is_default_domain(np.domain()) ? "" : np.domain();
-    const graph::OpDef* op = graph::find_op(domain, np.op_type());
-    check_attributes(np, *op, static_cast<int>(opsets.at(domain)), what);
-    graph::Attributes attrs = node_attributes(np, *op, scope, what);
-    std::vector<ValueId> ins, outs;
-    for (const auto& in : np.input()) ins.push_back(in.empty() ? kNoValue : g.find_value(in));
-    while (!ins.empty() && ins.back() == kNoValue) ins.pop_back();
-    for (const auto& o : np.output())
-      outs.push_back(o.empty() ? kNoValue : g.add_value(o, DType::Float32, {}));
-    while (!outs.empty() && outs.back() == kNoValue) outs.pop_back();
-    NodeId id = g.add_node(op, label, std::move(ins), std::move(outs), std::move(attrs),
-                           static_cast<int>(opsets.at(domain)));
-    try {
-      if (op->upgrade) op->upgrade(g, id);
-      if (g.num_nodes() == static_cast<size_t>(id) + 1) {
-        graph::infer_node(g, id);
-      } else {  // the upgrade added nodes around this one: infer them all in dependency order
-        for (NodeId j : g.topo_order())
-          if (j >= id) graph::infer_node(g, j);
-      }
-    } catch (const UserError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw InternalError(fmt::format("{}: {}", what, e.what()));
-    }
-  }
-
-  for (const auto& vi : gp.output()) {
-    ValueId v = g.find_value(vi.name());
-    if (v == kNoValue)
-      throw UserError(fmt::format("graph output '{}' is never defined", vi.name()));
-    g.add_output(v, vi.name());
-  }
-  if (g.outputs().empty()) throw UserError("the model has no outputs");
+  add_initializers(gp, scope, g, available);
+  add_inputs(gp, opts, res, available);
+  for (int idx : onnx_node_order(gp, available)) add_node(gp, idx, opsets, scope, g);
+  add_outputs(gp, g);
   graph::verify(g);
   return res;
 }

@@ -129,11 +129,10 @@ std::vector<Tensor> run_emulated(const graph::Graph& g, const fusion::Plan& plan
   return run_emulated_steps(g, steps, inputs, opts);
 }
 
-std::vector<Tensor> run_emulated_steps(const graph::Graph& g, const std::vector<gpu::Step>& steps,
-                                       const std::vector<Tensor>& inputs,
-                                       const EmulatorOptions& opts) {
-  check_inputs(g, inputs);
-  fs::path dir = opts.cache_dir.empty() ? gpu::default_cache_dir() / "emulator" : opts.cache_dir;
+namespace {
+
+// Every value known before the first kernel: the constants, the inputs and the zero-size ones.
+std::vector<Tensor> initial_values(const graph::Graph& g, const std::vector<Tensor>& inputs) {
   std::vector<Tensor> vals(g.num_values());
   for (size_t i = 0; i < g.num_values(); ++i)
     if (g.value(static_cast<ValueId>(i)).constant)
@@ -147,8 +146,12 @@ std::vector<Tensor> run_emulated_steps(const graph::Graph& g, const std::vector<
     if (!vals[i].defined() && v.has_shape && checked_numel(v.shape) == 0)
       vals[i] = Tensor(v.dtype, v.shape);
   }
+  return vals;
+}
 
-  // Compile every kernel first, on all cores (g++ takes about a second a kernel).
+// Each step's launch entry (null for CPU steps and empty launches), compiled on all cores.
+std::vector<LaunchFn> compile_steps(const graph::Graph& g, const std::vector<gpu::Step>& steps,
+                                    const fs::path& dir) {
   std::vector<LaunchFn> fns(steps.size(), nullptr);
   graph::parallel_for(
       steps.size(),
@@ -158,55 +161,82 @@ std::vector<Tensor> run_emulated_steps(const graph::Graph& g, const std::vector<
           fns[i] = load_kernel(emulation_source(g, *s.kernel), dir, s.kernel->name);
       },
       0);
+  return fns;
+}
 
+// Evaluates a step without a kernel node by node on the CPU reference.
+void run_reference_step(const graph::Graph& g, const gpu::Step& s, std::vector<Tensor>& vals) {
+  for (graph::NodeId id : s.group.nodes) {
+    const graph::Node& n = g.node(id);
+    std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (n.inputs[i] != kNoValue) ins[i] = &vals[n.inputs[i]];
+    std::vector<Tensor> outs = graph::evaluate_node(n, ins);
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      if (n.outputs[i] != kNoValue) vals[n.outputs[i]] = std::move(outs[i]);
+  }
+}
+
+// The kernel's tensor arguments; its outputs are allocated (and poisoned if asked) first.
+std::vector<void*> kernel_args(const graph::Graph& g, const codegen::Kernel& k,
+                               std::vector<Tensor>& vals, const EmulatorOptions& opts) {
+  std::vector<void*> args;
+  for (const codegen::Param& p : k.params) {
+    Tensor& t = vals[p.value];
+    if (p.is_output) {
+      const graph::Value& v = g.value(p.value);
+      t = Tensor(v.dtype, v.shape);
+      if (opts.poison && t.nbytes()) std::memset(t.raw(), 0xFF, t.nbytes());
+    }
+    BRAZE_CHECK(t.defined(), "emulator: kernel input %" + g.value(p.value).name + " not computed");
+    args.push_back(t.raw());
+  }
+  return args;
+}
+
+// Runs step `si`'s kernel through `fn`, then checks its error flag and progress word.
+void run_kernel_step(const graph::Graph& g, const codegen::Kernel& k, size_t si, LaunchFn fn,
+                     std::vector<Tensor>& vals, const EmulatorOptions& opts) {
+  std::vector<void*> args = kernel_args(g, k, vals, opts);
+  int flag = 0;
+  if (k.has_error_flag) args.push_back(&flag);
+  unsigned progress = 0, step = static_cast<unsigned>(si + 1);
+  args.push_back(&progress);
+  args.push_back(&step);
+  if (k.empty_launch) return;
+  // Pointwise kernels stride over their work by blockDim, so one thread does it all;
+  // reductions need their real block (threads share a row) but stride over rows, so one
+  // block; GEMM and attention tiles need their real grid.
+  if (k.kind == fusion::GroupKind::Gemm || k.kind == fusion::GroupKind::Attention)
+    fn(args.data(), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2]);
+  else if (k.kind == fusion::GroupKind::Reduction)
+    fn(args.data(), 1, 1, 1, k.block[0], k.block[1], k.block[2]);
+  else
+    fn(args.data(), 1, 1, 1, 1, 1, 1);
+  if (flag > 0 && static_cast<size_t>(flag) <= k.error_messages.size())
+    throw UserError(k.error_messages[flag - 1]);
+  BRAZE_CHECK(progress == step,
+              fmt::format("kernel {} noted step {}, not its own {}", k.name, progress, step));
+}
+
+}  // namespace
+
+std::vector<Tensor> run_emulated_steps(const graph::Graph& g, const std::vector<gpu::Step>& steps,
+                                       const std::vector<Tensor>& inputs,
+                                       const EmulatorOptions& opts) {
+  check_inputs(g, inputs);
+  fs::path dir = opts.cache_dir.empty() ? gpu::default_cache_dir() / "emulator" : opts.cache_dir;
+  std::vector<Tensor> vals = initial_values(g, inputs);
+  // Compile every kernel first, on all cores (g++ takes about a second a kernel).
+  const std::vector<LaunchFn> fns = compile_steps(g, steps, dir);
   for (size_t si = 0; si < steps.size(); ++si) {
     const gpu::Step& s = steps[si];
     if (!s.kernel) {
       if (opts.fallbacks) opts.fallbacks->push_back(s.fallback_reason);
-      for (graph::NodeId id : s.group.nodes) {
-        const graph::Node& n = g.node(id);
-        std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
-        for (size_t i = 0; i < n.inputs.size(); ++i)
-          if (n.inputs[i] != kNoValue) ins[i] = &vals[n.inputs[i]];
-        std::vector<Tensor> outs = graph::evaluate_node(n, ins);
-        for (size_t i = 0; i < n.outputs.size(); ++i)
-          if (n.outputs[i] != kNoValue) vals[n.outputs[i]] = std::move(outs[i]);
-      }
+      run_reference_step(g, s, vals);
       continue;
     }
-    const codegen::Kernel& k = *s.kernel;
-    std::vector<void*> args;
-    for (const codegen::Param& p : k.params) {
-      Tensor& t = vals[p.value];
-      if (p.is_output) {
-        const graph::Value& v = g.value(p.value);
-        t = Tensor(v.dtype, v.shape);
-        if (opts.poison && t.nbytes()) std::memset(t.raw(), 0xFF, t.nbytes());
-      }
-      BRAZE_CHECK(t.defined(),
-                  "emulator: kernel input %" + g.value(p.value).name + " not computed");
-      args.push_back(t.raw());
-    }
-    int flag = 0;
-    if (k.has_error_flag) args.push_back(&flag);
-    unsigned progress = 0, step = static_cast<unsigned>(si + 1);
-    args.push_back(&progress);
-    args.push_back(&step);
-    if (k.empty_launch) continue;
-    LaunchFn fn = fns[si];
-    // Pointwise kernels stride over their work by blockDim, so one thread does it all;
-    // reductions need their real block (threads share a row) but stride over rows, so one
-    // block; GEMM and attention tiles need their real grid.
-    if (k.kind == fusion::GroupKind::Gemm || k.kind == fusion::GroupKind::Attention)
-      fn(args.data(), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2]);
-    else if (k.kind == fusion::GroupKind::Reduction)
-      fn(args.data(), 1, 1, 1, k.block[0], k.block[1], k.block[2]);
-    else
-      fn(args.data(), 1, 1, 1, 1, 1, 1);
-    if (flag > 0 && static_cast<size_t>(flag) <= k.error_messages.size())
-      throw UserError(k.error_messages[flag - 1]);
-    BRAZE_CHECK(progress == step,
-                fmt::format("kernel {} noted step {}, not its own {}", k.name, progress, step));
+    run_kernel_step(g, *s.kernel, si, fns[si], vals, opts);
   }
   std::vector<Tensor> out;
   for (const auto& o : g.outputs()) out.push_back(vals[o.value]);

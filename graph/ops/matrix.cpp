@@ -408,6 +408,104 @@ EinsumSpec parse_einsum(const Node& node, const std::vector<Shape>& shapes) {
 
 namespace {
 
+// Einsum's inference: every input present and of input 0's dtype; the output's shape.
+void infer_einsum(InferCtx& ctx) {
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) ctx.fail(fmt::format("input {} is missing", i));
+    if (ctx.dtype(i) != ctx.dtype(0))
+      ctx.fail(fmt::format("input {} has dtype {}, but input 0 has {}", i, dtype_name(ctx.dtype(i)),
+                           dtype_name(ctx.dtype(0))));
+  }
+  ctx.set_dtype(0, ctx.dtype(0));
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) shapes.push_back(ctx.shape(i));
+  EinsumSpec spec = parse_einsum(ctx.node(), shapes);
+  Shape out;
+  for (int l : spec.out_labels) out.push_back(spec.sizes[static_cast<size_t>(l)]);
+  ctx.set_shape(0, out);
+}
+
+// One odometer over all labels, output labels outermost: each run of `inner` steps sums into
+// one output element.
+struct EinsumLoop {
+  std::vector<int> order;  // the labels, outermost first
+  Shape dims;              // their sizes
+  int64_t inner = 0, total = 0;
+  // stride[k][i]: step of input k's offset when label order[i] advances (0 when broadcast).
+  std::vector<std::vector<int64_t>> stride;
+};
+
+// The odometer for `spec` over inputs of `shapes`.
+EinsumLoop einsum_loop(const Node& node, const EinsumSpec& spec, const std::vector<Shape>& shapes) {
+  EinsumLoop lp;
+  lp.order = spec.out_labels;
+  for (int l = 0; l < static_cast<int>(spec.sizes.size()); ++l)
+    if (std::find(lp.order.begin(), lp.order.end(), l) == lp.order.end()) lp.order.push_back(l);
+  Shape inner_dims;
+  for (size_t i = 0; i < lp.order.size(); ++i) {
+    lp.dims.push_back(spec.sizes[static_cast<size_t>(lp.order[i])]);
+    if (i >= spec.out_labels.size()) inner_dims.push_back(lp.dims.back());
+  }
+  lp.inner = checked_numel(inner_dims, node.describe() + " summation space");
+  lp.total = checked_numel(lp.dims, node.describe() + " iteration space");
+  std::vector<int> pos(spec.sizes.size());
+  for (size_t i = 0; i < lp.order.size(); ++i)
+    pos[static_cast<size_t>(lp.order[i])] = static_cast<int>(i);
+  lp.stride.assign(shapes.size(), std::vector<int64_t>(lp.order.size(), 0));
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    std::vector<int64_t> cs = contiguous_strides(shapes[k]);
+    for (size_t dim = 0; dim < shapes[k].size(); ++dim) {
+      int l = spec.in_labels[k][dim];
+      if (shapes[k][dim] != 1)
+        lp.stride[k][static_cast<size_t>(pos[static_cast<size_t>(l)])] += cs[dim];
+    }
+  }
+  return lp;
+}
+
+// Runs the odometer in compute type C: y's elements, each the sum of the operands' products.
+template <class C>
+void einsum_sum(const std::vector<const Tensor*>& ins, const EinsumLoop& lp, Tensor& y) {
+  if (lp.inner == 0) {
+    for (int64_t o = 0; o < y.numel(); ++o) y.set<C>(o, 0);
+    return;
+  }
+  std::vector<int64_t> idx(lp.order.size(), 0), off(ins.size(), 0);
+  C acc = 0;
+  for (int64_t it = 0; it < lp.total; ++it) {
+    C prod = ins[0]->get<C>(off[0]);
+    for (size_t k = 1; k < ins.size(); ++k) prod = mul<C>(prod, ins[k]->get<C>(off[k]));
+    acc = add<C>(acc, prod);
+    if ((it + 1) % lp.inner == 0) {
+      y.set<C>(it / lp.inner, acc);
+      acc = 0;
+    }
+    for (size_t i = lp.order.size(); i-- > 0;) {
+      ++idx[i];
+      for (size_t k = 0; k < ins.size(); ++k) off[k] += lp.stride[k][i];
+      if (idx[i] < lp.dims[i]) break;
+      for (size_t k = 0; k < ins.size(); ++k) off[k] -= lp.stride[k][i] * lp.dims[i];
+      idx[i] = 0;
+    }
+  }
+}
+
+// Einsum's reference. On the GPU each output element is one loop over the flattened
+// contracted labels (their sizes are constants, so unravelling is constant division), the
+// product of the operands at each step. Integers wrap as in the reference.
+void reference_einsum(RefCtx& ctx) {
+  std::vector<const Tensor*> ins;
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    ins.push_back(&ctx.input(i));
+    shapes.push_back(ctx.input(i).shape());
+  }
+  EinsumSpec spec = parse_einsum(ctx.node(), shapes);
+  Tensor& y = ctx.output(0);
+  const EinsumLoop lp = einsum_loop(ctx.node(), spec, shapes);
+  with_compute(ins[0]->dtype(), [&](auto c) { einsum_sum<decltype(c)>(ins, lp, y); });
+}
+
 OpDef einsum_op() {
   OpDef d;
   d.name = "Einsum";
@@ -417,84 +515,8 @@ OpDef einsum_op() {
   d.max_inputs = -1;
   d.types = kNumericTypes;
   d.attrs = {attr_req("equation", AttrType::String)};
-  d.infer = [](InferCtx& ctx) {
-    std::vector<Shape> shapes;
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      if (!ctx.has_input(i)) ctx.fail(fmt::format("input {} is missing", i));
-      if (ctx.dtype(i) != ctx.dtype(0))
-        ctx.fail(fmt::format("input {} has dtype {}, but input 0 has {}", i,
-                             dtype_name(ctx.dtype(i)), dtype_name(ctx.dtype(0))));
-    }
-    ctx.set_dtype(0, ctx.dtype(0));
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) shapes.push_back(ctx.shape(i));
-    EinsumSpec spec = parse_einsum(ctx.node(), shapes);
-    Shape out;
-    for (int l : spec.out_labels) out.push_back(spec.sizes[static_cast<size_t>(l)]);
-    ctx.set_shape(0, out);
-  };
-  // On the GPU each output element is one loop over the flattened contracted labels (their
-  // sizes are constants, so unravelling is constant division), the product of the operands
-  // at each step. Integers wrap as in the reference.
-  d.reference = [](RefCtx& ctx) {
-    std::vector<const Tensor*> ins;
-    std::vector<Shape> shapes;
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      ins.push_back(&ctx.input(i));
-      shapes.push_back(ctx.input(i).shape());
-    }
-    EinsumSpec spec = parse_einsum(ctx.node(), shapes);
-    Tensor& y = ctx.output(0);
-    // One odometer over all labels, output labels outermost: each run of `inner` steps
-    // sums into one output element.
-    std::vector<int> order = spec.out_labels;
-    for (int l = 0; l < static_cast<int>(spec.sizes.size()); ++l)
-      if (std::find(order.begin(), order.end(), l) == order.end()) order.push_back(l);
-    Shape dims, inner_dims;
-    for (size_t i = 0; i < order.size(); ++i) {
-      dims.push_back(spec.sizes[static_cast<size_t>(order[i])]);
-      if (i >= spec.out_labels.size()) inner_dims.push_back(dims.back());
-    }
-    int64_t inner = checked_numel(inner_dims, ctx.node().describe() + " summation space");
-    int64_t total = checked_numel(dims, ctx.node().describe() + " iteration space");
-    // stride[k][i]: step of input k's offset when label order[i] advances (0 when broadcast).
-    std::vector<int> pos(spec.sizes.size());
-    for (size_t i = 0; i < order.size(); ++i)
-      pos[static_cast<size_t>(order[i])] = static_cast<int>(i);
-    std::vector<std::vector<int64_t>> stride(ins.size(), std::vector<int64_t>(order.size(), 0));
-    for (size_t k = 0; k < ins.size(); ++k) {
-      std::vector<int64_t> cs = contiguous_strides(shapes[k]);
-      for (size_t dim = 0; dim < shapes[k].size(); ++dim) {
-        int l = spec.in_labels[k][dim];
-        if (shapes[k][dim] != 1)
-          stride[k][static_cast<size_t>(pos[static_cast<size_t>(l)])] += cs[dim];
-      }
-    }
-    with_compute(ins[0]->dtype(), [&](auto c) {
-      using C = decltype(c);
-      if (inner == 0) {
-        for (int64_t o = 0; o < y.numel(); ++o) y.set<C>(o, 0);
-        return;
-      }
-      std::vector<int64_t> idx(order.size(), 0), off(ins.size(), 0);
-      C acc = 0;
-      for (int64_t it = 0; it < total; ++it) {
-        C prod = ins[0]->get<C>(off[0]);
-        for (size_t k = 1; k < ins.size(); ++k) prod = mul<C>(prod, ins[k]->get<C>(off[k]));
-        acc = add<C>(acc, prod);
-        if ((it + 1) % inner == 0) {
-          y.set<C>(it / inner, acc);
-          acc = 0;
-        }
-        for (size_t i = order.size(); i-- > 0;) {
-          ++idx[i];
-          for (size_t k = 0; k < ins.size(); ++k) off[k] += stride[k][i];
-          if (idx[i] < dims[i]) break;
-          for (size_t k = 0; k < ins.size(); ++k) off[k] -= stride[k][i] * dims[i];
-          idx[i] = 0;
-        }
-      }
-    });
-  };
+  d.infer = infer_einsum;
+  d.reference = reference_einsum;
   return d;
 }
 

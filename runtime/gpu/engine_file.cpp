@@ -332,11 +332,62 @@ Step step_from_json(const json& sj, const graph::Graph& g, const Reader& rd) {
   return s;
 }
 
-}  // namespace
+// Each distinct cubin's blob reference, by its bytes (identical kernels share one cubin).
+using CubinRefs = std::map<std::string_view, json>;
 
-void save_engine(const fs::path& path, const Engine& engine, const EngineFileInfo& info) {
-  const graph::Graph& g = engine.graph();
-  Blobs blobs;
+// The blob reference of cubin `c`, added to `blobs` the first time these bytes are seen.
+json cubin_ref(const std::string& c, CubinRefs& cubins, Blobs& blobs) {
+  auto [it, fresh] = cubins.try_emplace(std::string_view(c));
+  if (fresh) it->second = blobs.add(c.data(), c.size());
+  return it->second;
+}
+
+// A step's kernel as its "kernel" object; its source, then its cubin (if new), go to `blobs`.
+json kernel_json(const codegen::Kernel& k, const std::string& cubin, CubinRefs& cubins,
+                 Blobs& blobs) {
+  json params = json::array();
+  for (const codegen::Param& p : k.params)
+    params.push_back({{"value", p.value}, {"output", p.is_output}});
+  json maps = json::array();
+  for (const codegen::TensorMap& m : k.tensor_maps)
+    maps.push_back({{"param", m.param},
+                    {"offset", m.offset_bytes},
+                    {"dtype", dtype_name(m.dtype)},
+                    {"dims", m.dims},
+                    {"strides", m.strides},
+                    {"box", m.box}});
+  return {{"name", k.name},
+          {"source", blobs.add(k.source.data(), k.source.size())},
+          {"params", params},
+          {"error_flag", k.has_error_flag},
+          {"errors", k.error_messages},
+          {"grid", k.grid},
+          {"block", k.block},
+          {"shared", k.shared_bytes},
+          {"empty", k.empty_launch},
+          {"tensor_maps", maps},
+          {"tunables", k.tunables},
+          {"cubin", cubin_ref(cubin, cubins, blobs)}};
+}
+
+// The steps as the header's "steps" array; kernel sources and cubins go to `blobs`.
+json steps_json(const std::vector<Step>& steps, Blobs& blobs) {
+  json out = json::array();
+  CubinRefs cubins;
+  for (const Step& s : steps) {
+    json sj = {{"kind", fusion::group_kind_name(s.group.kind)},
+               {"nodes", s.group.nodes},
+               {"inputs", s.group.inputs},
+               {"outputs", s.group.outputs},
+               {"fallback", s.fallback_reason}};
+    if (s.kernel) sj["kernel"] = kernel_json(*s.kernel, s.cubin, cubins, blobs);
+    out.push_back(sj);
+  }
+  return out;
+}
+
+// The engine file's JSON header; the blobs it refers to go to `blobs`.
+json engine_header(const Engine& engine, const EngineFileInfo& info, Blobs& blobs) {
   json h;
   h["braze_version"] = info.braze_version;
   h["model_hash"] = info.model_hash;
@@ -344,72 +395,34 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
   h["nvrtc_version"] = info.nvrtc_version;
   h["arch"] = engine.arch().name();
   h["precision"] = info.precision;
-  h["graph"] = graph_json(g, blobs);
-  json steps = json::array();
-  // Identical kernels share one cubin.
-  std::map<std::string_view, json> cubins;
-  auto cubin_ref = [&](const std::string& c) {
-    auto [it, fresh] = cubins.try_emplace(std::string_view(c));
-    if (fresh) it->second = blobs.add(c.data(), c.size());
-    return it->second;
-  };
-  for (const Step& s : engine.steps()) {
-    json sj = {{"kind", fusion::group_kind_name(s.group.kind)},
-               {"nodes", s.group.nodes},
-               {"inputs", s.group.inputs},
-               {"outputs", s.group.outputs},
-               {"fallback", s.fallback_reason}};
-    if (s.kernel) {
-      const codegen::Kernel& k = *s.kernel;
-      json params = json::array();
-      for (const codegen::Param& p : k.params)
-        params.push_back({{"value", p.value}, {"output", p.is_output}});
-      json maps = json::array();
-      for (const codegen::TensorMap& m : k.tensor_maps)
-        maps.push_back({{"param", m.param},
-                        {"offset", m.offset_bytes},
-                        {"dtype", dtype_name(m.dtype)},
-                        {"dims", m.dims},
-                        {"strides", m.strides},
-                        {"box", m.box}});
-      sj["kernel"] = {{"name", k.name},
-                      {"source", blobs.add(k.source.data(), k.source.size())},
-                      {"params", params},
-                      {"error_flag", k.has_error_flag},
-                      {"errors", k.error_messages},
-                      {"grid", k.grid},
-                      {"block", k.block},
-                      {"shared", k.shared_bytes},
-                      {"empty", k.empty_launch},
-                      {"tensor_maps", maps},
-                      {"tunables", k.tunables},
-                      {"cubin", cubin_ref(s.cubin)}};
-    }
-    steps.push_back(sj);
-  }
-  h["steps"] = steps;
-  std::string header =
-      h.dump(-1, ' ', false, json::error_handler_t::replace);  // a model name from a non-UTF-8 path
+  h["graph"] = graph_json(engine.graph(), blobs);
+  h["steps"] = steps_json(engine.steps(), blobs);
+  return h;
+}
+
+// The preamble: magic, format version, header length, XXH3-64 of the header and the blobs.
+void fill_preamble(char (&preamble)[kPreamble], const std::string& header, const Blobs& blobs) {
+  const uint32_t version = kVersion;
+  const uint64_t len = header.size();
+  XXH3_state_t* st = XXH3_createState();
+  if (!st) throw std::bad_alloc();
+  XXH3_64bits_reset(st);
+  XXH3_64bits_update(st, header.data(), header.size());
+  blobs.hash(st);
+  const uint64_t sum = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  std::memcpy(preamble, kMagic, 8);
+  std::memcpy(preamble + 8, &version, 4);
+  std::memcpy(preamble + 12, &len, 8);
+  std::memcpy(preamble + 20, &sum, 8);
+}
+
+// Writes `parts` to `path`: in place on a device or a pipe, else to `path`.tmp renamed over it.
+void write_engine_parts(const fs::path& path,
+                        const std::vector<std::pair<const char*, size_t>>& parts) {
   fs::path tmp = path;
   tmp += ".tmp";
   {
-    const uint32_t version = kVersion;
-    const uint64_t len = header.size();
-    XXH3_state_t* st = XXH3_createState();
-    if (!st) throw std::bad_alloc();
-    XXH3_64bits_reset(st);
-    XXH3_64bits_update(st, header.data(), header.size());
-    blobs.hash(st);
-    const uint64_t sum = XXH3_64bits_digest(st);
-    XXH3_freeState(st);
-    char preamble[kPreamble];
-    std::memcpy(preamble, kMagic, 8);
-    std::memcpy(preamble + 8, &version, 4);
-    std::memcpy(preamble + 12, &len, 8);
-    std::memcpy(preamble + 20, &sum, 8);
-    std::vector<std::pair<const char*, size_t>> parts = {{preamble, kPreamble},
-                                                         {header.data(), header.size()}};
-    parts.insert(parts.end(), blobs.parts().begin(), blobs.parts().end());
     std::error_code ec;
     if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
       // A device or a pipe: written in order, in place (a rename would replace the node).
@@ -428,6 +441,21 @@ void save_engine(const fs::path& path, const Engine& engine, const EngineFileInf
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) throw UserError(fmt::format("{}: cannot write ({})", path.string(), ec.message()));
+}
+
+}  // namespace
+
+void save_engine(const fs::path& path, const Engine& engine, const EngineFileInfo& info) {
+  Blobs blobs;
+  json h = engine_header(engine, info, blobs);
+  std::string header =
+      h.dump(-1, ' ', false, json::error_handler_t::replace);  // a model name from a non-UTF-8 path
+  char preamble[kPreamble];
+  fill_preamble(preamble, header, blobs);
+  std::vector<std::pair<const char*, size_t>> parts = {{preamble, kPreamble},
+                                                       {header.data(), header.size()}};
+  parts.insert(parts.end(), blobs.parts().begin(), blobs.parts().end());
+  write_engine_parts(path, parts);
 }
 
 bool is_engine_file(const fs::path& path) {

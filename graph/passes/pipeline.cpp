@@ -7,6 +7,7 @@
 #include "graph/passes/constant_fold.h"
 #include "graph/passes/cse.h"
 #include "graph/passes/dce.h"
+#include "graph/passes/fold_conv_affine.h"
 #include "graph/passes/gelu_fusion.h"
 #include "graph/passes/identity_elim.h"
 #include "graph/passes/matmul_rows.h"
@@ -24,6 +25,7 @@ namespace {
 constexpr Pass kPasses[] = {
     {"fold_constants", fold_constants},
     {"eliminate_identities", eliminate_identities},
+    {"fold_conv_affine", fold_conv_affine},
     {"split_to_slices", split_to_slices},
     {"fuse_gelu", fuse_gelu},
     {"fuse_softmax", fuse_softmax},

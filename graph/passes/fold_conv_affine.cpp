@@ -90,8 +90,8 @@ void fold_into(Graph& g, NodeId conv_id, const ChannelAffine& a) {
     const double b = has_b ? g.value(conv.inputs[2]).constant->get_f64(c) : 0.0;
     b2.set_f64(c, b * a.s[c] + a.t[c]);
   }
-  const ValueId wv = g.add_constant(g.unique_name(g.value(conv.inputs[1]).name + "_folded"),
-                                    std::move(w2));
+  const ValueId wv =
+      g.add_constant(g.unique_name(g.value(conv.inputs[1]).name + "_folded"), std::move(w2));
   const ValueId bv = g.add_constant(g.unique_name(conv.name + "_bias_folded"), std::move(b2));
   Node& n = g.node(conv_id);
   n.inputs.resize(3, kNoValue);

@@ -32,7 +32,8 @@ Tensor positive(Shape s, uint64_t seed) {
 }
 
 // Builds x -> Conv -> (the ops `then` adds) and marks the last value the output.
-Graph conv_graph(bool bias, const std::function<ValueId(Graph&, ValueId)>& then, int64_t group = 1) {
+Graph conv_graph(bool bias, const std::function<ValueId(Graph&, ValueId)>& then,
+                 int64_t group = 1) {
   Graph g;
   const int64_t cin = 2 * group, cout = 4;
   ValueId x = g.add_value("x", DType::Float32, {2, cin, 6, 6});
@@ -41,8 +42,7 @@ Graph conv_graph(bool bias, const std::function<ValueId(Graph&, ValueId)>& then,
   std::vector<ValueId> ins = {x, w};
   if (bias) ins.push_back(g.add_constant("b", test::random(DType::Float32, {cout}, 4)));
   ValueId y = g.add_value("y", DType::Float32, {2, cout, 4, 4});
-  graph::NodeId c = g.add_node(&graph::op("Conv"), "conv", ins, {y},
-                               {{"group", group}}, 18);
+  graph::NodeId c = g.add_node(&graph::op("Conv"), "conv", ins, {y}, {{"group", group}}, 18);
   graph::infer_node(g, c);
   ValueId out = then(g, y);
   g.add_output(out, "out");
@@ -55,17 +55,18 @@ ValueId batch_norm(Graph& g, ValueId y) {
                               g.add_constant("mean", test::random(DType::Float32, {4}, 7)),
                               g.add_constant("var", positive({4}, 8))};
   ValueId z = g.add_value("z", DType::Float32, g.value(y).shape);
-  graph::NodeId n = g.add_node(&graph::op("BatchNormalization"), "bn", ins, {z},
-                               {{"epsilon", 1e-3}}, 15);
+  graph::NodeId n =
+      g.add_node(&graph::op("BatchNormalization"), "bn", ins, {z}, {{"epsilon", 1e-3}}, 15);
   graph::infer_node(g, n);
   return z;
 }
 
 ValueId binary(Graph& g, const char* op, ValueId y, Tensor k, bool constant_first = false) {
   ValueId c = g.add_constant(std::string(op) + "_k", std::move(k));
-  ValueId z = g.add_value(g.unique_name(std::string(op) + "_out"), DType::Float32,
-                          g.value(y).shape);
-  std::vector<ValueId> ins = constant_first ? std::vector<ValueId>{c, y} : std::vector<ValueId>{y, c};
+  ValueId z =
+      g.add_value(g.unique_name(std::string(op) + "_out"), DType::Float32, g.value(y).shape);
+  std::vector<ValueId> ins =
+      constant_first ? std::vector<ValueId>{c, y} : std::vector<ValueId>{y, c};
   graph::infer_node(g, g.add_node(&graph::op(op), g.unique_name(op), ins, {z}, {}, 14));
   return z;
 }

@@ -99,35 +99,43 @@ void fold_into(Graph& g, NodeId conv_id, const ChannelAffine& a) {
   n.inputs[2] = bv;
 }
 
+// The affine op folding into Conv `id` next, if any: the sole reader of its output.
+std::optional<std::pair<NodeId, ChannelAffine>> next_affine(const Graph& g, const Users& users,
+                                                            NodeId id) {
+  const Node& conv = g.node(id);
+  if (conv.dead || !conv.op->domain.empty() || conv.op->name != "Conv") return std::nullopt;
+  if (conv.inputs.size() < 2 || !float_constant(g, conv.inputs[1])) return std::nullopt;
+  if (conv.has_input(2) && !float_constant(g, conv.inputs[2])) return std::nullopt;
+  const ValueId y = conv.outputs[0];
+  const Shape& ys = g.value(y).shape;
+  if (!g.value(y).has_shape || ys.size() < 2 || g.is_graph_output(y)) return std::nullopt;
+  if (users[y].size() != 1 || g.value(conv.inputs[1]).dtype != g.value(y).dtype)
+    return std::nullopt;
+  const int64_t channels = g.value(conv.inputs[1]).shape[0];
+  if (ys[1] != channels) return std::nullopt;
+  std::optional<ChannelAffine> a = affine_of(g, g.node(users[y][0]), y, channels);
+  if (!a) return std::nullopt;
+  return std::pair{users[y][0], *a};
+}
+
 }  // namespace
 
 int fold_conv_affine(Graph& g) {
   int changed = 0;
   Users users = g.users();
-  const Graph& cg = g;
   for (NodeId id : g.topo_order()) {
-    const Node& conv = cg.node(id);
-    if (conv.dead || !conv.op->domain.empty() || conv.op->name != "Conv") continue;
-    if (conv.inputs.size() < 2 || !float_constant(g, conv.inputs[1])) continue;
-    if (conv.has_input(2) && !float_constant(g, conv.inputs[2])) continue;
-    const ValueId y = conv.outputs[0];
-    const Shape& ys = g.value(y).shape;
-    if (!g.value(y).has_shape || ys.size() < 2 || g.is_graph_output(y)) continue;
-    if (users[y].size() != 1 || g.value(conv.inputs[1]).dtype != g.value(y).dtype) continue;
-    const NodeId next = users[y][0];
-    const int64_t channels = g.value(conv.inputs[1]).shape[0];
-    if (ys[1] != channels) continue;
-    std::optional<ChannelAffine> a = affine_of(g, cg.node(next), y, channels);
-    if (!a) continue;
-    fold_into(g, id, *a);
-    // The Conv writes what the folded op wrote; its own output goes unused.
-    const ValueId out = cg.node(next).outputs[0];
-    g.kill_node(next);
-    g.node(id).outputs[0] = out;
-    g.value(out).producer = id;
-    g.value(y).producer = kNoNode;
-    ++changed;
-    users = g.users();
+    // A chain (BatchNormalization, then Mul, then Add …) folds one op after another.
+    while (auto next = next_affine(g, users, id)) {
+      fold_into(g, id, next->second);
+      // The Conv writes what the folded op wrote; its own output goes unused.
+      const ValueId y = g.node(id).outputs[0], out = g.node(next->first).outputs[0];
+      g.kill_node(next->first);
+      g.node(id).outputs[0] = out;
+      g.value(out).producer = id;
+      g.value(y).producer = kNoNode;
+      ++changed;
+      users = g.users();
+    }
   }
   return changed;
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "graph/passes/constant_fold.h"
+#include "graph/passes/conv_as_matmul.h"
 #include "graph/passes/cse.h"
 #include "graph/passes/dce.h"
 #include "graph/passes/fold_conv_affine.h"
@@ -26,6 +27,7 @@ constexpr Pass kPasses[] = {
     {"fold_constants", fold_constants},
     {"eliminate_identities", eliminate_identities},
     {"fold_conv_affine", fold_conv_affine},
+    {"conv_as_matmul", conv_as_matmul},
     {"split_to_slices", split_to_slices},
     {"fuse_gelu", fuse_gelu},
     {"fuse_softmax", fuse_softmax},

@@ -1,0 +1,90 @@
+#include "graph/passes/conv_as_matmul.h"
+
+#include <algorithm>
+
+#include "graph/op_context.h"
+#include "graph/ops/conv_pool.h"
+#include "graph/registry.h"
+
+namespace braze::graph::passes {
+
+namespace {
+
+// A Conv this pass rewrites: a 1x1 kernel, stride 1, no padding, one group, constant W,
+// static shapes.
+bool pointwise_conv(const Graph& g, const Node& n) {
+  if (n.dead || !n.op->domain.empty() || n.op->name != "Conv" || n.inputs.size() < 2) return false;
+  const Value& x = g.value(n.inputs[0]);
+  const Value& w = g.value(n.inputs[1]);
+  const Value& y = g.value(n.outputs[0]);
+  if (!x.has_shape || !y.has_shape || !w.constant || x.shape.size() < 3) return false;
+  if (n.has_input(2) && !g.value(n.inputs[2]).constant) return false;
+  const Shape* b = n.has_input(2) ? &g.value(n.inputs[2]).shape : nullptr;
+  const ConvShapes s = conv_shapes(n, x.shape, w.shape, b);
+  auto ones = [](const Shape& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 1; });
+  };
+  auto zeros = [](const Shape& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 0; });
+  };
+  return s.group == 1 && ones(s.g.kernel) && ones(s.g.stride) && zeros(s.g.pad_begin) &&
+         zeros(s.g.pad_end) && y.shape == s.out;
+}
+
+// A constant holding t's data at another shape.
+ValueId reshaped_constant(Graph& g, const std::string& name, const Tensor& t, Shape shape) {
+  Tensor r(t.dtype(), std::move(shape));
+  std::copy_n(static_cast<const std::byte*>(t.raw()), t.nbytes(), static_cast<std::byte*>(r.raw()));
+  return g.add_constant(g.unique_name(name), std::move(r));
+}
+
+ValueId shape_constant(Graph& g, const std::string& name, const Shape& s) {
+  return g.add_constant(g.unique_name(name),
+                        Tensor::from_int64s(s, {static_cast<int64_t>(s.size())}));
+}
+
+// Adds node `op` reading `ins` and writing a new value named after `name` (or `out`).
+ValueId add(Graph& g, const char* op, const std::string& name, std::vector<ValueId> ins,
+            ValueId out = kNoValue) {
+  if (out == kNoValue) out = g.add_value(g.unique_name(name), g.value(ins[0]).dtype, {});
+  const NodeId id = g.add_node(&graph::op(op), g.unique_name(name), std::move(ins), {out}, {},
+                               op == std::string("MatMul") ? 13 : 14);
+  infer_node(g, id);
+  return out;
+}
+
+void rewrite(Graph& g, NodeId id) {
+  const Node conv = g.node(id);  // a copy: the node is killed below
+  const Shape xs = g.value(conv.inputs[0]).shape, ys = g.value(conv.outputs[0]).shape;
+  const Tensor& w = *g.value(conv.inputs[1]).constant;
+  const int64_t n = xs[0], c = xs[1], m = ys[1];
+  const int64_t pixels = checked_numel(Shape(xs.begin() + 2, xs.end()));
+  g.kill_node(id);
+  g.value(conv.outputs[0]).producer = kNoNode;
+  const std::string& base = conv.name;
+  const ValueId x3 =
+      add(g, "Reshape", base + "_pixels",
+          {conv.inputs[0], shape_constant(g, base + "_pixels_shape", {n, c, pixels})});
+  ValueId y =
+      add(g, "MatMul", base + "_gemm", {reshaped_constant(g, base + "_w2d", w, {m, c}), x3});
+  if (conv.has_input(2))
+    y = add(g, "Add", base + "_bias",
+            {y, reshaped_constant(g, base + "_b2d", *g.value(conv.inputs[2]).constant, {m, 1})});
+  add(g, "Reshape", base + "_image", {y, shape_constant(g, base + "_image_shape", ys)},
+      conv.outputs[0]);
+}
+
+}  // namespace
+
+int conv_as_matmul(Graph& g) {
+  int changed = 0;
+  const Graph& cg = g;
+  for (NodeId id : g.topo_order()) {
+    if (!pointwise_conv(cg, cg.node(id))) continue;
+    rewrite(g, id);
+    ++changed;
+  }
+  return changed;
+}
+
+}  // namespace braze::graph::passes

@@ -175,7 +175,7 @@ ScalarId ScalarBuilder::unary(ScalarOp op, ScalarId a) {
               fmt::format("ScalarBuilder::unary({}): use its own builder", scalar_op_name(op)));
   bool boolean = op == ScalarOp::IsNaN || op == ScalarOp::Not;
   ScalarNode n{op, boolean ? ComputeType::Bool : type(a), {a}};
-  n.dtype = dtype(a);
+  n.dtype = boolean ? DType::Bool : dtype(a);
   return add(n);
 }
 
@@ -183,7 +183,7 @@ ScalarId ScalarBuilder::binary(ScalarOp op, ScalarId a, ScalarId b) {
   BRAZE_CHECK(scalar_arity(op) == 2, fmt::format("{} is not binary", scalar_op_name(op)));
   bool boolean = has_prop(op, kCompare | kLogic);
   ScalarNode n{op, boolean ? ComputeType::Bool : type(a), {a, b}};
-  n.dtype = dtype(a);
+  n.dtype = boolean ? DType::Bool : dtype(a);
   return add(n);
 }
 
@@ -197,7 +197,7 @@ ScalarId ScalarBuilder::where(ScalarId cond, ScalarId x, ScalarId y) {
 ScalarId ScalarBuilder::is_inf(ScalarId a, bool positive, bool negative) {
   ScalarNode n{ScalarOp::IsInf, ComputeType::Bool, {a}};
   n.index = (positive ? 1 : 0) | (negative ? 2 : 0);
-  n.dtype = dtype(a);
+  n.dtype = DType::Bool;
   return add(n);
 }
 

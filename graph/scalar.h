@@ -118,7 +118,8 @@ struct ScalarNode {
   std::array<ScalarId, 3> args{kNoScalar, kNoScalar, kNoScalar};
   double value = 0;  // Const
   int index = 0;     // Arg: the operand; IsInf: its flags
-  // Arg: the operand's dtype; Lowest / Highest: the dtype whose extreme; Cast: the target.
+  // The dtype the value stands for (Arg: the operand's, boolean results Bool), which Lowest and
+  // Highest take the extremes of; Cast: the target.
   DType dtype = DType::Float32;
   DType from = DType::Float32;  // Cast: the operand's dtype
 };

@@ -314,6 +314,7 @@ bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEp
     return inner && d.nn % width == 0;
   }
   const graph::Value& ov = g.value(epi.out);
+  if (epi.out_coords.empty() || ov.shape.empty()) return false;  // a scalar (1-D · 1-D) product
   return epi.out_coords.back() == "j" && ov.shape.back() == d.nn && d.nn % width == 0;
 }
 

@@ -1,8 +1,9 @@
 // The op registry: the single source of truth for what an op is. Every op braze knows is
 // one OpDef — its ONNX name and opsets, fusion kind, attributes with defaults, arity, type
 // constraint, the inputs whose values fix output shapes, the rewrite of older opsets' forms
-// into the canonical one, shape inference, the CPU reference implementation, and for
-// element-wise ops the scalar expression both the reference and codegen are made from.
+// into the canonical one, shape inference, the CPU reference implementation, for
+// element-wise ops the scalar expression and for data-movement ops the index map both the
+// reference and codegen are made from.
 // The importer, constant folding, the reference executor (and later fusion and codegen)
 // all read this table; no pass keeps its own list of op names.
 #pragma once
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "graph/attribute.h"
+#include "graph/index_map.h"
 #include "graph/ir.h"
 #include "graph/layout.h"
 #include "graph/scalar.h"
@@ -41,7 +43,8 @@ using UpgradeFn = std::function<void(Graph& g, NodeId n)>;
 using InferFn = std::function<void(InferCtx& ctx)>;
 using RefFn = std::function<void(RefCtx& ctx)>;
 // Layout ops: the node's output as a strided view of input 0, given input 0's layout
-// (graph/layout.h); nullopt where this node's output is no strided view of its input.
+// (graph/layout.h); nullopt where this node's output is no strided view of its input. The
+// layout ops' is map_layout (graph/index_map.h): their index map applied to the view.
 using LayoutFn =
     std::function<std::optional<Layout>(const Graph& g, const Node& n, const Layout& in)>;
 // Element-wise ops: node n's output as a scalar expression of its operands (graph/scalar.h),
@@ -77,6 +80,9 @@ struct OpDef {
   RefFn reference;
   LayoutFn layout;  // layout ops: the output as a view of input 0's memory
   ScalarFn scalar;  // element-wise ops: what they compute, for the reference and codegen
+  // Data-movement ops: where each output element comes from (graph/index_map.h), for the
+  // reference and codegen.
+  IndexMapFn index_map;
 
   const AttrSpec* find_attr(std::string_view attr) const;
   bool is_shape_input(int i) const;

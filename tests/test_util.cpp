@@ -103,4 +103,17 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
          (a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
 }
 
+void expect_same_outputs(const graph::Graph& before, const graph::Graph& after, uint64_t seed,
+                         Match match) {
+  std::vector<Tensor> in = random_inputs(before, seed);
+  std::vector<Tensor> a = run(before, in), b = run(after, in);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (match == Match::Exact)
+      EXPECT_TRUE(same_bytes(b[i], a[i])) << "output " << i;
+    else
+      EXPECT_TRUE(tensors_close(b[i], a[i])) << "output " << i;
+  }
+}
+
 }  // namespace braze::test

@@ -71,4 +71,11 @@ std::vector<std::string> on_threads(int threads, const std::function<void(int)>&
 // Same dtype, shape and bytes.
 bool same_bytes(const Tensor& a, const Tensor& b);
 
+// A graph rewrite keeps what the graph computes: `before` and `after` run on the reference
+// executor with the same random inputs (from `seed`) give outputs that are close
+// (tensors_close), or the same bytes where `exact`.
+enum class Match { Close, Exact };
+void expect_same_outputs(const graph::Graph& before, const graph::Graph& after, uint64_t seed,
+                         Match match = Match::Close);
+
 }  // namespace braze::test

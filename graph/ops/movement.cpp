@@ -1,8 +1,8 @@
 // Data-movement ops: Reshape, Transpose, Flatten, Squeeze, Unsqueeze, Expand, Concat, Split,
 // Slice, Tile, Pad, DepthToSpace, SpaceToDepth, Trilu. They move elements without looking
-// at their values, so every dtype is accepted and the reference copies raw bytes; most of
-// them are one strided n-d copy (copy_box) whose strides say how output indices map to
-// input elements.
+// at their values, so every dtype is accepted. Each but Trilu is one index map
+// (OpDef::index_map, graph/index_map.h): where an output element comes from, which the reference
+// (graph/ops/index_reference.cpp) copies raw bytes through and codegen renders as loads.
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -49,11 +49,6 @@ std::vector<int64_t> int_list(const InferCtx& ctx, size_t i, const char* what) {
   return t.to_int64s();
 }
 
-std::optional<std::vector<int64_t>> opt_list(const RefCtx& ctx, size_t i) {
-  if (!ctx.has_input(i)) return std::nullopt;
-  return ctx.input(i).to_int64s();
-}
-
 // Opsets before `before` give `attr` as an attribute; the canonical form takes it as input
 // `index`. If that input is already there the attribute stays, and infer rejects it.
 void upgrade_attr(Graph& g, NodeId n, int before, const std::string& attr, size_t index, DType dt) {
@@ -77,65 +72,8 @@ OpDef movement_op(std::string name, int since, int min_inputs, int max_inputs) {
   return d;
 }
 
-const unsigned char* bytes(const Tensor& t) { return static_cast<const unsigned char*>(t.raw()); }
-unsigned char* bytes(Tensor& t) { return static_cast<unsigned char*>(t.raw()); }
-
-// A tensor seen through an element offset and one stride per dimension of a box.
-struct View {
-  int64_t offset = 0;
-  std::vector<int64_t> strides;
-};
-
-View contiguous(const Shape& shape) { return {0, contiguous_strides(shape)}; }
-
-// Copies the box of extent `box`: element idx goes from src[s.offset + idx·s.strides] to
-// dst[d.offset + idx·d.strides]. Runs contiguous in both are copied with one memcpy.
-void copy_box(const Tensor& src, const View& s, Tensor& dst, const View& d, const Shape& box) {
-  int64_t n = checked_numel(box);
-  if (n == 0) return;
-  size_t es = dtype_size(src.dtype());
-  const unsigned char* sp = bytes(src);
-  unsigned char* dp = bytes(dst);
-  size_t r = box.size();
-  if (r == 0) {
-    std::memcpy(dp + d.offset * es, sp + s.offset * es, es);
-    return;
-  }
-  int64_t inner = box[r - 1];
-  int64_t ss = s.strides[r - 1], ds = d.strides[r - 1];
-  bool run = ss == 1 && ds == 1;
-  std::vector<int64_t> idx(r - 1, 0);
-  int64_t so = s.offset, dof = d.offset;
-  for (int64_t k = 0, outer = n / inner; k < outer; ++k) {
-    if (run) {
-      std::memcpy(dp + dof * es, sp + so * es, static_cast<size_t>(inner) * es);
-    } else {
-      for (int64_t j = 0; j < inner; ++j)
-        std::memcpy(dp + (dof + j * ds) * es, sp + (so + j * ss) * es, es);
-    }
-    for (size_t a = r - 1; a-- > 0;) {
-      ++idx[a];
-      so += s.strides[a];
-      dof += d.strides[a];
-      if (idx[a] < box[a]) break;
-      so -= s.strides[a] * box[a];
-      dof -= d.strides[a] * box[a];
-      idx[a] = 0;
-    }
-  }
-}
-
-// For ops whose output is the input's elements in the same order (Reshape, Flatten …).
-void copy_all(RefCtx& ctx) {
-  const Tensor& x = ctx.input(0);
-  Tensor& y = ctx.output(0);
-  if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
-}
-
-// The layout of an op whose output holds input 0's elements in the same order.
-std::optional<Layout> same_order_layout(const Graph& g, const Node& n, const Layout& in) {
-  return reshape_layout(in, g.value(n.outputs[0]).shape);
-}
+// The map of an op whose output holds input 0's elements in the same order.
+IndexMap same_order(const IndexMapArgs& a) { return same_order_map(a.shapes.at(0), a.out_shape); }
 
 // ---- Reshape, Flatten, Squeeze, Unsqueeze ----------------------------------------------
 Shape reshape_target(const InferCtx& ctx, const Shape& in, const std::vector<int64_t>& spec) {
@@ -189,8 +127,9 @@ OpDef reshape_op() {
     std::vector<int64_t> spec = int_list(ctx, 1, "shape");
     ctx.set_shape(0, reshape_target(ctx, ctx.shape(0), spec));
   };
-  d.reference = copy_all;
-  d.layout = same_order_layout;
+  d.index_map = same_order;
+  d.reference = index_map_reference;
+  d.layout = map_layout;
   return d;
 }
 
@@ -210,8 +149,9 @@ OpDef flatten_op() {
         checked_numel(Shape(in.begin() + a, in.end()), ctx.node().describe() + " input");
     ctx.set_shape(0, {outer, inner});
   };
-  d.reference = copy_all;
-  d.layout = same_order_layout;
+  d.index_map = same_order;
+  d.reference = index_map_reference;
+  d.layout = map_layout;
   return d;
 }
 
@@ -243,8 +183,9 @@ OpDef squeeze_op() {
       if (!drop[i]) out.push_back(in[i]);
     ctx.set_shape(0, out);
   };
-  d.reference = copy_all;
-  d.layout = same_order_layout;
+  d.index_map = same_order;
+  d.reference = index_map_reference;
+  d.layout = map_layout;
   return d;
 }
 
@@ -268,8 +209,9 @@ OpDef unsqueeze_op() {
       if (!inserted[i]) out[i] = in[k++];
     ctx.set_shape(0, out);
   };
-  d.reference = copy_all;
-  d.layout = same_order_layout;
+  d.index_map = same_order;
+  d.reference = index_map_reference;
+  d.layout = map_layout;
   return d;
 }
 
@@ -309,17 +251,18 @@ OpDef transpose_op() {
       out.push_back(in[p]);
     ctx.set_shape(0, out);
   };
-  d.reference = [](RefCtx& ctx) {
-    const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
-    std::vector<int64_t> st = contiguous_strides(x.shape());
-    View s;
-    for (int64_t p : transpose_perm(ctx.node(), x.rank())) s.strides.push_back(st[p]);
-    copy_box(x, s, y, contiguous(y.shape()), y.shape());
+  d.index_map = [](const IndexMapArgs& a) {
+    const size_t rank = a.shapes.at(0).size();
+    std::vector<int64_t> perm = transpose_perm(a.node, static_cast<int64_t>(rank));
+    IndexMap m;
+    std::vector<IndexId> in(rank);
+    for (size_t d = 0; d < rank; ++d) in[static_cast<size_t>(perm[d])] = m.coord(d);
+    m.add_region(IndexMap::kAlways, {0, in});
+    return m;
   };
-  d.layout = [](const Graph&, const Node& n, const Layout& in) -> std::optional<Layout> {
-    return transpose_layout(in, transpose_perm(n, static_cast<int64_t>(in.dims.size())));
-  };
+  d.reference = index_map_reference;
+  d.layout = map_layout;
+
   return d;
 }
 
@@ -335,15 +278,20 @@ OpDef expand_op() {
       if (v < 0) ctx.fail(fmt::format("shape {} has a negative dimension", shape_str(shape)));
     ctx.set_shape(0, broadcast_shapes(ctx, {ctx.shape(0), shape}));
   };
-  d.reference = [](RefCtx& ctx) {
-    const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
-    copy_box(x, View{0, broadcast_strides(x.shape(), y.shape())}, y, contiguous(y.shape()),
-             y.shape());
+  // numpy broadcasting: size-1 dims of the input read coordinate 0.
+  d.index_map = [](const IndexMapArgs& a) {
+    const Shape& in = a.shapes.at(0);
+    const size_t off = a.out_shape.size() - in.size();
+    IndexMap m;
+    std::vector<IndexId> c;
+    for (size_t d = 0; d < in.size(); ++d) c.push_back(in[d] == 1 ? m.lit(0) : m.coord(off + d));
+    m.add_region(IndexMap::kAlways, {0, c});
+    return m;
   };
-  d.layout = [](const Graph& g, const Node& n, const Layout& in) {
-    return expand_layout(in, g.value(n.outputs[0]).shape);
-  };
+  d.reference = index_map_reference;
+
+  d.layout = map_layout;
+
   return d;
 }
 
@@ -366,21 +314,18 @@ OpDef tile_op() {
     }
     ctx.set_shape(0, out);
   };
-  // The output seen as [r0, d0, r1, d1, …]: the input repeats along each r axis.
-  d.reference = [](RefCtx& ctx) {
-    const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
-    std::vector<int64_t> xs = contiguous_strides(x.shape()), ys = contiguous_strides(y.shape());
-    Shape box;
-    View s, dv;
-    for (size_t i = 0; i < x.shape().size(); ++i) {
-      int64_t dim = x.shape()[i];
-      box.insert(box.end(), {dim ? y.shape()[i] / dim : 0, dim});
-      s.strides.insert(s.strides.end(), {0, xs[i]});
-      dv.strides.insert(dv.strides.end(), {dim * ys[i], ys[i]});
-    }
-    copy_box(x, s, y, dv, box);
+  // The input repeats along each dim: output coordinate o reads o mod the input's size.
+  d.index_map = [](const IndexMapArgs& a) {
+    const Shape& in = a.shapes.at(0);
+    IndexMap m;
+    std::vector<IndexId> c;
+    for (size_t d = 0; d < in.size(); ++d)
+      c.push_back(in[d] == a.out_shape[d] ? m.coord(d) : m.mod(m.coord(d), m.lit(in[d])));
+    m.add_region(IndexMap::kAlways, {0, c});
+    return m;
   };
+  d.reference = index_map_reference;
+
   return d;
 }
 
@@ -411,19 +356,28 @@ OpDef concat_op() {
     }
     ctx.set_shape(0, out);
   };
-  d.reference = [](RefCtx& ctx) {
-    Tensor& y = ctx.output(0);
-    int64_t r = y.rank();
-    int64_t axis = ctx.node().attr_int("axis");
-    if (axis < 0) axis += r;
-    std::vector<int64_t> ys = contiguous_strides(y.shape());
+  // Input i covers [at, at + size) of the axis; the last one whatever is left.
+  d.index_map = [](const IndexMapArgs& a) {
+    int64_t axis = a.node.attr_int("axis");
+    if (axis < 0) axis += static_cast<int64_t>(a.out_shape.size());
+    const size_t ax = static_cast<size_t>(axis);
+    IndexMap m;
     int64_t at = 0;
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      const Tensor& x = ctx.input(i);
-      copy_box(x, contiguous(x.shape()), y, View{at * ys[axis], ys}, x.shape());
-      at += x.shape()[axis];
+    for (size_t i = 0; i < a.shapes.size(); ++i) {
+      std::vector<IndexId> c = m.coords(a.out_shape.size());
+      c[ax] = m.sub(c[ax], m.lit(at));
+      const int64_t size = a.shapes[i].at(ax);
+      if (i + 1 == a.shapes.size()) {
+        m.add_region(IndexMap::kAlways, {static_cast<int>(i), c});
+      } else if (size != 0) {
+        m.add_region(m.lt(m.coord(ax), m.lit(at + size)), {static_cast<int>(i), c});
+        at += size;
+      }
     }
+    return m;
   };
+  d.reference = index_map_reference;
+
   // Inputs take consecutive ranges of the axis: a chain of branches, each loading only
   // from the input whose range holds the coordinate.
   return d;
@@ -494,22 +448,24 @@ OpDef split_op() {
       ctx.set_shape(i, out);
     }
   };
-  d.reference = [](RefCtx& ctx) {
-    const Tensor& x = ctx.input(0);
-    int64_t axis = ctx.node().attr_int("axis");
-    if (axis < 0) axis += x.rank();
+  // Output k is the axis's range starting after outputs 0 … k-1.
+  d.index_map = [](const IndexMapArgs& a) {
+    const Shape& in = a.shapes.at(0);
+    int64_t axis = a.node.attr_int("axis");
+    if (axis < 0) axis += static_cast<int64_t>(in.size());
+    const size_t ax = static_cast<size_t>(axis);
     std::vector<int64_t> sizes =
-        split_sizes(ctx.node(), x.shape()[axis], ctx.num_outputs(), opt_list(ctx, 1));
-    std::vector<int64_t> xs = contiguous_strides(x.shape());
+        split_sizes(a.node, in.at(ax), a.node.outputs.size(), a.opt_list(1));
     int64_t at = 0;
-    for (size_t i = 0; i < ctx.num_outputs(); ++i) {
-      if (ctx.has_output(i)) {
-        Tensor& y = ctx.output(i);
-        copy_box(x, View{at * xs[axis], xs}, y, contiguous(y.shape()), y.shape());
-      }
-      at += sizes[i];
-    }
+    for (size_t i = 0; i < a.output; ++i) at += sizes[i];
+    IndexMap m;
+    std::vector<IndexId> c = m.coords(in.size());
+    c[ax] = m.add(c[ax], m.lit(at));
+    m.add_region(IndexMap::kAlways, {0, c});
+    return m;
   };
+  d.reference = index_map_reference;
+
   return d;
 }
 
@@ -605,40 +561,21 @@ OpDef slice_op() {
       out.push_back(r.size);
     ctx.set_shape(0, out);
   };
-  d.reference = [](RefCtx& ctx) {
-    const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
+  d.index_map = [](const IndexMapArgs& a) {
     std::vector<AxisRange> ranges =
-        slice_ranges(ctx.node(), x.shape(), ctx.input(1).to_int64s(), ctx.input(2).to_int64s(),
-                     opt_list(ctx, 3), opt_list(ctx, 4));
-    if (y.numel() == 0) return;
-    std::vector<int64_t> xs = contiguous_strides(x.shape());
-    View s;
-    for (size_t i = 0; i < ranges.size(); ++i) {
-      s.offset += ranges[i].start * xs[i];
-      // |step| <= dim whenever two or more elements are taken, so the product cannot overflow.
-      s.strides.push_back(ranges[i].size > 1 ? ranges[i].step * xs[i] : 0);
-    }
-    copy_box(x, s, y, contiguous(y.shape()), y.shape());
+        slice_ranges(a.node, a.shapes.at(0), a.list(1), a.list(2), a.opt_list(3), a.opt_list(4));
+    IndexMap m;
+    std::vector<IndexId> c = m.coords(ranges.size());
+    for (size_t d = 0; d < ranges.size(); ++d)
+      if (ranges[d].start != 0 || ranges[d].step != 1)
+        c[d] = m.add(m.lit(ranges[d].start), m.mul(c[d], m.lit(ranges[d].step)));
+    m.add_region(IndexMap::kAlways, {0, c});
+    return m;
   };
-  d.layout = [](const Graph& g, const Node& n, const Layout& in) -> std::optional<Layout> {
-    auto list = [&](size_t i) -> std::optional<std::vector<int64_t>> {
-      if (!n.has_input(i)) return std::nullopt;
-      const Value& v = g.value(n.inputs[i]);
-      if (!v.constant) return std::nullopt;
-      return v.constant->to_int64s();
-    };
-    std::optional<std::vector<int64_t>> starts = list(1), ends = list(2);
-    if (!starts || !ends || (n.has_input(3) && !list(3)) || (n.has_input(4) && !list(4)))
-      return std::nullopt;
-    std::optional<Layout> out = in;
-    const std::vector<AxisRange> ranges =
-        slice_ranges(n, in.shape(), *starts, *ends, list(3), list(4));
-    for (size_t d = 0; d < ranges.size() && out; ++d)
-      if (ranges[d].start != 0 || ranges[d].step != 1 || ranges[d].size != in.shape()[d])
-        out = slice_layout(*out, d, ranges[d].start, ranges[d].size, ranges[d].step);
-    return out;
-  };
+  d.reference = index_map_reference;
+
+  d.layout = map_layout;
+
   return d;
 }
 
@@ -706,26 +643,59 @@ PadSpec pad_spec(const Node& n, const Shape& in, const std::vector<int64_t>& pad
 namespace {
 
 // For output index o along an axis: the input index it copies, or -1 for the constant.
-int64_t pad_source(PadMode mode, int64_t o, int64_t dim, int64_t b, int64_t e) {
-  int64_t lo = std::max<int64_t>(0, -b), hi = dim - std::max<int64_t>(0, -e);
-  int64_t x = o - b;
-  if (x >= lo && x < hi) return x;
-  int64_t m = hi - lo;
+// Output coordinate o of an axis reads x = o - begin; the input's range left after cropping is
+// [lo, hi). Outside it: the constant (its own region), the nearest edge, the range repeated
+// (wrap), or the range mirrored without repeating its ends (reflect).
+IndexId pad_source(IndexMap& m, PadMode mode, IndexId x, int64_t lo, int64_t hi) {
+  const int64_t size = hi - lo;
   switch (mode) {
     case PadMode::Constant:
-      return -1;
+      return x;
     case PadMode::Edge:
-      return x < lo ? lo : hi - 1;
+      return m.select(m.lt(x, m.lit(lo)), m.lit(lo),
+                      m.select(m.ge(x, m.lit(hi)), m.lit(hi - 1), x));
     case PadMode::Wrap:
-      return lo + ((x - lo) % m + m) % m;
+      return m.add(m.lit(lo),
+                   m.mod(m.add(m.mod(m.sub(x, m.lit(lo)), m.lit(size)), m.lit(size)), m.lit(size)));
     case PadMode::Reflect: {
-      if (m == 1) return lo;
-      int64_t period = 2 * (m - 1);
-      int64_t y = ((x - lo) % period + period) % period;
-      return lo + (y < m ? y : period - y);
+      if (size == 1) return m.lit(lo);
+      const int64_t period = 2 * (size - 1);
+      IndexId y = m.temp(
+          m.mod(m.add(m.mod(m.sub(x, m.lit(lo)), m.lit(period)), m.lit(period)), m.lit(period)));
+      return m.add(m.lit(lo), m.select(m.lt(y, m.lit(size)), y, m.sub(m.lit(period), y)));
     }
   }
-  return -1;
+  return x;
+}
+
+IndexMap pad_map(const IndexMapArgs& a) {
+  const Shape& in = a.shapes.at(0);
+  const PadSpec p = pad_spec(a.node, in, a.list(1), a.opt_list(3));
+  IndexMap m;
+  std::vector<IndexId> src(in.size()), inside;
+  for (size_t d = 0; d < in.size(); ++d) {
+    const int64_t dim = in[d], b = p.begin[d], e = p.end[d];
+    const int64_t lo = std::max<int64_t>(0, -b), hi = dim - std::max<int64_t>(0, -e);
+    IndexId x = m.temp(m.sub(m.coord(d), m.lit(b)));
+    src[d] = pad_source(m, p.mode, x, lo, hi);
+    if (p.mode == PadMode::Constant && (b > 0 || e > 0 || lo > 0 || hi < dim)) {
+      inside.push_back(m.ge(x, m.lit(lo)));
+      inside.push_back(m.lt(x, m.lit(hi)));
+    }
+  }
+  if (inside.empty()) {
+    m.add_region(IndexMap::kAlways, {0, src});
+    return m;
+  }
+  m.add_region(m.all(inside), {0, src});
+  if (a.has(2)) {
+    std::vector<IndexId> zeros;
+    for (size_t d = 0; d < a.shapes[2].size(); ++d) zeros.push_back(m.lit(0));
+    m.add_region(IndexMap::kAlways, {2, zeros});
+  } else {
+    m.add_region(IndexMap::kAlways, {IndexSource::kZero, {}});
+  }
+  return m;
 }
 
 OpDef pad_op() {
@@ -758,50 +728,9 @@ OpDef pad_op() {
       ctx.fail(fmt::format("constant_value must hold one element, not shape {}",
                            shape_str(ctx.shape(2))));
   };
-  d.reference = [](RefCtx& ctx) {
-    const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
-    // Before building the index maps: a zero-size output may still be huge along one axis.
-    if (y.numel() == 0) return;
-    PadSpec p = pad_spec(ctx.node(), x.shape(), ctx.input(1).to_int64s(), opt_list(ctx, 3));
-    size_t r = x.shape().size();
-    std::vector<std::vector<int64_t>> src(r);  // per axis: output index -> input index or -1
-    for (size_t a = 0; a < r; ++a) {
-      src[a].resize(static_cast<size_t>(p.out[a]));
-      for (int64_t o = 0; o < p.out[a]; ++o)
-        src[a][o] = pad_source(p.mode, o, x.shape()[a], p.begin[a], p.end[a]);
-    }
-    size_t es = dtype_size(x.dtype());
-    std::vector<unsigned char> fill(es, 0);
-    if (ctx.has_input(2)) std::memcpy(fill.data(), ctx.input(2).raw(), es);
-    std::vector<int64_t> xs = contiguous_strides(x.shape());
-    const unsigned char* in = bytes(x);
-    unsigned char* out = bytes(y);
-    int64_t inner = r ? p.out[r - 1] : 1;
-    std::vector<int64_t> idx(r ? r - 1 : 0, 0);
-    for (int64_t k = 0, o = 0, outer = y.numel() / inner; k < outer; ++k) {
-      int64_t base = 0;
-      bool padding_row = false;
-      for (size_t a = 0; a + 1 < r; ++a) {
-        int64_t s = src[a][idx[a]];
-        if (s < 0)
-          padding_row = true;
-        else
-          base += s * xs[a];
-      }
-      for (int64_t j = 0; j < inner; ++j, ++o) {
-        int64_t s = r ? src[r - 1][j] : 0;
-        if (padding_row || s < 0)
-          std::memcpy(out + o * es, fill.data(), es);
-        else
-          std::memcpy(out + o * es, in + (base + s * (r ? xs[r - 1] : 0)) * es, es);
-      }
-      for (size_t a = idx.size(); a-- > 0;) {
-        if (++idx[a] < p.out[a]) break;
-        idx[a] = 0;
-      }
-    }
-  };
+  d.index_map = pad_map;
+  d.reference = index_map_reference;
+
   return d;
 }
 
@@ -838,22 +767,20 @@ OpDef depth_to_space_op() {
     ctx.set_shape(0, {in[0], in[1] / bb, checked_mul(ctx.node(), in[2], b, "the output height"),
                       checked_mul(ctx.node(), in[3], b, "the output width")});
   };
-  // The output seen as [N, C', H, b, W, b]; element (n, c, h, i, w, j) comes from channel
-  // (i·b + j)·C' + c in DCR mode and c·b² + i·b + j in CRD mode.
-  d.reference = [](RefCtx& ctx) {
-    const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
-    int64_t b = ctx.node().attr_int("blocksize");
-    int64_t n = x.shape()[0], c = y.shape()[1], h = x.shape()[2], w = x.shape()[3];
-    int64_t hw = h * w;
-    View s;
-    if (crd_mode(ctx.node()))
-      s.strides = {b * b * c * hw, b * b * hw, w, b * hw, 1, hw};
-    else
-      s.strides = {b * b * c * hw, hw, w, b * c * hw, 1, c * hw};
-    Shape box{n, c, h, b, w, b};
-    copy_box(x, s, y, contiguous(box), box);
+  // Output (n, c, h, w) comes from input (n, channel, h / b, w / b), i = h mod b and j = w mod b
+  // picking the channel: (i·b + j)·C' + c in DCR mode and c·b² + i·b + j in CRD mode.
+  d.index_map = [](const IndexMapArgs& a) {
+    const int64_t b = a.node.attr_int("blocksize"), cout = a.out_shape.at(1);
+    IndexMap m;
+    std::vector<IndexId> c = m.coords(4);
+    IndexId i = m.temp(m.mod(c[2], m.lit(b))), j = m.temp(m.mod(c[3], m.lit(b)));
+    IndexId ch = crd_mode(a.node) ? m.add(m.add(m.mul(c[1], m.lit(b * b)), m.mul(i, m.lit(b))), j)
+                                  : m.add(m.mul(m.add(m.mul(i, m.lit(b)), j), m.lit(cout)), c[1]);
+    m.add_region(IndexMap::kAlways, {0, {c[0], ch, m.div(c[2], m.lit(b)), m.div(c[3], m.lit(b))}});
+    return m;
   };
+  d.reference = index_map_reference;
+
   return d;
 }
 
@@ -871,17 +798,21 @@ OpDef space_to_depth_op() {
     ctx.set_shape(0, {in[0], checked_mul(ctx.node(), in[1], bb, "the output channels"), in[2] / b,
                       in[3] / b});
   };
-  // The output seen as [N, b, b, C, H/b, W/b]; element (n, i, j, c, h, w) comes from
-  // input (n, c, h·b + i, w·b + j).
-  d.reference = [](RefCtx& ctx) {
-    const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
-    int64_t b = ctx.node().attr_int("blocksize");
-    int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
-    View s{0, {c * h * w, w, 1, h * w, b * w, b}};
-    Shape box{n, b, b, c, h / b, w / b};
-    copy_box(x, s, y, contiguous(box), box);
+  // Output channel (i·b + j)·C + c at (h, w) comes from input (n, c, h·b + i, w·b + j).
+  d.index_map = [](const IndexMapArgs& a) {
+    const int64_t b = a.node.attr_int("blocksize"), cin = a.shapes.at(0).at(1);
+    IndexMap m;
+    std::vector<IndexId> c = m.coords(4);
+    IndexId i = m.temp(m.div(c[1], m.lit(b * cin)));
+    IndexId j = m.temp(m.mod(m.div(c[1], m.lit(cin)), m.lit(b)));
+    m.add_region(IndexMap::kAlways,
+                 {0,
+                  {c[0], m.mod(c[1], m.lit(cin)), m.add(m.mul(c[2], m.lit(b)), i),
+                   m.add(m.mul(c[3], m.lit(b)), j)}});
+    return m;
   };
+  d.reference = index_map_reference;
+
   return d;
 }
 
@@ -919,7 +850,9 @@ OpDef trilu_op() {
         int64_t hi = upper ? cols : std::min<int64_t>(cols, i + k + 1);
         if (lo >= hi) continue;
         int64_t at = (m * rows + i) * cols + lo;
-        std::memcpy(bytes(y) + at * es, bytes(x) + at * es, static_cast<size_t>(hi - lo) * es);
+        std::memcpy(static_cast<unsigned char*>(y.raw()) + at * es,
+                    static_cast<const unsigned char*>(x.raw()) + at * es,
+                    static_cast<size_t>(hi - lo) * es);
       }
     }
   };

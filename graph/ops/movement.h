@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "graph/index_map.h"
 #include "graph/ir.h"
+#include "graph/op_context.h"
 
 namespace braze::graph {
 
@@ -43,5 +45,11 @@ PadSpec pad_spec(const Node& n, const Shape& in, const std::vector<int64_t>& pad
                  const std::optional<std::vector<int64_t>>& axes_in);
 
 bool crd_mode(const Node& n);
+
+// The reference implementation of the ops with an index map (graph/ops/index_reference.cpp):
+// each output's elements copied from where the map says.
+void index_map_reference(RefCtx& ctx);
+// What node ctx's index map for output `output` is built from, on concrete inputs.
+IndexMapArgs index_map_args(RefCtx& ctx, size_t output);
 
 }  // namespace braze::graph

@@ -16,14 +16,6 @@ namespace {
 using graph::Graph;
 using graph::ValueId;
 
-void expect_same_outputs(const Graph& before, const Graph& after) {
-  std::vector<Tensor> in = test::random_inputs(before, 7);
-  std::vector<Tensor> a = test::run(before, in), b = test::run(after, in);
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    EXPECT_TRUE(test::tensors_close(b[i], a[i])) << "output " << i;
-}
-
 // Positive random values (variances must be).
 Tensor positive(Shape s, uint64_t seed) {
   Tensor t = test::random(DType::Float32, s, seed);
@@ -81,7 +73,7 @@ TEST(FoldConvAffine, BatchNormFoldsIntoConvWithAndWithoutBias) {
     graph::passes::run_pipeline(after);
     EXPECT_EQ(count(after, "BatchNormalization"), 0);
     EXPECT_EQ(count(after, "Conv"), 1);
-    expect_same_outputs(before, after);
+    test::expect_same_outputs(before, after, 7);
   }
 }
 
@@ -98,7 +90,7 @@ TEST(FoldConvAffine, GroupedConvAndChainsOfPerChannelMulAndAddFold) {
   Graph after = before;
   graph::passes::run_pipeline(after);
   EXPECT_EQ(count(after, "BatchNormalization") + count(after, "Mul") + count(after, "Add"), 0);
-  expect_same_outputs(before, after);
+  test::expect_same_outputs(before, after, 7);
 }
 
 TEST(FoldConvAffine, WhatIsNotPerChannelOrNotConstantStays) {

@@ -14,14 +14,6 @@
 namespace braze {
 namespace {
 
-void expect_same_outputs(const graph::Graph& before, const graph::Graph& after, uint64_t seed = 5) {
-  std::vector<Tensor> in = test::random_inputs(before, seed);
-  std::vector<Tensor> a = test::run(before, in), b = test::run(after, in);
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    EXPECT_TRUE(test::tensors_close(b[i], a[i])) << "output " << i;
-}
-
 // GPT-2's attention block as the dynamo exporter writes it: the QKV projection split in
 // three, Q and K each scaled by a scalar before Q Kᵀ.
 const char* kGpt2Attention = R"(<ir_version: 8, opset_import: ["" : 18]>
@@ -54,7 +46,7 @@ TEST(OperandPasses, SplitBecomesOneSlicePerOutputAndScalesMoveAfterTheProduct) {
     for (graph::ValueId in : mm.inputs)
       EXPECT_EQ(after.node(after.value(in).producer).op_type(), "Transpose");
   }
-  expect_same_outputs(before, after);
+  test::expect_same_outputs(before, after, 5);
 }
 
 TEST(OperandPasses, GemmTakesTheScalesIntoAlphaAndDivDivides) {
@@ -73,7 +65,7 @@ TEST(OperandPasses, GemmTakesTheScalesIntoAlphaAndDivDivides) {
       EXPECT_DOUBLE_EQ(n.attr_float("alpha"), 1.5);
     }
   }
-  expect_same_outputs(before, after);
+  test::expect_same_outputs(before, after, 5);
 }
 
 // as has another use; bs is scaled by a vector, not a scalar.
@@ -90,7 +82,7 @@ TEST(OperandPasses, ScalesThatAreNotScalarsOrHaveOtherUsesStay) {
       c = Constant <value = float {2}> ()  bs = Mul(b, c)  y = MatMul(a, bs) })");
   graph::Graph h2 = h;
   graph::passes::run_pipeline(h2);
-  expect_same_outputs(h, h2);
+  test::expect_same_outputs(h, h2, 5);
 }
 
 // A batched activation against one matrix: one product of all rows, between two Reshapes;
@@ -112,7 +104,7 @@ TEST(OperandPasses, BatchedRowsAgainstOneMatrixBecomeOneProduct) {
   EXPECT_EQ(flat, 1);
   EXPECT_EQ(batched, 1);
   EXPECT_EQ(after.value(after.outputs()[0].value).shape, (Shape{3, 5, 6}));
-  expect_same_outputs(before, after);
+  test::expect_same_outputs(before, after, 5);
 }
 
 TEST(OperandPasses, SplitOfAGraphOutputKeepsItsName) {
@@ -124,7 +116,7 @@ TEST(OperandPasses, SplitOfAGraphOutputKeepsItsName) {
   EXPECT_EQ(graph::passes::op_counts(after)["Slice"], 2);
   EXPECT_EQ(after.outputs()[0].name, "a");
   EXPECT_EQ(after.outputs()[1].name, "b");
-  expect_same_outputs(before, after);
+  test::expect_same_outputs(before, after, 5);
 }
 
 // Q, K and V projections of one activation against constant weights, as the exporters write
@@ -166,7 +158,7 @@ void expect_one_projection(const std::string& text, int adds) {
     }
   }
   EXPECT_EQ(merged, 1);
-  expect_same_outputs(before, after);
+  test::expect_same_outputs(before, after, 5);
 }
 
 TEST(OperandPasses, SiblingProjectionsWithBiasesBecomeOneProduct) {
@@ -240,7 +232,7 @@ TEST(OperandPasses, HalfWeightsAreStoredKMajor) {
       EXPECT_EQ(after.value(n.inputs[1]).shape, (Shape{5, 8})) << type;
     }
     EXPECT_EQ(gemms, 1) << type;
-    expect_same_outputs(before, after);
+    test::expect_same_outputs(before, after, 5);
   }
 }
 
@@ -251,7 +243,7 @@ TEST(OperandPasses, KMajorWeightsKeepEveryValue) {
   graph::Graph after = before;
   graph::passes::run_pipeline(after);
   EXPECT_EQ(k_major_weights(after), (std::vector<Shape>{{21, 8}, {21, 8}}));
-  expect_same_outputs(before, after);
+  test::expect_same_outputs(before, after, 5);
 }
 
 // Float32 weights stay [k, n] (the SIMT schedule reads rows of n); so does a weight whose k
@@ -272,7 +264,7 @@ TEST(OperandPasses, OtherWeightsStayAsTheyAre) {
   graph::passes::run_pipeline(tied);
   EXPECT_EQ(k_major_weights(tied), (std::vector<Shape>{{4, 8}, {4, 8}}));
   EXPECT_EQ(count_op(tied, "Transpose"), 1);
-  expect_same_outputs(tied_before, tied);
+  test::expect_same_outputs(tied_before, tied, 5);
   // A weight the pass transposes for one product stays [k, n] for its other reader.
   graph::Graph shared = test::graph_from_text(half_weight_product("float16", 3, "Relu(w)", "8"));
   graph::passes::run_pipeline(shared);

@@ -93,7 +93,8 @@ def llm_export(layers, path):
     torch.manual_seed(0)
     cfg = LlamaConfig(hidden_size=256, intermediate_size=688, num_attention_heads=8,
                       num_key_value_heads=2, num_hidden_layers=layers, vocab_size=1024,
-                      max_position_embeddings=512, attn_implementation="sdpa")
+                      max_position_embeddings=512, attn_implementation="sdpa",
+                      use_cache=False)
     model = LlamaModel(cfg).eval()
     ids = torch.randint(0, cfg.vocab_size, (1, 128), dtype=torch.int64)
     with torch.no_grad():

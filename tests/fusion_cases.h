@@ -59,6 +59,26 @@ inline const std::vector<FusionCase>& fusion_cases() {
       kt = Transpose <perm = [0, 1, 3, 2]> (k)  mm = MatMul(q, kt)
       s = Constant <value = float {0.35}> ()  y = Mul(mm, s) })",
        1, ""},
+      // A loop op joins its only consumer's kernel: MobileNet's depthwise convolution and
+      // ReLU6 write the clipped value once.
+      {"DepthwiseConvClipIsOneKernel", R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,6,9,7] x, float[6,1,3,3] w, float[6] b) => (float[2,6,9,7] y) {
+      c = Conv <group = 6, pads = [1, 1, 1, 1]> (x, w, b)
+      lo = Constant <value = float {0.0}> ()  hi = Constant <value = float {6.0}> ()
+      y = Clip(c, lo, hi) })",
+       1, "pointwise"},
+      // ResNet's stem: the convolution and Relu one kernel, the pooling (which reads each
+      // Relu output several times) another.
+      {"ConvReluThenMaxPoolIsTwoKernels", R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[1,3,16,16] x, float[4,3,3,3] w) => (float[1,4,8,8] y) {
+      c = Conv <pads = [1, 1, 1, 1]> (x, w)  r = Relu(c)
+      y = MaxPool <kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]> (r) })",
+       2, ""},
+      // A convolution read by two kernels is computed once, in its own.
+      {"ConvReadTwiceStaysItsOwnKernel", R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[1,3,8,8] x, float[4,3,3,3] w) => (float[1,4,6,6] y, float[1,4,6,6] z) {
+      c = Conv (x, w)  y = Relu(c)  z = Sigmoid(c) })",
+       3, ""},
   };
   return cases;
 }

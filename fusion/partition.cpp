@@ -250,102 +250,118 @@ class Partitioner {
   void grow_gemm(NodeId mm) {
     int ga = group_of_[mm];
     groups_[ga].anchored = true;
-    // Operand prologue: layout ops and casts with no other consumer, as long as the schedule
-    // that will run the product reads the operand through them at full speed (caps_: a
-    // tensor-core schedule reads layout chains as strided views, and a Cast not at all).
-    for (size_t i = 0; i < 2 && i < g_.node(mm).inputs.size(); ++i) {
-      ValueId v = g_.node(mm).inputs[i];
-      for (size_t depth = 0; depth < opts_.max_gemm_prologue && v != kNoValue; ++depth) {
-        NodeId p = g_.value(v).producer;
-        if (p == kNoNode || !free_pointwise(p)) break;
-        const Node& pn = g_.node(p);
-        if (!pn.op->layout && pn.op_type() != "Cast") break;
-        if (users_[v].size() != 1 || is_output(v)) {
-          refuse(p, mm,
-                 fmt::format("%{} has other consumers, so it is written out anyway",
-                             g_.value(v).name));
+    for (size_t i = 0; i < 2 && i < g_.node(mm).inputs.size(); ++i) grow_gemm_operand(ga, mm, i);
+    const GemmEpilogue e = plan_gemm_epilogue(ga, mm);
+    for (NodeId c : in_order(e.best))
+      if (!merge(ga, group_of_[c], mm, c, opts_.max_gemm_epilogue + 8)) break;
+    for (NodeId c : in_order(e.tried))
+      if (!e.best.count(c)) refuse(mm, c, "the GEMM epilogue would write more than one result");
+  }
+
+  // Operand prologue: layout ops and casts with no other consumer, as long as the schedule
+  // that will run the product reads the operand through them at full speed (caps_: a
+  // tensor-core schedule reads layout chains as strided views, and a Cast not at all).
+  void grow_gemm_operand(int ga, NodeId mm, size_t i) {
+    ValueId v = g_.node(mm).inputs[i];
+    for (size_t depth = 0; depth < opts_.max_gemm_prologue && v != kNoValue; ++depth) {
+      NodeId p = g_.value(v).producer;
+      if (p == kNoNode || !free_pointwise(p)) break;
+      const Node& pn = g_.node(p);
+      if (!pn.op->layout && pn.op_type() != "Cast") break;
+      if (users_[v].size() != 1 || is_output(v)) {
+        refuse(
+            p, mm,
+            fmt::format("%{} has other consumers, so it is written out anyway", g_.value(v).name));
+        break;
+      }
+      if (caps_) {
+        std::vector<NodeId> nodes(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
+        nodes.push_back(p);
+        std::string why = caps_->gemm_operand(g_, nodes, mm, static_cast<int>(i));
+        if (!why.empty()) {
+          refuse(p, mm, why);
           break;
         }
-        if (caps_) {
-          std::vector<NodeId> nodes(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
-          nodes.push_back(p);
-          std::string why = caps_->gemm_operand(g_, nodes, mm, static_cast<int>(i));
-          if (!why.empty()) {
-            refuse(p, mm, why);
-            break;
-          }
-        }
-        if (!merge(ga, group_of_[p], p, mm, opts_.max_gemm_epilogue)) break;
-        v = pn.inputs[0];
       }
+      if (!merge(ga, group_of_[p], p, mm, opts_.max_gemm_epilogue)) break;
+      v = pn.inputs[0];
     }
-    // Epilogue: element-wise ops over the product's shape (a DAG: GELU written out reads
-    // its input twice), then layout ops, as long as one value leaves the group. Simulated on
-    // a node set first, then merged node by node.
-    std::set<NodeId> epi;
-    std::set<ValueId> region = {g_.node(mm).outputs[0]};
-    Shape space = g_.value(g_.node(mm).outputs[0]).shape;
-    auto escapes = [&](const std::set<ValueId>& vals, const std::set<NodeId>& nodes) {
-      size_t n = 0;
-      for (ValueId v : vals)
-        if (is_output(v) || std::any_of(users_[v].begin(), users_[v].end(),
-                                        [&](NodeId u) { return !nodes.count(u); }))
-          ++n;
-      return n;
-    };
-    std::set<NodeId> best;
+  }
+
+  // How many of `vals` are read outside `nodes` or are graph outputs.
+  size_t escapes(const std::set<ValueId>& vals, const std::set<NodeId>& nodes) const {
+    size_t n = 0;
+    for (ValueId v : vals)
+      if (is_output(v) || std::any_of(users_[v].begin(), users_[v].end(),
+                                      [&](NodeId u) { return !nodes.count(u); }))
+        ++n;
+    return n;
+  }
+
+  // The epilogue as it grows: the nodes taken, the values they make (`region`, over the
+  // shape `space`), and the largest set of them after which one value leaves the group.
+  struct GemmEpilogue {
+    std::set<NodeId> tried, best;
+    std::set<ValueId> region;
+    Shape space;
+  };
+
+  // Whether consumer c of region value v can join epilogue e of product mm (group ga):
+  // an element-wise op over the product's shape whose other inputs come from outside the
+  // group, or a layout op that closes the element-wise part (v all that leaves it).
+  bool epilogue_takes(int ga, NodeId mm, const GemmEpilogue& e, ValueId v, NodeId c) {
+    const Node& cn = g_.node(c);
+    const graph::Value& out = g_.value(cn.outputs[0]);
+    if (is_elementwise(cn))
+      return out.shape == e.space &&
+             std::all_of(cn.inputs.begin(), cn.inputs.end(), [&](ValueId u) {
+               if (u == kNoValue || e.region.count(u)) return true;
+               NodeId p = g_.value(u).producer;
+               return p == kNoNode || group_of_[p] != ga;  // external, not the prologue
+             });
+    std::set<NodeId> after = e.tried;
+    after.insert(mm);
+    after.insert(c);
+    const bool ok = is_layout(cn) && cn.inputs[0] == v && escapes(e.region, after) <= 1 &&
+                    std::none_of(e.region.begin(), e.region.end(),
+                                 [&](ValueId r) { return r != v && escapes({r}, after); });
+    if (ok && viewed_by_next_product(c)) {
+      refuse(mm, c, "the product after it reads the layout in place, so this GEMM writes rows");
+      return false;
+    }
+    return ok;
+  }
+
+  // Epilogue: element-wise ops over the product's shape (a DAG: GELU written out reads its
+  // input twice), then layout ops, as long as one value leaves the group. Simulated on a node
+  // set, which grow_gemm then merges node by node.
+  GemmEpilogue plan_gemm_epilogue(int ga, NodeId mm) {
+    GemmEpilogue e;
+    e.region = {g_.node(mm).outputs[0]};
+    e.space = g_.value(g_.node(mm).outputs[0]).shape;
     for (size_t steps = 0; steps < opts_.max_gemm_epilogue; ++steps) {
-      std::set<NodeId> with = epi;
-      with.insert(mm);
       NodeId pick = kNoNode;
-      for (ValueId v : region) {
-        if (g_.value(v).shape != space) continue;
+      for (ValueId v : e.region) {
+        if (g_.value(v).shape != e.space) continue;
         for (NodeId c : users_[v]) {
-          if (epi.count(c) || !free_pointwise(c) || g_.node(c).outputs.size() != 1) continue;
-          const Node& cn = g_.node(c);
-          const graph::Value& out = g_.value(cn.outputs[0]);
-          bool ok;
-          if (is_elementwise(cn)) {
-            ok = out.shape == space &&
-                 std::all_of(cn.inputs.begin(), cn.inputs.end(), [&](ValueId u) {
-                   if (u == kNoValue || region.count(u)) return true;
-                   NodeId p = g_.value(u).producer;
-                   return p == kNoNode || group_of_[p] != ga;  // external, not the prologue
-                 });
-          } else {
-            // A layout op closes the element-wise part: only if v is all that leaves it.
-            std::set<NodeId> after = with;
-            after.insert(c);
-            ok = is_layout(cn) && cn.inputs[0] == v && escapes(region, after) <= 1 &&
-                 std::none_of(region.begin(), region.end(),
-                              [&](ValueId r) { return r != v && escapes({r}, after); });
-            if (ok && viewed_by_next_product(c)) {
-              refuse(mm, c,
-                     "the product after it reads the layout in place, so this GEMM writes rows");
-              ok = false;
-            }
-          }
-          if (ok && (pick == kNoNode || c < pick)) pick = c;
+          if (e.tried.count(c) || !free_pointwise(c) || g_.node(c).outputs.size() != 1) continue;
+          if (epilogue_takes(ga, mm, e, v, c) && (pick == kNoNode || c < pick)) pick = c;
         }
       }
       if (pick == kNoNode) break;
-      epi.insert(pick);
+      e.tried.insert(pick);
       const Node& pn = g_.node(pick);
       if (!is_elementwise(pn)) {
-        region = {pn.outputs[0]};
-        space = g_.value(pn.outputs[0]).shape;
+        e.region = {pn.outputs[0]};
+        e.space = g_.value(pn.outputs[0]).shape;
       } else {
-        region.insert(pn.outputs[0]);
+        e.region.insert(pn.outputs[0]);
       }
-      std::set<NodeId> all = epi;
+      std::set<NodeId> all = e.tried;
       all.insert(mm);
-      std::set<ValueId> vals = region;
-      if (escapes(vals, all) == 1) best = epi;
+      if (escapes(e.region, all) == 1) e.best = e.tried;
     }
-    for (NodeId c : in_order(best))
-      if (!merge(ga, group_of_[c], mm, c, opts_.max_gemm_epilogue + 8)) break;
-    for (NodeId c : in_order(epi))
-      if (!best.count(c)) refuse(mm, c, "the GEMM epilogue would write more than one result");
+    return e;
   }
 
   std::vector<NodeId> in_order(const std::set<NodeId>& nodes) const {

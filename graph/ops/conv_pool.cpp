@@ -282,6 +282,28 @@ OpDef conv_op() {
 }  // namespace
 
 // ---- ConvTranspose ---------------------------------------------------------------------
+namespace {
+
+// ConvTranspose's output_shape attribute as spatial dims (its [N, C, ...] form too); empty
+// where the node has none.
+std::vector<int64_t> output_shape_attr(const Node& node, const Shape& x) {
+  if (!node.has_attr("output_shape")) return {};
+  const size_t r = x.size() - 2;
+  std::vector<int64_t> out_shape = node.attr_ints("output_shape");
+  if (out_shape.size() == x.size())
+    out_shape.erase(out_shape.begin(), out_shape.begin() + 2);  // [N, C, ...] form
+  if (out_shape.size() != r)
+    fail_node(node, fmt::format("output_shape [{}] must give {} spatial dims for X {}",
+                                fmt::join(node.attr_ints("output_shape"), ","), r, shape_str(x)));
+  for (int64_t v : out_shape)
+    if (v < 0)
+      fail_node(node,
+                fmt::format("output_shape [{}] has a negative dim", fmt::join(out_shape, ",")));
+  return out_shape;
+}
+
+}  // namespace
+
 // Each input element scatters W's window into the output at in_index * stride - pad_begin.
 // The end pad comes out negative when output_shape asks for more than the scattered area;
 // the rest is bias only.
@@ -314,19 +336,7 @@ ConvShapes conv_transpose_shapes(const Node& node, const Shape& x, const Shape& 
   g.pad_begin.assign(r, 0);
   g.pad_end.assign(r, 0);
   g.out.assign(r, 0);
-  std::vector<int64_t> out_shape;
-  if (node.has_attr("output_shape")) {
-    out_shape = node.attr_ints("output_shape");
-    if (out_shape.size() == x.size())
-      out_shape.erase(out_shape.begin(), out_shape.begin() + 2);  // [N, C, ...] form
-    if (out_shape.size() != r)
-      fail_node(node, fmt::format("output_shape [{}] must give {} spatial dims for X {}",
-                                  fmt::join(node.attr_ints("output_shape"), ","), r, shape_str(x)));
-    for (int64_t v : out_shape)
-      if (v < 0)
-        fail_node(node,
-                  fmt::format("output_shape [{}] has a negative dim", fmt::join(out_shape, ",")));
-  }
+  const std::vector<int64_t> out_shape = output_shape_attr(node, x);
   std::vector<int64_t> pads = ints_attr(node, "pads", 2 * r, 0, 0, x);
   for (size_t i = 0; i < r; ++i) {
     int64_t ek = add_ck(node, mul_ck(node, g.kernel[i] - 1, g.dilation[i]), 1);

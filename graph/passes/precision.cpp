@@ -90,17 +90,11 @@ void round_floats(const float* src, uint16_t* dst, int64_t n, DType to) {
   }
 }
 
-int convert_precision(Graph& g, DType to) {
-  if (to == DType::Float32) return 0;
-  BRAZE_CHECK(is_half(to), "convert_precision: target must be a half type");
-  const OpDef* cast = find_op("", "Cast");
-  BRAZE_CHECK(cast != nullptr, "Cast is not registered");
-  const int64_t onnx_to = dtype_to_onnx(to), onnx_f32 = dtype_to_onnx(DType::Float32);
-  const std::string suffix = to == DType::Float16 ? "_fp16" : "_bf16";
+namespace {
 
-  // Weights read as a product's B are rounded as they are stored k-major.
-  store_weights_k_major_as(g, to);
-  // Constants that something reads, except those some node reads as a shape or size.
+// Float32 constants that something reads, except those some node reads as a shape or size,
+// rounded to `to`.
+void round_float_weights(Graph& g, DType to) {
   std::vector<bool> shape_read(g.num_values(), false), read(g.num_values(), false);
   for (const auto& o : g.outputs()) read[o.value] = true;
   for (size_t i = 0; i < g.num_nodes(); ++i) {
@@ -123,7 +117,12 @@ int convert_precision(Graph& g, DType to) {
     v.constant = std::make_shared<const Tensor>(round_floats(*v.constant, to));
     v.dtype = to;
   });
-  // Attributes that name float32 as the dtype to produce.
+}
+
+// Attributes that name float32 as the dtype to produce (Cast's and EyeLike's), and
+// ConstantOfShape's float32 value.
+void retarget_float_attributes(Graph& g, DType to) {
+  const int64_t onnx_to = dtype_to_onnx(to), onnx_f32 = dtype_to_onnx(DType::Float32);
   for (size_t i = 0; i < g.num_nodes(); ++i) {
     Node& n = g.node(static_cast<NodeId>(i));
     if (n.dead) continue;
@@ -142,30 +141,52 @@ int convert_precision(Graph& g, DType to) {
       }
     }
   }
-  // Float32 inputs enter through a Cast.
-  std::vector<DType> out_dtypes;
-  for (const auto& o : g.outputs()) out_dtypes.push_back(g.value(o.value).dtype);
+}
+
+// Float32 inputs enter through a Cast to `to`.
+void cast_float_inputs(Graph& g, const OpDef* cast, DType to, const std::string& suffix) {
   for (ValueId in : std::vector<ValueId>(g.inputs())) {
     if (g.value(in).dtype != DType::Float32) continue;
     const Value v = g.value(in);
     ValueId h = g.add_value(g.unique_name(v.name + suffix), to, v.shape);
     g.value(h).has_shape = v.has_shape;
     g.replace_all_uses(in, h);
-    g.add_node(cast, g.unique_name("Cast_" + v.name + suffix), {in}, {h}, {{"to", onnx_to}});
+    g.add_node(cast, g.unique_name("Cast_" + v.name + suffix), {in}, {h},
+               {{"to", dtype_to_onnx(to)}});
   }
-  infer_graph(g);
-  // Outputs that were float32 leave through a Cast back.
+}
+
+// Outputs that were float32 (`was`, one per output) leave through a Cast back.
+void cast_outputs_back(Graph& g, const OpDef* cast, const std::vector<DType>& was) {
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     ValueId o = g.outputs()[i].value;
-    if (out_dtypes[i] != DType::Float32 || g.value(o).dtype == DType::Float32) continue;
+    if (was[i] != DType::Float32 || g.value(o).dtype == DType::Float32) continue;
     const Value v = g.value(o);
     ValueId f = g.add_value(g.unique_name(v.name + "_fp32"), DType::Float32, v.shape);
     g.value(f).has_shape = v.has_shape;
-    NodeId c =
-        g.add_node(cast, g.unique_name("Cast_" + v.name + "_fp32"), {o}, {f}, {{"to", onnx_f32}});
+    NodeId c = g.add_node(cast, g.unique_name("Cast_" + v.name + "_fp32"), {o}, {f},
+                          {{"to", dtype_to_onnx(DType::Float32)}});
     infer_node(g, c);
     g.set_output_value(i, f);
   }
+}
+
+}  // namespace
+
+int convert_precision(Graph& g, DType to) {
+  if (to == DType::Float32) return 0;
+  BRAZE_CHECK(is_half(to), "convert_precision: target must be a half type");
+  const OpDef* cast = find_op("", "Cast");
+  BRAZE_CHECK(cast != nullptr, "Cast is not registered");
+  // Weights read as a product's B are rounded as they are stored k-major.
+  store_weights_k_major_as(g, to);
+  round_float_weights(g, to);
+  retarget_float_attributes(g, to);
+  std::vector<DType> out_dtypes;
+  for (const auto& o : g.outputs()) out_dtypes.push_back(g.value(o.value).dtype);
+  cast_float_inputs(g, cast, to, to == DType::Float16 ? "_fp16" : "_bf16");
+  infer_graph(g);
+  cast_outputs_back(g, cast, out_dtypes);
   int converted = 0;
   for (size_t i = 0; i < g.num_values(); ++i)
     if (g.value(static_cast<ValueId>(i)).dtype == to) ++converted;

@@ -136,9 +136,13 @@ int64_t IndexEvaluator::eval(IndexId id, const std::vector<int64_t>& out) const 
   throw InternalError("index map: unknown op");
 }
 
+void IndexEvaluator::bind(const std::vector<int64_t>& out) {
+  for (size_t t = 0; t < temps_.size(); ++t) temps_[t] = eval(m_.temps()[t], out);
+}
+
 const IndexSource& IndexEvaluator::locate(const std::vector<int64_t>& out,
                                           std::vector<int64_t>& in) {
-  for (size_t t = 0; t < temps_.size(); ++t) temps_[t] = eval(m_.temps()[t], out);
+  bind(out);
   for (const IndexMap::Region& r : m_.regions()) {
     if (r.when != IndexMap::kAlways && !eval(r.when, out)) continue;
     in.resize(r.source.coords.size());
@@ -146,6 +150,24 @@ const IndexSource& IndexEvaluator::locate(const std::vector<int64_t>& out,
     return r.source;
   }
   throw InternalError("index map: no region holds the element");
+}
+
+uint64_t index_dims(const IndexMap& m, IndexId e) {
+  const IndexNode& n = m.at(e);
+  switch (n.op) {
+    case IndexOp::Coord:
+      if (n.value >= 64) throw InternalError("index map: more than 64 output dims");
+      return uint64_t{1} << n.value;
+    case IndexOp::Const:
+      return 0;
+    case IndexOp::Temp:
+      return index_dims(m, m.temps().at(static_cast<size_t>(n.value)));
+    default: {
+      uint64_t d = 0;
+      for (IndexId a : n.args) d |= index_dims(m, a);
+      return d;
+    }
+  }
 }
 
 std::optional<AffineIndex> affine_index(const IndexMap& m, IndexId e, size_t rank) {

@@ -154,6 +154,8 @@ class IndexEvaluator {
   explicit IndexEvaluator(const IndexMap& m) : m_(m), temps_(m.temps().size()) {}
   // The source of the element at `out`; `in` receives its coordinates.
   const IndexSource& locate(const std::vector<int64_t>& out, std::vector<int64_t>& in);
+  // Computes the temporaries at `out`, which eval then reads.
+  void bind(const std::vector<int64_t>& out);
   int64_t eval(IndexId id, const std::vector<int64_t>& out) const;
 
  private:
@@ -168,5 +170,8 @@ struct AffineIndex {
   std::vector<int64_t> coeff;
 };
 std::optional<AffineIndex> affine_index(const IndexMap& m, IndexId e, size_t rank);
+
+// The output dims expression e reads, as a bit set (bit d: output coordinate d); rank ≤ 64.
+uint64_t index_dims(const IndexMap& m, IndexId e);
 
 }  // namespace braze::graph

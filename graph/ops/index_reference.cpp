@@ -1,8 +1,10 @@
 // The reference implementation of every data-movement op: its index map (graph/index_map.h)
 // applied to raw bytes. Maps whose regions are boxes read through affine coordinates
 // (Transpose, Expand, Slice, Split, Concat) run as strided copies, a same-order map (Reshape …)
-// as one memcpy, and the rest (Tile, Pad, DepthToSpace …) element by element through the
-// evaluator.
+// as one memcpy, maps whose expressions each read one output dim (Tile, Pad) element by element
+// through per-dim tables, and the rest (DepthToSpace, SpaceToDepth) through the evaluator.
+#include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -143,6 +145,109 @@ bool copy_boxes(const IndexMap& m, const std::vector<const Tensor*>& in, Tensor&
   return true;
 }
 
+// An expression of one output dim at most, as a table over that dim's coordinates (dim -1: a
+// constant, one entry).
+struct AxisTable {
+  int dim = -1;
+  std::vector<int64_t> values;
+  int64_t at(const std::vector<int64_t>& o) const {
+    return values[dim < 0 ? 0 : static_cast<size_t>(o[static_cast<size_t>(dim)])];
+  }
+};
+
+std::optional<AxisTable> tabulate(const IndexMap& m, IndexEvaluator& ev, IndexId e,
+                                  const Shape& out) {
+  const uint64_t dims = index_dims(m, e);
+  if (dims & (dims - 1)) return std::nullopt;  // more than one dim
+  AxisTable t;
+  std::vector<int64_t> o(out.size(), 0);
+  if (dims == 0) {
+    ev.bind(o);
+    t.values = {ev.eval(e, o)};
+    return t;
+  }
+  t.dim = std::countr_zero(dims);
+  for (int64_t c = 0; c < out[static_cast<size_t>(t.dim)]; ++c) {
+    o[static_cast<size_t>(t.dim)] = c;
+    ev.bind(o);  // temporaries of other dims see 0 there, and e reads none of them
+    t.values.push_back(ev.eval(e, o));
+  }
+  return t;
+}
+
+// A region whose condition is a conjunction of terms and whose source coordinates each read
+// one output dim at most (Tile, Pad): tables per dim.
+struct AxisRegion {
+  std::vector<AxisTable> when;  // all non-zero: the region holds
+  int input = 0;
+  std::vector<AxisTable> coords;
+};
+
+std::optional<std::vector<AxisRegion>> axis_regions(const IndexMap& m, const Shape& out) {
+  IndexEvaluator ev(m);
+  std::vector<AxisRegion> regions;
+  for (const IndexMap::Region& r : m.regions()) {
+    AxisRegion a;
+    a.input = r.source.input;
+    std::vector<IndexId> terms;
+    if (r.when != IndexMap::kAlways)
+      terms = m.at(r.when).op == IndexOp::And ? m.at(r.when).args : std::vector<IndexId>{r.when};
+    for (IndexId t : terms) {
+      std::optional<AxisTable> tab = tabulate(m, ev, t, out);
+      if (!tab) return std::nullopt;
+      a.when.push_back(std::move(*tab));
+    }
+    for (IndexId c : r.source.coords) {
+      std::optional<AxisTable> tab = tabulate(m, ev, c, out);
+      if (!tab) return std::nullopt;
+      a.coords.push_back(std::move(*tab));
+    }
+    regions.push_back(std::move(a));
+  }
+  return regions;
+}
+
+// Element by element through per-dim tables; false (nothing written) where the map's
+// expressions read several output dims at once (DepthToSpace's channel).
+bool copy_by_axes(const IndexMap& m, const std::vector<const Tensor*>& in, Tensor& y) {
+  const Shape& out = y.shape();
+  if (out.size() > 64) return false;
+  std::optional<std::vector<AxisRegion>> regions = axis_regions(m, out);
+  if (!regions) return false;
+  const size_t es = dtype_size(y.dtype());
+  const std::vector<unsigned char> zero(es, 0);
+  std::vector<int64_t> o(out.size(), 0);
+  unsigned char* dp = bytes(y);
+  for (int64_t k = 0, n = y.numel(); k < n; ++k) {
+    const AxisRegion* r = nullptr;
+    for (const AxisRegion& a : *regions)
+      if (std::all_of(a.when.begin(), a.when.end(), [&](const AxisTable& t) { return t.at(o); })) {
+        r = &a;
+        break;
+      }
+    if (!r) throw InternalError("index map: no region holds the element");
+    const unsigned char* from = zero.data();
+    if (r->input != IndexSource::kZero) {
+      const Tensor& x = *in.at(static_cast<size_t>(r->input));
+      int64_t at = 0;
+      for (size_t d = 0; d < r->coords.size(); ++d) {
+        const int64_t c = r->coords[d].at(o), size = x.shape()[d];
+        if (c < 0 || c >= size)
+          throw InternalError(
+              fmt::format("index map reads coordinate {} of dim {} of size {}", c, d, size));
+        at = at * size + c;
+      }
+      from = bytes(x) + static_cast<size_t>(at) * es;
+    }
+    std::memcpy(dp + static_cast<size_t>(k) * es, from, es);
+    for (size_t d = out.size(); d-- > 0;) {
+      if (++o[d] < out[d]) break;
+      o[d] = 0;
+    }
+  }
+  return true;
+}
+
 // Element by element: each output coordinate through the evaluator.
 void copy_elements(const IndexMap& m, const std::vector<const Tensor*>& in, Tensor& y) {
   const int64_t n = y.numel();
@@ -197,10 +302,12 @@ void index_map_reference(RefCtx& ctx) {
   for (size_t o = 0; o < ctx.num_outputs(); ++o) {
     if (!ctx.has_output(o)) continue;
     Tensor& y = ctx.output(o);
+    // Nothing to copy; a zero-size output may still be huge along one dim (no tables).
+    if (y.numel() == 0) continue;
     const IndexMap m = ctx.node().op->index_map(index_map_args(ctx, o));
     if (m.same_order) {
       if (y.nbytes()) std::memcpy(y.raw(), in.at(0)->raw(), y.nbytes());
-    } else if (!copy_boxes(m, in, y)) {
+    } else if (!copy_boxes(m, in, y) && !copy_by_axes(m, in, y)) {
       copy_elements(m, in, y);
     }
   }

@@ -566,13 +566,16 @@ class Partitioner {
       // kernel) joins its only consumer's kernel when that computes no more elements than it
       // has: Conv -> Clip writes the clipped value, not the convolution and then the clip.
       // Both shapes static: a data-dependent one (Range's) sends the group to the CPU.
-      const graph::Value& out = g_.value(g_.node(n).outputs[0]);
-      const bool loop_into_consumer = lower_.index_map(pn) && users_[v].size() == 1 &&
-                                      g_.value(v).has_shape && out.has_shape &&
-                                      checked_numel(out.shape) <= checked_numel(g_.value(v).shape);
+      auto loop_into_consumer = [&] {
+        const ValueId o = g_.node(n).outputs[0];
+        if (!lower_.index_map(pn) || users_[v].size() != 1 || o == kNoValue) return false;
+        const graph::Value& out = g_.value(o);
+        return g_.value(v).has_shape && out.has_shape &&
+               checked_numel(out.shape) <= checked_numel(g_.value(v).shape);
+      };
       const bool joins = gp.kind == GroupKind::Pointwise
-                             ? is_light(pn) || loop_into_consumer
-                             : gp.kind == GroupKind::Opaque && single(p) && loop_into_consumer;
+                             ? is_light(pn) || loop_into_consumer()
+                             : gp.kind == GroupKind::Opaque && single(p) && loop_into_consumer();
       if (!joins) continue;
       // A value with consumers in other kernels joins too: it is written once by this
       // kernel and read there, and its consumers here read it in registers.

@@ -207,70 +207,27 @@ std::optional<std::vector<AxisRegion>> axis_regions(const IndexMap& m, const Sha
   return regions;
 }
 
-// Element by element through per-dim tables; false (nothing written) where the map's
-// expressions read several output dims at once (DepthToSpace's channel).
-bool copy_by_axes(const IndexMap& m, const std::vector<const Tensor*>& in, Tensor& y) {
-  const Shape& out = y.shape();
-  if (out.size() > 64) return false;
-  std::optional<std::vector<AxisRegion>> regions = axis_regions(m, out);
-  if (!regions) return false;
+// Copies y element by element: locate(o, src) gives the input element o comes from (kZero:
+// zero) and writes its coordinates to src.
+template <typename Locate>
+void copy_located(const std::vector<const Tensor*>& in, Tensor& y, Locate&& locate) {
   const size_t es = dtype_size(y.dtype());
   const std::vector<unsigned char> zero(es, 0);
-  std::vector<int64_t> o(out.size(), 0);
-  unsigned char* dp = bytes(y);
-  for (int64_t k = 0, n = y.numel(); k < n; ++k) {
-    const AxisRegion* r = nullptr;
-    for (const AxisRegion& a : *regions)
-      if (std::all_of(a.when.begin(), a.when.end(), [&](const AxisTable& t) { return t.at(o); })) {
-        r = &a;
-        break;
-      }
-    if (!r) throw InternalError("index map: no region holds the element");
-    const unsigned char* from = zero.data();
-    if (r->input != IndexSource::kZero) {
-      const Tensor& x = *in.at(static_cast<size_t>(r->input));
-      int64_t at = 0;
-      for (size_t d = 0; d < r->coords.size(); ++d) {
-        const int64_t c = r->coords[d].at(o), size = x.shape()[d];
-        if (c < 0 || c >= size)
-          throw InternalError(
-              fmt::format("index map reads coordinate {} of dim {} of size {}", c, d, size));
-        at = at * size + c;
-      }
-      from = bytes(x) + static_cast<size_t>(at) * es;
-    }
-    std::memcpy(dp + static_cast<size_t>(k) * es, from, es);
-    for (size_t d = out.size(); d-- > 0;) {
-      if (++o[d] < out[d]) break;
-      o[d] = 0;
-    }
-  }
-  return true;
-}
-
-// Element by element: each output coordinate through the evaluator.
-void copy_elements(const IndexMap& m, const std::vector<const Tensor*>& in, Tensor& y) {
-  const int64_t n = y.numel();
-  if (n == 0) return;
-  const size_t es = dtype_size(y.dtype());
-  const std::vector<unsigned char> zero(es, 0);
-  std::vector<std::vector<int64_t>> strides;
-  for (const Tensor* t : in) strides.push_back(t ? contiguous_strides(t->shape()) : Shape{});
-  IndexEvaluator ev(m);
   const Shape& out = y.shape();
   std::vector<int64_t> o(out.size(), 0), src;
   unsigned char* dp = bytes(y);
-  for (int64_t k = 0; k < n; ++k) {
-    const IndexSource& s = ev.locate(o, src);
+  for (int64_t k = 0, n = y.numel(); k < n; ++k) {
+    const int input = locate(o, src);
     const unsigned char* from = zero.data();
-    if (s.input != IndexSource::kZero) {
-      const Tensor& x = *in.at(static_cast<size_t>(s.input));
+    if (input != IndexSource::kZero) {
+      const Tensor& x = *in.at(static_cast<size_t>(input));
       int64_t at = 0;
       for (size_t d = 0; d < src.size(); ++d) {
-        if (src[d] < 0 || src[d] >= x.shape()[d])
-          throw InternalError(fmt::format("index map reads coordinate {} of dim {} of size {}",
-                                          src[d], d, x.shape()[d]));
-        at += src[d] * strides[static_cast<size_t>(s.input)][d];
+        const int64_t size = x.shape()[d];
+        if (src[d] < 0 || src[d] >= size)
+          throw InternalError(
+              fmt::format("index map reads coordinate {} of dim {} of size {}", src[d], d, size));
+        at = at * size + src[d];
       }
       from = bytes(x) + static_cast<size_t>(at) * es;
     }
@@ -280,6 +237,33 @@ void copy_elements(const IndexMap& m, const std::vector<const Tensor*>& in, Tens
       o[d] = 0;
     }
   }
+}
+
+// Through per-dim tables; false (nothing written) where the map's expressions read several
+// output dims at once (DepthToSpace's channel).
+bool copy_by_axes(const IndexMap& m, const std::vector<const Tensor*>& in, Tensor& y) {
+  if (y.shape().size() > 64) return false;
+  std::optional<std::vector<AxisRegion>> regions = axis_regions(m, y.shape());
+  if (!regions) return false;
+  copy_located(in, y, [&](const std::vector<int64_t>& o, std::vector<int64_t>& src) {
+    for (const AxisRegion& a : *regions) {
+      if (!std::all_of(a.when.begin(), a.when.end(), [&](const AxisTable& t) { return t.at(o); }))
+        continue;
+      src.resize(a.coords.size());
+      for (size_t d = 0; d < src.size(); ++d) src[d] = a.coords[d].at(o);
+      return a.input;
+    }
+    throw InternalError("index map: no region holds the element");
+  });
+  return true;
+}
+
+// Each output coordinate through the evaluator.
+void copy_elements(const IndexMap& m, const std::vector<const Tensor*>& in, Tensor& y) {
+  IndexEvaluator ev(m);
+  copy_located(in, y, [&](const std::vector<int64_t>& o, std::vector<int64_t>& src) {
+    return ev.locate(o, src).input;
+  });
 }
 
 }  // namespace

@@ -19,9 +19,13 @@ Prints one table per row and a summary; writes models.json and models.md under -
 
   python3 bench/models.py --braze build-gpu/cli/braze --out OUTDIR [--only bert-b1,gpt2-*]
                           [--no-tune] [--no-compile-default] [--export-only] [--small]
+                          [--no-torch] [--base OTHER_BRAZE]
 
 --small exports each row at its model's smallest shape (batch 1, 32 tokens or 64x64 images) for
 scripts/gpu_check.sh, which runs compute-sanitizer over them.
+
+--base times another braze build (an older commit's) on the same exports, alternated with this
+one, for a before / after ratio measured in one run; --no-torch skips PyTorch's timings.
 
 Exporting and torch.compile take minutes: pick rows with --only (names or shell patterns).
 """
@@ -196,6 +200,8 @@ def braze_row(args, row_dir, onnx_path, input_files, precision, cache_dir):
             continue
         r[which] = json.load(open(js))
         r[f"{which}_ms"] = r[which]["latency_us"]["median"] / 1e3
+    if args.base and "heuristic_ms" in r:
+        r.update(base_row(args, row_dir, onnx_path, input_files, precision, engine, env))
     out_dir = os.path.join(row_dir, "braze_out")
     p = subprocess.run([args.braze, "run", engine, "--inputs"] + input_files + ["--outputs", out_dir],
                        capture_output=True, text=True, env=env)
@@ -203,6 +209,35 @@ def braze_row(args, row_dir, onnx_path, input_files, precision, cache_dir):
         r["run_error"] = (p.stdout + p.stderr)[-1500:]
     else:
         r["out_file"] = os.path.join(out_dir, "out.npy")
+    return r
+
+
+def base_row(args, row_dir, onnx_path, input_files, precision, engine, env):
+    """--base: the same export compiled by another braze build (its own kernel cache), then
+    both engines' `braze bench` alternated twice more; each side's best median. The ratio
+    braze / base is this run's measure of a change (below 1: this build is faster)."""
+    r = {}
+    base_env = dict(env, XDG_CACHE_HOME=os.path.join(row_dir, "cache_base"))
+    shutil.rmtree(base_env["XDG_CACHE_HOME"], ignore_errors=True)
+    base_engine = os.path.join(row_dir, "model_base.braze")
+    p = subprocess.run([args.base, "compile", onnx_path, "-o", base_engine, "--precision", precision],
+                       capture_output=True, text=True, env=base_env)
+    if p.returncode != 0:
+        r["base_error"] = f"compile: {(p.stdout + p.stderr)[-1500:]}"
+        return r
+    medians = {"head": [], "base": []}
+    for i in range(2):
+        for side, exe, eng, e in (("base", args.base, base_engine, base_env), ("head", args.braze, engine, env)):
+            js = os.path.join(row_dir, f"bench_{side}_{i}.json")
+            p = subprocess.run([exe, "bench", eng, "--inputs"] + input_files + ["--json", js, "--iters", "100"],
+                               capture_output=True, text=True, env=e)
+            if p.returncode != 0:
+                r["base_error"] = f"bench ({side}): {(p.stdout + p.stderr)[-1500:]}"
+                return r
+            medians[side].append(json.load(open(js))["latency_us"]["median"] / 1e3)
+    r["base_ms"] = min(medians["base"])
+    r["paired_ms"] = min(medians["head"])
+    r["vs_base"] = r["paired_ms"] / r["base_ms"]
     return r
 
 
@@ -318,7 +353,7 @@ def run_row(args, name, results):
     row.update(braze_row(args, row_dir, onnx_path, input_files, precision, os.path.join(row_dir, "cache")))
     if "out_file" in row:
         row["rel_l2"] = rel_l2(np.load(row["out_file"]), want)
-    if DEV == "cuda":
+    if DEV == "cuda" and not args.no_torch:
         row.update(torch_row(args, model, inputs, precision))
         best = row.get("tuned_ms", row.get("heuristic_ms"))
         if best:
@@ -348,7 +383,10 @@ def print_row(name, r):
     print(f"\n== {name} ({r.get('row_s', 0):.0f} s): export {r.get('export_s', 0):.0f} s, compile cold {r.get('compile_cold_s', 0):.2f} s, "
           f"warm {r.get('compile_warm_s', 0):.2f} s, kernels {r.get('kernels', '-')}, GEMM schedules "
           f"{r.get('schedules', {})}, rel L2 {r.get('rel_l2', float('nan')):.2e}", flush=True)
-    for k in ("error", "heuristic_error", "tuned_error", "run_error", "attention_error"):
+    if "vs_base" in r:
+        print(f"   paired with --base: braze {r['paired_ms']:.3f} ms, base {r['base_ms']:.3f} ms, "
+              f"braze / base {r['vs_base']:.3f}", flush=True)
+    for k in ("error", "heuristic_error", "tuned_error", "run_error", "attention_error", "base_error"):
         if k in r:
             print(f"   {k}: {r[k]}")
     print(f"   braze heuristic {fmt_ms(r.get('heuristic_ms'))} ms, tuned {fmt_ms(r.get('tuned_ms'))} ms; "
@@ -375,19 +413,26 @@ def print_row(name, r):
 
 
 def write_markdown(results, path):
-    lines = [f"Measured {results['date']} on {results['device']}, torch {results['torch']}, braze {results['braze']}.",
+    lines = [f"Measured {results['date']} on {results['device']}, torch {results['torch']}, {results['braze']}.",
              "", "| row | braze heuristic | braze tuned | eager | torch.compile | reduce-overhead | reduce-overhead ÷ braze (speed-up) | rel L2 | compile cold / warm | GEMM schedules | worst GEMM ÷ torch.matmul | worst attention ÷ SDPA |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, r in results["rows"].items():
         worst = max((g["ratio"] for g in r.get("gemms", [])), default=None)
         worst_att = max((a["ratio"] for a in r.get("attention", [])), default=None)
+        speedup = f"{r['vs_reduce_overhead']:.2f}x" if "vs_reduce_overhead" in r else "-"
         lines.append(f"| {name} | {fmt_ms(r.get('heuristic_ms'))} | {fmt_ms(r.get('tuned_ms'))} | {fmt_ms(r.get('eager_ms'))} | "
                      f"{fmt_ms(r.get('compile_ms'))} | {fmt_ms(r.get('reduce_overhead_ms'))} | "
-                     f"{r.get('vs_reduce_overhead', 0):.2f}x | {r.get('rel_l2', float('nan')):.1e} | "
+                     f"{speedup} | {r.get('rel_l2', float('nan')):.1e} | "
                      f"{r.get('compile_cold_s', 0):.2f} / {r.get('compile_warm_s', 0):.2f} s | "
                      f"{', '.join(f'{k} {v}' for k, v in r.get('schedules', {}).items())} | "
                      f"{'-' if worst is None else f'{worst:.2f}x'} | "
                      f"{'-' if worst_att is None else f'{worst_att:.2f}x'} |")
+    if results.get("base"):
+        lines += ["", f"Paired with --base ({results['base']}): each engine's best median of its bench runs, alternated.",
+                  "", "| row | braze | base | braze ÷ base |", "| --- | --- | --- | --- |"]
+        for name, r in results["rows"].items():
+            lines.append(f"| {name} | {fmt_ms(r.get('paired_ms'))} | {fmt_ms(r.get('base_ms'))} | "
+                         f"{r['vs_base']:.3f} |" if "vs_base" in r else f"| {name} | - | - | {r.get('base_error', '-')[:80]} |")
     open(path, "w").write("\n".join(lines) + "\n")
 
 
@@ -399,14 +444,23 @@ def main():
     ap.add_argument("--no-tune", action="store_true", help="skip braze bench --tune")
     ap.add_argument("--no-compile-default", action="store_true",
                     help="time torch.compile only with mode=reduce-overhead")
+    ap.add_argument("--no-torch", action="store_true",
+                    help="no PyTorch timings (eager, torch.compile, torch.matmul, SDPA); the "
+                         "float32 reference output is still computed")
+    ap.add_argument("--base", default="", metavar="BRAZE",
+                    help="another braze build timed on the same exports, alternated with this one")
     ap.add_argument("--export-only", action="store_true", help="export the models and write the inputs")
     ap.add_argument("--small", action="store_true", help="each row at its model's smallest shape (gpu_check.sh)")
     args = ap.parse_args()
     args.braze = os.path.abspath(args.braze)
+    base_ver = ""
+    if args.base:
+        args.base = os.path.abspath(args.base)
+        base_ver = subprocess.run([args.base, "--version"], capture_output=True, text=True).stdout.strip()
     os.makedirs(args.out, exist_ok=True)
     ver = subprocess.run([args.braze, "--version"], capture_output=True, text=True).stdout.strip()
     results = {"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu",
-               "torch": torch.__version__, "braze": ver, "rows": {}}
+               "torch": torch.__version__, "braze": ver, "base": base_ver, "rows": {}}
     picked = [n for n in ROWS if not args.only or any(fnmatch.fnmatchcase(n, p) for p in args.only.split(","))]
     if not picked:
         sys.exit(f"--only {args.only}: no row matches (rows: {', '.join(ROWS)})")

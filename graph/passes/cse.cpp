@@ -52,20 +52,24 @@ int merge_constants(Graph& g) {
     for (ValueId v : n.inputs)
       if (v != kNoValue) used[v] = true;
   }
+  // Each small constant maps to the first equal one; then one sweep moves the inputs.
   std::map<std::string, ValueId> first;
-  int merged = 0;
+  std::vector<ValueId> to(g.num_values(), kNoValue);
+  bool any = false;
   for (size_t i = 0; i < g.num_values(); ++i) {
     const Value& v = g.value(static_cast<ValueId>(i));
     if (!used[i] || !v.constant || v.constant->nbytes() > kMaxMergedConstantBytes) continue;
     auto [it, fresh] = first.emplace(constant_key(*v.constant), static_cast<ValueId>(i));
-    if (fresh) continue;
-    // Only node inputs move: a graph output keeps its own value.
-    for (size_t k = 0; k < g.num_nodes(); ++k) {
-      Node& n = g.node(static_cast<NodeId>(k));
-      if (n.dead) continue;
-      for (ValueId& in : n.inputs)
-        if (in == static_cast<ValueId>(i)) in = it->second, ++merged;
-    }
+    if (!fresh) to[i] = it->second, any = true;
+  }
+  if (!any) return 0;
+  // Only node inputs move: a graph output keeps its own value.
+  int merged = 0;
+  for (size_t k = 0; k < g.num_nodes(); ++k) {
+    Node& n = g.node(static_cast<NodeId>(k));
+    if (n.dead) continue;
+    for (ValueId& in : n.inputs)
+      if (in != kNoValue && to[in] != kNoValue) in = to[in], ++merged;
   }
   return merged;
 }
@@ -90,8 +94,14 @@ int eliminate_common_subexpressions(Graph& g) {
   const std::vector<std::vector<NodeId>> users = g.users();
   // Candidates share op and first input; bucket by those to avoid a quadratic scan.
   std::map<std::pair<const OpDef*, ValueId>, std::vector<NodeId>> buckets;
+  // A merged node's outputs stand for the first node's: nodes come in topological order, so
+  // each node's inputs are renamed through this before it is compared (one sweep, where
+  // rewiring every use at each merge would scan the whole graph per merge).
+  std::vector<ValueId> same_as(g.num_values(), kNoValue);
   for (NodeId id : g.topo_order()) {
     Node& n = g.node(id);
+    for (ValueId& in : n.inputs)
+      if (in != kNoValue && same_as[in] != kNoValue) in = same_as[in];
     if (n.op->name == "Dropout") continue;  // may be random in training mode
     if (view_of_products(g, users, n)) continue;
     ValueId key_in = n.inputs.empty() ? kNoValue : n.inputs[0];
@@ -110,10 +120,9 @@ int eliminate_common_subexpressions(Graph& g) {
     bool replaced = false;
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       if (n.outputs[i] == kNoValue) continue;
-      // Nodes are visited in topological order, so later nodes' inputs are rewired before
-      // they are bucketed. Graph outputs keep their value: skip nodes producing them.
+      // Graph outputs keep their value: skip nodes producing them.
       if (g.is_graph_output(n.outputs[i])) continue;
-      g.replace_all_uses(n.outputs[i], m.outputs[i]);
+      same_as[n.outputs[i]] = m.outputs[i];
       replaced = true;
     }
     if (replaced) ++changed;

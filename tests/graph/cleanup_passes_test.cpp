@@ -43,6 +43,27 @@ TEST(CleanupPasses, IdenticalNodesMergeButNotThoseWithOtherAttributesOrInputs) {
   test::expect_same_outputs(before, after, 11, test::Match::Exact);
 }
 
+// A merge's outputs stand for the first node's in every later node, in one sweep: the
+// duplicates of merged nodes merge too, equal small constants become one, and a graph output
+// keeps its own producer.
+TEST(CleanupPasses, MergesCarryThroughChainsAndEqualConstantsBecomeOne) {
+  const graph::Graph before = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[3,4] x) => (float[3,4] y, float[3,4] w) {
+      k0 = Constant <value = float[4] {1, 2, 3, 4}> ()  k1 = Constant <value = float[4] {1, 2, 3, 4}> ()
+      a = Relu(x)  b = Relu(x)  c = Add(a, k0)  d = Add(b, k1)  e = Neg(c)  f = Neg(d)
+      ef = Mul(e, f)  y = Sigmoid(ef)  w = Sigmoid(ef) })");
+  graph::Graph after = before;
+  graph::passes::fold_constants(after);  // the Constant nodes become constant values
+  EXPECT_EQ(graph::passes::eliminate_common_subexpressions(after), 4);  // k1, Relu, Add, Neg
+  graph::passes::eliminate_dead_code(after);
+  const std::map<std::string, int> ops = graph::passes::op_counts(after);
+  EXPECT_EQ(ops.at("Relu"), 1);
+  EXPECT_EQ(ops.at("Add"), 1);
+  EXPECT_EQ(ops.at("Neg"), 1);
+  EXPECT_EQ(ops.at("Sigmoid"), 2);  // both produce graph outputs
+  test::expect_same_outputs(before, after, 11, test::Match::Exact);
+}
+
 TEST(CleanupPasses, DeadNodesGoAndEveryOutputsProducerStays) {
   const graph::Graph before = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
     g (float[3,4] x) => (float[3,4] y, float[3,4] x2) {

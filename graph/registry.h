@@ -27,11 +27,19 @@ namespace braze::graph {
 enum class FusionKind { ElemWise, Broadcast, Injective, Reduce, OutEWiseFusable, Opaque };
 std::string_view fusion_kind_name(FusionKind k);
 
+// What an attribute means beyond its value, for passes that act on it without naming ops.
+enum class AttrRole : uint8_t {
+  None,
+  OutputDType,  // an ONNX dtype code the output takes (Cast's `to`, EyeLike's `dtype`)
+  OutputValue,  // a one-element tensor the output is filled with, of its dtype (ConstantOfShape)
+};
+
 struct AttrSpec {
   std::string name;
   AttrType type;
   std::optional<AttrValue> default_value;  // nullopt: optional without default or required
   bool required = false;
+  AttrRole role = AttrRole::None;
 };
 
 class InferCtx;
@@ -51,6 +59,8 @@ using LayoutFn =
 // built with b, whose args are n's inputs; the reference executor evaluates it and codegen
 // renders it. Throws UserError for attributes the op does not take.
 using ScalarFn = std::function<ScalarId(ScalarBuilder& b, const Node& n)>;
+// True when this node's output 0 is its input 0 unchanged.
+using PassThroughFn = std::function<bool(const Graph& g, const Node& n)>;
 
 struct OpDef {
   std::string name;
@@ -75,6 +85,9 @@ struct OpDef {
   // difference far below the type's precision (x - y = 0.99998 in float, 1.0 in float16)
   // becomes a whole unit after it.
   bool rounds_half_inputs = false;
+  // May draw random numbers (Dropout in training mode): never merged with an equal node or
+  // folded at compile time.
+  bool may_be_random = false;
   UpgradeFn upgrade;
   InferFn infer;
   RefFn reference;
@@ -83,6 +96,14 @@ struct OpDef {
   // Data-movement ops: where each output element comes from (graph/index_map.h), for the
   // reference and codegen.
   IndexMapFn index_map;
+  // The index map moves each element once, keeping their order (Reshape, Flatten, Squeeze,
+  // Unsqueeze) or permuting dims (Transpose): codegen inverts it, so a GEMM epilogue stores
+  // through the op.
+  bool invertible_map = false;
+  // Ops that are sometimes the identity on input 0 (Identity always, Cast to the type its input
+  // has, Dropout in inference mode): eliminate_identities removes such a node, its other
+  // outputs (Dropout's mask) then all ones.
+  PassThroughFn passes_through;
 
   const AttrSpec* find_attr(std::string_view attr) const;
   bool is_shape_input(int i) const;

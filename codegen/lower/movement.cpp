@@ -49,9 +49,9 @@ void lower_movement_ops(LoweringTable& t) {
       t.add(*op).index = [op](CudaIndexCtx& ctx) {
         return render_index_map(ctx, op->index_map(index_map_args(ctx)));
       };
-  // Layout ops: a GEMM epilogue stores through them.
-  for (const char* name : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose"})
-    t.add(name).forward = forward_through_map;
+  // Layout ops whose map inverts: a GEMM epilogue stores through them.
+  for (const OpDef* op : all_ops())
+    if (op->invertible_map) t.add(*op).forward = forward_through_map;
   t.add("Trilu").index = trilu_index;
 }
 

@@ -263,6 +263,7 @@ void add_sign_and_logic_ops(std::vector<OpDef>& r) {
   r.back().rounds_half_inputs = true;
   r.push_back(unary("Not", DTypeSet{DType::Bool}, apply(S::Not)));
   r.push_back(unary("Identity", kAllTypes, [](ScalarBuilder& b, const Node&) { return b.arg(0); }));
+  r.back().passes_through = [](const Graph&, const Node&) { return true; };
 
   auto infer_bool = [](InferCtx& ctx) {
     ctx.set_dtype(0, DType::Bool);
@@ -465,7 +466,13 @@ OpDef cast_op() {
   d.name = "Cast";
   d.kind = FusionKind::ElemWise;
   // round_mode (opset 24) applies to float8e8m0 only, a type braze does not take.
-  d.attrs = {attr_req("to", AttrType::Int), attr_i("saturate", 1), attr_s("round_mode", "up")};
+  d.attrs = {with_role(attr_req("to", AttrType::Int), AttrRole::OutputDType), attr_i("saturate", 1),
+             attr_s("round_mode", "up")};
+  // A Cast to the type its input has already (what --precision leaves of an fp32 model's
+  // "compute this in float" casts) changes nothing.
+  d.passes_through = [](const Graph& g, const Node& n) {
+    return n.outputs[0] != kNoValue && g.value(n.inputs[0]).dtype == g.value(n.outputs[0]).dtype;
+  };
   d.infer = [](InferCtx& ctx) {
     auto dt = dtype_from_onnx(ctx.node().attr_int("to"));
     if (!dt)
@@ -538,6 +545,12 @@ OpDef dropout_op() {
   d.types = kFloatTypes;
   d.attrs = {attr_opt("seed", AttrType::Int)};
   d.shape_inputs = {1, 2};
+  d.may_be_random = true;
+  d.passes_through = [](const Graph& g, const Node& n) {  // inference mode
+    if (!n.has_input(2)) return true;
+    const Value& mode = g.value(n.inputs[2]);
+    return mode.constant && mode.constant->numel() == 1 && mode.constant->get_i64(0) == 0;
+  };
   d.upgrade = [](Graph& g, NodeId n) {
     // opset < 12: ratio attribute, inference unless is_test=0 (opset < 7, not imported).
     Node& node = g.node(n);

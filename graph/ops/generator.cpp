@@ -63,7 +63,7 @@ OpDef constant_of_shape_op() {
   OpDef d;
   d.name = "ConstantOfShape";
   d.since = 9;
-  d.attrs = {attr_opt("value", AttrType::Tensor)};
+  d.attrs = {with_role(attr_opt("value", AttrType::Tensor), AttrRole::OutputValue)};
   d.shape_inputs = {0};
   d.types = DTypeSet{DType::Int64};
   d.infer = [](InferCtx& ctx) {
@@ -239,7 +239,7 @@ OpDef eye_like_op() {
   OpDef d;
   d.name = "EyeLike";
   d.since = 9;
-  d.attrs = {attr_opt("dtype", AttrType::Int), attr_i("k", 0)};
+  d.attrs = {with_role(attr_opt("dtype", AttrType::Int), AttrRole::OutputDType), attr_i("k", 0)};
   d.infer = [](InferCtx& ctx) {
     const Node& n = ctx.node();
     DType dt = ctx.dtype(0);

@@ -32,6 +32,11 @@ inline AttrSpec attr_opt(std::string n, AttrType t) { return {std::move(n), t, s
 inline AttrSpec attr_req(std::string n, AttrType t) {
   return {std::move(n), t, std::nullopt, true};
 }
+// The same spec with what the attribute means (AttrRole).
+inline AttrSpec with_role(AttrSpec a, AttrRole role) {
+  a.role = role;
+  return a;
+}
 
 // ---- compute types ---------------------------------------------------------------------
 // Reference arithmetic runs in double for floating dtypes, int64_t for signed integers and

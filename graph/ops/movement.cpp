@@ -128,6 +128,7 @@ OpDef reshape_op() {
     ctx.set_shape(0, reshape_target(ctx, ctx.shape(0), spec));
   };
   d.index_map = same_order;
+  d.invertible_map = true;
   d.reference = index_map_reference;
   d.layout = map_layout;
   return d;
@@ -150,6 +151,7 @@ OpDef flatten_op() {
     ctx.set_shape(0, {outer, inner});
   };
   d.index_map = same_order;
+  d.invertible_map = true;
   d.reference = index_map_reference;
   d.layout = map_layout;
   return d;
@@ -184,6 +186,7 @@ OpDef squeeze_op() {
     ctx.set_shape(0, out);
   };
   d.index_map = same_order;
+  d.invertible_map = true;
   d.reference = index_map_reference;
   d.layout = map_layout;
   return d;
@@ -210,6 +213,7 @@ OpDef unsqueeze_op() {
     ctx.set_shape(0, out);
   };
   d.index_map = same_order;
+  d.invertible_map = true;
   d.reference = index_map_reference;
   d.layout = map_layout;
   return d;
@@ -251,6 +255,7 @@ OpDef transpose_op() {
       out.push_back(in[p]);
     ctx.set_shape(0, out);
   };
+  d.invertible_map = true;
   d.index_map = [](const IndexMapArgs& a) {
     const size_t rank = a.shapes.at(0).size();
     std::vector<int64_t> perm = transpose_perm(a.node, static_cast<int64_t>(rank));

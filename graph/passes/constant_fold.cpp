@@ -10,7 +10,7 @@ namespace {
 
 bool foldable(const Graph& g, const std::vector<std::vector<NodeId>>& users, NodeId id) {
   const Node& n = g.node(id);
-  if (n.op->name == "Dropout") return false;          // identity elimination handles inference mode
+  if (n.op->may_be_random) return false;  // identity elimination handles Dropout's inference mode
   if (is_k_major_weight(g, users, id)) return false;  // a weight's layout (store_weights_k_major)
   uint64_t out_bytes = 0;
   for (ValueId o : n.outputs) {

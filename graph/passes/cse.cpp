@@ -102,7 +102,7 @@ int eliminate_common_subexpressions(Graph& g) {
     Node& n = g.node(id);
     for (ValueId& in : n.inputs)
       if (in != kNoValue && same_as[in] != kNoValue) in = same_as[in];
-    if (n.op->name == "Dropout") continue;  // may be random in training mode
+    if (n.op->may_be_random) continue;
     if (view_of_products(g, users, n)) continue;
     ValueId key_in = n.inputs.empty() ? kNoValue : n.inputs[0];
     auto& bucket = buckets[{n.op, key_in}];

@@ -4,27 +4,11 @@
 
 namespace braze::graph::passes {
 
-namespace {
-
-bool is_inference_dropout(const Graph& g, const Node& n) {
-  if (n.op->name != "Dropout") return false;
-  if (!n.has_input(2)) return true;
-  const Value& mode = g.value(n.inputs[2]);
-  return mode.constant && mode.constant->numel() == 1 && mode.constant->get_i64(0) == 0;
-}
-
-}  // namespace
-
 int eliminate_identities(Graph& g) {
   int removed = 0;
   for (NodeId id : g.topo_order()) {
     Node& n = g.node(id);
-    // A Cast to the type its input has already (what --precision leaves of an fp32 model's
-    // "compute this in float" casts) changes nothing.
-    bool identity =
-        n.op->name == "Identity" ||
-        (n.op->name == "Cast" && g.value(n.inputs[0]).dtype == g.value(n.outputs[0]).dtype);
-    if (!identity && !is_inference_dropout(g, n)) continue;
+    if (!n.op->passes_through || !n.op->passes_through(g, n)) continue;
     ValueId in = n.inputs[0], out = n.outputs[0];
     if (n.outputs.size() > 1 && n.outputs[1] != kNoValue) {
       const Value& mask = g.value(n.outputs[1]);

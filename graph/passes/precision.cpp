@@ -119,26 +119,23 @@ void round_float_weights(Graph& g, DType to) {
   });
 }
 
-// Attributes that name float32 as the dtype to produce (Cast's and EyeLike's), and
-// ConstantOfShape's float32 value.
+// Attributes that make an output float32 (AttrRole: Cast's `to`, EyeLike's `dtype`,
+// ConstantOfShape's value) made to give `to` instead.
 void retarget_float_attributes(Graph& g, DType to) {
   const int64_t onnx_to = dtype_to_onnx(to), onnx_f32 = dtype_to_onnx(DType::Float32);
   for (size_t i = 0; i < g.num_nodes(); ++i) {
     Node& n = g.node(static_cast<NodeId>(i));
     if (n.dead) continue;
-    for (const char* name : {"to", "dtype"}) {
-      auto it = n.attrs.find(name);
-      if (it != n.attrs.end() && std::holds_alternative<int64_t>(it->second) &&
-          std::get<int64_t>(it->second) == onnx_f32 &&
-          (n.op_type() == "Cast" || n.op_type() == "EyeLike"))
-        it->second = onnx_to;
-    }
-    if (n.op_type() == "ConstantOfShape") {
-      auto it = n.attrs.find("value");
-      if (it != n.attrs.end() && std::holds_alternative<Tensor>(it->second)) {
-        const Tensor& old = std::get<Tensor>(it->second);
-        if (old.dtype() == DType::Float32) it->second = round_floats(old, to);
-      }
+    for (const AttrSpec& spec : n.op->attrs) {
+      auto it = n.attrs.find(spec.name);
+      if (spec.role == AttrRole::None || it == n.attrs.end()) continue;
+      AttrValue& a = it->second;
+      if (spec.role == AttrRole::OutputDType && std::holds_alternative<int64_t>(a) &&
+          std::get<int64_t>(a) == onnx_f32)
+        a = onnx_to;
+      if (spec.role == AttrRole::OutputValue && std::holds_alternative<Tensor>(a) &&
+          std::get<Tensor>(a).dtype() == DType::Float32)
+        a = round_floats(std::get<Tensor>(a), to);
     }
   }
 }

@@ -17,12 +17,6 @@ bool is(const Graph& g, NodeId id, const char* op) {
   return !n.dead && n.op_type() == op && n.outputs.size() == 1 && n.outputs[0] != kNoValue;
 }
 
-ValueId producer_input(const Graph& g, ValueId v, const char* op, size_t arity) {
-  const NodeId p = g.value(v).producer;
-  if (p == kNoNode || !is(g, p, op) || g.node(p).inputs.size() != arity) return kNoValue;
-  return g.node(p).inputs[0];
-}
-
 // The one axis (normalised) a ReduceMax / ReduceSum with keepdims reduces, if that is all.
 std::optional<int64_t> single_axis(const Graph& g, NodeId id) {
   const Node& n = g.node(id);

@@ -39,7 +39,7 @@ KernelBench kernel_bench(const graph::Graph& g, const gpu::Step& s, const gpu::K
   b.step = k.step;
   b.name = s.kernel->name;
   b.kind = fusion::group_kind_name(s.group.kind);
-  b.schedule = codegen::schedule_name(*s.kernel);
+  b.schedule = codegen::schedule_name(g, *s.kernel);
   for (graph::NodeId id : s.group.nodes) b.nodes.push_back(g.node(id).name);
   b.median_us = k.us.median;
   b.min_us = k.us.min;

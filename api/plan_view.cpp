@@ -69,7 +69,7 @@ PlanView make_plan_view(const graph::Graph& g, const fusion::Plan& plan,
     PlanView::Kernel k;
     k.kind = s.kernel ? std::string(fusion::group_kind_name(s.group.kind)) : "fallback";
     k.name = s.kernel ? s.kernel->name : "(CPU reference)";
-    k.schedule = s.kernel ? codegen::schedule_name(*s.kernel) : "cpu";
+    k.schedule = s.kernel ? codegen::schedule_name(g, *s.kernel) : "cpu";
     k.fallback = s.fallback_reason;
     k.split = s.split_note;
     if (s.kernel) {

@@ -22,7 +22,8 @@ struct PlanView {
   struct Kernel {
     std::string name;
     std::string kind;      // pointwise, reduction, gemm, opaque, fallback
-    std::string schedule;  // a GEMM's wgmma, mma or simt; else the kind (codegen::schedule_name)
+    std::string schedule;  // a GEMM's wgmma, mma or simt, attention's flash, a convolution or
+                           // pooling loop's direct; else the kind (codegen::schedule_name)
     std::vector<graph::NodeId> nodes;
     std::string fallback;                 // why it runs on the CPU reference
     std::string split;                    // why codegen split a fused group

@@ -4,6 +4,7 @@
 
 #include "codegen/attention.h"
 #include "codegen/gemm.h"
+#include "codegen/lowering.h"
 
 namespace braze::codegen {
 
@@ -101,6 +102,14 @@ std::string schedule_name(const Kernel& k) {
   if (k.kind == fusion::GroupKind::Attention) return on("wg") ? "flash-wgmma" : "flash";
   if (k.kind != fusion::GroupKind::Gemm) return std::string(fusion::group_kind_name(k.kind));
   return on("wg") ? "wgmma" : on("tc") ? "mma" : "simt";
+}
+
+std::string schedule_name(const graph::Graph& g, const Kernel& k) {
+  if (k.kind == fusion::GroupKind::Gemm || k.kind == fusion::GroupKind::Attention)
+    return schedule_name(k);
+  for (graph::NodeId id : k.nodes)
+    if (const char* s = lowering(g.node(id)).schedule) return s;
+  return schedule_name(k);
 }
 
 }  // namespace braze::codegen

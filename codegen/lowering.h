@@ -26,6 +26,9 @@ struct Lowering {
   CudaIndexFn index;
   CudaRowFn row;
   CudaForwardFn forward;
+  // A loop op's schedule, as `braze inspect` and `braze bench` name a kernel computing it
+  // ("direct": one thread computes an output element by a loop over its window).
+  const char* schedule = nullptr;
 };
 
 // The lowering of node n's op; an empty one (no field set) where there is none.

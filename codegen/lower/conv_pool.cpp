@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -252,12 +253,18 @@ std::string average_pool_index(CudaIndexCtx& ctx) {
 }  // namespace
 
 void lower_conv_pool_ops(LoweringTable& t) {
-  t.add("Conv").index = conv_index;
-  t.add("ConvTranspose").index = conv_transpose_index;
-  t.add("MaxPool").index = max_pool_index;
-  t.add("AveragePool").index = average_pool_index;
-  t.add("GlobalAveragePool").index = global_pool_index(false);
-  t.add("GlobalMaxPool").index = global_pool_index(true);
+  const std::pair<const char*, CudaIndexFn> loops[] = {
+      {"Conv", conv_index},
+      {"ConvTranspose", conv_transpose_index},
+      {"MaxPool", max_pool_index},
+      {"AveragePool", average_pool_index},
+      {"GlobalAveragePool", global_pool_index(false)},
+      {"GlobalMaxPool", global_pool_index(true)}};
+  for (const auto& [name, fn] : loops) {
+    Lowering& l = t.add(name);
+    l.index = fn;
+    l.schedule = "direct";
+  }
 }
 
 }  // namespace braze::codegen

@@ -3,9 +3,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "frontend/onnx_proto.h"
 #include "frontend/tensor_io.h"
@@ -404,6 +407,33 @@ TEST(Cli, InspectJson) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("\"op_counts\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"Relu\": 1"), std::string::npos) << r.out;
+}
+
+// Each kernel's schedule in inspect --json: a 3x3 convolution (with the Relu it computes) is a
+// direct loop, a float32 MatMul the SIMT GEMM.
+TEST(Cli, InspectJsonNamesEachKernelsSchedule) {
+  fs::path d = test::temp_dir("cli_test", "inspect_schedule");
+  auto values = [](int n) {
+    std::vector<std::string> v;
+    for (int i = 0; i < n; ++i) v.push_back(fmt::format("{}", (i % 7 - 3) * 0.125));
+    return fmt::format("{}", fmt::join(v, ", "));
+  };
+  fs::path m = write_text_model(d / "conv.onnx", fmt::format(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1,2,5,5] x) => (float[15,4] y)
+    <float[3,2,3,3] w = {{{}}}, int64[2] s = {{15, 5}}, float[5,4] b = {{{}}}> {{
+      c = Conv <pads = [1, 1, 1, 1]> (x, w)  r = Relu(c)  f = Reshape(r, s)  y = MatMul(f, b) }})",
+                                                             values(54), values(20)));
+  Result r = braze("inspect --json " + m.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::map<std::string, std::string> schedule_of;  // op -> schedule of the kernel computing it
+  const nlohmann::json plan = nlohmann::json::parse(r.out);
+  for (const auto& k : plan.at("kernels"))
+    for (const auto& op : k.at("ops"))
+      schedule_of[op.get<std::string>()] = k.at("schedule").get<std::string>();
+  EXPECT_EQ(schedule_of["Conv"], "direct") << r.out;
+  EXPECT_EQ(schedule_of["Relu"], "direct") << r.out;
+  EXPECT_EQ(schedule_of["MatMul"], "simt") << r.out;
 }
 
 // The compile script's steps: inspect lists them, --dump shows what each made after it.

@@ -68,7 +68,7 @@ std::optional<GemmDims> gemm_dims(const graph::Graph& g, const fusion::Group& gr
   for (const Shape* s : {&a_batch, &b_batch})
     for (size_t i = 0; i < s->size(); ++i) {
       int64_t& o = d.out_batch[d.out_batch.size() - s->size() + i];
-      o = std::max(o, (*s)[i]);
+      if (o == 1) o = (*s)[i];  // broadcasting: a 1 takes the other's size, 0 included
     }
   d.batches = checked_numel(d.out_batch);
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());

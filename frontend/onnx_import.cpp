@@ -96,7 +96,7 @@ void check_supported(const onnx::GraphProto& gp, const std::map<std::string, int
     std::string key;
     if (opset < 0)
       key = fmt::format("{} ({}, a domain the model does not import)", n.op_type(), dname);
-    else if (!op)
+    else if (!op || op->internal)
       key = fmt::format("{} ({}, opset {})", n.op_type(), dname, opset);
     else if (op->since > opset)
       key = fmt::format("{} ({}, opset {}: the op first appears in opset {})", n.op_type(), dname,

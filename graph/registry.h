@@ -88,6 +88,8 @@ struct OpDef {
   // May draw random numbers (Dropout in training mode): never merged with an equal node or
   // folded at compile time.
   bool may_be_random = false;
+  // Made by passes only (Im2Col): the importer refuses it in a model.
+  bool internal = false;
   UpgradeFn upgrade;
   InferFn infer;
   RefFn reference;

@@ -492,6 +492,20 @@ PoolShapes pool_shapes(const Node& node, const Shape& x) {
   return s;
 }
 
+WindowGeometry im2col_geometry(const Node& node, const Shape& x) {
+  check_rank(node, x);
+  Shape kernel = node.attr_ints("kernel_shape");
+  if (kernel.size() != x.size() - 2)
+    fail_node(node, fmt::format("kernel_shape [{}] must have one value per spatial axis of X {}",
+                                fmt::join(kernel, ","), shape_str(x)));
+  for (int64_t k : kernel)
+    if (k < 1)
+      fail_node(node,
+                fmt::format("kernel_shape [{}] must have values >= 1", fmt::join(kernel, ",")));
+  checked_numel(kernel, node.describe() + " kernel_shape");
+  return window_geometry(node, x, kernel, false);
+}
+
 namespace {
 
 std::vector<AttrSpec> pool_attrs() {
@@ -692,6 +706,7 @@ void register_conv_pool_ops(std::vector<OpDef>& r) {
   r.push_back(average_pool_op());
   r.push_back(global_pool_op("GlobalAveragePool", false));
   r.push_back(global_pool_op("GlobalMaxPool", true));
+  r.push_back(im2col_op());
 }
 
 }  // namespace braze::graph

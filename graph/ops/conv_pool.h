@@ -43,4 +43,12 @@ ConvShapes conv_transpose_shapes(const Node& node, const Shape& x, const Shape& 
 
 PoolShapes pool_shapes(const Node& node, const Shape& x);
 
+// The windows of an Im2Col node (kernel_shape, strides, dilations, pads, auto_pad as Conv's)
+// over X [N, C, spatial...].
+WindowGeometry im2col_geometry(const Node& node, const Shape& x);
+
+// Im2Col (graph/ops/im2col.cpp; registered by register_conv_pool_ops).
+struct OpDef;
+OpDef im2col_op();
+
 }  // namespace braze::graph

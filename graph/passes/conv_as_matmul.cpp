@@ -10,25 +10,34 @@ namespace braze::graph::passes {
 
 namespace {
 
-// A Conv this pass rewrites: a 1x1 kernel, stride 1, no padding, one group, constant W,
-// static shapes.
-bool pointwise_conv(const Graph& g, const Node& n) {
-  if (n.dead || !n.op->domain.empty() || n.op->name != "Conv" || n.inputs.size() < 2) return false;
+// Columns larger than this many elements (512 MiB in float16) are not made: such a Conv
+// stays a loop per output element.
+constexpr int64_t kMaxColumnElements = int64_t{1} << 28;
+
+// How a Conv this pass rewrites reads X: pixels as they are (a 1x1 kernel, stride 1, no
+// padding: a reshape) or through Im2Col's windows.
+enum class Columns { None, Pixels, Windows };
+
+// One group, constant W (and bias), static shapes.
+Columns columns_of(const Graph& g, const Node& n) {
+  if (n.dead || !n.op->domain.empty() || n.op->name != "Conv" || n.inputs.size() < 2)
+    return Columns::None;
   const Value& x = g.value(n.inputs[0]);
   const Value& w = g.value(n.inputs[1]);
   const Value& y = g.value(n.outputs[0]);
-  if (!x.has_shape || !y.has_shape || !w.constant || x.shape.size() < 3) return false;
-  if (n.has_input(2) && !g.value(n.inputs[2]).constant) return false;
+  if (!x.has_shape || !y.has_shape || !w.constant || x.shape.size() < 3) return Columns::None;
+  if (n.has_input(2) && !g.value(n.inputs[2]).constant) return Columns::None;
   const Shape* b = n.has_input(2) ? &g.value(n.inputs[2]).shape : nullptr;
   const ConvShapes s = conv_shapes(n, x.shape, w.shape, b);
-  auto ones = [](const Shape& v) {
-    return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 1; });
+  if (s.group != 1 || y.shape != s.out) return Columns::None;
+  auto all = [](const Shape& v, int64_t e) {
+    return std::all_of(v.begin(), v.end(), [&](int64_t d) { return d == e; });
   };
-  auto zeros = [](const Shape& v) {
-    return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 0; });
-  };
-  return s.group == 1 && ones(s.g.kernel) && ones(s.g.stride) && zeros(s.g.pad_begin) &&
-         zeros(s.g.pad_end) && y.shape == s.out;
+  if (all(s.g.kernel, 1) && all(s.g.stride, 1) && all(s.g.pad_begin, 0) && all(s.g.pad_end, 0))
+    return Columns::Pixels;
+  const int64_t taps = checked_numel(s.g.kernel), pixels = checked_numel(s.g.out);
+  const double elements = static_cast<double>(s.n) * s.c * taps * pixels;
+  return elements <= static_cast<double>(kMaxColumnElements) ? Columns::Windows : Columns::None;
 }
 
 // A constant holding t's data at another shape.
@@ -53,7 +62,23 @@ ValueId add(Graph& g, const char* op, const std::string& name, std::vector<Value
   return out;
 }
 
-void rewrite(Graph& g, NodeId id) {
+// Im2Col of the Conv's X with its window attributes (the kernel from W).
+ValueId windows(Graph& g, const Node& conv, const Shape& ws) {
+  graph::Attributes attrs;
+  for (const char* a : {"auto_pad", "dilations", "pads", "strides"}) {
+    auto it = conv.attrs.find(a);
+    if (it != conv.attrs.end()) attrs.emplace(a, it->second);
+  }
+  attrs["kernel_shape"] = std::vector<int64_t>(ws.begin() + 2, ws.end());
+  const ValueId out =
+      g.add_value(g.unique_name(conv.name + "_columns"), g.value(conv.inputs[0]).dtype, {});
+  const NodeId id = g.add_node(find_op("braze", "Im2Col"), g.unique_name(conv.name + "_im2col"),
+                               {conv.inputs[0]}, {out}, std::move(attrs), 1);
+  infer_node(g, id);
+  return out;
+}
+
+void rewrite(Graph& g, NodeId id, Columns how) {
   const Node conv = g.node(id);  // a copy: the node is killed below
   const Shape xs = g.value(conv.inputs[0]).shape, ys = g.value(conv.outputs[0]).shape;
   const Tensor& w = *g.value(conv.inputs[1]).constant;
@@ -62,11 +87,14 @@ void rewrite(Graph& g, NodeId id) {
   g.kill_node(id);
   g.value(conv.outputs[0]).producer = kNoNode;
   const std::string& base = conv.name;
-  const ValueId x3 =
-      add(g, "Reshape", base + "_pixels",
-          {conv.inputs[0], shape_constant(g, base + "_pixels_shape", {n, c, pixels})});
+  const ValueId cols =
+      how == Columns::Windows
+          ? windows(g, conv, w.shape())
+          : add(g, "Reshape", base + "_pixels",
+                {conv.inputs[0], shape_constant(g, base + "_pixels_shape", {n, c, pixels})});
+  const int64_t k = g.value(cols).shape.at(1);  // C times the kernel's taps
   ValueId y =
-      add(g, "MatMul", base + "_gemm", {reshaped_constant(g, base + "_w2d", w, {m, c}), x3});
+      add(g, "MatMul", base + "_gemm", {reshaped_constant(g, base + "_w2d", w, {m, k}), cols});
   if (conv.has_input(2))
     y = add(g, "Add", base + "_bias",
             {y, reshaped_constant(g, base + "_b2d", *g.value(conv.inputs[2]).constant, {m, 1})});
@@ -80,8 +108,9 @@ int conv_as_matmul(Graph& g) {
   int changed = 0;
   const Graph& cg = g;
   for (NodeId id : g.topo_order()) {
-    if (!pointwise_conv(cg, cg.node(id))) continue;
-    rewrite(g, id);
+    const Columns how = columns_of(cg, cg.node(id));
+    if (how == Columns::None) continue;
+    rewrite(g, id, how);
     ++changed;
   }
   return changed;

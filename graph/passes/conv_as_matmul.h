@@ -1,10 +1,15 @@
-// 1x1 convolutions as plain GEMMs (#19): Conv(X, W, b) with a 1x1 kernel (any spatial rank),
-// stride 1, no padding and one group is, per image, W [M, C] times X's pixels [C, H·W].
-// It becomes Reshape(X) [N, C, H·W] → MatMul(W [M, C], ·) [N, M, H·W] → Add(b [M, 1]) →
-// Reshape [N, M, H, W]: the GEMM schedules (wgmma, mma.sync, SIMT) take it, the reshapes are
-// views of their operands and the bias and what follows fuse into the GEMM's epilogue, where
-// the Conv ran as a loop per output element. W must be a constant and X's shape static. Runs
-// after fold_conv_affine, so batch norms fold into W first.
+// Convolutions as GEMMs (#19): Conv(X, W, b) with one group is, per image, W [M, C·K] times the
+// columns of X's windows [C·K, P] (K the kernel's taps, P the output's pixels).
+//   - A 1x1 kernel (any spatial rank) at stride 1 without padding reads X's pixels as they are:
+//     Reshape(X) [N, C, H·W] → MatMul(W [M, C], ·) [N, M, H·W].
+//   - Any other kernel, stride, dilation and padding gathers the windows first:
+//     Im2Col(X) [N, C·K, P] → MatMul(W [M, C·K], ·) [N, M, P] (graph/ops/im2col.cpp), unless
+//     the columns would pass 2^28 elements.
+// Then Add(b [M, 1]) → Reshape [N, M, out spatial...]. The GEMM schedules (wgmma, mma.sync,
+// SIMT) take the product, the reshapes are views of their operands and the bias and what
+// follows fuse into the GEMM's epilogue, where the Conv ran as a loop per output element.
+// W must be a constant and X's shape static; grouped and depthwise convolutions stay loops.
+// Runs after fold_conv_affine, so batch norms fold into W first.
 #pragma once
 
 #include "graph/ir.h"

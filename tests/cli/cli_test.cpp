@@ -409,8 +409,8 @@ TEST(Cli, InspectJson) {
   EXPECT_NE(r.out.find("\"Relu\": 1"), std::string::npos) << r.out;
 }
 
-// Each kernel's schedule in inspect --json: a 3x3 convolution (with the Relu it computes) is a
-// direct loop, a float32 MatMul the SIMT GEMM.
+// Each kernel's schedule in inspect --json: a depthwise 3x3 convolution (with the Relu it
+// computes) is a direct loop, a float32 MatMul the SIMT GEMM.
 TEST(Cli, InspectJsonNamesEachKernelsSchedule) {
   fs::path d = test::temp_dir("cli_test", "inspect_schedule");
   auto values = [](int n) {
@@ -420,10 +420,11 @@ TEST(Cli, InspectJsonNamesEachKernelsSchedule) {
   };
   fs::path m = write_text_model(d / "conv.onnx", fmt::format(R"(
     <ir_version: 8, opset_import: ["" : 17]>
-    g (float[1,2,5,5] x) => (float[15,4] y)
-    <float[3,2,3,3] w = {{{}}}, int64[2] s = {{15, 5}}, float[5,4] b = {{{}}}> {{
-      c = Conv <pads = [1, 1, 1, 1]> (x, w)  r = Relu(c)  f = Reshape(r, s)  y = MatMul(f, b) }})",
-                                                             values(54), values(20)));
+    g (float[1,2,5,5] x) => (float[10,4] y)
+    <float[2,1,3,3] w = {{{}}}, int64[2] s = {{10, 5}}, float[5,4] b = {{{}}}> {{
+      c = Conv <group = 2, pads = [1, 1, 1, 1]> (x, w)  r = Relu(c)  f = Reshape(r, s)
+      y = MatMul(f, b) }})",
+                                                             values(18), values(20)));
   Result r = braze("inspect --json " + m.string());
   ASSERT_EQ(r.code, 0) << r.out;
   std::map<std::string, std::string> schedule_of;  // op -> schedule of the kernel computing it

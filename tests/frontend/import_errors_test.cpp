@@ -81,6 +81,16 @@ TEST(ImportErrors, UnsupportedOpsAreListedTogether) {
   EXPECT_THROW(frontend::import_model_proto(m, {}), UnsupportedError);
 }
 
+// Ops that passes make (Im2Col, domain "braze") are not part of what a model may say.
+TEST(ImportErrors, InternalOpsAreUnsupported) {
+  onnx::ModelProto m = frontend::parse_model_text(R"(
+    <ir_version: 8, opset_import: ["" : 17, "braze" : 1]>
+    g (float[1,1,4,4] x) => (float[1,4,9] y) {
+      y = braze.Im2Col <kernel_shape = [2, 2]> (x)
+    })");
+  EXPECT_ERROR_HAS(frontend::import_model_proto(m, {}), "Im2Col (braze, opset 1)");
+}
+
 TEST(ImportErrors, UnsupportedOpset) {
   onnx::ModelProto m = small_model();
   m.mutable_opset_import(0)->set_version(6);  // Add took a broadcast attribute before opset 7

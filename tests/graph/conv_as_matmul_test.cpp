@@ -1,6 +1,7 @@
-// conv_as_matmul (#19): 1x1 convolutions become MatMul between reshapes, which the GEMM
-// schedules take. Each test checks what was rewritten and that the graph computes the same
-// outputs before and after on random inputs (and on the GPU path's kernels in the emulator).
+// conv_as_matmul (#19): 1x1 convolutions become MatMul between reshapes and other ungrouped ones
+// MatMul of Im2Col's columns, which the GEMM schedules take. Each test checks what was rewritten
+// and that the graph computes the same outputs before and after on random inputs (and on the GPU
+// path's kernels in the emulator).
 #include "graph/passes/conv_as_matmul.h"
 
 #include <gtest/gtest.h>
@@ -92,15 +93,62 @@ TEST(ConvAsMatmul, ABatchNormFoldsFirstAndTheResultIsOneGemmKernel) {
   expect_same_on_reference_and_emulator(before, after);
 }
 
-TEST(ConvAsMatmul, OtherConvolutionsStay) {
-  const std::vector<std::pair<Shape, graph::Attributes>> cases = {
-      {{3, 3}, {}},                                            // 3x3
-      {{1, 1}, {{"strides", std::vector<int64_t>{2, 2}}}},     // stride 2
-      {{1, 1}, {{"pads", std::vector<int64_t>{1, 0, 1, 0}}}},  // padded
-      {{1, 1}, {{"group", int64_t{3}}}},                       // grouped
+// Every other kernel, stride, dilation and padding: Im2Col's columns times W, the same outputs
+// on the reference and on the emulated kernels.
+TEST(ConvAsMatmul, WindowedConvolutionsBecomeIm2ColAndMatMul) {
+  using Ints = std::vector<int64_t>;
+  struct Case {
+    Shape spatial, kernel;
+    graph::Attributes attrs;
   };
-  for (const auto& [kernel, attrs] : cases) {
-    Graph g = conv_graph({6, 6}, kernel, attrs, true, 6, 6);
+  const std::vector<Case> cases = {
+      {{7, 6}, {3, 3}, {{"pads", Ints{1, 1, 1, 1}}}},
+      {{9, 8}, {3, 3}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}},
+      {{7, 7}, {1, 1}, {{"strides", Ints{2, 2}}}},  // a strided 1x1
+      {{6, 6}, {1, 1}, {{"pads", Ints{1, 0, 1, 0}}}},
+      {{9, 7}, {3, 2}, {{"dilations", Ints{2, 3}}, {"pads", Ints{2, 0, 1, 3}}}},
+      {{8, 5}, {2, 2}, {{"strides", Ints{3, 3}}}},  // stride larger than the kernel
+      {{7, 6}, {3, 3}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 1}}}},
+      {{11}, {5}, {{"pads", Ints{2, 1}}, {"strides", Ints{2}}}},   // 1-D
+      {{5, 4, 3}, {3, 2, 2}, {{"pads", Ints{1, 0, 1, 1, 1, 0}}}},  // 3-D
+      {{8, 8}, {8, 8}, {}},                                        // the whole image
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.spatial) + " kernel " +
+                 ::testing::PrintToString(c.kernel));
+    Graph before = conv_graph(c.spatial, c.kernel, c.attrs);
+    Graph after = before;
+    EXPECT_EQ(graph::passes::conv_as_matmul(after), 1);
+    graph::passes::run_pipeline(after);
+    EXPECT_EQ(count(after, "Conv"), 0);
+    EXPECT_EQ(count(after, "Im2Col"), 1);
+    EXPECT_EQ(count(after, "MatMul"), 1);
+    expect_same_on_reference_and_emulator(before, after);
+  }
+}
+
+// An empty batch: the product is broadcast over no images and computes nothing (its batch
+// count was once taken as the larger of W's 1 and X's 0, and the emulated kernel wrote one
+// image past an empty buffer).
+TEST(ConvAsMatmul, AnEmptyBatchComputesNothing) {
+  const Graph before = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[0,2,5,5] x) => (float[0,3,5,5] y) <float[3,2,3,3] w = {
+      1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+      1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9}> {
+      y = Conv <pads = [1, 1, 1, 1]> (x, w) })");
+  Graph after = before;
+  EXPECT_EQ(graph::passes::conv_as_matmul(after), 1);
+  graph::passes::run_pipeline(after);
+  const std::vector<Tensor> e =
+      runtime::run_emulated(after, fusion::plan_fused(after, codegen::kernel_lowerings()),
+                            test::random_inputs(before, 7));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].shape(), (Shape{0, 3, 5, 5}));
+}
+
+TEST(ConvAsMatmul, GroupedConvolutionsStay) {
+  for (int64_t group : {2, 3, 6}) {
+    Graph g = conv_graph({6, 6}, {3, 3}, {{"group", group}}, true, 6, 6);
     EXPECT_EQ(graph::passes::conv_as_matmul(g), 0);
   }
 }

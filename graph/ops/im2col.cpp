@@ -1,0 +1,81 @@
+// Im2Col (domain "braze"): the windows a convolution reads, laid out as the right operand of its
+// product with the weights. conv_as_matmul makes it (a Conv becomes W [M, C·K] times these
+// columns, one product per image); a model cannot name it (OpDef::internal).
+//
+//   X [N, C, D1 … Dr] → Y [N, C·K, P]: K = the kernel's taps, P = the output's pixels, both
+//   row-major; Y[n, c·K + k, p] = X[n, c, p_d·stride_d − pad_begin_d + k_d·dilation_d …], zero
+//   where a tap falls in the padding.
+//
+// An index map like the layout ops', so the reference copies through it and a fused kernel
+// gathers through it.
+#include <fmt/format.h>
+
+#include "graph/index_map.h"
+#include "graph/ops/conv_pool.h"
+#include "graph/ops/helpers.h"
+#include "graph/ops/movement.h"
+#include "graph/registry.h"
+
+namespace braze::graph {
+namespace {
+
+using namespace ops;
+
+IndexId scaled(IndexMap& m, IndexId e, int64_t s) { return s == 1 ? e : m.mul(e, m.lit(s)); }
+
+IndexMap im2col_map(const IndexMapArgs& a) {
+  const Shape& x = a.shapes.at(0);
+  const WindowGeometry g = im2col_geometry(a.node, x);
+  const int64_t taps = checked_numel(g.kernel);
+  IndexMap m;
+  const std::vector<IndexId> o = m.coords(3);
+  const std::vector<IndexId> k = m.unravel(m.temp(m.mod(o[1], m.lit(taps))), g.kernel);
+  const std::vector<IndexId> p = m.unravel(o[2], g.out);
+  std::vector<IndexId> src = {o[0], m.temp(m.div(o[1], m.lit(taps)))}, inside;
+  for (size_t d = 0; d < g.rank(); ++d) {
+    const int64_t s = g.stride[d], dil = g.dilation[d], pb = g.pad_begin[d];
+    const IndexId at = m.temp(
+        m.add(m.sub(scaled(m, p[d], s), m.lit(pb)), scaled(m, k[d], dil)));
+    src.push_back(at);
+    // Bounds only where a window reaches the padding.
+    if (pb > 0) inside.push_back(m.ge(at, m.lit(0)));
+    if ((g.out[d] - 1) * s - pb + (g.kernel[d] - 1) * dil >= g.in[d])
+      inside.push_back(m.lt(at, m.lit(g.in[d])));
+  }
+  if (inside.empty()) {
+    m.add_region(IndexMap::kAlways, {0, src});
+    return m;
+  }
+  m.add_region(m.all(inside), {0, src});
+  m.add_region(IndexMap::kAlways, {IndexSource::kZero, {}});
+  return m;
+}
+
+}  // namespace
+
+OpDef im2col_op() {
+  OpDef d;
+  d.name = "Im2Col";
+  d.domain = "braze";
+  d.internal = true;
+  d.kind = FusionKind::Injective;
+  d.types = kFloatTypes;
+  d.attrs = {attr_s("auto_pad", "NOTSET"), attr_opt("dilations", AttrType::Ints),
+             attr_req("kernel_shape", AttrType::Ints), attr_opt("pads", AttrType::Ints),
+             attr_opt("strides", AttrType::Ints)};
+  d.infer = [](InferCtx& ctx) {
+    const Shape& x = ctx.shape(0);
+    const WindowGeometry g = im2col_geometry(ctx.node(), x);
+    const std::string what = ctx.node().describe() + " output";
+    const Shape out = {x[0], checked_numel({x[1], checked_numel(g.kernel, what)}, what),
+                       checked_numel(g.out, what)};
+    checked_numel(out, what);
+    ctx.set_dtype(0, ctx.dtype(0));
+    ctx.set_shape(0, out);
+  };
+  d.index_map = im2col_map;
+  d.reference = index_map_reference;
+  return d;
+}
+
+}  // namespace braze::graph

@@ -460,11 +460,13 @@ OpDef conv_transpose_op() {
 
 }  // namespace
 
-PoolShapes pool_shapes(const Node& node, const Shape& x) {
+namespace {
+
+// The kernel_shape attribute of a pool or Im2Col node over X: one value >= 1 per spatial axis.
+Shape kernel_shape_attr(const Node& node, const Shape& x) {
   check_rank(node, x);
-  size_t r = x.size() - 2;
   Shape kernel = node.attr_ints("kernel_shape");
-  if (kernel.size() != r)
+  if (kernel.size() != x.size() - 2)
     fail_node(node, fmt::format("kernel_shape [{}] must have one value per spatial axis of X {}",
                                 fmt::join(kernel, ","), shape_str(x)));
   for (int64_t k : kernel)
@@ -472,6 +474,14 @@ PoolShapes pool_shapes(const Node& node, const Shape& x) {
       fail_node(node,
                 fmt::format("kernel_shape [{}] must have values >= 1", fmt::join(kernel, ",")));
   checked_numel(kernel, node.describe() + " kernel_shape");
+  return kernel;
+}
+
+}  // namespace
+
+PoolShapes pool_shapes(const Node& node, const Shape& x) {
+  const Shape kernel = kernel_shape_attr(node, x);
+  const size_t r = kernel.size();
   int64_t ceil_mode = node.attr_int("ceil_mode");
   if (ceil_mode != 0 && ceil_mode != 1)
     fail_node(node, fmt::format("ceil_mode must be 0 or 1, got {}", ceil_mode));
@@ -493,17 +503,7 @@ PoolShapes pool_shapes(const Node& node, const Shape& x) {
 }
 
 WindowGeometry im2col_geometry(const Node& node, const Shape& x) {
-  check_rank(node, x);
-  Shape kernel = node.attr_ints("kernel_shape");
-  if (kernel.size() != x.size() - 2)
-    fail_node(node, fmt::format("kernel_shape [{}] must have one value per spatial axis of X {}",
-                                fmt::join(kernel, ","), shape_str(x)));
-  for (int64_t k : kernel)
-    if (k < 1)
-      fail_node(node,
-                fmt::format("kernel_shape [{}] must have values >= 1", fmt::join(kernel, ",")));
-  checked_numel(kernel, node.describe() + " kernel_shape");
-  return window_geometry(node, x, kernel, false);
+  return window_geometry(node, x, kernel_shape_attr(node, x), false);
 }
 
 namespace {

@@ -34,8 +34,7 @@ IndexMap im2col_map(const IndexMapArgs& a) {
   std::vector<IndexId> src = {o[0], m.temp(m.div(o[1], m.lit(taps)))}, inside;
   for (size_t d = 0; d < g.rank(); ++d) {
     const int64_t s = g.stride[d], dil = g.dilation[d], pb = g.pad_begin[d];
-    const IndexId at = m.temp(
-        m.add(m.sub(scaled(m, p[d], s), m.lit(pb)), scaled(m, k[d], dil)));
+    const IndexId at = m.temp(m.add(m.sub(scaled(m, p[d], s), m.lit(pb)), scaled(m, k[d], dil)));
     src.push_back(at);
     // Bounds only where a window reaches the padding.
     if (pb > 0) inside.push_back(m.ge(at, m.lit(0)));

@@ -113,6 +113,45 @@ std::vector<Tunables> wgmma_candidates(const AttentionDims& a, const Target& tar
   return c;
 }
 
+namespace {
+
+// The kernel of a generated body: launch shape, the Q, K and V tensor maps and the text around
+// the body.
+Kernel wgmma_record(const graph::Graph& g, const fusion::Group& group, const AttentionDims& a,
+                    const WgFlash& t, Emitter& e, std::string code) {
+  Kernel kern = kernel_record(e, fusion::GroupKind::Attention, group, tunables_of(t));
+  kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
+  kern.grid = {static_cast<unsigned>((a.sq + t.bm() - 1) / t.bm()),
+               static_cast<unsigned>(a.batches), 1};
+  kern.shared_bytes = static_cast<unsigned>(t.shared_bytes(a.d));
+  auto param_of = [&](graph::ValueId v) {
+    for (size_t i = 0; i < kern.params.size(); ++i)
+      if (kern.params[i].value == v) return i;
+    return kern.params.size();
+  };
+  const OperandView &vq = *a.qk.view[0], &vk = *a.qk.view[1], &vv = *a.pv.view[1];
+  kern.tensor_maps.push_back(tma_view_map(vq, param_of(vq.root), a.dtype, a.d, a.sq, 64, t.bm()));
+  kern.tensor_maps.push_back(tma_view_map(vk, param_of(vk.root), a.dtype, a.d, a.sk, 64, t.bn));
+  kern.tensor_maps.push_back(tma_view_map(vv, param_of(vv.root), a.dtype, a.d, a.sk, 64, t.bn));
+  const char* type = a.dtype == DType::Float16 ? "f16" : "bf16";
+  code += wgmma_ops(t.bn, static_cast<int>(a.d), type);
+  code += fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
+      "const __grid_constant__ braze_tmap braze_tmap_q, const __grid_constant__ braze_tmap "
+      "braze_tmap_k, "
+      "const __grid_constant__ braze_tmap braze_tmap_v) {{\n"
+      "  typedef braze_flash_wg<{2}, {3}, {4}, {5}, {6}, {9}, braze_wg_ops> flash;\n"
+      "  static_assert(flash::kSharedBytes <= {7}, \"the launch's shared memory\");\n"
+      "  BRAZE_DYNAMIC_SMEM(braze_smem, {7});\n{8}}}\n",
+      t.threads(), e.signature(), cuda_storage_type(a.dtype), a.d, t.bn, t.cons, t.stages,
+      kern.shared_bytes, e.body(), t.pp && t.cons == 2 ? "true" : "false");
+  finish_kernel(g, kern, code,
+                kMmaHelpers | kWgmmaHelpers | kAttentionHelpers | kAttentionWgmmaHelpers);
+  return kern;
+}
+
+}  // namespace
+
 std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& group,
                                    const AttentionDims& a, const Tunables& tune,
                                    std::string* why_not, bool final_code) {
@@ -174,34 +213,7 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
     return std::nullopt;
   }
 
-  Kernel kern = kernel_record(e, fusion::GroupKind::Attention, group, tunables_of(t));
-  kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
-  kern.grid = {static_cast<unsigned>((a.sq + t.bm() - 1) / t.bm()),
-               static_cast<unsigned>(a.batches), 1};
-  kern.shared_bytes = static_cast<unsigned>(t.shared_bytes(a.d));
-  auto param_of = [&](graph::ValueId v) {
-    for (size_t i = 0; i < kern.params.size(); ++i)
-      if (kern.params[i].value == v) return i;
-    return kern.params.size();
-  };
-  kern.tensor_maps.push_back(tma_view_map(vq, param_of(vq.root), a.dtype, a.d, a.sq, 64, t.bm()));
-  kern.tensor_maps.push_back(tma_view_map(vk, param_of(vk.root), a.dtype, a.d, a.sk, 64, t.bn));
-  kern.tensor_maps.push_back(tma_view_map(vv, param_of(vv.root), a.dtype, a.d, a.sk, 64, t.bn));
-  const char* type = a.dtype == DType::Float16 ? "f16" : "bf16";
-  code += wgmma_ops(t.bn, static_cast<int>(a.d), type);
-  code += fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
-      "const __grid_constant__ braze_tmap braze_tmap_q, const __grid_constant__ braze_tmap "
-      "braze_tmap_k, "
-      "const __grid_constant__ braze_tmap braze_tmap_v) {{\n"
-      "  typedef braze_flash_wg<{2}, {3}, {4}, {5}, {6}, {9}, braze_wg_ops> flash;\n"
-      "  static_assert(flash::kSharedBytes <= {7}, \"the launch's shared memory\");\n"
-      "  BRAZE_DYNAMIC_SMEM(braze_smem, {7});\n{8}}}\n",
-      t.threads(), e.signature(), cuda_storage_type(a.dtype), a.d, t.bn, t.cons, t.stages,
-      kern.shared_bytes, e.body(), t.pp && t.cons == 2 ? "true" : "false");
-  finish_kernel(g, kern, code,
-                kMmaHelpers | kWgmmaHelpers | kAttentionHelpers | kAttentionWgmmaHelpers);
-  return kern;
+  return wgmma_record(g, group, a, t, e, std::move(code));
 }
 
 }  // namespace braze::codegen::flash

@@ -263,85 +263,93 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
   if (intercept_)
     if (std::optional<std::string> bound = intercept_(v, coords)) return *bound;
   const graph::Value& val = g_.value(v);
-  const ComputeType type = compute_type(val.dtype);
   BRAZE_CHECK(val.has_shape && coords.size() == val.shape.size(),
               "value_at: rank mismatch for %" + val.name);
-  bool inside = val.producer != graph::kNoNode && in_group_(val.producer);
-  if (!inside) {
-    // Scalar constants become literals (exactly representable ones only).
-    if (val.constant && val.constant->numel() == 1) {
-      const Tensor& t = *val.constant;
-      if (is_float(t.dtype()) || t.dtype() == DType::Bool ||
-          std::fabs(static_cast<double>(t.get_i64(0))) < 9e15)
-        return cuda_literal(type,
-                            is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)));
-    }
-    std::string p = input_param(v);
-    if (!preload_var_.empty()) return preload(v, coords, p);
-    if (vec_ > 1 && !coords.empty() && val.shape.back() % vec_ == 0) {
-      int lane = -1;
-      for (int k = 0; k < vec_; ++k)
-        if (coords.back() == lane_expr(lane_var_, k)) lane = k;
-      bool others_free = std::none_of(coords.begin(), coords.end() - 1, [&](const std::string& c) {
-        return c.find(lane_var_) != std::string::npos;
-      });
-      if (lane >= 0 && others_free) {
-        // One vector load for all lanes; each lane's value is memoised under its coordinates.
-        std::vector<std::string> lane0 = coords;
-        lane0.back() = lane_var_;
-        std::string vec = fresh("w");
-        line(fmt::format("const braze_vec<{}, {}> {} = braze_vload<{}>({}, {});",
-                         cuda_storage_type(val.dtype), vec_, vec, vec_, p,
-                         cuda_linearize(lane0, val.shape)));
-        // Lanes stay in the loaded vector (packed, for half types) and convert where used,
-        // so a row held in registers costs half the registers in float16.
-        std::string mine;
-        for (int k = 0; k < vec_; ++k) {
-          std::vector<std::string> ck = coords;
-          ck.back() = lane_expr(lane_var_, k);
-          std::string lk = fmt::format("braze_val({}.v[{}])", vec, k);
-          if (k == lane) mine = lk;
-          memo_.back()[memo_key(v, ck)] = lk;
-        }
-        return mine;
-      }
-    }
-    return let(cuda_name(type),
-               fmt::format("braze_load({}, {})", p, cuda_linearize(coords, val.shape)));
-  }
+  if (val.producer == graph::kNoNode || !in_group_(val.producer)) return load_outside(v, coords);
   const graph::Node& n = g_.node(val.producer);
   size_t out_index = 0;
   while (n.outputs[out_index] != v) ++out_index;
   if (lowering(n).expr) {
     BRAZE_CHECK(out_index == 0, n.describe() + ": element-wise op with several outputs");
-    CudaExprCtx ctx{n, ComputeType::Float, {}, {}, val.dtype};
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      if (n.inputs[i] == kNoValue) {
-        ctx.args.push_back("");
-        ctx.arg_dtypes.push_back(DType::Float32);
-        continue;
-      }
-      const graph::Value& in = g_.value(n.inputs[i]);
-      std::string arg = value_at(n.inputs[i], broadcast_coords(coords, val.shape, in.shape));
-      // A 16-bit value computed in this kernel is a float: such ops see it rounded to its type
-      // (OpDef::rounds_half_inputs); one loaded from memory already is.
-      if (n.op->rounds_half_inputs && is_half(in.dtype) && in.producer != graph::kNoNode &&
-          in_group_(in.producer))
-        arg = let("float", fmt::format("braze_val(braze_pack(braze_tag<{}>{{}}, {}))",
-                                       cuda_storage_type(in.dtype), arg));
-      ctx.args.push_back(arg);
-      ctx.arg_dtypes.push_back(in.dtype);
-    }
-    ctx.type = compute_type(ctx.arg_dtypes.at(0));
-    return let(cuda_name(type), lowering(n).expr(ctx));
+    return elementwise_at(n, v, coords);
   }
   if (lowering(n).index) {
     IndexCtx ctx(*this, n, out_index, coords);
     std::string e = lowering(n).index(ctx);
-    return let(cuda_name(type), e);
+    return let(cuda_name(compute_type(val.dtype)), e);
   }
   throw InternalError(n.describe() +
                       " has no CUDA expression or index map but was put in a pointwise kernel");
+}
+
+std::string Emitter::load_outside(ValueId v, const std::vector<std::string>& coords) {
+  const graph::Value& val = g_.value(v);
+  const ComputeType type = compute_type(val.dtype);
+  // Scalar constants become literals (exactly representable ones only).
+  if (val.constant && val.constant->numel() == 1) {
+    const Tensor& t = *val.constant;
+    if (is_float(t.dtype()) || t.dtype() == DType::Bool ||
+        std::fabs(static_cast<double>(t.get_i64(0))) < 9e15)
+      return cuda_literal(type,
+                          is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)));
+  }
+  std::string p = input_param(v);
+  if (!preload_var_.empty()) return preload(v, coords, p);
+  if (vec_ > 1 && !coords.empty() && val.shape.back() % vec_ == 0) {
+    int lane = -1;
+    for (int k = 0; k < vec_; ++k)
+      if (coords.back() == lane_expr(lane_var_, k)) lane = k;
+    bool others_free = std::none_of(coords.begin(), coords.end() - 1, [&](const std::string& c) {
+      return c.find(lane_var_) != std::string::npos;
+    });
+    if (lane >= 0 && others_free) {
+      // One vector load for all lanes; each lane's value is memoised under its coordinates.
+      std::vector<std::string> lane0 = coords;
+      lane0.back() = lane_var_;
+      std::string vec = fresh("w");
+      line(fmt::format("const braze_vec<{}, {}> {} = braze_vload<{}>({}, {});",
+                       cuda_storage_type(val.dtype), vec_, vec, vec_, p,
+                       cuda_linearize(lane0, val.shape)));
+      // Lanes stay in the loaded vector (packed, for half types) and convert where used,
+      // so a row held in registers costs half the registers in float16.
+      std::string mine;
+      for (int k = 0; k < vec_; ++k) {
+        std::vector<std::string> ck = coords;
+        ck.back() = lane_expr(lane_var_, k);
+        std::string lk = fmt::format("braze_val({}.v[{}])", vec, k);
+        if (k == lane) mine = lk;
+        memo_.back()[memo_key(v, ck)] = lk;
+      }
+      return mine;
+    }
+  }
+  return let(cuda_name(type),
+             fmt::format("braze_load({}, {})", p, cuda_linearize(coords, val.shape)));
+}
+
+std::string Emitter::elementwise_at(const graph::Node& n, ValueId v,
+                                    const std::vector<std::string>& coords) {
+  const graph::Value& val = g_.value(v);
+  CudaExprCtx ctx{n, ComputeType::Float, {}, {}, val.dtype};
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoValue) {
+      ctx.args.push_back("");
+      ctx.arg_dtypes.push_back(DType::Float32);
+      continue;
+    }
+    const graph::Value& in = g_.value(n.inputs[i]);
+    std::string arg = value_at(n.inputs[i], broadcast_coords(coords, val.shape, in.shape));
+    // A 16-bit value computed in this kernel is a float: such ops see it rounded to its type
+    // (OpDef::rounds_half_inputs); one loaded from memory already is.
+    if (n.op->rounds_half_inputs && is_half(in.dtype) && in.producer != graph::kNoNode &&
+        in_group_(in.producer))
+      arg = let("float", fmt::format("braze_val(braze_pack(braze_tag<{}>{{}}, {}))",
+                                     cuda_storage_type(in.dtype), arg));
+    ctx.args.push_back(arg);
+    ctx.arg_dtypes.push_back(in.dtype);
+  }
+  ctx.type = compute_type(ctx.arg_dtypes.at(0));
+  return let(cuda_name(compute_type(val.dtype)), lowering(n).expr(ctx));
 }
 
 std::string Emitter::preload(ValueId v, const std::vector<std::string>& coords,

@@ -110,6 +110,12 @@ class Emitter {
 
  private:
   std::string compute(graph::ValueId v, const std::vector<std::string>& coords);
+  // A value from outside the kernel: a literal, a load (vectorised across lanes where it can
+  // be), or a read of the preloaded row.
+  std::string load_outside(graph::ValueId v, const std::vector<std::string>& coords);
+  // Element-wise node n's output v at coords, from its operands there.
+  std::string elementwise_at(const graph::Node& n, graph::ValueId v,
+                             const std::vector<std::string>& coords);
   std::string preload(graph::ValueId v, const std::vector<std::string>& coords,
                       const std::string& param);
 

@@ -212,6 +212,31 @@ std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& 
   return c;
 }
 
+namespace {
+
+// The epilogue, once per accumulator: accum[mi][ni][2 * r + q] is C's element
+// (mi * 16 + lane / 4 + 8 * r, ni * 8 + 2 * (lane % 4) + q) of the warp's tile; the two
+// q's are adjacent in the output when its last dim is j, of even size: one paired store.
+// CudaUnsupported where a store cannot be generated.
+void emit_tc_epilogue(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
+                      const TcTile& t) {
+  const int warp_m = t.bm / t.wm, warp_n = t.bn / t.wn;
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", warp_m / 16));
+  e.line("#pragma unroll");
+  e.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", warp_n / 8));
+  e.line("#pragma unroll");
+  e.open("for (int r = 0; r < 2; ++r) {");
+  e.line(fmt::format("const long long i = i0 + (warp / {}) * {} + mi * 16 + lane / 4 + r * 8;",
+                     t.wn, warp_m));
+  e.line(fmt::format("const long long jp = j0 + (warp % {}) * {} + ni * 8 + (lane % 4) * 2;", t.wn,
+                     warp_n));
+  emit_gemm_stores(e, g, d, epi, 2, "accum[mi][ni][2 * r + q]");
+  for (int c = 0; c < 3; ++c) e.close();  // r, ni, mi
+}
+
+}  // namespace
+
 std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group& group,
                                      const GemmDims& d, const GemmEpilogue& epi,
                                      const Target& target, const Tunables& tune,
@@ -228,7 +253,6 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
     return std::nullopt;
   }
   const int warp_m = t.bm / t.wm, warp_n = t.bn / t.wn;
-
   Emitter e = gemm_emitter(g, group, d);
   const OperandView &va = *d.view[0], &vb = *d.view[1];
   const std::string pa = e.input_param(va.root), pb = e.input_param(vb.root);
@@ -257,26 +281,13 @@ std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group&
     e.line(fmt::format(
         "if (!braze_tc_split_reduce<{}>(accum, reinterpret_cast<float*>(braze_smem))) continue;",
         t.split));
-  // The epilogue, once per accumulator: accum[mi][ni][2 * r + q] is C's element
-  // (mi * 16 + lane / 4 + 8 * r, ni * 8 + 2 * (lane % 4) + q) of the warp's tile; the two
-  // q's are adjacent in the output when its last dim is j, of even size: one paired store.
-  e.line("#pragma unroll");
-  e.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", warp_m / 16));
-  e.line("#pragma unroll");
-  e.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", warp_n / 8));
-  e.line("#pragma unroll");
-  e.open("for (int r = 0; r < 2; ++r) {");
-  e.line(fmt::format("const long long i = i0 + (warp / {}) * {} + mi * 16 + lane / 4 + r * 8;",
-                     t.wn, warp_m));
-  e.line(fmt::format("const long long jp = j0 + (warp % {}) * {} + ni * 8 + (lane % 4) * 2;", t.wn,
-                     warp_n));
   try {
-    emit_gemm_stores(e, g, d, epi, 2, "accum[mi][ni][2 * r + q]");
+    emit_tc_epilogue(e, g, d, epi, t);
   } catch (const CudaUnsupported& u) {
     *why_not = u.why;
     return std::nullopt;
   }
-  for (int c = 0; c < 4; ++c) e.close();  // r, ni, mi, b
+  e.close();  // b
 
   Kernel kern = kernel_record(e, fusion::GroupKind::Gemm, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};

@@ -96,87 +96,107 @@ std::vector<int64_t> resize_axes(const Node& n, int64_t r) {
   return axes;
 }
 
+namespace {
+
+using Axes = std::vector<int64_t>;
+
+void plan_from_scales(const Node& n, const Axes& axes, const Tensor& scales,
+                      std::vector<AxisPlan>& plan) {
+  const int64_t na = static_cast<int64_t>(axes.size());
+  if (!is_float(scales.dtype()))
+    fail(n, fmt::format("scales must be floating, not {}", dtype_name(scales.dtype())));
+  if (scales.numel() != na)
+    fail(n, fmt::format("scales has {} values for {} axes", scales.numel(), na));
+  for (int64_t i = 0; i < na; ++i) {
+    double s = scales.get_f64(i);
+    AxisPlan& p = plan[axes[i]];
+    if (!(s > 0) || !std::isfinite(s))
+      fail(n, fmt::format("scale {} of axis {} must be positive", s, axes[i]));
+    double len = std::floor(static_cast<double>(p.in) * s);
+    if (len > 4.0e18) fail(n, fmt::format("scale {} makes axis {} too long", s, axes[i]));
+    p.scale = s;
+    p.out = static_cast<int64_t>(len);
+  }
+}
+
+// Sizes kept as given per axis (stretch), or one scale for every axis, the smallest
+// (not_larger) or largest (not_smaller).
+void plan_from_sizes(const Node& n, const ResizeAttrs& a, const Axes& axes, const Tensor& sizes,
+                     std::vector<AxisPlan>& plan) {
+  const int64_t na = static_cast<int64_t>(axes.size());
+  if (!is_integer(sizes.dtype()))
+    fail(n, fmt::format("sizes must be int64, not {}", dtype_name(sizes.dtype())));
+  if (sizes.numel() != na)
+    fail(n, fmt::format("sizes has {} values for {} axes", sizes.numel(), na));
+  std::vector<int64_t> want = sizes.to_int64s();
+  for (int64_t i = 0; i < na; ++i) {
+    const AxisPlan& p = plan[axes[i]];
+    if (want[i] < 0) fail(n, fmt::format("size {} of axis {} is negative", want[i], axes[i]));
+    if (p.in == 0 && want[i] != 0)
+      fail(n, fmt::format("axis {} is empty and cannot be resized to {}", axes[i], want[i]));
+  }
+  if (a.policy == ResizePolicy::Stretch) {
+    for (int64_t i = 0; i < na; ++i) {
+      AxisPlan& p = plan[axes[i]];
+      p.out = want[i];
+      p.scale = p.in ? static_cast<double>(want[i]) / static_cast<double>(p.in) : 1.0;
+    }
+    return;
+  }
+  double s = 0;
+  bool first = true;
+  for (int64_t i = 0; i < na; ++i) {
+    const AxisPlan& p = plan[axes[i]];
+    if (p.in == 0) continue;
+    double si = static_cast<double>(want[i]) / static_cast<double>(p.in);
+    if (first || (a.policy == ResizePolicy::NotLarger ? si < s : si > s)) s = si;
+    first = false;
+  }
+  for (int64_t i = 0; i < na; ++i) {
+    AxisPlan& p = plan[axes[i]];
+    if (p.in == 0) continue;
+    double len = s * static_cast<double>(p.in) + 0.5;  // rounds halves up
+    if (len > 4.0e18) fail(n, fmt::format("sizes make axis {} too long", axes[i]));
+    p.scale = s;
+    p.out = static_cast<int64_t>(len);
+  }
+}
+
+void plan_roi(const Node& n, const Axes& axes, const Tensor& roi, std::vector<AxisPlan>& plan) {
+  const int64_t na = static_cast<int64_t>(axes.size());
+  if (!is_float(roi.dtype()))
+    fail(n, fmt::format("roi must be floating, not {}", dtype_name(roi.dtype())));
+  if (roi.numel() != 2 * na)
+    fail(n, fmt::format("roi has {} values; it needs {} (a start and an end per axis)", roi.numel(),
+                        2 * na));
+  for (int64_t i = 0; i < na; ++i) {
+    AxisPlan& p = plan[axes[i]];
+    p.roi_start = roi.get_f64(i);
+    p.roi_end = roi.get_f64(na + i);
+    if (!std::isfinite(p.roi_start) || !std::isfinite(p.roi_end))
+      fail(n, fmt::format("roi of axis {} must be finite", axes[i]));
+  }
+}
+
+}  // namespace
+
 // The per-axis plan from the input shape and the (constant) scales / sizes / roi; scales and
 // sizes hold a value or are null (absent or empty), roi may be null when it is not known.
 std::vector<AxisPlan> plan_resize_axes(const Node& n, const ResizeAttrs& a, const Shape& x,
                                        const Tensor* scales, const Tensor* sizes,
                                        const Tensor* roi) {
-  int64_t r = static_cast<int64_t>(x.size());
-  std::vector<int64_t> axes = resize_axes(n, r);
-  int64_t na = static_cast<int64_t>(axes.size());
+  const int64_t r = static_cast<int64_t>(x.size());
+  const Axes axes = resize_axes(n, r);
   std::vector<AxisPlan> plan(static_cast<size_t>(r));
   for (int64_t i = 0; i < r; ++i) plan[i].in = plan[i].out = x[i];
-
   if ((scales != nullptr) == (sizes != nullptr))
     fail(n, scales ? "scales and sizes must not both be given"
                    : "one of scales and sizes must be given");
-  if (scales) {
-    if (!is_float(scales->dtype()))
-      fail(n, fmt::format("scales must be floating, not {}", dtype_name(scales->dtype())));
-    if (scales->numel() != na)
-      fail(n, fmt::format("scales has {} values for {} axes", scales->numel(), na));
-    for (int64_t i = 0; i < na; ++i) {
-      double s = scales->get_f64(i);
-      AxisPlan& p = plan[axes[i]];
-      if (!(s > 0) || !std::isfinite(s))
-        fail(n, fmt::format("scale {} of axis {} must be positive", s, axes[i]));
-      double len = std::floor(static_cast<double>(p.in) * s);
-      if (len > 4.0e18) fail(n, fmt::format("scale {} makes axis {} too long", s, axes[i]));
-      p.scale = s;
-      p.out = static_cast<int64_t>(len);
-    }
-  } else {
-    if (!is_integer(sizes->dtype()))
-      fail(n, fmt::format("sizes must be int64, not {}", dtype_name(sizes->dtype())));
-    if (sizes->numel() != na)
-      fail(n, fmt::format("sizes has {} values for {} axes", sizes->numel(), na));
-    std::vector<int64_t> want = sizes->to_int64s();
-    for (int64_t i = 0; i < na; ++i) {
-      const AxisPlan& p = plan[axes[i]];
-      if (want[i] < 0) fail(n, fmt::format("size {} of axis {} is negative", want[i], axes[i]));
-      if (p.in == 0 && want[i] != 0)
-        fail(n, fmt::format("axis {} is empty and cannot be resized to {}", axes[i], want[i]));
-    }
-    if (a.policy == ResizePolicy::Stretch) {
-      for (int64_t i = 0; i < na; ++i) {
-        AxisPlan& p = plan[axes[i]];
-        p.out = want[i];
-        p.scale = p.in ? static_cast<double>(want[i]) / static_cast<double>(p.in) : 1.0;
-      }
-    } else {  // one scale for every axis, the smallest (not_larger) or largest (not_smaller)
-      double s = 0;
-      bool first = true;
-      for (int64_t i = 0; i < na; ++i) {
-        const AxisPlan& p = plan[axes[i]];
-        if (p.in == 0) continue;
-        double si = static_cast<double>(want[i]) / static_cast<double>(p.in);
-        if (first || (a.policy == ResizePolicy::NotLarger ? si < s : si > s)) s = si;
-        first = false;
-      }
-      for (int64_t i = 0; i < na; ++i) {
-        AxisPlan& p = plan[axes[i]];
-        if (p.in == 0) continue;
-        double len = s * static_cast<double>(p.in) + 0.5;  // rounds halves up
-        if (len > 4.0e18) fail(n, fmt::format("sizes make axis {} too long", axes[i]));
-        p.scale = s;
-        p.out = static_cast<int64_t>(len);
-      }
-    }
-  }
-  if (roi) {
-    if (!is_float(roi->dtype()))
-      fail(n, fmt::format("roi must be floating, not {}", dtype_name(roi->dtype())));
-    if (roi->numel() != 2 * na)
-      fail(n, fmt::format("roi has {} values; it needs {} (a start and an end per axis)",
-                          roi->numel(), 2 * na));
-    for (int64_t i = 0; i < na; ++i) {
-      AxisPlan& p = plan[axes[i]];
-      p.roi_start = roi->get_f64(i);
-      p.roi_end = roi->get_f64(na + i);
-      if (!std::isfinite(p.roi_start) || !std::isfinite(p.roi_end))
-        fail(n, fmt::format("roi of axis {} must be finite", axes[i]));
-    }
-  }
+  if (scales)
+    plan_from_scales(n, axes, *scales, plan);
+  else
+    plan_from_sizes(n, a, axes, *sizes, plan);
+  if (roi) plan_roi(n, axes, *roi, plan);
   return plan;
 }
 

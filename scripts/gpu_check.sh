@@ -7,7 +7,11 @@
 #   tests (every reduction, tensor-core and SIMT GEMM candidate; BRAZE_MEMCHECK_SECONDS caps it);
 #   step sanitize_models (not in the default steps: it exports the real models, minutes):
 #   memcheck, racecheck and initcheck over every bench/models.py row at its smallest shape
-#   (scripts/sanitize_models.sh; BRAZE_SANITIZE_ROWS picks rows).
+#   (scripts/sanitize_models.sh; BRAZE_SANITIZE_ROWS picks rows);
+#   step models (not in the default steps): bench/models.py over BRAZE_MODEL_ROWS (default every
+#   row) with --no-tune --no-torch, and where BRAZE_BASE_TREE names another source tree (say
+#   `git archive COMMIT | tar -x -C .base`, carried to the GPU machine) that tree's braze built
+#   into build-base and timed on the same exports, alternated (--base): a before / after table.
 # Prints a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -66,5 +70,20 @@ fi
 if has sanitize_models; then
   BRAZE=$b scripts/sanitize_models.sh "$out/sanitize_models" "${BRAZE_SANITIZE_ROWS:-}" >"$out/sanitize_models.txt" 2>&1
   summary+=("compute-sanitizer over the models rows (exit $?): $(grep -c '| clean |' "$out/sanitize_models/sanitize_models.md" 2>/dev/null) clean runs of $(grep -cE '^\| [a-z0-9]+-' "$out/sanitize_models/sanitize_models.md" 2>/dev/null)")
+fi
+if has models; then
+  base=()
+  if [ -n "${BRAZE_BASE_TREE:-}" ]; then
+    cmake -S "$BRAZE_BASE_TREE" -B build-base -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAZE_PYTHON=OFF \
+      >"$out/cmake_base.txt" 2>&1 && cmake --build build-base --target braze >"$out/build_base.txt" 2>&1 ||
+      { tail -30 "$out/build_base.txt"; exit 1; }
+    base=(--base build-base/cli/braze)
+  fi
+  python3 bench/models.py --braze "$b" "${base[@]}" --out build-models --no-tune --no-torch \
+    --only "${BRAZE_MODEL_ROWS:-*}" >"$out/models.txt" 2>&1
+  rc=$?
+  cp build-models/models.md build-models/models.json "$out/" 2>/dev/null
+  summary+=("bench/models.py (exit $rc): $(grep -c '^== ' "$out/models.txt") rows; $out/models.md")
+  grep -E "^==|paired|error" "$out/models.txt" | cut -c1-200
 fi
 printf '%s\n' "${summary[@]}"

@@ -13,12 +13,15 @@ namespace {
 // Columns larger than this many elements (512 MiB in float16) are not made: such a Conv
 // stays a loop per output element.
 constexpr int64_t kMaxColumnElements = int64_t{1} << 28;
+// A grouped convolution becomes one product per group when each is at least this deep (input
+// channels times taps) and this wide (output channels); thinner ones (depthwise) stay loops.
+constexpr int64_t kMinGroupDepth = 32, kMinGroupWidth = 16;
 
 // How a Conv this pass rewrites reads X: pixels as they are (a 1x1 kernel, stride 1, no
 // padding: a reshape) or through Im2Col's windows.
 enum class Columns { None, Pixels, Windows };
 
-// One group, constant W (and bias), static shapes.
+// Constant W (and bias), static shapes, one group or groups deep and wide enough.
 Columns columns_of(const Graph& g, const Node& n) {
   if (n.dead || !n.op->domain.empty() || n.op->name != "Conv" || n.inputs.size() < 2)
     return Columns::None;
@@ -29,13 +32,15 @@ Columns columns_of(const Graph& g, const Node& n) {
   if (n.has_input(2) && !g.value(n.inputs[2]).constant) return Columns::None;
   const Shape* b = n.has_input(2) ? &g.value(n.inputs[2]).shape : nullptr;
   const ConvShapes s = conv_shapes(n, x.shape, w.shape, b);
-  if (s.group != 1 || y.shape != s.out) return Columns::None;
+  if (y.shape != s.out) return Columns::None;
+  const int64_t taps = checked_numel(s.g.kernel), pixels = checked_numel(s.g.out);
+  if (s.group != 1 && (s.c / s.group * taps < kMinGroupDepth || s.m / s.group < kMinGroupWidth))
+    return Columns::None;
   auto all = [](const Shape& v, int64_t e) {
     return std::all_of(v.begin(), v.end(), [&](int64_t d) { return d == e; });
   };
   if (all(s.g.kernel, 1) && all(s.g.stride, 1) && all(s.g.pad_begin, 0) && all(s.g.pad_end, 0))
     return Columns::Pixels;
-  const int64_t taps = checked_numel(s.g.kernel), pixels = checked_numel(s.g.out);
   const double elements = static_cast<double>(s.n) * s.c * taps * pixels;
   return elements <= static_cast<double>(kMaxColumnElements) ? Columns::Windows : Columns::None;
 }
@@ -82,7 +87,7 @@ void rewrite(Graph& g, NodeId id, Columns how) {
   const Node conv = g.node(id);  // a copy: the node is killed below
   const Shape xs = g.value(conv.inputs[0]).shape, ys = g.value(conv.outputs[0]).shape;
   const Tensor& w = *g.value(conv.inputs[1]).constant;
-  const int64_t n = xs[0], c = xs[1], m = ys[1];
+  const int64_t n = xs[0], c = xs[1], m = ys[1], groups = conv.attr_int("group");
   const int64_t pixels = checked_numel(Shape(xs.begin() + 2, xs.end()));
   g.kill_node(id);
   g.value(conv.outputs[0]).producer = kNoNode;
@@ -92,12 +97,28 @@ void rewrite(Graph& g, NodeId id, Columns how) {
           ? windows(g, conv, w.shape())
           : add(g, "Reshape", base + "_pixels",
                 {conv.inputs[0], shape_constant(g, base + "_pixels_shape", {n, c, pixels})});
-  const int64_t k = g.value(cols).shape.at(1);  // C times the kernel's taps
-  ValueId y =
-      add(g, "MatMul", base + "_gemm", {reshaped_constant(g, base + "_w2d", w, {m, k}), cols});
+  const Shape cs = g.value(cols).shape;  // [N, C times the kernel's taps, P]
+  const int64_t k = cs[1] / groups;
+  if (groups == 1) {
+    ValueId y =
+        add(g, "MatMul", base + "_gemm", {reshaped_constant(g, base + "_w2d", w, {m, k}), cols});
+    if (conv.has_input(2))
+      y = add(g, "Add", base + "_bias",
+              {y, reshaped_constant(g, base + "_b2d", *g.value(conv.inputs[2]).constant, {m, 1})});
+    add(g, "Reshape", base + "_image", {y, shape_constant(g, base + "_image_shape", ys)},
+        conv.outputs[0]);
+    return;
+  }
+  // One product per group: W [G, M / G, k] times the group's rows of the columns.
+  const ValueId gcols =
+      add(g, "Reshape", base + "_group_columns",
+          {cols, shape_constant(g, base + "_group_columns_shape", {n, groups, k, cs[2]})});
+  ValueId y = add(g, "MatMul", base + "_gemm",
+                  {reshaped_constant(g, base + "_w3d", w, {groups, m / groups, k}), gcols});
   if (conv.has_input(2))
     y = add(g, "Add", base + "_bias",
-            {y, reshaped_constant(g, base + "_b2d", *g.value(conv.inputs[2]).constant, {m, 1})});
+            {y, reshaped_constant(g, base + "_b3d", *g.value(conv.inputs[2]).constant,
+                                  {groups, m / groups, 1})});
   add(g, "Reshape", base + "_image", {y, shape_constant(g, base + "_image_shape", ys)},
       conv.outputs[0]);
 }

@@ -8,7 +8,10 @@
 // Then Add(b [M, 1]) → Reshape [N, M, out spatial...]. The GEMM schedules (wgmma, mma.sync,
 // SIMT) take the product, the reshapes are views of their operands and the bias and what
 // follows fuse into the GEMM's epilogue, where the Conv ran as a loop per output element.
-// W must be a constant and X's shape static; grouped and depthwise convolutions stay loops.
+// A grouped convolution whose groups are at least 32 deep (input channels times taps) and 16
+// wide (output channels) is one product per group: the columns as [N, G, C·K / G, P] times
+// W [G, M / G, C·K / G]. Depthwise and other thin groups stay loops. W must be a constant and
+// X's shape static.
 // Runs after fold_conv_affine, so batch norms fold into W first.
 #pragma once
 

@@ -146,8 +146,30 @@ TEST(ConvAsMatmul, AnEmptyBatchComputesNothing) {
   EXPECT_EQ(e[0].shape(), (Shape{0, 3, 5, 5}));
 }
 
-TEST(ConvAsMatmul, GroupedConvolutionsStay) {
-  for (int64_t group : {2, 3, 6}) {
+// Groups at least 32 deep (input channels x taps) and 16 wide become one product per group;
+// depthwise and other thin groups stay loops.
+TEST(ConvAsMatmul, DeepGroupsBecomeOneProductPerGroup) {
+  using Ints = std::vector<int64_t>;
+  struct Case {
+    Shape kernel;
+    graph::Attributes attrs;
+    int64_t cin, cout;
+  };
+  const std::vector<Case> cases = {
+      {{3, 3}, {{"group", int64_t{2}}, {"pads", Ints{1, 1, 1, 1}}}, 8, 32},
+      {{3, 3}, {{"group", int64_t{4}}, {"strides", Ints{2, 2}}}, 16, 64},
+      {{1, 1}, {{"group", int64_t{2}}}, 64, 32},  // 1x1: the pixels as they are, per group
+  };
+  for (const Case& c : cases) {
+    Graph before = conv_graph({7, 6}, c.kernel, c.attrs, true, c.cin, c.cout);
+    Graph after = before;
+    EXPECT_EQ(graph::passes::conv_as_matmul(after), 1);
+    graph::passes::run_pipeline(after);
+    EXPECT_EQ(count(after, "Conv"), 0);
+    EXPECT_EQ(count(after, "MatMul"), 1);
+    expect_same_on_reference_and_emulator(before, after);
+  }
+  for (int64_t group : {3, 6}) {  // 2 or 1 input channels a group: thin, and depthwise
     Graph g = conv_graph({6, 6}, {3, 3}, {{"group", group}}, true, 6, 6);
     EXPECT_EQ(graph::passes::conv_as_matmul(g), 0);
   }

@@ -503,7 +503,19 @@ PoolShapes pool_shapes(const Node& node, const Shape& x) {
 }
 
 WindowGeometry im2col_geometry(const Node& node, const Shape& x) {
-  return window_geometry(node, x, kernel_shape_attr(node, x), false);
+  Shape kernel = kernel_shape_attr(node, x);
+  if (node.attr_int("transposed") == 0) return window_geometry(node, x, kernel, false);
+  const size_t r = kernel.size();
+  WindowGeometry g;
+  g.in.assign(x.begin() + 2, x.end());
+  g.kernel = std::move(kernel);
+  g.stride = ints_attr(node, "strides", r, 1, 1, x);
+  g.dilation = ints_attr(node, "dilations", r, 1, 1, x);
+  const std::vector<int64_t> pads = ints_attr(node, "pads", 2 * r, 0, 0, x);
+  g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(r));
+  g.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(r), pads.end());
+  g.out = ints_attr(node, "output_spatial", r, 0, 0, x);
+  return g;
 }
 
 namespace {

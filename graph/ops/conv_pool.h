@@ -43,8 +43,9 @@ ConvShapes conv_transpose_shapes(const Node& node, const Shape& x, const Shape& 
 
 PoolShapes pool_shapes(const Node& node, const Shape& x);
 
-// The windows of an Im2Col node (kernel_shape, strides, dilations, pads, auto_pad as Conv's)
-// over X [N, C, spatial...].
+// The windows of an Im2Col node over X [N, C, spatial...]: kernel_shape, strides, dilations,
+// pads and auto_pad as Conv's; with transposed = 1 those of a ConvTranspose, its pads resolved
+// and its output's spatial size given (output_spatial).
 WindowGeometry im2col_geometry(const Node& node, const Shape& x);
 
 // Im2Col (graph/ops/im2col.cpp; registered by register_conv_pool_ops).

@@ -5,6 +5,8 @@
 //   X [N, C, D1 … Dr] → Y [N, C·K, P]: K = the kernel's taps, P = the output's pixels, both
 //   row-major; Y[n, c·K + k, p] = X[n, c, p_d·stride_d − pad_begin_d + k_d·dilation_d …], zero
 //   where a tap falls in the padding.
+//   transposed = 1 (a ConvTranspose's taps): Y[n, c·K + k, p] = X[n, c, i_d …] where
+//   i_d·stride_d = p_d + pad_begin_d − k_d·dilation_d, zero where no such i_d is in X.
 //
 // An index map like the layout ops', so the reference copies through it and a fused kernel
 // gathers through it.
@@ -23,9 +25,23 @@ using namespace ops;
 
 IndexId scaled(IndexMap& m, IndexId e, int64_t s) { return s == 1 ? e : m.mul(e, m.lit(s)); }
 
+// Input coordinate d of a ConvTranspose tap: (p + pad_begin − k·dilation) / stride where that
+// divides and lands in X (conditions added to `inside`).
+IndexId transposed_tap(IndexMap& m, const WindowGeometry& g, size_t d, IndexId p, IndexId k,
+                       std::vector<IndexId>& inside) {
+  const int64_t s = g.stride[d];
+  const IndexId num = m.temp(m.sub(m.add(p, m.lit(g.pad_begin[d])), scaled(m, k, g.dilation[d])));
+  inside.push_back(m.ge(num, m.lit(0)));
+  if (s > 1) inside.push_back(m.lt(m.mod(num, m.lit(s)), m.lit(1)));
+  const IndexId at = s > 1 ? m.temp(m.div(num, m.lit(s))) : num;
+  inside.push_back(m.lt(at, m.lit(g.in[d])));
+  return at;
+}
+
 IndexMap im2col_map(const IndexMapArgs& a) {
   const Shape& x = a.shapes.at(0);
   const WindowGeometry g = im2col_geometry(a.node, x);
+  const bool transposed = a.node.attr_int("transposed") != 0;
   const int64_t taps = checked_numel(g.kernel);
   IndexMap m;
   const std::vector<IndexId> o = m.coords(3);
@@ -33,6 +49,10 @@ IndexMap im2col_map(const IndexMapArgs& a) {
   const std::vector<IndexId> p = m.unravel(o[2], g.out);
   std::vector<IndexId> src = {o[0], m.temp(m.div(o[1], m.lit(taps)))}, inside;
   for (size_t d = 0; d < g.rank(); ++d) {
+    if (transposed) {
+      src.push_back(transposed_tap(m, g, d, p[d], k[d], inside));
+      continue;
+    }
     const int64_t s = g.stride[d], dil = g.dilation[d], pb = g.pad_begin[d];
     const IndexId at = m.temp(m.add(m.sub(scaled(m, p[d], s), m.lit(pb)), scaled(m, k[d], dil)));
     src.push_back(at);
@@ -59,9 +79,13 @@ OpDef im2col_op() {
   d.internal = true;
   d.kind = FusionKind::Injective;
   d.types = kFloatTypes;
-  d.attrs = {attr_s("auto_pad", "NOTSET"), attr_opt("dilations", AttrType::Ints),
-             attr_req("kernel_shape", AttrType::Ints), attr_opt("pads", AttrType::Ints),
-             attr_opt("strides", AttrType::Ints)};
+  d.attrs = {attr_s("auto_pad", "NOTSET"),
+             attr_opt("dilations", AttrType::Ints),
+             attr_req("kernel_shape", AttrType::Ints),
+             attr_opt("output_spatial", AttrType::Ints),
+             attr_opt("pads", AttrType::Ints),
+             attr_opt("strides", AttrType::Ints),
+             attr_i("transposed", 0)};
   d.infer = [](InferCtx& ctx) {
     const Shape& x = ctx.shape(0);
     const WindowGeometry g = im2col_geometry(ctx.node(), x);

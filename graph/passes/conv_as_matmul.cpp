@@ -1,6 +1,7 @@
 #include "graph/passes/conv_as_matmul.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "graph/op_context.h"
 #include "graph/ops/conv_pool.h"
@@ -123,12 +124,77 @@ void rewrite(Graph& g, NodeId id, Columns how) {
       conv.outputs[0]);
 }
 
+// A ConvTranspose this pass rewrites: one group, constant W [C, M, k...] (and bias), static
+// shapes, columns within the limit.
+bool transposed_rewritable(const Graph& g, const Node& n) {
+  if (n.dead || !n.op->domain.empty() || n.op->name != "ConvTranspose" || n.inputs.size() < 2)
+    return false;
+  const Value& x = g.value(n.inputs[0]);
+  const Value& w = g.value(n.inputs[1]);
+  const Value& y = g.value(n.outputs[0]);
+  if (!x.has_shape || !y.has_shape || !w.constant || x.shape.size() < 3) return false;
+  if (n.has_input(2) && !g.value(n.inputs[2]).constant) return false;
+  const Shape* b = n.has_input(2) ? &g.value(n.inputs[2]).shape : nullptr;
+  const ConvShapes s = conv_transpose_shapes(n, x.shape, w.shape, b);
+  if (s.group != 1 || y.shape != s.out) return false;
+  const double elements = static_cast<double>(s.n) * s.c * checked_numel(s.g.kernel) *
+                          static_cast<double>(checked_numel(s.g.out));
+  return elements <= static_cast<double>(kMaxColumnElements);
+}
+
+// W [C, M, taps...] as [M, C·taps]: element (m, c·K + k) is W's (c, m, k).
+Tensor transposed_weights(const Tensor& w) {
+  const int64_t c = w.shape()[0], m = w.shape()[1];
+  const int64_t taps = checked_numel(Shape(w.shape().begin() + 2, w.shape().end()));
+  const size_t run = static_cast<size_t>(taps) * dtype_size(w.dtype());
+  Tensor t(w.dtype(), {m, c * taps});
+  const auto* src = static_cast<const std::byte*>(w.raw());
+  auto* dst = static_cast<std::byte*>(t.raw());
+  for (int64_t ci = 0; ci < c; ++ci)
+    for (int64_t mi = 0; mi < m; ++mi)
+      std::copy_n(src + (ci * m + mi) * run, run, dst + (mi * c + ci) * run);
+  return t;
+}
+
+void rewrite_transposed(Graph& g, NodeId id) {
+  const Node ct = g.node(id);  // a copy: the node is killed below
+  const Shape xs = g.value(ct.inputs[0]).shape;
+  const DType dtype = g.value(ct.inputs[0]).dtype;
+  const Tensor& w = *g.value(ct.inputs[1]).constant;
+  const Shape* b = ct.has_input(2) ? &g.value(ct.inputs[2]).shape : nullptr;
+  const ConvShapes s = conv_transpose_shapes(ct, xs, w.shape(), b);
+  const Shape ys = g.value(ct.outputs[0]).shape;
+  g.kill_node(id);
+  g.value(ct.outputs[0]).producer = kNoNode;
+  std::vector<int64_t> pads = s.g.pad_begin;
+  pads.insert(pads.end(), s.g.pad_begin.begin(), s.g.pad_begin.end());  // the end is not read
+  graph::Attributes attrs = {{"kernel_shape", s.g.kernel}, {"strides", s.g.stride},
+                             {"dilations", s.g.dilation},  {"pads", pads},
+                             {"output_spatial", s.g.out},  {"transposed", int64_t{1}}};
+  const std::string& base = ct.name;
+  const ValueId cols = g.add_value(g.unique_name(base + "_columns"), dtype, {});
+  infer_node(g, g.add_node(find_op("braze", "Im2Col"), g.unique_name(base + "_im2col"),
+                           {ct.inputs[0]}, {cols}, std::move(attrs), 1));
+  ValueId y = add(g, "MatMul", base + "_gemm",
+                  {g.add_constant(g.unique_name(base + "_w2d"), transposed_weights(w)), cols});
+  if (ct.has_input(2))
+    y = add(g, "Add", base + "_bias",
+            {y, reshaped_constant(g, base + "_b2d", *g.value(ct.inputs[2]).constant, {s.m, 1})});
+  add(g, "Reshape", base + "_image", {y, shape_constant(g, base + "_image_shape", ys)},
+      ct.outputs[0]);
+}
+
 }  // namespace
 
 int conv_as_matmul(Graph& g) {
   int changed = 0;
   const Graph& cg = g;
   for (NodeId id : g.topo_order()) {
+    if (transposed_rewritable(cg, cg.node(id))) {
+      rewrite_transposed(g, id);
+      ++changed;
+      continue;
+    }
     const Columns how = columns_of(cg, cg.node(id));
     if (how == Columns::None) continue;
     rewrite(g, id, how);

@@ -10,8 +10,10 @@
 // follows fuse into the GEMM's epilogue, where the Conv ran as a loop per output element.
 // A grouped convolution whose groups are at least 32 deep (input channels times taps) and 16
 // wide (output channels) is one product per group: the columns as [N, G, C·K / G, P] times
-// W [G, M / G, C·K / G]. Depthwise and other thin groups stay loops. W must be a constant and
-// X's shape static.
+// W [G, M / G, C·K / G]. Depthwise and other thin groups stay loops. A ConvTranspose with one
+// group is Im2Col of its transposed taps (transposed = 1: zero where a tap falls between the
+// input's strided positions) times W [C, M, k...] transposed to [M, C·K]. W must be a constant
+// and X's shape static.
 // Runs after fold_conv_affine, so batch norms fold into W first.
 #pragma once
 

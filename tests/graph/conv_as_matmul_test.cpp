@@ -146,6 +146,42 @@ TEST(ConvAsMatmul, AnEmptyBatchComputesNothing) {
   EXPECT_EQ(e[0].shape(), (Shape{0, 3, 5, 5}));
 }
 
+// A ConvTranspose is the same product over Im2Col's transposed taps (zero where a tap falls
+// between the input's strided positions) and W transposed to [M, C·K].
+TEST(ConvAsMatmul, ConvTransposeBecomesIm2ColAndMatMul) {
+  using Ints = std::vector<int64_t>;
+  const std::vector<std::pair<Shape, graph::Attributes>> cases = {
+      {{3, 3}, {{"strides", Ints{2, 2}}}},
+      {{3, 3},
+       {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"output_padding", Ints{1, 1}}}},
+      {{2, 3}, {{"strides", Ints{3, 2}}, {"dilations", Ints{2, 1}}, {"pads", Ints{0, 1, 2, 0}}}},
+      {{4, 4}, {{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}},
+      {{3, 3}, {{"strides", Ints{2, 2}}, {"output_shape", Ints{14, 12}}}},  // grows at the end
+      {{1, 1}, {}},
+  };
+  for (bool bias : {true, false})
+    for (const auto& [kernel, attrs] : cases) {
+      SCOPED_TRACE(::testing::PrintToString(kernel));
+      Graph before;
+      const ValueId x = before.add_value("x", DType::Float32, {2, 6, 7, 6});
+      before.add_input(x);
+      Shape ws = {6, 5};
+      ws.insert(ws.end(), kernel.begin(), kernel.end());
+      std::vector<ValueId> ins = {x, before.add_constant("w", test::random(DType::Float32, ws, 3))};
+      if (bias) ins.push_back(before.add_constant("b", test::random(DType::Float32, {5}, 4)));
+      const ValueId y = before.add_value("y", DType::Float32, {});
+      graph::infer_node(before,
+                        before.add_node(&graph::op("ConvTranspose"), "ct", ins, {y}, attrs, 18));
+      before.add_output(y, "y");
+      Graph after = before;
+      EXPECT_EQ(graph::passes::conv_as_matmul(after), 1);
+      graph::passes::run_pipeline(after);
+      EXPECT_EQ(count(after, "ConvTranspose"), 0);
+      EXPECT_EQ(count(after, "MatMul"), 1);
+      expect_same_on_reference_and_emulator(before, after);
+    }
+}
+
 // Groups at least 32 deep (input channels x taps) and 16 wide become one product per group;
 // depthwise and other thin groups stay loops.
 TEST(ConvAsMatmul, DeepGroupsBecomeOneProductPerGroup) {

@@ -22,8 +22,9 @@ constexpr int64_t kMinGroupDepth = 32, kMinGroupWidth = 16;
 // padding: a reshape) or through Im2Col's windows.
 enum class Columns { None, Pixels, Windows };
 
-// Constant W (and bias), static shapes, one group or groups deep and wide enough.
-Columns columns_of(const Graph& g, const Node& n) {
+// Constant W (and bias), static shapes, one group or groups deep and wide enough; columns only
+// for products of at least min_flops.
+Columns columns_of(const Graph& g, const Node& n, double min_flops) {
   if (n.dead || !n.op->domain.empty() || n.op->name != "Conv" || n.inputs.size() < 2)
     return Columns::None;
   const Value& x = g.value(n.inputs[0]);
@@ -40,10 +41,14 @@ Columns columns_of(const Graph& g, const Node& n) {
   auto all = [](const Shape& v, int64_t e) {
     return std::all_of(v.begin(), v.end(), [&](int64_t d) { return d == e; });
   };
-  if (all(s.g.kernel, 1) && all(s.g.stride, 1) && all(s.g.pad_begin, 0) && all(s.g.pad_end, 0))
-    return Columns::Pixels;
   const double elements = static_cast<double>(s.n) * s.c * taps * pixels;
-  return elements <= static_cast<double>(kMaxColumnElements) ? Columns::Windows : Columns::None;
+  const double flops = 2.0 * elements * static_cast<double>(s.m) / static_cast<double>(s.group);
+  if (all(s.g.kernel, 1) && all(s.g.stride, 1) && all(s.g.pad_begin, 0) && all(s.g.pad_end, 0) &&
+      (s.group == 1 || flops >= min_flops))
+    return Columns::Pixels;
+  return elements <= static_cast<double>(kMaxColumnElements) && flops >= min_flops
+             ? Columns::Windows
+             : Columns::None;
 }
 
 // A constant holding t's data at another shape.
@@ -125,8 +130,8 @@ void rewrite(Graph& g, NodeId id, Columns how) {
 }
 
 // A ConvTranspose this pass rewrites: one group, constant W [C, M, k...] (and bias), static
-// shapes, columns within the limit.
-bool transposed_rewritable(const Graph& g, const Node& n) {
+// shapes, columns within the limit, a product of at least min_flops.
+bool transposed_rewritable(const Graph& g, const Node& n, double min_flops) {
   if (n.dead || !n.op->domain.empty() || n.op->name != "ConvTranspose" || n.inputs.size() < 2)
     return false;
   const Value& x = g.value(n.inputs[0]);
@@ -139,7 +144,8 @@ bool transposed_rewritable(const Graph& g, const Node& n) {
   if (s.group != 1 || y.shape != s.out) return false;
   const double elements = static_cast<double>(s.n) * s.c * checked_numel(s.g.kernel) *
                           static_cast<double>(checked_numel(s.g.out));
-  return elements <= static_cast<double>(kMaxColumnElements);
+  return elements <= static_cast<double>(kMaxColumnElements) &&
+         2.0 * elements * static_cast<double>(s.m) >= min_flops;
 }
 
 // W [C, M, taps...] as [M, C·taps]: element (m, c·K + k) is W's (c, m, k).
@@ -186,16 +192,18 @@ void rewrite_transposed(Graph& g, NodeId id) {
 
 }  // namespace
 
-int conv_as_matmul(Graph& g) {
+int conv_as_matmul(Graph& g) { return conv_as_matmul(g, kMinColumnsFlops); }
+
+int conv_as_matmul(Graph& g, double min_columns_flops) {
   int changed = 0;
   const Graph& cg = g;
   for (NodeId id : g.topo_order()) {
-    if (transposed_rewritable(cg, cg.node(id))) {
+    if (transposed_rewritable(cg, cg.node(id), min_columns_flops)) {
       rewrite_transposed(g, id);
       ++changed;
       continue;
     }
-    const Columns how = columns_of(cg, cg.node(id));
+    const Columns how = columns_of(cg, cg.node(id), min_columns_flops);
     if (how == Columns::None) continue;
     rewrite(g, id, how);
     ++changed;

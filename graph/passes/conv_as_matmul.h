@@ -21,6 +21,12 @@
 
 namespace braze::graph::passes {
 
-int conv_as_matmul(Graph& g);
+// Convolutions made products through Im2Col (every kind but the plain 1x1) below this many
+// FLOPs (2·N·M·C·K·P / groups, 32 M) stay loops: for them two kernels instead of one cost more
+// than the product saves (ViT-tiny's 1.6 MFLOP patch embedding, say, fused with what follows).
+inline constexpr double kMinColumnsFlops = 32e6;
+
+int conv_as_matmul(Graph& g);  // with kMinColumnsFlops
+int conv_as_matmul(Graph& g, double min_columns_flops);
 
 }  // namespace braze::graph::passes

@@ -60,7 +60,7 @@ TEST(ConvAsMatmul, OneByOneConvolutionsBecomeMatMul) {
     for (Shape spatial : {Shape{7, 5}, Shape{9}, Shape{3, 2, 4}}) {
       Graph before = conv_graph(spatial, Shape(spatial.size(), 1), {}, bias);
       Graph after = before;
-      EXPECT_EQ(graph::passes::conv_as_matmul(after), 1);
+      EXPECT_EQ(graph::passes::conv_as_matmul(after, 0), 1);
       graph::passes::run_pipeline(after);
       EXPECT_EQ(count(after, "Conv"), 0);
       EXPECT_EQ(count(after, "MatMul"), 1);
@@ -118,13 +118,25 @@ TEST(ConvAsMatmul, WindowedConvolutionsBecomeIm2ColAndMatMul) {
                  ::testing::PrintToString(c.kernel));
     Graph before = conv_graph(c.spatial, c.kernel, c.attrs);
     Graph after = before;
-    EXPECT_EQ(graph::passes::conv_as_matmul(after), 1);
+    EXPECT_EQ(graph::passes::conv_as_matmul(after, 0), 1);
     graph::passes::run_pipeline(after);
     EXPECT_EQ(count(after, "Conv"), 0);
     EXPECT_EQ(count(after, "Im2Col"), 1);
     EXPECT_EQ(count(after, "MatMul"), 1);
     expect_same_on_reference_and_emulator(before, after);
   }
+}
+
+// Below kMinColumnsFlops a windowed convolution stays one loop (kept fused with its neighbours);
+// above it, the product. The plain 1x1 is a product at any size.
+TEST(ConvAsMatmul, SmallWindowedConvolutionsStayLoops) {
+  using Ints = std::vector<int64_t>;
+  Graph small = conv_graph({7, 6}, {3, 3}, {{"pads", Ints{1, 1, 1, 1}}});
+  EXPECT_EQ(graph::passes::conv_as_matmul(small), 0);
+  Graph large = conv_graph({32, 32}, {3, 3}, {{"pads", Ints{1, 1, 1, 1}}}, true, 64, 64);
+  EXPECT_EQ(graph::passes::conv_as_matmul(large), 1);  // 2·2·64·576·1024 = 151 MFLOP
+  Graph pointwise = conv_graph({7, 6}, {1, 1}, {});
+  EXPECT_EQ(graph::passes::conv_as_matmul(pointwise), 1);
 }
 
 // An empty batch: the product is broadcast over no images and computes nothing (its batch
@@ -137,7 +149,7 @@ TEST(ConvAsMatmul, AnEmptyBatchComputesNothing) {
       1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9}> {
       y = Conv <pads = [1, 1, 1, 1]> (x, w) })");
   Graph after = before;
-  EXPECT_EQ(graph::passes::conv_as_matmul(after), 1);
+  EXPECT_EQ(graph::passes::conv_as_matmul(after, 0), 1);
   graph::passes::run_pipeline(after);
   const std::vector<Tensor> e =
       runtime::run_emulated(after, fusion::plan_fused(after, codegen::kernel_lowerings()),
@@ -174,7 +186,7 @@ TEST(ConvAsMatmul, ConvTransposeBecomesIm2ColAndMatMul) {
                         before.add_node(&graph::op("ConvTranspose"), "ct", ins, {y}, attrs, 18));
       before.add_output(y, "y");
       Graph after = before;
-      EXPECT_EQ(graph::passes::conv_as_matmul(after), 1);
+      EXPECT_EQ(graph::passes::conv_as_matmul(after, 0), 1);
       graph::passes::run_pipeline(after);
       EXPECT_EQ(count(after, "ConvTranspose"), 0);
       EXPECT_EQ(count(after, "MatMul"), 1);
@@ -199,7 +211,7 @@ TEST(ConvAsMatmul, DeepGroupsBecomeOneProductPerGroup) {
   for (const Case& c : cases) {
     Graph before = conv_graph({7, 6}, c.kernel, c.attrs, true, c.cin, c.cout);
     Graph after = before;
-    EXPECT_EQ(graph::passes::conv_as_matmul(after), 1);
+    EXPECT_EQ(graph::passes::conv_as_matmul(after, 0), 1);
     graph::passes::run_pipeline(after);
     EXPECT_EQ(count(after, "Conv"), 0);
     EXPECT_EQ(count(after, "MatMul"), 1);
@@ -207,7 +219,7 @@ TEST(ConvAsMatmul, DeepGroupsBecomeOneProductPerGroup) {
   }
   for (int64_t group : {3, 6}) {  // 2 or 1 input channels a group: thin, and depthwise
     Graph g = conv_graph({6, 6}, {3, 3}, {{"group", group}}, true, 6, 6);
-    EXPECT_EQ(graph::passes::conv_as_matmul(g), 0);
+    EXPECT_EQ(graph::passes::conv_as_matmul(g, 0), 0);
   }
 }
 

@@ -55,16 +55,23 @@ void expect_same_on_reference_and_emulator(const Graph& before, const Graph& aft
 
 int count(const Graph& g, const char* op) { return graph::passes::op_counts(g)[op]; }
 
+// `before`'s one convolution (op) rewritten at any size, then the pipeline: no `op` left, one
+// product (reading `columns` Im2Col), the same outputs on the reference and on the emulated
+// kernels.
+void expect_one_product(const Graph& before, const char* op, int columns) {
+  Graph after = before;
+  EXPECT_EQ(graph::passes::conv_as_matmul(after, 0), 1);
+  graph::passes::run_pipeline(after);
+  EXPECT_EQ(count(after, op), 0);
+  EXPECT_EQ(count(after, "MatMul"), 1);
+  EXPECT_EQ(count(after, "Im2Col"), columns);
+  expect_same_on_reference_and_emulator(before, after);
+}
+
 TEST(ConvAsMatmul, OneByOneConvolutionsBecomeMatMul) {
   for (bool bias : {true, false}) {
     for (Shape spatial : {Shape{7, 5}, Shape{9}, Shape{3, 2, 4}}) {
-      Graph before = conv_graph(spatial, Shape(spatial.size(), 1), {}, bias);
-      Graph after = before;
-      EXPECT_EQ(graph::passes::conv_as_matmul(after, 0), 1);
-      graph::passes::run_pipeline(after);
-      EXPECT_EQ(count(after, "Conv"), 0);
-      EXPECT_EQ(count(after, "MatMul"), 1);
-      expect_same_on_reference_and_emulator(before, after);
+      expect_one_product(conv_graph(spatial, Shape(spatial.size(), 1), {}, bias), "Conv", 0);
     }
   }
 }
@@ -116,14 +123,7 @@ TEST(ConvAsMatmul, WindowedConvolutionsBecomeIm2ColAndMatMul) {
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::PrintToString(c.spatial) + " kernel " +
                  ::testing::PrintToString(c.kernel));
-    Graph before = conv_graph(c.spatial, c.kernel, c.attrs);
-    Graph after = before;
-    EXPECT_EQ(graph::passes::conv_as_matmul(after, 0), 1);
-    graph::passes::run_pipeline(after);
-    EXPECT_EQ(count(after, "Conv"), 0);
-    EXPECT_EQ(count(after, "Im2Col"), 1);
-    EXPECT_EQ(count(after, "MatMul"), 1);
-    expect_same_on_reference_and_emulator(before, after);
+    expect_one_product(conv_graph(c.spatial, c.kernel, c.attrs), "Conv", 1);
   }
 }
 
@@ -185,12 +185,7 @@ TEST(ConvAsMatmul, ConvTransposeBecomesIm2ColAndMatMul) {
       graph::infer_node(before,
                         before.add_node(&graph::op("ConvTranspose"), "ct", ins, {y}, attrs, 18));
       before.add_output(y, "y");
-      Graph after = before;
-      EXPECT_EQ(graph::passes::conv_as_matmul(after, 0), 1);
-      graph::passes::run_pipeline(after);
-      EXPECT_EQ(count(after, "ConvTranspose"), 0);
-      EXPECT_EQ(count(after, "MatMul"), 1);
-      expect_same_on_reference_and_emulator(before, after);
+      expect_one_product(before, "ConvTranspose", 1);
     }
 }
 
@@ -209,13 +204,8 @@ TEST(ConvAsMatmul, DeepGroupsBecomeOneProductPerGroup) {
       {{1, 1}, {{"group", int64_t{2}}}, 64, 32},  // 1x1: the pixels as they are, per group
   };
   for (const Case& c : cases) {
-    Graph before = conv_graph({7, 6}, c.kernel, c.attrs, true, c.cin, c.cout);
-    Graph after = before;
-    EXPECT_EQ(graph::passes::conv_as_matmul(after, 0), 1);
-    graph::passes::run_pipeline(after);
-    EXPECT_EQ(count(after, "Conv"), 0);
-    EXPECT_EQ(count(after, "MatMul"), 1);
-    expect_same_on_reference_and_emulator(before, after);
+    expect_one_product(conv_graph({7, 6}, c.kernel, c.attrs, true, c.cin, c.cout), "Conv",
+                       c.kernel == Shape{1, 1} ? 0 : 1);
   }
   for (int64_t group : {3, 6}) {  // 2 or 1 input channels a group: thin, and depthwise
     Graph g = conv_graph({6, 6}, {3, 3}, {{"group", group}}, true, 6, 6);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
+#include <string_view>
 
 #include "graph/op_context.h"
 #include "graph/ops/conv_pool.h"
@@ -22,19 +24,28 @@ constexpr int64_t kMinGroupDepth = 32, kMinGroupWidth = 16;
 // padding: a reshape) or through Im2Col's windows.
 enum class Columns { None, Pixels, Windows };
 
-// Constant W (and bias), static shapes, one group or groups deep and wide enough; columns only
-// for products of at least min_flops.
-Columns columns_of(const Graph& g, const Node& n, double min_flops) {
-  if (n.dead || !n.op->domain.empty() || n.op->name != "Conv" || n.inputs.size() < 2)
-    return Columns::None;
+// Node n is a live `op` (Conv, ConvTranspose) with constant W (and bias) and static shapes; its
+// shapes then, where they give the output n has.
+std::optional<ConvShapes> constant_conv(const Graph& g, const Node& n, std::string_view op) {
+  if (n.dead || !n.op->domain.empty() || n.op->name != op || n.inputs.size() < 2)
+    return std::nullopt;
   const Value& x = g.value(n.inputs[0]);
   const Value& w = g.value(n.inputs[1]);
   const Value& y = g.value(n.outputs[0]);
-  if (!x.has_shape || !y.has_shape || !w.constant || x.shape.size() < 3) return Columns::None;
-  if (n.has_input(2) && !g.value(n.inputs[2]).constant) return Columns::None;
+  if (!x.has_shape || !y.has_shape || !w.constant || x.shape.size() < 3) return std::nullopt;
+  if (n.has_input(2) && !g.value(n.inputs[2]).constant) return std::nullopt;
   const Shape* b = n.has_input(2) ? &g.value(n.inputs[2]).shape : nullptr;
-  const ConvShapes s = conv_shapes(n, x.shape, w.shape, b);
-  if (y.shape != s.out) return Columns::None;
+  const ConvShapes s = op == "Conv" ? conv_shapes(n, x.shape, w.shape, b)
+                                    : conv_transpose_shapes(n, x.shape, w.shape, b);
+  if (y.shape != s.out) return std::nullopt;
+  return s;
+}
+
+// One group or groups deep and wide enough; columns only for products of at least min_flops.
+Columns columns_of(const Graph& g, const Node& n, double min_flops) {
+  const std::optional<ConvShapes> shapes = constant_conv(g, n, "Conv");
+  if (!shapes) return Columns::None;
+  const ConvShapes& s = *shapes;
   const int64_t taps = checked_numel(s.g.kernel), pixels = checked_numel(s.g.out);
   if (s.group != 1 && (s.c / s.group * taps < kMinGroupDepth || s.m / s.group < kMinGroupWidth))
     return Columns::None;
@@ -73,6 +84,15 @@ ValueId add(Graph& g, const char* op, const std::string& name, std::vector<Value
   return out;
 }
 
+// Im2Col of node conv's X with `attrs`.
+ValueId im2col(Graph& g, const Node& conv, graph::Attributes attrs) {
+  const ValueId out =
+      g.add_value(g.unique_name(conv.name + "_columns"), g.value(conv.inputs[0]).dtype, {});
+  infer_node(g, g.add_node(find_op("braze", "Im2Col"), g.unique_name(conv.name + "_im2col"),
+                           {conv.inputs[0]}, {out}, std::move(attrs), 1));
+  return out;
+}
+
 // Im2Col of the Conv's X with its window attributes (the kernel from W).
 ValueId windows(Graph& g, const Node& conv, const Shape& ws) {
   graph::Attributes attrs;
@@ -81,19 +101,36 @@ ValueId windows(Graph& g, const Node& conv, const Shape& ws) {
     if (it != conv.attrs.end()) attrs.emplace(a, it->second);
   }
   attrs["kernel_shape"] = std::vector<int64_t>(ws.begin() + 2, ws.end());
-  const ValueId out =
-      g.add_value(g.unique_name(conv.name + "_columns"), g.value(conv.inputs[0]).dtype, {});
-  const NodeId id = g.add_node(find_op("braze", "Im2Col"), g.unique_name(conv.name + "_im2col"),
-                               {conv.inputs[0]}, {out}, std::move(attrs), 1);
-  infer_node(g, id);
-  return out;
+  return im2col(g, conv, std::move(attrs));
+}
+
+// conv's output as W times the columns cols [N, K, P], plus its bias, reshaped to its shape:
+// w holds W as [M, K] in row-major order (for groups, as [G, M / G, K / G], each group's
+// product reading its rows of the columns).
+void product(Graph& g, const Node& conv, const Tensor& w, ValueId cols, int64_t groups) {
+  const std::string& base = conv.name;
+  const Shape ys = g.value(conv.outputs[0]).shape, cs = g.value(cols).shape;
+  const int64_t m = ys[1], k = cs[1] / groups;
+  Shape ws = {m, k}, bs = {m, 1};
+  if (groups > 1) {
+    cols = add(g, "Reshape", base + "_group_columns",
+               {cols, shape_constant(g, base + "_group_columns_shape", {cs[0], groups, k, cs[2]})});
+    ws = {groups, m / groups, k};
+    bs = {groups, m / groups, 1};
+  }
+  ValueId y = add(g, "MatMul", base + "_gemm", {reshaped_constant(g, base + "_w", w, ws), cols});
+  if (conv.has_input(2))
+    y = add(g, "Add", base + "_bias",
+            {y, reshaped_constant(g, base + "_b", *g.value(conv.inputs[2]).constant, bs)});
+  add(g, "Reshape", base + "_image", {y, shape_constant(g, base + "_image_shape", ys)},
+      conv.outputs[0]);
 }
 
 void rewrite(Graph& g, NodeId id, Columns how) {
   const Node conv = g.node(id);  // a copy: the node is killed below
-  const Shape xs = g.value(conv.inputs[0]).shape, ys = g.value(conv.outputs[0]).shape;
+  const Shape xs = g.value(conv.inputs[0]).shape;
   const Tensor& w = *g.value(conv.inputs[1]).constant;
-  const int64_t n = xs[0], c = xs[1], m = ys[1], groups = conv.attr_int("group");
+  const int64_t n = xs[0], c = xs[1];
   const int64_t pixels = checked_numel(Shape(xs.begin() + 2, xs.end()));
   g.kill_node(id);
   g.value(conv.outputs[0]).producer = kNoNode;
@@ -103,45 +140,15 @@ void rewrite(Graph& g, NodeId id, Columns how) {
           ? windows(g, conv, w.shape())
           : add(g, "Reshape", base + "_pixels",
                 {conv.inputs[0], shape_constant(g, base + "_pixels_shape", {n, c, pixels})});
-  const Shape cs = g.value(cols).shape;  // [N, C times the kernel's taps, P]
-  const int64_t k = cs[1] / groups;
-  if (groups == 1) {
-    ValueId y =
-        add(g, "MatMul", base + "_gemm", {reshaped_constant(g, base + "_w2d", w, {m, k}), cols});
-    if (conv.has_input(2))
-      y = add(g, "Add", base + "_bias",
-              {y, reshaped_constant(g, base + "_b2d", *g.value(conv.inputs[2]).constant, {m, 1})});
-    add(g, "Reshape", base + "_image", {y, shape_constant(g, base + "_image_shape", ys)},
-        conv.outputs[0]);
-    return;
-  }
-  // One product per group: W [G, M / G, k] times the group's rows of the columns.
-  const ValueId gcols =
-      add(g, "Reshape", base + "_group_columns",
-          {cols, shape_constant(g, base + "_group_columns_shape", {n, groups, k, cs[2]})});
-  ValueId y = add(g, "MatMul", base + "_gemm",
-                  {reshaped_constant(g, base + "_w3d", w, {groups, m / groups, k}), gcols});
-  if (conv.has_input(2))
-    y = add(g, "Add", base + "_bias",
-            {y, reshaped_constant(g, base + "_b3d", *g.value(conv.inputs[2]).constant,
-                                  {groups, m / groups, 1})});
-  add(g, "Reshape", base + "_image", {y, shape_constant(g, base + "_image_shape", ys)},
-      conv.outputs[0]);
+  product(g, conv, w, cols, conv.attr_int("group"));
 }
 
 // A ConvTranspose this pass rewrites: one group, constant W [C, M, k...] (and bias), static
 // shapes, columns within the limit, a product of at least min_flops.
 bool transposed_rewritable(const Graph& g, const Node& n, double min_flops) {
-  if (n.dead || !n.op->domain.empty() || n.op->name != "ConvTranspose" || n.inputs.size() < 2)
-    return false;
-  const Value& x = g.value(n.inputs[0]);
-  const Value& w = g.value(n.inputs[1]);
-  const Value& y = g.value(n.outputs[0]);
-  if (!x.has_shape || !y.has_shape || !w.constant || x.shape.size() < 3) return false;
-  if (n.has_input(2) && !g.value(n.inputs[2]).constant) return false;
-  const Shape* b = n.has_input(2) ? &g.value(n.inputs[2]).shape : nullptr;
-  const ConvShapes s = conv_transpose_shapes(n, x.shape, w.shape, b);
-  if (s.group != 1 || y.shape != s.out) return false;
+  const std::optional<ConvShapes> shapes = constant_conv(g, n, "ConvTranspose");
+  if (!shapes || shapes->group != 1) return false;
+  const ConvShapes& s = *shapes;
   const double elements = static_cast<double>(s.n) * s.c * checked_numel(s.g.kernel) *
                           static_cast<double>(checked_numel(s.g.out));
   return elements <= static_cast<double>(kMaxColumnElements) &&
@@ -164,30 +171,20 @@ Tensor transposed_weights(const Tensor& w) {
 
 void rewrite_transposed(Graph& g, NodeId id) {
   const Node ct = g.node(id);  // a copy: the node is killed below
-  const Shape xs = g.value(ct.inputs[0]).shape;
-  const DType dtype = g.value(ct.inputs[0]).dtype;
+  const ConvShapes s = *constant_conv(g, ct, "ConvTranspose");
   const Tensor& w = *g.value(ct.inputs[1]).constant;
-  const Shape* b = ct.has_input(2) ? &g.value(ct.inputs[2]).shape : nullptr;
-  const ConvShapes s = conv_transpose_shapes(ct, xs, w.shape(), b);
-  const Shape ys = g.value(ct.outputs[0]).shape;
   g.kill_node(id);
   g.value(ct.outputs[0]).producer = kNoNode;
   std::vector<int64_t> pads = s.g.pad_begin;
   pads.insert(pads.end(), s.g.pad_begin.begin(), s.g.pad_begin.end());  // the end is not read
-  graph::Attributes attrs = {{"kernel_shape", s.g.kernel}, {"strides", s.g.stride},
-                             {"dilations", s.g.dilation},  {"pads", pads},
-                             {"output_spatial", s.g.out},  {"transposed", int64_t{1}}};
-  const std::string& base = ct.name;
-  const ValueId cols = g.add_value(g.unique_name(base + "_columns"), dtype, {});
-  infer_node(g, g.add_node(find_op("braze", "Im2Col"), g.unique_name(base + "_im2col"),
-                           {ct.inputs[0]}, {cols}, std::move(attrs), 1));
-  ValueId y = add(g, "MatMul", base + "_gemm",
-                  {g.add_constant(g.unique_name(base + "_w2d"), transposed_weights(w)), cols});
-  if (ct.has_input(2))
-    y = add(g, "Add", base + "_bias",
-            {y, reshaped_constant(g, base + "_b2d", *g.value(ct.inputs[2]).constant, {s.m, 1})});
-  add(g, "Reshape", base + "_image", {y, shape_constant(g, base + "_image_shape", ys)},
-      ct.outputs[0]);
+  const ValueId cols = im2col(g, ct,
+                              {{"kernel_shape", s.g.kernel},
+                               {"strides", s.g.stride},
+                               {"dilations", s.g.dilation},
+                               {"pads", pads},
+                               {"output_spatial", s.g.out},
+                               {"transposed", int64_t{1}}});
+  product(g, ct, transposed_weights(w), cols, 1);
 }
 
 }  // namespace

@@ -123,6 +123,8 @@ class Partitioner {
       for (NodeId id : order_)
         if (is_light(g_.node(id)) && groups_[group_of_[id]].kind == GroupKind::Pointwise)
           grow_pointwise(id);
+    for (NodeId id : order_)
+      if (is_loop_op(g_.node(id))) pull_layouts_into_loop_op(id);
     return finish();
   }
 
@@ -247,6 +249,24 @@ class Partitioner {
     return false;
   }
 
+  // A loop op computed per output element (Conv, pooling: not light, an index map that reads
+  // its inputs at each tap).
+  bool is_loop_op(const Node& n) const { return !is_light(n) && lower_.index_map(n); }
+
+  // True when layout op `c` is read by a loop op alone, which then reads it in place
+  // (pull_layouts_into_loop_ops), or by a reduction alone, which absorbs it as a producer of
+  // its row space: a channels-last value goes channels-first into a pooling, depthwise
+  // convolution or mean kernel through the index arithmetic of its loads, and the GEMM before
+  // `c` writes rows instead of storing the transposed layout from its fragments.
+  bool read_by_loop_op(NodeId c) const {
+    const Node& cn = g_.node(c);
+    if (!cn.op->layout || cn.outputs.size() != 1) return false;
+    const ValueId v = cn.outputs[0];
+    if (users_[v].size() != 1 || is_output(v)) return false;
+    const NodeId u = users_[v][0];
+    return (is_loop_op(g_.node(u)) || lower_.rows(g_.node(u))) && !groups_[group_of_[u]].anchored;
+  }
+
   void grow_gemm(NodeId mm) {
     int ga = group_of_[mm];
     groups_[ga].anchored = true;
@@ -327,6 +347,12 @@ class Partitioner {
                                  [&](ValueId r) { return r != v && escapes({r}, after); });
     if (ok && viewed_by_next_product(c)) {
       refuse(mm, c, "the product after it reads the layout in place, so this GEMM writes rows");
+      return false;
+    }
+    if (ok && read_by_loop_op(c)) {
+      refuse(mm, c,
+             "the loop op or reduction after it reads the layout in place, so this GEMM writes "
+             "rows");
       return false;
     }
     return ok;
@@ -582,6 +608,20 @@ class Partitioner {
       int gp_id = group_of_[p];
       merge(gc, gp_id, p, n, opts_.max_pointwise_nodes);
       gc = group_of_[n];
+    }
+  }
+
+  // A loop op's layout producers that nothing else reads join its kernel (left alone by the
+  // phases above: a loop op is no light op, so grow_pointwise never pulls its producers): its
+  // taps then read through their index arithmetic, and a kernel ordered by the loop op's
+  // output (or the layout after it) reads a channels-last input along its channels.
+  void pull_layouts_into_loop_op(NodeId id) {
+    if (groups_[group_of_[id]].anchored) return;
+    for (ValueId v : g_.node(id).inputs) {
+      if (v == kNoValue || users_[v].size() != 1 || is_output(v)) continue;
+      const NodeId p = g_.value(v).producer;
+      if (p == kNoNode || !free_pointwise(p) || !g_.node(p).op->layout) continue;
+      merge(group_of_[id], group_of_[p], p, id, opts_.max_pointwise_nodes);
     }
   }
 

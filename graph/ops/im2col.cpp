@@ -7,9 +7,15 @@
 //   where a tap falls in the padding.
 //   transposed = 1 (a ConvTranspose's taps): Y[n, c·K + k, p] = X[n, c, i_d …] where
 //   i_d·stride_d = p_d + pad_begin_d − k_d·dilation_d, zero where no such i_d is in X.
+//   channels_last = 1 (the rows of a channels-last product): X [N, D1 … Dr, C] →
+//   Y [N, P, J] with Y[n, p, k·C + c] = X[n, <tap k of window p>, c], zero in the padding and
+//   in the columns past K·C, where `columns` (J, 0: K·C) rounds the rows up to whole 16-byte
+//   units for the tensor cores' loads.
 //
 // An index map like the layout ops', so the reference copies through it and a fused kernel
 // gathers through it.
+#include <braze/error.h>
+
 #include <fmt/format.h>
 
 #include "graph/index_map.h"
@@ -38,7 +44,57 @@ IndexId transposed_tap(IndexMap& m, const WindowGeometry& g, size_t d, IndexId p
   return at;
 }
 
+// X [N, D1 … Dr, C] as [N, C, D1 … Dr], the order the window attributes are given in.
+Shape channels_first(const Shape& x) {
+  Shape s = {x.at(0), x.back()};
+  s.insert(s.end(), x.begin() + 1, x.end() - 1);
+  return s;
+}
+
+// The geometry of an Im2Col node over X, read in the order its attributes name.
+WindowGeometry geometry_of(const Node& node, const Shape& x) {
+  return im2col_geometry(node, node.attr_int("channels_last") != 0 ? channels_first(x) : x);
+}
+
+// Width of a channels-last row: `columns` where given (at least taps · C), else taps · C.
+int64_t row_width(const Node& node, int64_t taps_by_channels) {
+  const int64_t j = node.attr_int("columns");
+  if (j < 0 || (j != 0 && j < taps_by_channels))
+    throw UserError(fmt::format("{}: columns {} is less than the {} taps times channels",
+                                node.describe(), j, taps_by_channels));
+  return j == 0 ? taps_by_channels : j;
+}
+
+IndexMap channels_last_map(const IndexMapArgs& a) {
+  const Shape& x = a.shapes.at(0);
+  const WindowGeometry g = geometry_of(a.node, x);
+  const int64_t c = x.back(), taps = checked_numel(g.kernel);
+  IndexMap m;
+  const std::vector<IndexId> o = m.coords(3);
+  const std::vector<IndexId> k = m.unravel(m.temp(m.div(o[2], m.lit(c))), g.kernel);
+  const std::vector<IndexId> p = m.unravel(o[1], g.out);
+  std::vector<IndexId> src = {o[0]}, inside;
+  if (row_width(a.node, taps * c) > taps * c) inside.push_back(m.lt(o[2], m.lit(taps * c)));
+  for (size_t d = 0; d < g.rank(); ++d) {
+    const int64_t s = g.stride[d], dil = g.dilation[d], pb = g.pad_begin[d];
+    const IndexId at = m.temp(m.add(m.sub(scaled(m, p[d], s), m.lit(pb)), scaled(m, k[d], dil)));
+    src.push_back(at);
+    if (pb > 0) inside.push_back(m.ge(at, m.lit(0)));
+    if ((g.out[d] - 1) * s - pb + (g.kernel[d] - 1) * dil >= g.in[d])
+      inside.push_back(m.lt(at, m.lit(g.in[d])));
+  }
+  src.push_back(m.temp(m.mod(o[2], m.lit(c))));
+  if (inside.empty()) {
+    m.add_region(IndexMap::kAlways, {0, src});
+    return m;
+  }
+  m.add_region(m.all(inside), {0, src});
+  m.add_region(IndexMap::kAlways, {IndexSource::kZero, {}});
+  return m;
+}
+
 IndexMap im2col_map(const IndexMapArgs& a) {
+  if (a.node.attr_int("channels_last") != 0) return channels_last_map(a);
   const Shape& x = a.shapes.at(0);
   const WindowGeometry g = im2col_geometry(a.node, x);
   const bool transposed = a.node.attr_int("transposed") != 0;
@@ -80,6 +136,8 @@ OpDef im2col_op() {
   d.kind = FusionKind::Injective;
   d.types = kFloatTypes;
   d.attrs = {attr_s("auto_pad", "NOTSET"),
+             attr_i("channels_last", 0),
+             attr_i("columns", 0),
              attr_opt("dilations", AttrType::Ints),
              attr_req("kernel_shape", AttrType::Ints),
              attr_opt("output_spatial", AttrType::Ints),
@@ -88,10 +146,17 @@ OpDef im2col_op() {
              attr_i("transposed", 0)};
   d.infer = [](InferCtx& ctx) {
     const Shape& x = ctx.shape(0);
-    const WindowGeometry g = im2col_geometry(ctx.node(), x);
-    const std::string what = ctx.node().describe() + " output";
-    const Shape out = {x[0], checked_numel({x[1], checked_numel(g.kernel, what)}, what),
-                       checked_numel(g.out, what)};
+    const Node& node = ctx.node();
+    const bool last = node.attr_int("channels_last") != 0;
+    if (last && node.attr_int("transposed") != 0)
+      ctx.fail("channels_last and transposed cannot both be set");
+    if (!last && node.attr_int("columns") != 0) ctx.fail("columns is for channels_last only");
+    const WindowGeometry g = geometry_of(node, x);
+    const std::string what = node.describe() + " output";
+    const int64_t c = last ? x.back() : x[1];
+    const int64_t k = checked_numel({c, checked_numel(g.kernel, what)}, what);
+    const int64_t p = checked_numel(g.out, what);
+    const Shape out = last ? Shape{x[0], p, row_width(node, k)} : Shape{x[0], k, p};
     checked_numel(out, what);
     ctx.set_dtype(0, ctx.dtype(0));
     ctx.set_shape(0, out);

@@ -76,10 +76,10 @@ ValueId shape_constant(Graph& g, const std::string& name, const Shape& s) {
 
 // Adds node `op` reading `ins` and writing a new value named after `name` (or `out`).
 ValueId add(Graph& g, const char* op, const std::string& name, std::vector<ValueId> ins,
-            ValueId out = kNoValue) {
+            ValueId out = kNoValue, graph::Attributes attrs = {}) {
   if (out == kNoValue) out = g.add_value(g.unique_name(name), g.value(ins[0]).dtype, {});
-  const NodeId id = g.add_node(&graph::op(op), g.unique_name(name), std::move(ins), {out}, {},
-                               op == std::string("MatMul") ? 13 : 14);
+  const NodeId id = g.add_node(&graph::op(op), g.unique_name(name), std::move(ins), {out},
+                               std::move(attrs), op == std::string("MatMul") ? 13 : 14);
   infer_node(g, id);
   return out;
 }
@@ -93,15 +93,20 @@ ValueId im2col(Graph& g, const Node& conv, graph::Attributes attrs) {
   return out;
 }
 
-// Im2Col of the Conv's X with its window attributes (the kernel from W).
-ValueId windows(Graph& g, const Node& conv, const Shape& ws) {
-  graph::Attributes attrs;
+// Im2Col of the Conv's X (or of `x`, X channels-last) with its window attributes (the kernel
+// from W) and `attrs`.
+ValueId windows(Graph& g, const Node& conv, const Shape& ws, graph::Attributes attrs = {},
+                ValueId x = kNoValue) {
   for (const char* a : {"auto_pad", "dilations", "pads", "strides"}) {
     auto it = conv.attrs.find(a);
     if (it != conv.attrs.end()) attrs.emplace(a, it->second);
   }
   attrs["kernel_shape"] = std::vector<int64_t>(ws.begin() + 2, ws.end());
-  return im2col(g, conv, std::move(attrs));
+  if (x == kNoValue) return im2col(g, conv, std::move(attrs));
+  const ValueId out = g.add_value(g.unique_name(conv.name + "_rows"), g.value(x).dtype, {});
+  infer_node(g, g.add_node(find_op("braze", "Im2Col"), g.unique_name(conv.name + "_im2col"), {x},
+                           {out}, std::move(attrs), 1));
+  return out;
 }
 
 // conv's output as W times the columns cols [N, K, P], plus its bias, reshaped to its shape:
@@ -126,7 +131,79 @@ void product(Graph& g, const Node& conv, const Tensor& w, ValueId cols, int64_t 
       conv.outputs[0]);
 }
 
+// ---- channels-last (ungrouped convolutions over 2 or more spatial axes) ----------------------
+// X goes channels-last through a Transpose (sink_transposes cancels it against the previous
+// convolution's), each output pixel's window becomes one row of the product's left operand
+// (the pixels themselves for a plain 1x1), W [M, C, k…] becomes the right operand [J, M], row
+// t·C + c holding W[:, c, t], and the product [N·P, M] goes back channels-first through a
+// Transpose that sink_transposes moves on. One product of N·P rows: every image's pixels fill
+// the tile rows, where a product per image left them idle for 7x7 and 14x14 images.
+
+std::vector<int64_t> channels_last_perm(size_t rank) {
+  std::vector<int64_t> p = {0};
+  for (size_t d = 2; d < rank; ++d) p.push_back(static_cast<int64_t>(d));
+  p.push_back(1);
+  return p;
+}
+
+std::vector<int64_t> channels_first_perm(size_t rank) {
+  std::vector<int64_t> p = {0, static_cast<int64_t>(rank) - 1};
+  for (size_t d = 1; d + 1 < rank; ++d) p.push_back(static_cast<int64_t>(d));
+  return p;
+}
+
+// W [M, C, k…] as [rows, M]: element (t·C + c, m) is W's (m, c, t); rows past C·taps zero.
+Tensor channels_last_weights(const Tensor& w, int64_t rows) {
+  const int64_t m = w.shape()[0], c = w.shape()[1];
+  const int64_t taps = checked_numel(Shape(w.shape().begin() + 2, w.shape().end()));
+  const size_t es = dtype_size(w.dtype());
+  Tensor t(w.dtype(), {rows, m});
+  const auto* src = static_cast<const std::byte*>(w.raw());
+  auto* dst = static_cast<std::byte*>(t.raw());
+  for (int64_t mi = 0; mi < m; ++mi)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t k = 0; k < taps; ++k)
+        std::copy_n(src + static_cast<size_t>((mi * c + ci) * taps + k) * es, es,
+                    dst + static_cast<size_t>((k * c + ci) * m + mi) * es);
+  return t;
+}
+
+void rewrite_channels_last(Graph& g, NodeId id, Columns how) {
+  const Node conv = g.node(id);  // a copy: the node is killed below
+  const Shape xs = g.value(conv.inputs[0]).shape, ys = g.value(conv.outputs[0]).shape;
+  const Tensor& w = *g.value(conv.inputs[1]).constant;
+  const int64_t n = xs[0], c = xs[1], m = ys[1];
+  const int64_t pixels = checked_numel(Shape(ys.begin() + 2, ys.end()));
+  const int64_t k = c * checked_numel(Shape(w.shape().begin() + 2, w.shape().end()));
+  // Rows of whole 16-byte units of the narrowest type (ResNet's stem: 3·49 = 147 -> 152).
+  const int64_t j = how == Columns::Pixels ? c : (k + 7) / 8 * 8;
+  g.kill_node(id);
+  g.value(conv.outputs[0]).producer = kNoNode;
+  const std::string& base = conv.name;
+  const ValueId xt = add(g, "Transpose", base + "_channels_last", {conv.inputs[0]}, kNoValue,
+                         {{"perm", channels_last_perm(xs.size())}});
+  const ValueId rows =
+      how == Columns::Pixels
+          ? xt
+          : windows(g, conv, w.shape(), {{"channels_last", int64_t{1}}, {"columns", j}}, xt);
+  const ValueId a = add(g, "Reshape", base + "_rows",
+                        {rows, shape_constant(g, base + "_rows_shape", {n * pixels, j})});
+  ValueId y = add(g, "MatMul", base + "_gemm",
+                  {a, g.add_constant(g.unique_name(base + "_w"), channels_last_weights(w, j))});
+  if (conv.has_input(2))
+    y = add(g, "Add", base + "_bias",
+            {y, reshaped_constant(g, base + "_b", *g.value(conv.inputs[2]).constant, {m})});
+  Shape image = {n};
+  image.insert(image.end(), ys.begin() + 2, ys.end());
+  image.push_back(m);
+  y = add(g, "Reshape", base + "_image", {y, shape_constant(g, base + "_image_shape", image)});
+  add(g, "Transpose", base + "_channels_first", {y}, conv.outputs[0],
+      {{"perm", channels_first_perm(ys.size())}});
+}
+
 void rewrite(Graph& g, NodeId id, Columns how) {
+  if (g.node(id).attr_int("group") == 1 && g.value(g.node(id).inputs[0]).shape.size() >= 4)
+    return rewrite_channels_last(g, id, how);
   const Node conv = g.node(id);  // a copy: the node is killed below
   const Shape xs = g.value(conv.inputs[0]).shape;
   const Tensor& w = *g.value(conv.inputs[1]).constant;

@@ -5,7 +5,13 @@
 //   - Any other kernel, stride, dilation and padding gathers the windows first:
 //     Im2Col(X) [N, C·K, P] → MatMul(W [M, C·K], ·) [N, M, P] (graph/ops/im2col.cpp), unless
 //     the columns would pass 2^28 elements.
-// Then Add(b [M, 1]) → Reshape [N, M, out spatial...]. The GEMM schedules (wgmma, mma.sync,
+// Then Add(b [M, 1]) → Reshape [N, M, out spatial...]. An ungrouped convolution over 2 or more
+// spatial axes is the same product channels-last instead, one for all images:
+//   Transpose(X) [N, D…, C] → (Im2Col channels_last [N, P, J] →) Reshape [N·P, J] →
+//   MatMul(·, W as [J, M]) → Add(b [M]) → Reshape [N, out spatial…, M] → Transpose to
+//   [N, M, out spatial…], J = C·K rounded up to a multiple of 8 (C for a plain 1x1);
+// sink_transposes then moves the Transposes so that convolutions hand each other channels-last
+// activations. The GEMM schedules (wgmma, mma.sync,
 // SIMT) take the product, the reshapes are views of their operands and the bias and what
 // follows fuse into the GEMM's epilogue, where the Conv ran as a loop per output element.
 // A grouped convolution whose groups are at least 32 deep (input channels times taps) and 16

@@ -14,6 +14,7 @@
 #include "graph/passes/matmul_rows.h"
 #include "graph/passes/matmul_scale.h"
 #include "graph/passes/sibling_matmuls.h"
+#include "graph/passes/sink_transposes.h"
 #include "graph/passes/softmax_fusion.h"
 #include "graph/passes/split_to_slices.h"
 #include "graph/passes/weights_k_major.h"
@@ -28,6 +29,7 @@ constexpr Pass kPasses[] = {
     {"eliminate_identities", eliminate_identities},
     {"fold_conv_affine", fold_conv_affine},
     {"conv_as_matmul", conv_as_matmul},
+    {"sink_transposes", sink_transposes},
     {"split_to_slices", split_to_slices},
     {"fuse_gelu", fuse_gelu},
     {"fuse_softmax", fuse_softmax},

@@ -4,18 +4,21 @@
 //   2. eliminate_identities  — drops Identity and inference Dropout;
 //   3. fold_conv_affine      — inference BatchNormalization and per-channel Mul / Add by
 //                              constants after a Conv folded into its weights and bias;
-//   4. conv_as_matmul        — 1x1 convolutions (stride 1, no padding) as MatMul;
-//   5. split_to_slices       — each used output of a Split becomes a Slice (a layout op a
+//   4. conv_as_matmul        — convolutions as products (Im2Col's windows times W;
+//                              ungrouped 2-D / 3-D ones channels-last between Transposes);
+//   5. sink_transposes       — those Transposes moved down through element-wise ops and
+//                              cancelled against their inverses (channels-last plans);
+//   6. split_to_slices       — each used output of a Split becomes a Slice (a layout op a
 //                              consumer reads as a view);
-//   6. fuse_gelu             — GELU written out (erf or tanh form) becomes one Gelu;
-//   7. fuse_softmax          — softmax written out (exp(x - max) / sum) becomes one Softmax;
-//   8. hoist_matmul_scales   — scalar factors of a product's operands move after it;
-//   9. merge_sibling_matmuls — products of one activation with constant weights as one;
-//  10. flatten_matmul_rows   — a batched MatMul against one matrix is one product of all rows;
-//  11. store_weights_k_major — half-precision weights of products stored [n, k];
-//  12. eliminate_common_subexpressions — merges equal constants and equal nodes;
-//  13. eliminate_dead_code   — removes what the others left unused, and compacts.
-// Folding first exposes identities, sizes and duplicates; the rewrites (3-11) need constant
+//   7. fuse_gelu             — GELU written out (erf or tanh form) becomes one Gelu;
+//   8. fuse_softmax          — softmax written out (exp(x - max) / sum) becomes one Softmax;
+//   9. hoist_matmul_scales   — scalar factors of a product's operands move after it;
+//  10. merge_sibling_matmuls — products of one activation with constant weights as one;
+//  11. flatten_matmul_rows   — a batched MatMul against one matrix is one product of all rows;
+//  12. store_weights_k_major — half-precision weights of products stored [n, k];
+//  13. eliminate_common_subexpressions — merges equal constants and equal nodes;
+//  14. eliminate_dead_code   — removes what the others left unused, and compacts.
+// Folding first exposes identities, sizes and duplicates; the rewrites (3-12) need constant
 // operands; DCE last cleans up after all of them.
 #pragma once
 

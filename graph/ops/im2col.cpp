@@ -8,9 +8,10 @@
 //   transposed = 1 (a ConvTranspose's taps): Y[n, c·K + k, p] = X[n, c, i_d …] where
 //   i_d·stride_d = p_d + pad_begin_d − k_d·dilation_d, zero where no such i_d is in X.
 //   channels_last = 1 (the rows of a channels-last product): X [N, D1 … Dr, C] →
-//   Y [N, P, J] with Y[n, p, k·C + c] = X[n, <tap k of window p>, c], zero in the padding and
-//   in the columns past K·C, where `columns` (J, 0: K·C) rounds the rows up to whole 16-byte
-//   units for the tensor cores' loads.
+//   Y [N, P, K, C] with Y[n, p, k, c] = X[n, <tap k of window p>, c], zero in the padding: a
+//   kernel copies runs of channels (vector loads where C allows). With `columns` = J > K·C,
+//   Y [N, P, J] instead, Y[n, p, k·C + c] as before and zero past K·C: rows of whole 16-byte
+//   units for the tensor cores' loads where K·C is not (ResNet's stem: 49 taps x 3 channels).
 //
 // An index map like the layout ops', so the reference copies through it and a fused kernel
 // gathers through it.
@@ -69,9 +70,12 @@ IndexMap channels_last_map(const IndexMapArgs& a) {
   const Shape& x = a.shapes.at(0);
   const WindowGeometry g = geometry_of(a.node, x);
   const int64_t c = x.back(), taps = checked_numel(g.kernel);
+  const bool rows = a.node.attr_int("columns") != 0;
   IndexMap m;
-  const std::vector<IndexId> o = m.coords(3);
-  const std::vector<IndexId> k = m.unravel(m.temp(m.div(o[2], m.lit(c))), g.kernel);
+  const std::vector<IndexId> o = m.coords(rows ? 3 : 4);
+  const IndexId tap = rows ? m.temp(m.div(o[2], m.lit(c))) : o[2];
+  const IndexId channel = rows ? m.temp(m.mod(o[2], m.lit(c))) : o[3];
+  const std::vector<IndexId> k = m.unravel(tap, g.kernel);
   const std::vector<IndexId> p = m.unravel(o[1], g.out);
   std::vector<IndexId> src = {o[0]}, inside;
   if (row_width(a.node, taps * c) > taps * c) inside.push_back(m.lt(o[2], m.lit(taps * c)));
@@ -83,7 +87,7 @@ IndexMap channels_last_map(const IndexMapArgs& a) {
     if ((g.out[d] - 1) * s - pb + (g.kernel[d] - 1) * dil >= g.in[d])
       inside.push_back(m.lt(at, m.lit(g.in[d])));
   }
-  src.push_back(m.temp(m.mod(o[2], m.lit(c))));
+  src.push_back(channel);
   if (inside.empty()) {
     m.add_region(IndexMap::kAlways, {0, src});
     return m;
@@ -154,9 +158,11 @@ OpDef im2col_op() {
     const WindowGeometry g = geometry_of(node, x);
     const std::string what = node.describe() + " output";
     const int64_t c = last ? x.back() : x[1];
-    const int64_t k = checked_numel({c, checked_numel(g.kernel, what)}, what);
-    const int64_t p = checked_numel(g.out, what);
-    const Shape out = last ? Shape{x[0], p, row_width(node, k)} : Shape{x[0], k, p};
+    const int64_t taps = checked_numel(g.kernel, what);
+    const int64_t k = checked_numel({c, taps}, what), p = checked_numel(g.out, what);
+    const Shape out = !last                          ? Shape{x[0], k, p}
+                      : node.attr_int("columns") != 0 ? Shape{x[0], p, row_width(node, k)}
+                                                      : Shape{x[0], p, taps, c};
     checked_numel(out, what);
     ctx.set_dtype(0, ctx.dtype(0));
     ctx.set_shape(0, out);

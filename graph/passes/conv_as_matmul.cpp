@@ -185,7 +185,10 @@ void rewrite_channels_last(Graph& g, NodeId id, Columns how) {
   const ValueId rows =
       how == Columns::Pixels
           ? xt
-          : windows(g, conv, w.shape(), {{"channels_last", int64_t{1}}, {"columns", j}}, xt);
+          : windows(g, conv, w.shape(),
+                    j == k ? graph::Attributes{{"channels_last", int64_t{1}}}
+                           : graph::Attributes{{"channels_last", int64_t{1}}, {"columns", j}},
+                    xt);
   const ValueId a = add(g, "Reshape", base + "_rows",
                         {rows, shape_constant(g, base + "_rows_shape", {n * pixels, j})});
   ValueId y = add(g, "MatMul", base + "_gemm",

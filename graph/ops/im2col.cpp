@@ -160,7 +160,7 @@ OpDef im2col_op() {
     const int64_t c = last ? x.back() : x[1];
     const int64_t taps = checked_numel(g.kernel, what);
     const int64_t k = checked_numel({c, taps}, what), p = checked_numel(g.out, what);
-    const Shape out = !last                          ? Shape{x[0], k, p}
+    const Shape out = !last                           ? Shape{x[0], k, p}
                       : node.attr_int("columns") != 0 ? Shape{x[0], p, row_width(node, k)}
                                                       : Shape{x[0], p, taps, c};
     checked_numel(out, what);

@@ -114,7 +114,8 @@ std::optional<Perm> common_move(const Graph& g, const Node& n) {
       continue;
     }
     const std::optional<Perm> p = channel_move_of(g, v);
-    if (!p || !is_to_channels_first(*p) || !in.has_shape || in.shape != y.shape || (perm && *perm != *p))
+    if (!p || !is_to_channels_first(*p) || !in.has_shape || in.shape != y.shape ||
+        (perm && *perm != *p))
       return std::nullopt;
     perm = p;
   }

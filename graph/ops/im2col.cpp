@@ -32,6 +32,29 @@ using namespace ops;
 
 IndexId scaled(IndexMap& m, IndexId e, int64_t s) { return s == 1 ? e : m.mul(e, m.lit(s)); }
 
+// Input coordinate d of tap k of the window at output pixel p: p·stride − pad_begin +
+// k·dilation, bounds added to `inside` only where a window reaches the padding.
+IndexId tap_at(IndexMap& m, const WindowGeometry& g, size_t d, IndexId p, IndexId k,
+               std::vector<IndexId>& inside) {
+  const int64_t s = g.stride[d], dil = g.dilation[d], pb = g.pad_begin[d];
+  const IndexId at = m.temp(m.add(m.sub(scaled(m, p, s), m.lit(pb)), scaled(m, k, dil)));
+  if (pb > 0) inside.push_back(m.ge(at, m.lit(0)));
+  if ((g.out[d] - 1) * s - pb + (g.kernel[d] - 1) * dil >= g.in[d])
+    inside.push_back(m.lt(at, m.lit(g.in[d])));
+  return at;
+}
+
+// X at `src` where every condition of `inside` holds, else zero.
+IndexMap gathered(IndexMap m, std::vector<IndexId> src, const std::vector<IndexId>& inside) {
+  if (inside.empty()) {
+    m.add_region(IndexMap::kAlways, {0, std::move(src)});
+    return m;
+  }
+  m.add_region(m.all(inside), {0, std::move(src)});
+  m.add_region(IndexMap::kAlways, {IndexSource::kZero, {}});
+  return m;
+}
+
 // Input coordinate d of a ConvTranspose tap: (p + pad_begin − k·dilation) / stride where that
 // divides and lands in X (conditions added to `inside`).
 IndexId transposed_tap(IndexMap& m, const WindowGeometry& g, size_t d, IndexId p, IndexId k,
@@ -79,22 +102,9 @@ IndexMap channels_last_map(const IndexMapArgs& a) {
   const std::vector<IndexId> p = m.unravel(o[1], g.out);
   std::vector<IndexId> src = {o[0]}, inside;
   if (row_width(a.node, taps * c) > taps * c) inside.push_back(m.lt(o[2], m.lit(taps * c)));
-  for (size_t d = 0; d < g.rank(); ++d) {
-    const int64_t s = g.stride[d], dil = g.dilation[d], pb = g.pad_begin[d];
-    const IndexId at = m.temp(m.add(m.sub(scaled(m, p[d], s), m.lit(pb)), scaled(m, k[d], dil)));
-    src.push_back(at);
-    if (pb > 0) inside.push_back(m.ge(at, m.lit(0)));
-    if ((g.out[d] - 1) * s - pb + (g.kernel[d] - 1) * dil >= g.in[d])
-      inside.push_back(m.lt(at, m.lit(g.in[d])));
-  }
+  for (size_t d = 0; d < g.rank(); ++d) src.push_back(tap_at(m, g, d, p[d], k[d], inside));
   src.push_back(channel);
-  if (inside.empty()) {
-    m.add_region(IndexMap::kAlways, {0, src});
-    return m;
-  }
-  m.add_region(m.all(inside), {0, src});
-  m.add_region(IndexMap::kAlways, {IndexSource::kZero, {}});
-  return m;
+  return gathered(std::move(m), std::move(src), inside);
 }
 
 IndexMap im2col_map(const IndexMapArgs& a) {
@@ -113,21 +123,9 @@ IndexMap im2col_map(const IndexMapArgs& a) {
       src.push_back(transposed_tap(m, g, d, p[d], k[d], inside));
       continue;
     }
-    const int64_t s = g.stride[d], dil = g.dilation[d], pb = g.pad_begin[d];
-    const IndexId at = m.temp(m.add(m.sub(scaled(m, p[d], s), m.lit(pb)), scaled(m, k[d], dil)));
-    src.push_back(at);
-    // Bounds only where a window reaches the padding.
-    if (pb > 0) inside.push_back(m.ge(at, m.lit(0)));
-    if ((g.out[d] - 1) * s - pb + (g.kernel[d] - 1) * dil >= g.in[d])
-      inside.push_back(m.lt(at, m.lit(g.in[d])));
+    src.push_back(tap_at(m, g, d, p[d], k[d], inside));
   }
-  if (inside.empty()) {
-    m.add_region(IndexMap::kAlways, {0, src});
-    return m;
-  }
-  m.add_region(m.all(inside), {0, src});
-  m.add_region(IndexMap::kAlways, {IndexSource::kZero, {}});
-  return m;
+  return gathered(std::move(m), std::move(src), inside);
 }
 
 }  // namespace

@@ -254,7 +254,7 @@ class Partitioner {
   bool is_loop_op(const Node& n) const { return !is_light(n) && lower_.index_map(n); }
 
   // True when layout op `c` is read by a loop op alone, which then reads it in place
-  // (pull_layouts_into_loop_ops), or by a reduction alone, which absorbs it as a producer of
+  // (pull_layouts_into_loop_op), or by a reduction alone, which absorbs it as a producer of
   // its row space: a channels-last value goes channels-first into a pooling, depthwise
   // convolution or mean kernel through the index arithmetic of its loads, and the GEMM before
   // `c` writes rows instead of storing the transposed layout from its fragments.

@@ -258,7 +258,7 @@ class Partitioner {
   // its row space: a channels-last value goes channels-first into a pooling, depthwise
   // convolution or mean kernel through the index arithmetic of its loads, and the GEMM before
   // `c` writes rows instead of storing the transposed layout from its fragments.
-  bool read_by_loop_op(NodeId c) const {
+  bool read_by_loop_op_or_reduction(NodeId c) const {
     const Node& cn = g_.node(c);
     if (!cn.op->layout || cn.outputs.size() != 1) return false;
     const ValueId v = cn.outputs[0];
@@ -349,7 +349,7 @@ class Partitioner {
       refuse(mm, c, "the product after it reads the layout in place, so this GEMM writes rows");
       return false;
     }
-    if (ok && read_by_loop_op(c)) {
+    if (ok && read_by_loop_op_or_reduction(c)) {
       refuse(mm, c,
              "the loop op or reduction after it reads the layout in place, so this GEMM writes "
              "rows");

@@ -153,4 +153,15 @@ std::vector<Tensor> evaluate_node(const Node& n, const std::vector<const Tensor*
   return result;
 }
 
+Tensor transposed(const Tensor& t, const std::vector<int64_t>& perm) {
+  Node n;
+  n.op = &op("Transpose");
+  n.name = "compile-time transpose";
+  n.opset = 13;
+  n.attrs["perm"] = perm;
+  n.inputs = {0};
+  n.outputs = {0};
+  return std::move(evaluate_node(n, {&t})[0]);
+}
+
 }  // namespace braze::graph

@@ -92,4 +92,8 @@ void infer_node(Graph& g, NodeId n);
 // omitted optional inputs); returns one tensor per node output (undefined for omitted ones).
 std::vector<Tensor> evaluate_node(const Node& node, const std::vector<const Tensor*>& inputs);
 
+// The registry's Transpose of t by `perm` (output dim i is t's dim perm[i]), for passes that
+// rearrange constants at compile time.
+Tensor transposed(const Tensor& t, const std::vector<int64_t>& perm);
+
 }  // namespace braze::graph

@@ -84,12 +84,12 @@ ValueId add(Graph& g, const char* op, const std::string& name, std::vector<Value
   return out;
 }
 
-// Im2Col of node conv's X with `attrs`.
-ValueId im2col(Graph& g, const Node& conv, graph::Attributes attrs) {
-  const ValueId out =
-      g.add_value(g.unique_name(conv.name + "_columns"), g.value(conv.inputs[0]).dtype, {});
-  infer_node(g, g.add_node(find_op("braze", "Im2Col"), g.unique_name(conv.name + "_im2col"),
-                           {conv.inputs[0]}, {out}, std::move(attrs), 1));
+// Im2Col with `attrs` of node conv's X, or of `x` (X made channels-last) where given.
+ValueId im2col(Graph& g, const Node& conv, graph::Attributes attrs, ValueId x = kNoValue) {
+  if (x == kNoValue) x = conv.inputs[0];
+  const ValueId out = g.add_value(g.unique_name(conv.name + "_columns"), g.value(x).dtype, {});
+  infer_node(g, g.add_node(find_op("braze", "Im2Col"), g.unique_name(conv.name + "_im2col"), {x},
+                           {out}, std::move(attrs), 1));
   return out;
 }
 
@@ -102,11 +102,7 @@ ValueId windows(Graph& g, const Node& conv, const Shape& ws, graph::Attributes a
     if (it != conv.attrs.end()) attrs.emplace(a, it->second);
   }
   attrs["kernel_shape"] = std::vector<int64_t>(ws.begin() + 2, ws.end());
-  if (x == kNoValue) return im2col(g, conv, std::move(attrs));
-  const ValueId out = g.add_value(g.unique_name(conv.name + "_rows"), g.value(x).dtype, {});
-  infer_node(g, g.add_node(find_op("braze", "Im2Col"), g.unique_name(conv.name + "_im2col"), {x},
-                           {out}, std::move(attrs), 1));
-  return out;
+  return im2col(g, conv, std::move(attrs), x);
 }
 
 // conv's output as W times the columns cols [N, K, P], plus its bias, reshaped to its shape:
@@ -156,16 +152,10 @@ std::vector<int64_t> channels_first_perm(size_t rank) {
 Tensor channels_last_weights(const Tensor& w, int64_t rows) {
   const int64_t m = w.shape()[0], c = w.shape()[1];
   const int64_t taps = checked_numel(Shape(w.shape().begin() + 2, w.shape().end()));
-  const size_t es = dtype_size(w.dtype());
-  Tensor t(w.dtype(), {rows, m});
-  const auto* src = static_cast<const std::byte*>(w.raw());
-  auto* dst = static_cast<std::byte*>(t.raw());
-  for (int64_t mi = 0; mi < m; ++mi)
-    for (int64_t ci = 0; ci < c; ++ci)
-      for (int64_t k = 0; k < taps; ++k)
-        std::copy_n(src + static_cast<size_t>((mi * c + ci) * taps + k) * es, es,
-                    dst + static_cast<size_t>((k * c + ci) * m + mi) * es);
-  return t;
+  const Tensor t = transposed(w.reshaped({m, c, taps}), {2, 1, 0});  // [taps, C, M]
+  Tensor r(w.dtype(), {rows, m});
+  std::copy_n(static_cast<const std::byte*>(t.raw()), t.nbytes(), static_cast<std::byte*>(r.raw()));
+  return r;
 }
 
 void rewrite_channels_last(Graph& g, NodeId id, Columns how) {
@@ -239,14 +229,7 @@ bool transposed_rewritable(const Graph& g, const Node& n, double min_flops) {
 Tensor transposed_weights(const Tensor& w) {
   const int64_t c = w.shape()[0], m = w.shape()[1];
   const int64_t taps = checked_numel(Shape(w.shape().begin() + 2, w.shape().end()));
-  const size_t run = static_cast<size_t>(taps) * dtype_size(w.dtype());
-  Tensor t(w.dtype(), {m, c * taps});
-  const auto* src = static_cast<const std::byte*>(w.raw());
-  auto* dst = static_cast<std::byte*>(t.raw());
-  for (int64_t ci = 0; ci < c; ++ci)
-    for (int64_t mi = 0; mi < m; ++mi)
-      std::copy_n(src + (ci * m + mi) * run, run, dst + (mi * c + ci) * run);
-  return t;
+  return transposed(w.reshaped({c, m, taps}), {1, 0, 2}).reshaped({m, c * taps});
 }
 
 void rewrite_transposed(Graph& g, NodeId id) {

@@ -67,29 +67,14 @@ bool cancel(Graph& g, NodeId id) {
 }
 
 // Constant c, read broadcast over values of the Transpose's output [rank], as the constant that
-// reads the same over its input: c'[j] = c[i] where j[p[i]] = i.
+// reads the same over its input: c' = Transpose(c with rank's dims, p⁻¹).
 Tensor permuted(const Tensor& c, const Perm& p) {
-  const size_t r = p.size();
-  Shape cs(r - c.shape().size(), 1);
+  Shape cs(p.size() - c.shape().size(), 1);
   cs.insert(cs.end(), c.shape().begin(), c.shape().end());
-  Shape ps(r);
-  for (size_t i = 0; i < r; ++i) ps[static_cast<size_t>(p[i])] = cs[i];
-  Tensor out(c.dtype(), ps);
-  const size_t es = dtype_size(c.dtype());
-  const auto* src = static_cast<const std::byte*>(c.raw());
-  auto* dst = static_cast<std::byte*>(out.raw());
-  std::vector<int64_t> j(r, 0);
-  for (int64_t flat = 0; flat < out.numel(); ++flat) {
-    int64_t from = 0;
-    for (size_t i = 0; i < r; ++i) from = from * cs[i] + j[static_cast<size_t>(p[i])];
-    std::copy_n(src + static_cast<size_t>(from) * es, es, dst + static_cast<size_t>(flat) * es);
-    for (size_t d = r; d-- > 0;)
-      if (++j[d] < ps[d])
-        break;
-      else
-        j[d] = 0;
-  }
-  return out;
+  Perm inverse(p.size());
+  for (size_t i = 0; i < p.size(); ++i)
+    inverse[static_cast<size_t>(p[i])] = static_cast<int64_t>(i);
+  return transposed(c.reshaped(cs), inverse);
 }
 
 bool is_elementwise(const Node& n) {

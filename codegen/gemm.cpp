@@ -74,6 +74,11 @@ std::optional<GemmDims> gemm_dims(const graph::Graph& g, const fusion::Group& gr
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
   auto in_group = [&](graph::NodeId id) { return members.count(id) != 0; };
   for (int i = 0; i < 2; ++i) d.view[i] = gemm_operand_view(g, in_group, d, i, &d.no_view[i]);
+  if (!d.view[0]) {
+    std::string why;
+    d.window = gemm_window_view(g, in_group, d, &why);
+    if (!why.empty()) d.no_view[0] = why;
+  }
   return d;
 }
 

@@ -14,6 +14,7 @@
 #include "fusion/plan.h"
 #include "graph/ir.h"
 #include "graph/layout.h"
+#include "graph/ops/conv_pool.h"
 
 namespace braze::codegen {
 
@@ -34,6 +35,18 @@ struct OperandView {
   std::vector<graph::NodeId> chain;  // the layout ops read through, nearest the product first
 };
 
+// Operand A as an implicit-GEMM convolution's windows: a channels-last Im2Col (no padded
+// columns) then a Reshape to [N·P, K·C], both in the group, in front of A. Row n·P + p is
+// window p of image n of `root` [N, D1 … Dr, C] (a kernel input), column k·C + c that
+// window's tap k at channel c, zero in the padding. The wgmma schedule loads it with TMA's
+// im2col mode; the other tensor-core schedules do not read it (the SIMT one gathers it).
+struct WindowView {
+  graph::ValueId root = graph::kNoValue;
+  int64_t images = 0, channels = 0;
+  graph::WindowGeometry geometry;    // spatial dims outermost first
+  std::vector<graph::NodeId> chain;  // the Reshape, the Im2Col
+};
+
 // The product's node and sizes: C[b] (m x nn) = op(A[b]) (m x k) * op(B[b]) (k x nn).
 struct GemmDims {
   const graph::Node* node = nullptr;
@@ -45,6 +58,7 @@ struct GemmDims {
   // layout ops, a vector, or no view with a contiguous matrix dim.
   std::optional<OperandView> view[2];
   std::string no_view[2];
+  std::optional<WindowView> window;  // A's windows, where A has no view
 };
 std::optional<GemmDims> gemm_dims(const graph::Graph& g, const fusion::Group& group,
                                   std::string* why_not);
@@ -54,6 +68,10 @@ std::optional<GemmDims> gemm_dims(const graph::Graph& g, const fusion::Group& gr
 std::optional<OperandView> gemm_operand_view(const graph::Graph& g,
                                              const std::function<bool(graph::NodeId)>& in_group,
                                              const GemmDims& d, int i, std::string* why_not);
+// A's windows (see WindowView), or nullopt and why not (empty where A is no Im2Col's windows).
+std::optional<WindowView> gemm_window_view(const graph::Graph& g,
+                                           const std::function<bool(graph::NodeId)>& in_group,
+                                           const GemmDims& d, std::string* why_not);
 // The element offset of batch "b" (a long long in scope) of a view, as an expression.
 std::string operand_view_offset(const OperandView& v);
 
@@ -150,6 +168,7 @@ bool gemm_tensor_core_types(const graph::Graph& g, const GemmDims& d, const Targ
 // Why operand i's view cannot feed the tensor-core schedules' 16-byte copies (mma.sync) or
 // the TMA (wgmma), or empty.
 std::string gemm_tc_operand_problem(const graph::Graph& g, const GemmDims& d, int i);
+// (For A with no view but windows, d.window: why TMA's im2col mode cannot load them.)
 std::string gemm_wgmma_operand_problem(const GemmDims& d, int i);
 // The TMA coordinates of output batch "b" along a view's batch dims of non-zero stride, outermost
 // first (at least one: a single matrix is one batch of one).
@@ -160,6 +179,9 @@ std::vector<std::string> tma_batch_coords(const OperandView& v);
 TensorMap tma_view_map(const OperandView& v, size_t param, DType dtype, int64_t contig,
                        int64_t rows, unsigned box_contig, unsigned box_rows);
 
+// Why the product's types and sizes keep it off the tensor cores on `target` (operands
+// aside), or empty.
+std::string gemm_tc_product_problem(const graph::Graph& g, const GemmDims& d, const Target& target);
 // The tensor-core schedule (gemm_tc.cpp): float16 / bfloat16 products, and float32 ones
 // when target.tf32. Empty when it applies to the group on `target`, else why not.
 std::string gemm_tc_unsupported(const graph::Graph& g, const fusion::Group& group,

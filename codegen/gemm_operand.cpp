@@ -87,6 +87,47 @@ std::optional<OperandView> gemm_operand_view(const graph::Graph& g,
   return view;
 }
 
+std::optional<WindowView> gemm_window_view(const graph::Graph& g,
+                                           const std::function<bool(graph::NodeId)>& in_group,
+                                           const GemmDims& d, std::string* why_not) {
+  auto producer_in_group = [&](graph::ValueId v) {
+    const graph::NodeId p = g.value(v).producer;
+    return p != graph::kNoNode && in_group(p) ? p : graph::kNoNode;
+  };
+  auto is = [&](graph::NodeId id, const char* op) {
+    return id != graph::kNoNode && g.node(id).op_type() == op;
+  };
+  const graph::NodeId reshape = producer_in_group(d.node->inputs[0]);
+  const graph::NodeId im2col =
+      is(reshape, "Reshape") ? producer_in_group(g.node(reshape).inputs[0]) : graph::kNoNode;
+  if (!is(im2col, "Im2Col") || g.node(im2col).op->domain != "braze" || d.ta || d.batches != 1 ||
+      g.node(im2col).attr_int("channels_last") == 0 || g.node(im2col).attr_int("columns") != 0) {
+    why_not->clear();  // not windows at all
+    return std::nullopt;
+  }
+  const graph::Node& wn = g.node(im2col);
+  const graph::Value& x = g.value(wn.inputs[0]);
+  if (producer_in_group(wn.inputs[0]) != graph::kNoNode) {
+    *why_not = fmt::format(
+        "the convolution windows' input %{} is computed in the kernel (TMA reads it from memory)",
+        x.name);
+    return std::nullopt;
+  }
+  WindowView w;
+  w.root = wn.inputs[0];
+  w.images = x.shape.front();
+  w.channels = x.shape.back();
+  w.geometry = graph::im2col_windows(wn, x.shape);
+  w.chain = {reshape, im2col};
+  const Shape& a = g.value(d.node->inputs[0]).shape;
+  if (a.size() != 2 || a[0] != w.images * checked_numel(w.geometry.out) ||
+      a[1] != checked_numel(w.geometry.kernel) * w.channels) {
+    *why_not = "the Reshape in front of A is not [images · windows, taps · channels]";
+    return std::nullopt;
+  }
+  return w;
+}
+
 std::string operand_view_offset(const OperandView& v) {
   std::string off = v.offset ? fmt::format("{}LL", v.offset) : "";
   int64_t inner = 1;

@@ -136,6 +136,14 @@ std::string gemm_tc_operand_problem(const graph::Graph& g, const GemmDims& d, in
 
 std::string gemm_tc_unsupported(const graph::Graph& g, const fusion::Group& group,
                                 const GemmDims& d, const Target& target) {
+  (void)group;
+  std::string why = gemm_tc_product_problem(g, d, target);
+  for (int i = 0; i < 2 && why.empty(); ++i) why = gemm_tc_operand_problem(g, d, i);
+  return why;
+}
+
+std::string gemm_tc_product_problem(const graph::Graph& g, const GemmDims& d,
+                                    const Target& target) {
   if (target.sm < 80) return "tensor-core GEMM needs sm_80 or newer";
   const graph::Node& n = *d.node;
   const graph::Value& a = g.value(n.inputs[0]);
@@ -146,10 +154,6 @@ std::string gemm_tc_unsupported(const graph::Graph& g, const fusion::Group& grou
     return "tensor-core GEMM takes float16, bfloat16 or (tf32) float32 operands of one type";
   if (d.a_vec || d.b_vec) return "a matrix-vector product";
   if (d.m == 0 || d.nn == 0 || d.k == 0 || d.batches == 0) return "an empty product";
-  for (int i = 0; i < 2; ++i) {
-    std::string why = gemm_tc_operand_problem(g, d, i);
-    if (!why.empty()) return why;
-  }
   return "";
 }
 

@@ -173,7 +173,65 @@ TensorMap tma_view_map(const OperandView& v, size_t param, DType dtype, int64_t 
   return m;
 }
 
+namespace {
+
+// Why TMA's im2col mode cannot load the windows w as the wgmma schedule's A tiles, or empty:
+// whole 64-channel rows (a k-tile is one tap's channels), 1 to 3 spatial dims, window
+// strides up to 8 (TMA's traversal strides), corners within the range the map encodes for
+// its rank (±2^15, ±2^7, ±2^4 for 3, 4, 5 dims), filter offsets in 16 bits.
+std::string window_problem(const WindowView& w) {
+  const graph::WindowGeometry& g = w.geometry;
+  const size_t r = g.rank();
+  if (r < 1 || r > 3) return "implicit-GEMM convolution: 1 to 3 spatial dims";
+  if (w.channels % kBk != 0)
+    return fmt::format("implicit-GEMM convolution: {} channels, not a multiple of {}", w.channels,
+                       kBk);
+  const int64_t corner = int64_t{1} << (r == 1 ? 15 : r == 2 ? 7 : 4);
+  for (size_t k = 0; k < r; ++k) {
+    const int64_t span = g.dilation[k] * (g.kernel[k] - 1);
+    if (g.stride[k] < 1 || g.stride[k] > 8)
+      return "implicit-GEMM convolution: a window stride over 8";
+    if (g.pad_begin[k] > corner || g.pad_end[k] - span < -corner || g.pad_end[k] - span >= corner ||
+        span >= (1 << 15) || g.in[k] >= (1LL << 31))
+      return "implicit-GEMM convolution: padding or a window beyond TMA's im2col corners";
+  }
+  if (w.images >= (1LL << 31)) return "implicit-GEMM convolution: too many images";
+  return "";
+}
+
+// The im2col tensor map of the windows' input [N, D1 … Dr, C] (TensorMap::im2col): dims C,
+// Dr … D1, N; a copy moves `pixels` windows' rows of 64 channels. The walk's box of window
+// corners runs from −pad_begin to in + pad_end − dilation · (kernel − 1) − 1 by the
+// stride, so that it meets every window once, in the product's row order.
+TensorMap window_map(const WindowView& w, size_t param, DType dtype, int pixels) {
+  const graph::WindowGeometry& g = w.geometry;
+  const uint64_t es = dtype_size(dtype);
+  TensorMap m;
+  m.param = param;
+  m.dtype = dtype;
+  m.dims = {static_cast<uint64_t>(w.channels)};
+  m.element_strides = {1};
+  uint64_t stride = static_cast<uint64_t>(w.channels) * es;
+  for (size_t k = g.rank(); k-- > 0;) {
+    m.dims.push_back(static_cast<uint64_t>(g.in[k]));
+    m.strides.push_back(stride);
+    stride *= static_cast<uint64_t>(g.in[k]);
+    m.element_strides.push_back(static_cast<uint32_t>(g.stride[k]));
+    m.lower.push_back(static_cast<int32_t>(-g.pad_begin[k]));
+    m.upper.push_back(static_cast<int32_t>(g.pad_end[k] - g.dilation[k] * (g.kernel[k] - 1)));
+  }
+  m.dims.push_back(static_cast<uint64_t>(w.images));
+  m.strides.push_back(stride);
+  m.element_strides.push_back(1);
+  m.channels = kBk;
+  m.pixels = static_cast<uint32_t>(pixels);
+  return m;
+}
+
+}  // namespace
+
 std::string gemm_wgmma_operand_problem(const GemmDims& d, int i) {
+  if (i == 0 && !d.view[0] && d.window) return window_problem(*d.window);
   if (!d.view[i]) return d.no_view[i];
   std::vector<TmaBatchDim> dims = tma_batch_dims(*d.view[i]);
   if (dims.size() > 3)
@@ -188,14 +246,19 @@ std::string gemm_wgmma_operand_problem(const GemmDims& d, int i) {
 
 std::string gemm_wgmma_unsupported(const graph::Graph& g, const fusion::Group& group,
                                    const GemmDims& d, const Target& target) {
+  (void)group;
   if (!target.sm90a || target.emulated) return "wgmma needs sm_90a";
-  std::string why = gemm_tc_unsupported(g, group, d, target);
+  std::string why = gemm_tc_product_problem(g, d, target);
   if (!why.empty()) return why;
   const graph::Value& a = g.value(d.node->inputs[0]);
   if (a.dtype != DType::Float16 && a.dtype != DType::BFloat16)
     return "wgmma schedule: float16 and bfloat16 operands";
   for (int i = 0; i < 2; ++i) {
-    why = gemm_wgmma_operand_problem(d, i);
+    // TMA's copies are 16-byte ones too: what mma.sync's cannot read, neither can they,
+    // except A's windows, which only the im2col mode reads.
+    const bool windows = i == 0 && !d.view[0] && d.window;
+    why = windows ? "" : gemm_tc_operand_problem(g, d, i);
+    if (why.empty()) why = gemm_wgmma_operand_problem(d, i);
     if (!why.empty()) return why;
   }
   if (d.batches > 65535) return "wgmma schedule: more than 65535 batches";
@@ -418,14 +481,14 @@ class WgmmaBuilder {
         target_(target),
         t_(t),
         e_(gemm_emitter(g, group, d)),
-        va_(*d.view[0]),
+        va_(d.view[0] ? &*d.view[0] : nullptr),
         vb_(*d.view[1]) {
     tiles_m_ = (d.m + t.bm - 1) / t.bm;
     tiles_n_ = (d.nn + t.bn - 1) / t.bn;
     tiles_ = tiles_m_ * tiles_n_ * d.batches;
     ktiles_ = (d.k + kBk - 1) / kBk;
     // m- / n-contiguous operands: 64 x 64 boxes.
-    a_mn_ = !va_.kcontig;
+    a_mn_ = va_ && !va_->kcontig;
     b_mn_ = !vb_.kcontig;
     mw_ = t.row_blocks();  // accum[mi] holds rows 64 mi .. 64 mi + 63 of the warpgroup's
     row0_ = t.pp ? "0" : fmt::format("cons * {}", 64 * t.cw);
@@ -436,7 +499,7 @@ class WgmmaBuilder {
   }
 
   std::optional<Kernel> build(std::string* why_not) {
-    e_.input_param(va_.root);
+    e_.input_param(va_ ? va_->root : d_.window->root);
     e_.input_param(vb_.root);
     if (t_.se && t_.sr == 0 && !t_.pp) plan_row_preloads();
     emit_setup();
@@ -588,10 +651,45 @@ class WgmmaBuilder {
                           map, origin, q * kBox, kBk, bc));
   }
 
+  // A's windows (d.window): the image and window corner of the tile's first row i0 (wn, and
+  // wc0 … for the spatial dims, outermost first), where TMA's im2col walk begins.
+  void emit_window_corner() {
+    const graph::WindowGeometry& g = d_.window->geometry;
+    const int64_t windows = checked_numel(g.out);
+    e_.line(fmt::format("const int wn = i0 / {};", windows));
+    e_.line(fmt::format("int wp = i0 % {};", windows));
+    for (size_t k = g.rank(); k-- > 0;) {
+      const std::string at = k == 0 ? "wp" : fmt::format("wp % {}", g.out[k]);
+      e_.line(fmt::format("const int wc{} = ({}) * {} - {};", k, at, g.stride[k], g.pad_begin[k]));
+      if (k > 0) e_.line(fmt::format("wp /= {};", g.out[k]));
+    }
+  }
+
+  // A's k-tile kt from the windows: tap kt / (C / 64)'s channels from (kt % (C / 64)) · 64 of
+  // the tile's bm windows, one im2col copy (the tap's offsets: its position times the dilation).
+  void emit_window_load() {
+    const WindowView& w = *d_.window;
+    const graph::WindowGeometry& g = w.geometry;
+    const int64_t cb = w.channels / kBk;
+    e_.line(fmt::format("int tap = kt / {};", cb));
+    std::vector<std::string> corner, offset;  // innermost first
+    for (size_t k = g.rank(); k-- > 0;) {
+      const std::string at = k == 0 ? "tap" : fmt::format("tap % {}", g.kernel[k]);
+      e_.line(fmt::format("const unsigned short wo{} = (unsigned short)(({}) * {});", k, at,
+                          g.dilation[k]));
+      if (k > 0) e_.line(fmt::format("tap /= {};", g.kernel[k]));
+      offset.push_back(fmt::format("wo{}", k));
+      corner.push_back(fmt::format("wc{}", k));
+    }
+    e_.line(fmt::format("braze_tma_im2col_{}d(sa, braze_tmap_a, (kt % {}) * {}, {}, wn, {}, bar);",
+                        g.rank() + 2, cb, kBk, fmt::join(corner, ", "), fmt::join(offset, ", ")));
+  }
+
   // The producer. gk counts the k-tiles it has loaded: stage gk % STAGES, its
   // (gk / STAGES)-th use.
   void emit_producer() {
-    const std::vector<std::string> ba = tma_batch_coords(va_), bb = tma_batch_coords(vb_);
+    const std::vector<std::string> ba = va_ ? tma_batch_coords(*va_) : std::vector<std::string>{},
+                                   bb = tma_batch_coords(vb_);
     e_.open("if (wg == 0) {");
     if (t_.consumers() > 1) e_.line("braze_setmaxnreg_dec<40>();");
     e_.open("if (threadIdx.x == 0) {");
@@ -599,8 +697,10 @@ class WgmmaBuilder {
       e_.line("int gk = 0;");
       e_.open(fmt::format("for (int tl = blockIdx.x; tl < {}; tl += gridDim.x) {{", tiles_));
       emit_tile("tl");
+      if (!va_) emit_window_corner();
       e_.open(fmt::format("for (int kt = 0; kt < {}; ++kt, ++gk) {{", ktiles_));
     } else {
+      if (!va_) emit_window_corner();
       e_.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles_));
       e_.line("const int gk = kt;");
     }
@@ -609,7 +709,10 @@ class WgmmaBuilder {
     e_.line(fmt::format("const braze_saddr sa = smem + s * {}u, sb = sa + {}u, bar = full + 8 * s;",
                         t_.stage_bytes(), t_.a_bytes()));
     e_.line(fmt::format("braze_mbar_arrive_expect(bar, {}u);", t_.stage_bytes()));
-    emit_load("sa", "braze_tmap_a", a_mn_, t_.bm, "i0", ba);
+    if (va_)
+      emit_load("sa", "braze_tmap_a", a_mn_, t_.bm, "i0", ba);
+    else
+      emit_window_load();
     emit_load("sb", "braze_tmap_b", b_mn_, t_.bn, "j0", bb);
     e_.close();             // kt
     if (t_.pp) e_.close();  // tl
@@ -878,8 +981,11 @@ class WgmmaBuilder {
     auto map_of = [&](const OperandView& v, int64_t contig, int64_t rows, unsigned box_rows) {
       return tma_view_map(v, param_of(v.root), a.dtype, contig, rows, kBox, box_rows);
     };
-    kern.tensor_maps.push_back(a_mn_ ? map_of(va_, d_.m, d_.k, kBk)
-                                     : map_of(va_, d_.k, d_.m, t_.bm));
+    if (!va_)
+      kern.tensor_maps.push_back(window_map(*d_.window, param_of(d_.window->root), a.dtype, t_.bm));
+    else
+      kern.tensor_maps.push_back(a_mn_ ? map_of(*va_, d_.m, d_.k, kBk)
+                                       : map_of(*va_, d_.k, d_.m, t_.bm));
     kern.tensor_maps.push_back(b_mn_ ? map_of(vb_, d_.nn, d_.k, kBk)
                                      : map_of(vb_, d_.k, d_.nn, t_.bn));
     std::string code =
@@ -902,7 +1008,8 @@ class WgmmaBuilder {
   const Target& target_;
   WgTile t_;
   Emitter e_;
-  const OperandView &va_, &vb_;
+  const OperandView* va_;  // null where A is d.window's windows
+  const OperandView& vb_;
   int64_t tiles_m_ = 0, tiles_n_ = 0, tiles_ = 0, ktiles_ = 0;
   bool a_mn_ = false, b_mn_ = false, edges_ = false;
   int mw_ = 1, cols_ = 0, blocks_ = 0;

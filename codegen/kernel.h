@@ -49,6 +49,17 @@ struct TensorMap {
   std::vector<uint64_t> dims;     // elements, innermost first
   std::vector<uint64_t> strides;  // bytes between consecutive indices of dims 1, 2, …
   std::vector<uint32_t> box;      // elements a copy moves along each dim
+  // Im2col mode (cuTensorMapEncodeIm2col) where `pixels` > 0, for an implicit-GEMM
+  // convolution's activations: dims are [C, W (, H (, D)), N] of a channels-last tensor and
+  // `box` is empty. A copy at (c, w, h …, n) with filter offsets (kw, kh …) moves `pixels`
+  // consecutive windows × `channels` channels: the windows' corners walk the box from
+  // `lower` to dim + `upper` (per spatial dim, W first) by `element_strides` (every dim's,
+  // 1 for C and N), W fastest, then H …, then N; each row reads its corner + the offsets,
+  // zeros outside the tensor.
+  std::vector<int32_t> lower, upper;
+  std::vector<uint32_t> element_strides;
+  uint32_t channels = 0, pixels = 0;
+  bool im2col() const { return pixels > 0; }
 };
 
 struct Kernel {

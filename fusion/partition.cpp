@@ -278,16 +278,27 @@ class Partitioner {
       if (!e.best.count(c)) refuse(mm, c, "the GEMM epilogue would write more than one result");
   }
 
+  // An index map that is no strided layout (Im2Col's windows) in front of operand i of mm
+  // (group ga), which the schedule that will run the product reads in place on tensor cores
+  // (an implicit-GEMM convolution on sm_90a).
+  bool read_in_place(int ga, NodeId mm, size_t i, NodeId p) const {
+    if (!caps_ || !g_.node(p).op->index_map) return false;
+    std::vector<NodeId> nodes(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
+    nodes.push_back(p);
+    return caps_->gemm_reads_view(g_, nodes, mm, static_cast<int>(i));
+  }
+
   // Operand prologue: layout ops and casts with no other consumer, as long as the schedule
   // that will run the product reads the operand through them at full speed (caps_: a
-  // tensor-core schedule reads layout chains as strided views, and a Cast not at all).
+  // tensor-core schedule reads layout chains as strided views, the wgmma one a convolution's
+  // windows, and a Cast not at all).
   void grow_gemm_operand(int ga, NodeId mm, size_t i) {
     ValueId v = g_.node(mm).inputs[i];
     for (size_t depth = 0; depth < opts_.max_gemm_prologue && v != kNoValue; ++depth) {
       NodeId p = g_.value(v).producer;
       if (p == kNoNode || !free_pointwise(p)) break;
       const Node& pn = g_.node(p);
-      if (!pn.op->layout && pn.op_type() != "Cast") break;
+      if (!pn.op->layout && pn.op_type() != "Cast" && !read_in_place(ga, mm, i, p)) break;
       if (users_[v].size() != 1 || is_output(v)) {
         refuse(
             p, mm,

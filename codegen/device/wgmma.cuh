@@ -124,6 +124,40 @@ BRAZE_DEV void braze_tma_load_5d(braze_saddr dst, const braze_tmap& map, int c0,
       : "memory");
 }
 
+// Im2col mode (TensorMap::im2col, codegen/kernel.h): `pixels` windows' rows of `channels`
+// from channel c0 into shared memory at dst, the first window's corner at (w, h …, n) and each
+// row read at its corner plus the filter offsets (ow, oh …); outside the tensor, zeros. One
+// spatial dim (NWC), two (NHWC) or three (NDHWC).
+BRAZE_DEV void braze_tma_im2col_3d(braze_saddr dst, const braze_tmap& map, int c0, int w, int n,
+                                   unsigned short ow, braze_saddr bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5], {%6};\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(w), "r"(n), "r"(bar), "h"(ow)
+      : "memory");
+}
+
+BRAZE_DEV void braze_tma_im2col_4d(braze_saddr dst, const braze_tmap& map, int c0, int w, int h,
+                                   int n, unsigned short ow, unsigned short oh, braze_saddr bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(w), "r"(h), "r"(n), "r"(bar),
+      "h"(ow), "h"(oh)
+      : "memory");
+}
+
+BRAZE_DEV void braze_tma_im2col_5d(braze_saddr dst, const braze_tmap& map, int c0, int w, int h,
+                                   int d, int n, unsigned short ow, unsigned short oh,
+                                   unsigned short od, braze_saddr bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5, %6}], [%7], {%8, %9, %10};\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(w), "r"(h), "r"(d), "r"(n),
+      "r"(bar), "h"(ow), "h"(oh), "h"(od)
+      : "memory");
+}
+
 // ---- wgmma ----
 
 // The operand descriptor of a tile at `addr` in the 128-byte-swizzled layout the TMA writes

@@ -47,6 +47,9 @@ PoolShapes pool_shapes(const Node& node, const Shape& x);
 // pads and auto_pad as Conv's; with transposed = 1 those of a ConvTranspose, its pads resolved
 // and its output's spatial size given (output_spatial).
 WindowGeometry im2col_geometry(const Node& node, const Shape& x);
+// The windows of Im2Col node `node` over its input of shape x, channels-first or (channels_last
+// = 1) channels-last.
+WindowGeometry im2col_windows(const Node& node, const Shape& x);
 
 // Im2Col (graph/ops/im2col.cpp; registered by register_conv_pool_ops).
 struct OpDef;

@@ -75,11 +75,6 @@ Shape channels_first(const Shape& x) {
   return s;
 }
 
-// The geometry of an Im2Col node over X, read in the order its attributes name.
-WindowGeometry geometry_of(const Node& node, const Shape& x) {
-  return im2col_geometry(node, node.attr_int("channels_last") != 0 ? channels_first(x) : x);
-}
-
 // Width of a channels-last row: `columns` where given (at least taps · C), else taps · C.
 int64_t row_width(const Node& node, int64_t taps_by_channels) {
   const int64_t j = node.attr_int("columns");
@@ -91,7 +86,7 @@ int64_t row_width(const Node& node, int64_t taps_by_channels) {
 
 IndexMap channels_last_map(const IndexMapArgs& a) {
   const Shape& x = a.shapes.at(0);
-  const WindowGeometry g = geometry_of(a.node, x);
+  const WindowGeometry g = im2col_windows(a.node, x);
   const int64_t c = x.back(), taps = checked_numel(g.kernel);
   const bool rows = a.node.attr_int("columns") != 0;
   IndexMap m;
@@ -130,6 +125,10 @@ IndexMap im2col_map(const IndexMapArgs& a) {
 
 }  // namespace
 
+WindowGeometry im2col_windows(const Node& node, const Shape& x) {
+  return im2col_geometry(node, node.attr_int("channels_last") != 0 ? channels_first(x) : x);
+}
+
 OpDef im2col_op() {
   OpDef d;
   d.name = "Im2Col";
@@ -153,7 +152,7 @@ OpDef im2col_op() {
     if (last && node.attr_int("transposed") != 0)
       ctx.fail("channels_last and transposed cannot both be set");
     if (!last && node.attr_int("columns") != 0) ctx.fail("columns is for channels_last only");
-    const WindowGeometry g = geometry_of(node, x);
+    const WindowGeometry g = im2col_windows(node, x);
     const std::string what = node.describe() + " output";
     const int64_t c = last ? x.back() : x[1];
     const int64_t taps = checked_numel(g.kernel, what);

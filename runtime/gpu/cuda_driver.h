@@ -79,6 +79,7 @@ bool is_kernel_fault(CUresult code);
   X(cuEventSynchronize)                \
   X(cuEventElapsedTime)                \
   X(cuEventDestroy)                    \
+  X(cuTensorMapEncodeIm2col)           \
   X(cuTensorMapEncodeTiled)
 
 struct DriverApi {

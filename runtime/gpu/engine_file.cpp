@@ -285,8 +285,20 @@ codegen::TensorMap tensor_map_from_json(const json& mj, size_t params, const Rea
   m.dims = mj.at("dims").get<std::vector<uint64_t>>();
   m.strides = mj.at("strides").get<std::vector<uint64_t>>();
   m.box = mj.at("box").get<std::vector<uint32_t>>();
-  if (m.dims.size() < 3 || m.dims.size() > 5 || m.strides.size() + 1 != m.dims.size() ||
-      m.box.size() != m.dims.size())
+  if (mj.contains("im2col")) {
+    const json& ij = mj.at("im2col");
+    m.lower = ij.at("lower").get<std::vector<int32_t>>();
+    m.upper = ij.at("upper").get<std::vector<int32_t>>();
+    m.element_strides = ij.at("element_strides").get<std::vector<uint32_t>>();
+    m.channels = ij.at("channels");
+    m.pixels = ij.at("pixels");
+    if (m.pixels == 0) rd.bad("im2col tensor map of no pixels");
+  }
+  const size_t rank = m.dims.size();
+  if (rank < 3 || rank > 5 || m.strides.size() + 1 != rank ||
+      (m.im2col() ? !m.box.empty() || m.lower.size() + 2 != rank || m.upper.size() + 2 != rank ||
+                        m.element_strides.size() != rank
+                  : m.box.size() != rank))
     rd.bad("tensor map of the wrong rank");
   return m;
 }
@@ -356,6 +368,13 @@ json kernel_json(const codegen::Kernel& k, const std::string& cubin, CubinRefs& 
                     {"dims", m.dims},
                     {"strides", m.strides},
                     {"box", m.box}});
+  for (size_t i = 0; i < k.tensor_maps.size(); ++i)
+    if (const codegen::TensorMap& m = k.tensor_maps[i]; m.im2col())
+      maps[i]["im2col"] = {{"lower", m.lower},
+                           {"upper", m.upper},
+                           {"element_strides", m.element_strides},
+                           {"channels", m.channels},
+                           {"pixels", m.pixels}};
   return {{"name", k.name},
           {"source", blobs.add(k.source.data(), k.source.size())},
           {"params", params},

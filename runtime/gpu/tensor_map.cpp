@@ -1,19 +1,40 @@
 #include "runtime/gpu/tensor_map.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string>
 
 #include "braze/error.h"
 #include "runtime/gpu/cuda_driver.h"
 
 namespace braze::gpu {
 
-CUtensorMap encode_tensor_map(const codegen::TensorMap& m, CUdeviceptr base) {
+namespace {
+
+// Why `m` is not a map this runtime encodes, or empty.
+std::string map_problem(const codegen::TensorMap& m) {
   if (m.dtype != DType::Float16 && m.dtype != DType::BFloat16)
-    throw InternalError(fmt::format("tensor map of {} elements", dtype_name(m.dtype)));
+    return fmt::format("tensor map of {} elements", dtype_name(m.dtype));
+  const size_t rank = m.dims.size(), spatial = rank >= 2 ? rank - 2 : 0;
+  if (rank < 3 || rank > 5 || m.strides.size() != rank - 1)
+    return fmt::format("tensor map of rank {} ({} strides)", rank, m.strides.size());
+  if (!m.im2col())
+    return m.box.size() == rank
+               ? ""
+               : fmt::format("tiled map of rank {}, {} box dims", rank, m.box.size());
+  if (m.lower.size() != spatial || m.upper.size() != spatial || m.element_strides.size() != rank)
+    return fmt::format("im2col map of rank {}: {} lower and {} upper corners, {} element strides",
+                       rank, m.lower.size(), m.upper.size(), m.element_strides.size());
+  return "";
+}
+
+}  // namespace
+
+CUtensorMap encode_tensor_map(const codegen::TensorMap& m, CUdeviceptr base) {
+  const std::string problem = map_problem(m);
+  if (!problem.empty()) throw InternalError(problem);
   const size_t rank = m.dims.size();
-  if (rank < 3 || rank > 5 || m.strides.size() != rank - 1 || m.box.size() != rank)
-    throw InternalError(fmt::format("tensor map of rank {} ({} strides, {} box dims)", rank,
-                                    m.strides.size(), m.box.size()));
   const CUdeviceptr at = base + m.offset_bytes;
   bool aligned = at % 16 == 0;
   for (uint64_t s : m.strides) aligned = aligned && s % 16 == 0;
@@ -24,14 +45,23 @@ CUtensorMap encode_tensor_map(const codegen::TensorMap& m, CUdeviceptr base) {
   CUtensorMap map;
   std::vector<cuuint64_t> dims(m.dims.begin(), m.dims.end()),
       strides(m.strides.begin(), m.strides.end());
+  const CUtensorMapDataType type = m.dtype == DType::Float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                             : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  if (m.im2col()) {
+    std::vector<cuuint32_t> element_strides(m.element_strides.begin(), m.element_strides.end());
+    std::vector<int> lower(m.lower.begin(), m.lower.end()), upper(m.upper.begin(), m.upper.end());
+    BRAZE_CU(cuTensorMapEncodeIm2col, &map, type, static_cast<cuuint32_t>(rank),
+             reinterpret_cast<void*>(at), dims.data(), strides.data(), lower.data(), upper.data(),
+             m.channels, m.pixels, element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return map;
+  }
   std::vector<cuuint32_t> box(m.box.begin(), m.box.end()), element_strides(rank, 1);
-  BRAZE_CU(cuTensorMapEncodeTiled, &map,
-           m.dtype == DType::Float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                     : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-           static_cast<cuuint32_t>(rank), reinterpret_cast<void*>(at), dims.data(), strides.data(),
-           box.data(), element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
-           CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  BRAZE_CU(cuTensorMapEncodeTiled, &map, type, static_cast<cuuint32_t>(rank),
+           reinterpret_cast<void*>(at), dims.data(), strides.data(), box.data(),
+           element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return map;
 }
 

@@ -1,6 +1,7 @@
 // TMA descriptors for the kernels that ask for them (codegen::Kernel::tensor_maps): encoded
-// on the host with the driver's cuTensorMapEncodeTiled from the kernel's parameter
-// addresses, then passed by value after the pointers and the error flag.
+// on the host with the driver's cuTensorMapEncodeTiled (cuTensorMapEncodeIm2col for an
+// implicit-GEMM convolution's activations) from the kernel's parameter addresses, then passed
+// by value after the pointers and the error flag.
 #pragma once
 
 #include <cuda.h>

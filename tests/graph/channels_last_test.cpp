@@ -123,10 +123,11 @@ TEST(ChannelsLast, PoolingAndDepthwiseKernelsReadThroughTheTransposes) {
   for (const fusion::Group& gr : plan.groups) {
     const bool moves = std::any_of(gr.nodes.begin(), gr.nodes.end(),
                                    [&](graph::NodeId id) { return moves_activation(after, id); });
-    if (gr.kind == fusion::GroupKind::Gemm)
+    if (gr.kind == fusion::GroupKind::Gemm) {
       for (graph::NodeId id : gr.nodes)
         EXPECT_FALSE(moves_activation(after, id) && after.node(id).attr_ints("perm")[1] == 3)
             << "a GEMM writes its output channels-first";
+    }
     for (graph::NodeId id : gr.nodes) {
       const std::string& op = after.node(id).op_type();
       if (op == "MaxPool" || op == "Conv" || op == "GlobalAveragePool" || op == "ReduceMean") {

@@ -1,0 +1,106 @@
+// Convolutions for the implicit-GEMM path (#19): each case is a float32 model x → Conv(W, b)
+// → Relu → a 3x3 Conv (pads 1) → + the Relu's output → Relu, converted to float16 or bfloat16
+// with its convolutions made channels-last products (conv_as_matmul at any size, then the
+// pipeline): the first convolution reads the model's input (cast and moved channels-last by
+// a kernel of its own), the second a GEMM's channels-last output, with a residual epilogue.
+// Odd sizes, strides above the kernel, dilation, asymmetric pads, 2-D and 3-D windows, maps of
+// 7x7 pixels whose tiles span images. The codegen test (tests/codegen), the emulator test
+// (tests/runtime) and the GPU test (tests/gpu) share them.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "graph/op_context.h"
+#include "graph/passes/conv_as_matmul.h"
+#include "graph/passes/pipeline.h"
+#include "graph/passes/precision.h"
+#include "graph/registry.h"
+#include "runtime/compare.h"
+#include "tests/test_util.h"
+
+namespace braze::test {
+
+struct ConvCase {
+  const char* name;
+  Shape x;  // [N, C, spatial…]
+  int64_t cout;
+  std::vector<int64_t> kernel, strides, pads, dilations;
+  // Whether the first convolution's windows are read in place by the wgmma schedule (its input
+  // channels a multiple of 64); the second one's always are.
+  bool first_in_place;
+};
+
+inline const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      {"Pad1", {2, 64, 9, 11}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},
+      {"Stride2", {2, 64, 15, 13}, 64, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, true},
+      {"Dilation2AsymmetricPads", {1, 128, 12, 10}, 64, {3, 3}, {1, 1}, {2, 1, 1, 2}, {2, 2}, true},
+      {"OneByOneStride2", {3, 64, 14, 14}, 128, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, true},
+      {"Rect5x3Strides2x1", {2, 64, 16, 9}, 64, {5, 3}, {2, 1}, {2, 1, 2, 1}, {1, 1}, true},
+      {"StrideOverKernel", {2, 64, 13, 13}, 64, {2, 2}, {3, 3}, {0, 0, 0, 0}, {1, 1}, true},
+      {"SevenBySevenMaps", {3, 128, 7, 7}, 128, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},
+      {"Conv3d", {1, 64, 5, 6, 7}, 64, {3, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, true},
+      {"ThirtyTwoChannels", {2, 32, 10, 10}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},
+  };
+  return cases;
+}
+
+// The case's model in `dtype` (Float16 or BFloat16) after the passes, convolutions as
+// channels-last products.
+inline graph::Graph conv_case_graph(const ConvCase& c, DType dtype) {
+  graph::Graph g;
+  uint64_t seed = 50;
+  // Weights scaled by 1 / √fan-in, as a trained net's are, so that activations stay near 1
+  // and a half type's rounding stays within its tolerance.
+  auto constant = [&](const Shape& s) {
+    Tensor t = test::random(DType::Float32, s, ++seed);
+    int64_t fan_in = 1;
+    for (size_t d = 1; d < s.size(); ++d) fan_in *= s[d];
+    const double scale = 1.0 / std::sqrt(static_cast<double>(fan_in));
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, t.get_f64(i) * scale);
+    return g.add_constant(g.unique_name("c"), t);
+  };
+  auto op = [&](const char* type, std::vector<graph::ValueId> ins, graph::Attributes attrs = {}) {
+    graph::ValueId y = g.add_value(g.unique_name(std::string(type) + "_y"), DType::Float32, {});
+    graph::infer_node(
+        g, g.add_node(&graph::op(type), g.unique_name(type), std::move(ins), {y}, attrs, 18));
+    return y;
+  };
+  const graph::ValueId x = g.add_value("x", DType::Float32, c.x);
+  g.add_input(x);
+  Shape w1 = {c.cout, c.x[1]}, w2 = {c.cout, c.cout};
+  for (int64_t k : c.kernel) w1.push_back(k);
+  for (size_t d = 0; d < c.kernel.size(); ++d) w2.push_back(3);
+  const graph::ValueId r =
+      op("Relu", {op("Conv", {x, constant(w1), constant({c.cout})},
+                     {{"strides", c.strides}, {"pads", c.pads}, {"dilations", c.dilations}})});
+  const graph::ValueId c2 = op("Conv", {r, constant(w2), constant({c.cout})},
+                               {{"pads", std::vector<int64_t>(2 * c.kernel.size(), 1)}});
+  g.add_output(op("Relu", {op("Add", {c2, r})}), "y");
+  graph::passes::conv_as_matmul(g, 0);
+  graph::passes::run_pipeline(g);
+  graph::passes::convert_precision(g, dtype);
+  graph::passes::run_pipeline(g);
+  return g;
+}
+
+// The output (float32: the model's interface) against the reference's, within the tolerance
+// of the `dtype` it was computed in, and its absolute one at least two units in the last place
+// of 1 in that type, the activations' magnitude: a fused kernel keeps in float what the
+// reference rounds to half between the product and the residual Add, so an output near 0
+// (a cancellation) differs by the units of its terms.
+inline ::testing::AssertionResult conv_outputs_close(const Tensor& got, const Tensor& want,
+                                                     DType dtype) {
+  runtime::Tolerance tol = runtime::default_tolerance(dtype);
+  tol.atol = std::max(tol.atol, dtype == DType::BFloat16 ? 1.6e-2 : 4e-3);
+  const runtime::Comparison c = runtime::compare(got, want, tol);
+  if (c.ok) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << c.summary(got, want);
+}
+
+}  // namespace braze::test

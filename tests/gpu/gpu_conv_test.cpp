@@ -1,0 +1,87 @@
+// Implicit-GEMM convolutions on the GPU (#19, tests/conv_cases.h): on sm_90a each convolution
+// whose input channels are a multiple of 64 runs as one wgmma kernel that loads its windows
+// with TMA's im2col mode (no Im2Col kernel); every candidate of its search space (float16;
+// for bfloat16 the default, a persistent ping-pong tile and a 256-row tile) is built and run
+// with the arena poisoned and compared element by element with the reference executor, as is
+// the default plan elsewhere (sm_80: mma.sync after an Im2Col kernel). Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "codegen/capabilities.h"
+#include "codegen/codegen.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/engine.h"
+#include "runtime/reference_executor.h"
+#include "tests/conv_cases.h"
+#include "tests/gemm_test_util.h"
+
+namespace braze {
+namespace {
+
+bool reads_windows(const graph::Graph& g, const fusion::Group& gr) {
+  return gr.kind == fusion::GroupKind::Gemm &&
+         std::any_of(gr.nodes.begin(), gr.nodes.end(),
+                     [&](graph::NodeId id) { return g.node(id).op_type() == "Im2Col"; });
+}
+
+// The candidates run: all of them for float16, three for bfloat16.
+std::vector<codegen::Tunables> picked(const std::vector<codegen::Tunables>& all, DType dtype) {
+  if (dtype == DType::Float16 || all.empty()) return all;
+  std::vector<codegen::Tunables> some = {all[0]};
+  for (const char* key : {"pp", "cw"}) {
+    auto it = std::find_if(all.begin(), all.end(),
+                           [&](const codegen::Tunables& t) { return t.count(key) > 0; });
+    if (it != all.end()) some.push_back(*it);
+  }
+  return some;
+}
+
+class GpuConv : public ::testing::TestWithParam<std::tuple<test::ConvCase, DType>> {};
+
+TEST_P(GpuConv, EveryCandidateMatchesTheReference) {
+  if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
+  const auto& [c, dtype] = GetParam();
+  const graph::Graph g = test::conv_case_graph(c, dtype);
+  const gpu::EngineOptions o = gpu::default_engine_options();
+  const fusion::Plan plan = codegen::plan_for(g, true, o.target);
+  const std::vector<gpu::Step> base = gpu::generate_steps(g, plan, o.target);
+  const std::vector<Tensor> in = test::random_inputs(g, 67);
+  const Tensor want = runtime::run_reference(g, in).at(0);
+  auto default_engine = gpu::Engine::build(g, plan, o);
+  EXPECT_TRUE(test::conv_outputs_close(test::run_poisoned(default_engine, in), want, dtype))
+      << c.name << " default plan";
+  int windows = 0;
+  for (size_t gi = 0; gi < base.size(); ++gi) {
+    if (!reads_windows(g, base[gi].group)) continue;
+    ++windows;
+    ASSERT_TRUE(base[gi].kernel) << base[gi].fallback_reason;
+    EXPECT_EQ(codegen::schedule_name(*base[gi].kernel), "wgmma");
+    EXPECT_TRUE(base[gi].kernel->tensor_maps.at(0).im2col());
+    for (const codegen::Tunables& t :
+         picked(codegen::candidates(g, base[gi].group, o.target), dtype)) {
+      std::string why, tun;
+      for (const auto& [k, v] : t) tun += fmt::format("{}={} ", k, v);
+      auto engine = test::engine_with(g, base, gi, t, o, &why);
+      if (!engine) continue;  // a candidate this product's shape refuses
+      EXPECT_TRUE(test::conv_outputs_close(test::run_poisoned(engine, in), want, dtype))
+          << c.name << " kernel " << gi << ": " << tun;
+    }
+  }
+  // Windows are read in place on sm_90a only.
+  EXPECT_EQ(windows, !o.target.sm90a ? 0 : c.first_in_place ? 2 : 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GpuConv,
+                         ::testing::Combine(::testing::ValuesIn(test::conv_cases()),
+                                            ::testing::Values(DType::Float16, DType::BFloat16)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  (std::get<1>(info.param) == DType::Float16 ? "float16"
+                                                                             : "bfloat16");
+                         });
+
+}  // namespace
+}  // namespace braze

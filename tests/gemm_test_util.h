@@ -24,6 +24,13 @@
 
 namespace braze::test {
 
+// An H200 as codegen sees it: sm_90a (wgmma, TMA) with 132 SMs, no GPU needed.
+inline codegen::Target h200a() {
+  codegen::Target t{90, 132};
+  t.sm90a = true;
+  return t;
+}
+
 struct GemmGroup {
   graph::Graph g;
   fusion::Group group;

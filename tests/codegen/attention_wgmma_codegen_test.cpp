@@ -15,16 +15,13 @@
 #include "graph/passes/pipeline.h"
 #include "runtime/gpu/nvrtc.h"
 #include "tests/attention_cases.h"
+#include "tests/gemm_test_util.h"
 #include "tests/test_util.h"
 
 namespace braze {
 namespace {
 
-codegen::Target h200a() {
-  codegen::Target t{90, 132};
-  t.sm90a = true;
-  return t;
-}
+using test::h200a;
 
 bool is_wg(const codegen::Tunables& t) { return t.count("wg") && t.at("wg") == 1; }
 

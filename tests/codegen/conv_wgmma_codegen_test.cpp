@@ -15,15 +15,12 @@
 #include "codegen/codegen.h"
 #include "runtime/gpu/nvrtc.h"
 #include "tests/conv_cases.h"
+#include "tests/gemm_test_util.h"
 
 namespace braze {
 namespace {
 
-codegen::Target h200a() {
-  codegen::Target t{90, 132};
-  t.sm90a = true;
-  return t;
-}
+using test::h200a;
 
 bool has_op(const graph::Graph& g, const fusion::Group& gr, const char* op) {
   return std::any_of(gr.nodes.begin(), gr.nodes.end(),

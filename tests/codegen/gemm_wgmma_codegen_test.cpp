@@ -20,11 +20,7 @@
 namespace braze {
 namespace {
 
-codegen::Target h200a() {
-  codegen::Target t{90, 132};
-  t.sm90a = true;
-  return t;
-}
+using test::h200a;
 
 bool is_wg(const codegen::Tunables& t) { return t.count("wg") && t.at("wg") == 1; }
 

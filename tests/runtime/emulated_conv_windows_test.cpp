@@ -20,9 +20,7 @@ class EmulatedConvWindows : public ::testing::TestWithParam<test::ConvCase> {};
 TEST_P(EmulatedConvWindows, SimtGathersTheWindowsInTheProductsKernel) {
   const test::ConvCase& c = GetParam();
   const graph::Graph g = test::conv_case_graph(c, DType::Float16);
-  codegen::Target h200a{90, 132};
-  h200a.sm90a = true;
-  const fusion::Plan plan = codegen::plan_for(g, true, h200a);
+  const fusion::Plan plan = codegen::plan_for(g, true, test::h200a());
   int fused = 0;
   for (const fusion::Group& gr : plan.groups)
     if (gr.kind == fusion::GroupKind::Gemm)

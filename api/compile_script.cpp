@@ -12,6 +12,7 @@
 #include "codegen/capabilities.h"
 #include "graph/passes/pipeline.h"
 #include "graph/passes/precision.h"
+#include "graph/passes/weights_k_major.h"
 #include "runtime/gpu/cuda_driver.h"
 
 namespace braze::api {
@@ -119,9 +120,14 @@ std::string passes_step(const CompileOptions& o, Script& s) {
 
 std::string precision_step(const CompileOptions& o, Script& s) {
   const DType to = graph::passes::precision_dtype(o.precision);
-  if (to == DType::Float32)
-    return o.precision == "tf32" ? "tf32: float32 graph, products on tensor cores in tf32"
-                                 : "fp32: unchanged";
+  if (to == DType::Float32 && o.precision != "tf32") return "fp32: unchanged";
+  if (to == DType::Float32) {
+    const int weights = graph::passes::store_weights_k_major_as(s.graph, DType::Float32);
+    return fmt::format(
+        "tf32: float32 graph, products on tensor cores in tf32, {} with k-major "
+        "weights",
+        plural(static_cast<size_t>(weights), "product"));
+  }
   const int values = graph::passes::convert_precision(s.graph, to);
   graph::passes::run_pipeline(s.graph);
   if (std::ostream* d = dump_after(o, "precision", "precision")) *d << s.graph;

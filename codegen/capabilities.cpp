@@ -36,10 +36,10 @@ OperandProblems operand_problems(const graph::Graph& g, const GemmDims& d, int i
                                  const Target& target) {
   OperandProblems p;
   // A's windows (an implicit-GEMM convolution) are read by wgmma alone, with TMA's im2col
-  // mode; where it takes them, no tensor-core schedule is kept off.
+  // mode; where it takes the product (B and the types included), no tensor-core schedule is
+  // kept off.
   if (i == 0 && !d.view[0] && d.window) {
-    p.mma = d.no_view[0];
-    if (target.sm90a && !target.emulated && gemm_wgmma_operand_problem(d, 0).empty()) p.mma = "";
+    p.mma = gemm_wgmma_unsupported(g, fusion::Group{}, d, target);
     return p;
   }
   p.mma = gemm_tc_operand_problem(g, d, i);

@@ -55,6 +55,7 @@ std::optional<GemmDims> gemm_dims(const graph::Graph& g, const fusion::Group& gr
   }
   const graph::Value& a = g.value(n.inputs[0]);
   const graph::Value& b = g.value(n.inputs[1]);
+  d.elem_bytes = static_cast<int>(dtype_size(a.dtype));
   d.a_vec = a.shape.size() == 1;
   d.b_vec = b.shape.size() == 1;
   Shape as = a.shape, bs = b.shape;

@@ -53,6 +53,7 @@ struct GemmDims {
   bool ta = false, tb = false, a_vec = false, b_vec = false;
   double alpha = 1, beta = 1;
   int64_t m = 0, k = 0, nn = 0, batches = 1;
+  int elem_bytes = 4;  // A's element size
   Shape out_batch;
   // The operands as views (A, B), or why one is none: computed in the group by other than
   // layout ops, a vector, or no view with a contiguous matrix dim.

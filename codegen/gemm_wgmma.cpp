@@ -40,8 +40,12 @@ namespace braze::codegen {
 
 namespace {
 
-constexpr int kBk = 64;   // k-tile: one 128-byte swizzled row of 16-bit elements
-constexpr int kBox = 64;  // m- or n-contiguous operands load 64 x 64 boxes
+constexpr int kRowBytes = 128;  // a k-tile: one 128-byte swizzled row of each operand row
+constexpr int kBox = 64;        // m- or n-contiguous (16-bit) operands load 64 x 64 boxes
+
+// A k-tile's elements: 64 16-bit ones, or 32 floats read as tf32.
+int k_tile(const GemmDims& d) { return kRowBytes / d.elem_bytes; }
+int64_t k_tiles(const GemmDims& d) { return (d.k + k_tile(d) - 1) / k_tile(d); }
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 // se: a staged block is 64 rows of 32 se floats, row r's columns XOR-ed with 8 (r % 4), so
 // that the fragments' 8-byte writes (rows lane / 4, columns 2 (lane % 4)) hit distinct banks
@@ -74,8 +78,8 @@ struct WgTile {
   int turn_bytes() const { return pp ? 16 : 0; }
   int row_blocks() const { return pp ? bm / 64 : cw; }  // 64-row blocks a consumer computes
   int threads() const { return 128 * (1 + consumers()); }
-  int64_t a_bytes() const { return int64_t{bm} * kBk * 2; }
-  int64_t stage_bytes() const { return int64_t{bm + bn} * kBk * 2; }
+  int64_t a_bytes() const { return int64_t{bm} * kRowBytes; }
+  int64_t stage_bytes() const { return int64_t{bm + bn} * kRowBytes; }
   // After the stages: two barriers a stage (pp: and two turn barriers); se: each consumer's
   // staging buffer (16-byte aligned); and slack to align the stages to 1024 bytes.
   int64_t staging_offset() const {
@@ -117,9 +121,12 @@ std::vector<TmaBatchDim> tma_batch_dims(const OperandView& v) {
   return out;
 }
 
-// The asm of one m64nNk16 wgmma with fp32 accumulators d[N / 2], A and B from shared memory
-// by descriptor, D += A B; trans_* marks an m- or n-contiguous (MN-major) operand.
+// The asm of one wgmma step over a k-tile's 32 bytes (m64nNk16 of 16-bit operands, m64nNk8
+// of tf32 ones) with fp32 accumulators d[N / 2], A and B from shared memory by descriptor,
+// D += A B; trans_* marks an m- or n-contiguous (MN-major) operand (16-bit types only: tf32
+// takes K-major operands alone, and no transpose immediates).
 std::string wgmma_step_function(int n, const char* type, bool trans_a, bool trans_b) {
+  const bool tf32 = std::string(type) == "tf32";
   const int regs = n / 2;
   std::string list, outs;
   for (int r = 0; r < regs; ++r) {
@@ -130,12 +137,13 @@ std::string wgmma_step_function(int n, const char* type, bool trans_a, bool tran
       "BRAZE_DEV void braze_wgmma_step(float (&d)[{0}], unsigned long long da, "
       "unsigned long long db) {{\n"
       "  asm volatile(\"{{\\n .reg .pred p;\\n setp.ne.b32 p, %{1}, 0;\\n"
-      " wgmma.mma_async.sync.aligned.m64n{2}k16.f32.{3}.{3} {{{4}}}, %{5}, %{6}, p, 1, 1, {7}, {8};"
+      " wgmma.mma_async.sync.aligned.m64n{2}k{7}.f32.{3}.{3} {{{4}}}, %{5}, %{6}, p, 1, 1{8};"
       "\\n}}\\n\"\n"
       "      : {9}\n"
       "      : \"r\"(1), \"l\"(da), \"l\"(db));\n"
       "}}\n",
-      regs, regs, n, type, list, regs + 1, regs + 2, trans_a ? 1 : 0, trans_b ? 1 : 0, outs);
+      regs, regs, n, type, list, regs + 1, regs + 2, tf32 ? 8 : 16,
+      tf32 ? std::string() : fmt::format(", {}, {}", trans_a ? 1 : 0, trans_b ? 1 : 0), outs);
 }
 
 }  // namespace
@@ -176,16 +184,16 @@ TensorMap tma_view_map(const OperandView& v, size_t param, DType dtype, int64_t 
 namespace {
 
 // Why TMA's im2col mode cannot load the windows w as the wgmma schedule's A tiles, or empty:
-// whole 64-channel rows (a k-tile is one tap's channels), 1 to 3 spatial dims, window
-// strides up to 8 (TMA's traversal strides), corners within the range the map encodes for
-// its rank (±2^15, ±2^7, ±2^4 for 3, 4, 5 dims), filter offsets in 16 bits.
-std::string window_problem(const WindowView& w) {
+// channels in whole k-tiles (a k-tile is one tap's channels: 64, or 32 floats), 1 to 3 spatial
+// dims, window strides up to 8 (TMA's traversal strides), corners within the range the map
+// encodes for its rank (±2^15, ±2^7, ±2^4 for 3, 4, 5 dims), filter offsets in 16 bits.
+std::string window_problem(const WindowView& w, int64_t per_tile) {
   const graph::WindowGeometry& g = w.geometry;
   const size_t r = g.rank();
   if (r < 1 || r > 3) return "implicit-GEMM convolution: 1 to 3 spatial dims";
-  if (w.channels % kBk != 0)
+  if (w.channels % per_tile != 0)
     return fmt::format("implicit-GEMM convolution: {} channels, not a multiple of {}", w.channels,
-                       kBk);
+                       per_tile);
   const int64_t corner = int64_t{1} << (r == 1 ? 15 : r == 2 ? 7 : 4);
   for (size_t k = 0; k < r; ++k) {
     const int64_t span = g.dilation[k] * (g.kernel[k] - 1);
@@ -203,7 +211,7 @@ std::string window_problem(const WindowView& w) {
 // Dr … D1, N; a copy moves `pixels` windows' rows of 64 channels. The walk's box of window
 // corners runs from −pad_begin to in + pad_end − dilation · (kernel − 1) − 1 by the
 // stride, so that it meets every window once, in the product's row order.
-TensorMap window_map(const WindowView& w, size_t param, DType dtype, int pixels) {
+TensorMap window_map(const WindowView& w, size_t param, DType dtype, int pixels, int channels) {
   const graph::WindowGeometry& g = w.geometry;
   const uint64_t es = dtype_size(dtype);
   TensorMap m;
@@ -223,7 +231,7 @@ TensorMap window_map(const WindowView& w, size_t param, DType dtype, int pixels)
   m.dims.push_back(static_cast<uint64_t>(w.images));
   m.strides.push_back(stride);
   m.element_strides.push_back(1);
-  m.channels = kBk;
+  m.channels = static_cast<uint32_t>(channels);
   m.pixels = static_cast<uint32_t>(pixels);
   return m;
 }
@@ -231,7 +239,7 @@ TensorMap window_map(const WindowView& w, size_t param, DType dtype, int pixels)
 }  // namespace
 
 std::string gemm_wgmma_operand_problem(const GemmDims& d, int i) {
-  if (i == 0 && !d.view[0] && d.window) return window_problem(*d.window);
+  if (i == 0 && !d.view[0] && d.window) return window_problem(*d.window, k_tile(d));
   if (!d.view[i]) return d.no_view[i];
   std::vector<TmaBatchDim> dims = tma_batch_dims(*d.view[i]);
   if (dims.size() > 3)
@@ -251,8 +259,15 @@ std::string gemm_wgmma_unsupported(const graph::Graph& g, const fusion::Group& g
   std::string why = gemm_tc_product_problem(g, d, target);
   if (!why.empty()) return why;
   const graph::Value& a = g.value(d.node->inputs[0]);
-  if (a.dtype != DType::Float16 && a.dtype != DType::BFloat16)
-    return "wgmma schedule: float16 and bfloat16 operands";
+  if (a.dtype != DType::Float16 && a.dtype != DType::BFloat16 && a.dtype != DType::Float32)
+    return "wgmma schedule: float16, bfloat16 and (tf32) float32 operands";
+  // tf32's wgmma reads K-major tiles alone (no transposing a float's 4 bytes in shared memory):
+  // A [M, K] and B [N, K] (store_weights_k_major) both k-contiguous.
+  if (a.dtype == DType::Float32)
+    for (int i = 0; i < 2; ++i)
+      if (d.view[i] && !d.view[i]->kcontig)
+        return fmt::format("wgmma schedule: tf32 operands are read k-contiguous, {} is not",
+                           i == 0 ? "A" : "B");
   for (int i = 0; i < 2; ++i) {
     // TMA's copies are 16-byte ones too: what mma.sync's cannot read, neither can they,
     // except A's windows, which only the im2col mode reads.
@@ -262,7 +277,7 @@ std::string gemm_wgmma_unsupported(const graph::Graph& g, const fusion::Group& g
     if (!why.empty()) return why;
   }
   if (d.batches > 65535) return "wgmma schedule: more than 65535 batches";
-  if (d.m > (1LL << 31) - 256 || d.nn > (1LL << 31) - 256 || d.k > (1LL << 31) - kBk)
+  if (d.m > (1LL << 31) - 256 || d.nn > (1LL << 31) - 256 || d.k > (1LL << 31) - k_tile(d))
     return "wgmma schedule: a dim beyond 32-bit TMA coordinates";
   return "";
 }
@@ -298,7 +313,7 @@ int fitting_stages(WgTile t, int64_t ktiles) {
 // loaded. `min_step`: the least step of widths tried.
 WgTile wave_fit_tile(const GemmDims& d, const Target& target, std::vector<int> bms = {128, 64},
                      int min_step = 16) {
-  const int64_t sms = std::max(target.num_sms, 1), ktiles = (d.k + kBk - 1) / kBk;
+  const int64_t sms = std::max(target.num_sms, 1), ktiles = k_tiles(d);
   const int step = std::max(bn_step(d), min_step);
   WgTile best{bms[0], 64, 8};
   double best_clocks = std::numeric_limits<double>::infinity(), best_load = best_clocks;
@@ -306,7 +321,8 @@ WgTile wave_fit_tile(const GemmDims& d, const Target& target, std::vector<int> b
     for (int bn = 256; bn >= std::max(48, step); bn -= step) {
       const int64_t tiles = ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
       const int64_t waves = (tiles + sms - 1) / sms;
-      const double mma = double(bm) * bn * kBk / 1100.0, load = double(bm + bn) * 128 / 60.0;
+      // A k-tile: 64 16-bit multiply-adds a row and column, or 32 tf32 ones at half the rate.
+      const double mma = double(bm) * bn * 64 / 1100.0, load = double(bm + bn) * 128 / 60.0;
       const bool staged = bn % kStageCols == 0;
       const double clocks = double(waves) *
                             (double(ktiles) * std::max(mma, load) + 2000 + double(bm) * bn / 20) *
@@ -373,7 +389,7 @@ void lead_wave_fit(std::vector<WgTile>& tiles, const GemmDims& d, const Target& 
   for (int bn = fit.bn - 16; bn >= 48 && bn % bn_step(d) == 0 && fit.bn % kStageCols == 0; bn -= 16)
     if (bn % kStageCols != 0) {
       any = WgTile{fit.bm, bn, 8};
-      any.stages = fitting_stages(any, (d.k + kBk - 1) / kBk);
+      any.stages = fitting_stages(any, k_tiles(d));
       break;
     }
   for (const WgTile& t : {any, other, fit}) {
@@ -418,9 +434,9 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // and P V, the waste is small and the persistent walk stays): the tile that fills the SMs
   // best, and for --tune the best of the other block shape and the best of any multiple of 16
   // columns.
-  if (big_tiles < 2 * sms || (d.nn <= 128 && (d.k + kBk - 1) / kBk >= 4)) {
+  if (big_tiles < 2 * sms || (d.nn <= 128 && k_tiles(d) >= 4)) {
     lead_wave_fit(tiles, d, target);
-  } else if ((d.k + kBk - 1) / kBk <= 16 && big_tiles >= sms) {
+  } else if (k_tiles(d) <= 16 && big_tiles >= sms) {
     // The staged ping-pong 128 x 192 where its waves cost no more than 64 x 256's: per tile
     // it loads 480 KB for 18.9 M MACs against 64 x 256's 480 KB for 12.6 M (H200, 2026-12-04,
     // BERT b32: 4096 x 2304 x 768 + bias 26.7 us against 30.2, 2.9 waves against 4.4;
@@ -486,7 +502,8 @@ class WgmmaBuilder {
     tiles_m_ = (d.m + t.bm - 1) / t.bm;
     tiles_n_ = (d.nn + t.bn - 1) / t.bn;
     tiles_ = tiles_m_ * tiles_n_ * d.batches;
-    ktiles_ = (d.k + kBk - 1) / kBk;
+    ktiles_ = k_tiles(d);
+    ek_ = k_tile(d);
     // m- / n-contiguous operands: 64 x 64 boxes.
     a_mn_ = va_ && !va_->kcontig;
     b_mn_ = !vb_.kcontig;
@@ -643,12 +660,12 @@ class WgmmaBuilder {
     const std::string fn = fmt::format("braze_tma_load_{}d", 2 + batch.size());
     const std::string bc = fmt::format("{}", fmt::join(batch, ", "));
     if (!mn) {
-      e_.line(fmt::format("{}({}, {}, kt * {}, {}, {}, bar);", fn, dst, map, kBk, origin, bc));
+      e_.line(fmt::format("{}({}, {}, kt * {}, {}, {}, bar);", fn, dst, map, ek_, origin, bc));
       return;
     }
     for (int q = 0; q < rows / kBox; ++q)
       e_.line(fmt::format("{}({} + {}u, {}, {} + {}, kt * {}, {}, bar);", fn, dst, q * kBox * 128,
-                          map, origin, q * kBox, kBk, bc));
+                          map, origin, q * kBox, ek_, bc));
   }
 
   // A's windows (d.window): the image and window corner of the tile's first row i0 (wn, and
@@ -670,7 +687,7 @@ class WgmmaBuilder {
   void emit_window_load() {
     const WindowView& w = *d_.window;
     const graph::WindowGeometry& g = w.geometry;
-    const int64_t cb = w.channels / kBk;
+    const int64_t cb = w.channels / ek_;
     e_.line(fmt::format("int tap = kt / {};", cb));
     std::vector<std::string> corner, offset;  // innermost first
     for (size_t k = g.rank(); k-- > 0;) {
@@ -682,7 +699,7 @@ class WgmmaBuilder {
       corner.push_back(fmt::format("wc{}", k));
     }
     e_.line(fmt::format("braze_tma_im2col_{}d(sa, braze_tmap_a, (kt % {}) * {}, {}, wn, {}, bar);",
-                        g.rank() + 2, cb, kBk, fmt::join(corner, ", "), fmt::join(offset, ", ")));
+                        g.rank() + 2, cb, ek_, fmt::join(corner, ", "), fmt::join(offset, ", ")));
   }
 
   // The producer. gk counts the k-tiles it has loaded: stage gk % STAGES, its
@@ -793,7 +810,7 @@ class WgmmaBuilder {
     fence_accum();
     e_.line("braze_wgmma_fence();");
     e_.line("#pragma unroll");
-    e_.open(fmt::format("for (int kk = 0; kk < {}; ++kk) {{", kBk / 16));
+    e_.open(fmt::format("for (int kk = 0; kk < {}; ++kk) {{", kRowBytes / 32));
     e_.line("#pragma unroll");
     e_.line(fmt::format("for (int mi = 0; mi < {}; ++mi) braze_wgmma_step(accum[mi], {}, {});", mw_,
                         a_desc, b_desc));
@@ -978,18 +995,21 @@ class WgmmaBuilder {
         if (kern.params[i].value == v) return i;
       return kern.params.size();
     };
-    auto map_of = [&](const OperandView& v, int64_t contig, int64_t rows, unsigned box_rows) {
-      return tma_view_map(v, param_of(v.root), a.dtype, contig, rows, kBox, box_rows);
+    // Boxes: a k-tile's elements by the tile's rows (k-contiguous), or 64 x 64 (MN-major).
+    auto map_of = [&](const OperandView& v, bool mn, int64_t mn_size, unsigned tile_rows) {
+      return mn ? tma_view_map(v, param_of(v.root), a.dtype, mn_size, d_.k, kBox, kBox)
+                : tma_view_map(v, param_of(v.root), a.dtype, d_.k, mn_size, ek_, tile_rows);
     };
     if (!va_)
-      kern.tensor_maps.push_back(window_map(*d_.window, param_of(d_.window->root), a.dtype, t_.bm));
+      kern.tensor_maps.push_back(
+          window_map(*d_.window, param_of(d_.window->root), a.dtype, t_.bm, ek_));
     else
-      kern.tensor_maps.push_back(a_mn_ ? map_of(*va_, d_.m, d_.k, kBk)
-                                       : map_of(*va_, d_.k, d_.m, t_.bm));
-    kern.tensor_maps.push_back(b_mn_ ? map_of(vb_, d_.nn, d_.k, kBk)
-                                     : map_of(vb_, d_.k, d_.nn, t_.bn));
-    std::string code =
-        wgmma_step_function(t_.bn, a.dtype == DType::Float16 ? "f16" : "bf16", a_mn_, b_mn_);
+      kern.tensor_maps.push_back(map_of(*va_, a_mn_, d_.m, t_.bm));
+    kern.tensor_maps.push_back(map_of(vb_, b_mn_, d_.nn, t_.bn));
+    const char* type = a.dtype == DType::Float16    ? "f16"
+                       : a.dtype == DType::BFloat16 ? "bf16"
+                                                    : "tf32";
+    std::string code = wgmma_step_function(t_.bn, type, a_mn_, b_mn_);
     code += fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
         "const __grid_constant__ braze_tmap braze_tmap_a, "
@@ -1011,6 +1031,7 @@ class WgmmaBuilder {
   const OperandView* va_;  // null where A is d.window's windows
   const OperandView& vb_;
   int64_t tiles_m_ = 0, tiles_n_ = 0, tiles_ = 0, ktiles_ = 0;
+  int ek_ = 64;  // a k-tile's elements (k_tile)
   bool a_mn_ = false, b_mn_ = false, edges_ = false;
   int mw_ = 1, cols_ = 0, blocks_ = 0;
   std::string row0_, res_slot_;
@@ -1031,7 +1052,7 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   const WgTile t = tile_of(tune);
   if (why.empty() && !tile_supported(t, d))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
-  if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, kBk);
+  if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, k_tile(d));
   const int64_t tiles = (d.m + t.bm - 1) / t.bm * ((d.nn + t.bn - 1) / t.bn) * d.batches;
   if (why.empty() && tiles > 2147483647 / 4) why = "wgmma schedule: too many tiles";
   if (!why.empty()) {

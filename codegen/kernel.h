@@ -39,13 +39,13 @@ struct Param {
 
 // A TMA descriptor (CUtensorMap) the runtime encodes for a kernel from the address of one of
 // its parameters and passes, after the pointers and the error flag, as a __grid_constant__
-// `braze_tmap` (codegen/device/wgmma.cuh). A tiled map of a 16-bit tensor, 3 to 5 dims
-// innermost first, boxes written to shared memory with the 128-byte swizzle, elements outside
-// the tensor read as zeros.
+// `braze_tmap` (codegen/device/wgmma.cuh). A tiled map of a 16-bit tensor (or a float32 one
+// read as tf32), 3 to 5 dims innermost first, boxes written to shared memory with the 128-byte
+// swizzle, elements outside the tensor read as zeros.
 struct TensorMap {
   size_t param = 0;               // index into Kernel::params: the buffer's base address
   uint64_t offset_bytes = 0;      // from that address to the tensor's first element
-  DType dtype = DType::Float16;   // Float16 or BFloat16
+  DType dtype = DType::Float16;   // Float16, BFloat16 or Float32 (tf32)
   std::vector<uint64_t> dims;     // elements, innermost first
   std::vector<uint64_t> strides;  // bytes between consecutive indices of dims 1, 2, …
   std::vector<uint32_t> box;      // elements a copy moves along each dim

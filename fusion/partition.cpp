@@ -270,7 +270,10 @@ class Partitioner {
   void grow_gemm(NodeId mm) {
     int ga = group_of_[mm];
     groups_[ga].anchored = true;
-    for (size_t i = 0; i < 2 && i < g_.node(mm).inputs.size(); ++i) grow_gemm_operand(ga, mm, i);
+    // B first: whether the schedule reads A's chain can depend on B's layout (tf32's wgmma
+    // reads k-contiguous B only, and a k-major weight is a Transpose in front of B).
+    for (size_t i : {size_t{1}, size_t{0}})
+      if (i < g_.node(mm).inputs.size()) grow_gemm_operand(ga, mm, i);
     const GemmEpilogue e = plan_gemm_epilogue(ga, mm);
     for (NodeId c : in_order(e.best))
       if (!merge(ga, group_of_[c], mm, c, opts_.max_gemm_epilogue + 8)) break;

@@ -19,6 +19,7 @@
 #include "graph/passes/conv_as_matmul.h"
 #include "graph/passes/pipeline.h"
 #include "graph/passes/precision.h"
+#include "graph/passes/weights_k_major.h"
 #include "graph/registry.h"
 #include "runtime/compare.h"
 #include "tests/test_util.h"
@@ -50,8 +51,8 @@ inline const std::vector<ConvCase>& conv_cases() {
   return cases;
 }
 
-// The case's model in `dtype` (Float16 or BFloat16) after the passes, convolutions as
-// channels-last products.
+// The case's model in `dtype` (Float16 or BFloat16; Float32 as --precision tf32 leaves it, the
+// products' weights k-major) after the passes, convolutions as channels-last products.
 inline graph::Graph conv_case_graph(const ConvCase& c, DType dtype) {
   graph::Graph g;
   uint64_t seed = 50;
@@ -84,18 +85,24 @@ inline graph::Graph conv_case_graph(const ConvCase& c, DType dtype) {
   g.add_output(op("Relu", {op("Add", {c2, r})}), "y");
   graph::passes::conv_as_matmul(g, 0);
   graph::passes::run_pipeline(g);
+  if (dtype == DType::Float32) {  // as --precision tf32 leaves it
+    graph::passes::store_weights_k_major_as(g, DType::Float32);
+    return g;
+  }
   graph::passes::convert_precision(g, dtype);
   graph::passes::run_pipeline(g);
   return g;
 }
 
 // The output (float32: the model's interface) against the reference's, within the tolerance
-// of the `dtype` it was computed in, and its absolute one at least two units in the last place
-// of 1 in that type, the activations' magnitude: a fused kernel keeps in float what the
-// reference rounds to half between the product and the residual Add, so an output near 0
-// (a cancellation) differs by the units of its terms.
+// of the `dtype` it was computed in (tf32 for Float32: float16's 10 mantissa bits), and its
+// absolute one at least two units in the last place of 1 in that type, the activations'
+// magnitude: a fused kernel keeps in float what the reference rounds to half between the
+// product and the residual Add, so an output near 0 (a cancellation) differs by the units of
+// its terms.
 inline ::testing::AssertionResult conv_outputs_close(const Tensor& got, const Tensor& want,
                                                      DType dtype) {
+  if (dtype == DType::Float32) dtype = DType::Float16;
   runtime::Tolerance tol = runtime::default_tolerance(dtype);
   tol.atol = std::max(tol.atol, dtype == DType::BFloat16 ? 1.6e-2 : 4e-3);
   const runtime::Comparison c = runtime::compare(got, want, tol);

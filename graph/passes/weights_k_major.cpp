@@ -20,7 +20,8 @@ namespace braze::graph::passes {
 namespace {
 
 // A 2-D constant of k rows (k a multiple of 8), the B of a product whose A is computed; of a
-// half type, or float32 where `store_as` (a half type) is what it becomes.
+// half type, or float32 where `store_as` (a half type, or float32 itself at tf32) is what it
+// becomes.
 bool k_major_candidate(const Graph& g, ValueId a, ValueId b, std::optional<DType> store_as) {
   const Value &av = g.value(a), &bv = g.value(b);
   const bool dtype = store_as ? bv.dtype == DType::Float32 : is_half(bv.dtype);
@@ -59,6 +60,7 @@ void transpose_8x8(const uint16_t* src, int64_t ld_src, uint16_t* dst, int64_t l
 // 64 x 64 tiles, the last cols % 8 columns one by one. A float32 w is rounded to `store_as`
 // on the way, a tile at a time (one pass over the weight, one copy made).
 Tensor transposed(const Tensor& w, std::optional<DType> store_as) {
+  if (store_as == DType::Float32) return graph::transposed(w, {1, 0});  // 4-byte, kept as it is
   const int64_t rows = w.shape()[0], cols = w.shape()[1];
   const bool round = store_as.has_value();
   Tensor out = Tensor::uninitialized(round ? *store_as : w.dtype(), {cols, rows});
@@ -193,7 +195,8 @@ int store_k_major(Graph& g, std::optional<DType> store_as) {
 int store_weights_k_major(Graph& g) { return store_k_major(g, std::nullopt); }
 
 int store_weights_k_major_as(Graph& g, DType store_as) {
-  BRAZE_CHECK(is_half(store_as), "store_weights_k_major_as: a half type");
+  BRAZE_CHECK(is_half(store_as) || store_as == DType::Float32,
+              "store_weights_k_major_as: a half type or float32");
   return store_k_major(g, store_as);
 }
 

@@ -24,7 +24,10 @@ bool is_k_major_weight(const Graph& g, const std::vector<std::vector<NodeId>>& u
 int store_weights_k_major(Graph& g);
 // The same for float32 weights, rounded to the half type `store_as` as they are transposed:
 // convert_precision's pass over the weights that become k-major (one copy of each, where
-// rounding and then transposing made two).
+// rounding and then transposing made two). With store_as = Float32, float32 weights made
+// k-major as they are: at --precision tf32 (after the pipeline, whose fold_constants would
+// fold such a Transpose back: is_k_major_weight takes half types only), for the wgmma
+// schedule, whose tf32 instructions read k-contiguous operands only.
 int store_weights_k_major_as(Graph& g, DType store_as);
 
 }  // namespace braze::graph::passes

@@ -14,7 +14,7 @@ namespace {
 
 // Why `m` is not a map this runtime encodes, or empty.
 std::string map_problem(const codegen::TensorMap& m) {
-  if (m.dtype != DType::Float16 && m.dtype != DType::BFloat16)
+  if (m.dtype != DType::Float16 && m.dtype != DType::BFloat16 && m.dtype != DType::Float32)
     return fmt::format("tensor map of {} elements", dtype_name(m.dtype));
   const size_t rank = m.dims.size(), spatial = rank >= 2 ? rank - 2 : 0;
   if (rank < 3 || rank > 5 || m.strides.size() != rank - 1)
@@ -45,8 +45,10 @@ CUtensorMap encode_tensor_map(const codegen::TensorMap& m, CUdeviceptr base) {
   CUtensorMap map;
   std::vector<cuuint64_t> dims(m.dims.begin(), m.dims.end()),
       strides(m.strides.begin(), m.strides.end());
-  const CUtensorMapDataType type = m.dtype == DType::Float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                             : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  // Floats feed tf32 wgmma's only: the map's element type says so (TMA's tf32 type, 4 bytes).
+  const CUtensorMapDataType type = m.dtype == DType::Float16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                   : m.dtype == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                : CU_TENSOR_MAP_DATA_TYPE_TFLOAT32;
   if (m.im2col()) {
     std::vector<cuuint32_t> element_strides(m.element_strides.begin(), m.element_strides.end());
     std::vector<int> lower(m.lower.begin(), m.lower.end()), upper(m.upper.begin(), m.upper.end());

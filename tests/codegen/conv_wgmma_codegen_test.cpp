@@ -122,6 +122,31 @@ TEST(ConvWgmmaCodegen, MapFollowsTheWindowGeometry) {
   EXPECT_TRUE(found);
 }
 
+// At --precision tf32 (float32, weights k-major): the windows load as floats, 32 channels a
+// k-tile, into tf32 wgmma's (k8 steps).
+TEST(ConvWgmmaCodegen, Tf32WindowsLoadAsFloats) {
+  codegen::Target tf32 = h200a();
+  tf32.tf32 = true;
+  const test::ConvCase& c = test::conv_cases()[1];  // Stride2
+  const graph::Graph g = test::conv_case_graph(c, DType::Float32);
+  const fusion::Plan plan = codegen::plan_for(g, true, tf32);
+  EXPECT_EQ(windows_of(g, plan).in_gemm, 2);
+  for (const fusion::Group& gr : plan.groups) {
+    if (gr.kind != fusion::GroupKind::Gemm || !has_op(g, gr, "Im2Col")) continue;
+    const codegen::GroupCode gc = codegen::generate(g, gr, tf32);
+    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+    const codegen::Kernel& k = *gc.kernel;
+    ASSERT_EQ(k.tensor_maps.size(), 2u);
+    EXPECT_EQ(k.tensor_maps[0].dtype, DType::Float32);
+    EXPECT_EQ(k.tensor_maps[0].channels, 32u);
+    EXPECT_EQ(k.tensor_maps[1].box.at(0), 32u);
+    const gpu::Compiled comp =
+        gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90a"), true);
+    EXPECT_NE(comp.ptx.find("k8.f32.tf32.tf32"), std::string::npos) << k.name;
+    EXPECT_NE(comp.ptx.find("global.im2col"), std::string::npos) << k.name;
+  }
+}
+
 // Where wgmma is not offered, the windows stay a kernel of their own that the tensor-core
 // schedules read as a plain operand.
 TEST(ConvWgmmaCodegen, ImTwoColStaysItsOwnKernelOffSm90a) {

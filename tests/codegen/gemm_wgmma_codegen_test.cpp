@@ -115,8 +115,44 @@ TEST(GemmWgmmaCodegen, OnlyOnSm90a) {
   codegen::Target tf32 = h200a();
   tf32.tf32 = true;
   test::GemmGroup gf = test::gemm_group_of(test::gemm_tc_text(test::gemm_tc_cases()[0], "float"));
-  EXPECT_TRUE(wg_candidates(gf, tf32).empty()) << "float32 stays on mma.sync at tf32";
+  EXPECT_TRUE(wg_candidates(gf, tf32).empty()) << "an n-contiguous float32 B stays on mma.sync";
 }
+
+// float32 at --precision tf32: where both operands are k-contiguous (A [M, K], B [N, K]) the
+// wgmma schedule takes the product, 32 floats a k-tile, in tf32 m64nNk8 steps; elsewhere (an
+// m- or n-contiguous operand, which tf32's wgmma cannot read) mma.sync keeps it.
+class GemmWgmmaTf32Codegen : public ::testing::TestWithParam<test::GemmTcCase> {};
+
+TEST_P(GemmWgmmaTf32Codegen, KContiguousProductsRunTf32Wgmma) {
+  const test::GemmTcCase& c = GetParam();
+  codegen::Target tf32 = h200a();
+  tf32.tf32 = true;
+  test::GemmGroup gg = test::gemm_group_of(test::gemm_tc_text(c, "float"));
+  const std::vector<codegen::Tunables> cands = wg_candidates(gg, tf32);
+  if (!c.a_kcontig || !c.b_kcontig) {
+    EXPECT_TRUE(cands.empty()) << c.name;
+    return;
+  }
+  ASSERT_GE(cands.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const codegen::Tunables& t = cands[i];
+    codegen::GroupCode gc = codegen::generate(gg.g, gg.group, tf32, &t);
+    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+    const codegen::Kernel& k = *gc.kernel;
+    for (const codegen::TensorMap& m : k.tensor_maps) {
+      EXPECT_EQ(m.dtype, DType::Float32);
+      EXPECT_EQ(m.box.at(0), 32u);
+    }
+    gpu::Compiled comp = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90a"), true);
+    const std::string op =
+        "wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.at("bn")) + "k8.f32.tf32.tf32";
+    EXPECT_NE(comp.ptx.find(op), std::string::npos) << k.name << " lacks " << op;
+    EXPECT_EQ(comp.ptx.find("ld.local"), std::string::npos) << k.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GemmWgmmaTf32Codegen, ::testing::ValuesIn(test::gemm_tf32_cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // The untuned default schedule of y = MatMul(a, b), float16 [m, k] x [k, n], on an H200.
 // With b_kmajor, y = Gemm <transB = 1> (a, b), b [n, k] (store_weights_k_major's weights).

@@ -1,7 +1,8 @@
 // Implicit-GEMM convolutions on the GPU (#19, tests/conv_cases.h): on sm_90a each convolution
 // whose input channels are a multiple of 64 runs as one wgmma kernel that loads its windows
 // with TMA's im2col mode (no Im2Col kernel); every candidate of its search space (float16;
-// for bfloat16 the default, a persistent ping-pong tile and a 256-row tile) is built and run
+// for bfloat16 and float32 at tf32 the default, a persistent ping-pong tile and a 256-row
+// tile) is built and run
 // with the arena poisoned and compared element by element with the reference executor, as is
 // the default plan elsewhere (sm_80: mma.sync after an Im2Col kernel). Skips without a GPU.
 #include <gtest/gtest.h>
@@ -27,7 +28,7 @@ bool reads_windows(const graph::Graph& g, const fusion::Group& gr) {
                      [&](graph::NodeId id) { return g.node(id).op_type() == "Im2Col"; });
 }
 
-// The candidates run: all of them for float16, three for bfloat16.
+// The candidates run: all of them for float16, three for bfloat16 and tf32.
 std::vector<codegen::Tunables> picked(const std::vector<codegen::Tunables>& all, DType dtype) {
   if (dtype == DType::Float16 || all.empty()) return all;
   std::vector<codegen::Tunables> some = {all[0]};
@@ -45,7 +46,8 @@ TEST_P(GpuConv, EveryCandidateMatchesTheReference) {
   if (!gpu::gpu_available()) GTEST_SKIP() << "no GPU: " << gpu::gpu_unavailable_reason();
   const auto& [c, dtype] = GetParam();
   const graph::Graph g = test::conv_case_graph(c, dtype);
-  const gpu::EngineOptions o = gpu::default_engine_options();
+  gpu::EngineOptions o = gpu::default_engine_options();
+  o.target.tf32 = dtype == DType::Float32;
   const fusion::Plan plan = codegen::plan_for(g, true, o.target);
   const std::vector<gpu::Step> base = gpu::generate_steps(g, plan, o.target);
   const std::vector<Tensor> in = test::random_inputs(g, 67);
@@ -71,16 +73,21 @@ TEST_P(GpuConv, EveryCandidateMatchesTheReference) {
     }
   }
   // Windows are read in place on sm_90a only.
-  EXPECT_EQ(windows, !o.target.sm90a ? 0 : c.first_in_place ? 2 : 1);
+  // (tf32's k-tile is 32 channels: the first convolution of 32 channels is read in place too.)
+  const bool first = c.first_in_place || (dtype == DType::Float32 && c.x[1] % 32 == 0);
+  EXPECT_EQ(windows, !o.target.sm90a ? 0 : first ? 2 : 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GpuConv,
                          ::testing::Combine(::testing::ValuesIn(test::conv_cases()),
-                                            ::testing::Values(DType::Float16, DType::BFloat16)),
+                                            ::testing::Values(DType::Float16, DType::BFloat16,
+                                                              DType::Float32)),
                          [](const auto& info) {
+                           const DType t = std::get<1>(info.param);
                            return std::string(std::get<0>(info.param).name) + "_" +
-                                  (std::get<1>(info.param) == DType::Float16 ? "float16"
-                                                                             : "bfloat16");
+                                  (t == DType::Float16    ? "float16"
+                                   : t == DType::BFloat16 ? "bfloat16"
+                                                          : "tf32");
                          });
 
 }  // namespace

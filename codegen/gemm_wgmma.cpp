@@ -46,6 +46,12 @@ constexpr int kBox = 64;        // m- or n-contiguous (16-bit) operands load 64 
 // A k-tile's elements: 64 16-bit ones, or 32 floats read as tf32.
 int k_tile(const GemmDims& d) { return kRowBytes / d.elem_bytes; }
 int64_t k_tiles(const GemmDims& d) { return (d.k + k_tile(d) - 1) / k_tile(d); }
+
+// Whether `split` blocks each get some of `ktiles` k-tiles (shares of ⌈ktiles / split⌉).
+bool split_shares(int64_t ktiles, int split) {
+  const int64_t share = (ktiles + split - 1) / split;
+  return (split - 1) * share < ktiles;
+}
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 // se: a staged block is 64 rows of 32 se floats, row r's columns XOR-ed with 8 (r % 4), so
 // that the fragments' 8-byte writes (rows lane / 4, columns 2 (lane % 4)) hit distinct banks
@@ -74,6 +80,7 @@ struct WgTile {
   int rr = 8;  // raster: the walk takes rr rows of tiles at a time (emit_gemm_tile_origin)
   int cw = 1;  // cooperative: 64-row blocks a consumer computes (2: 256 x bn as two 128-row halves)
   int64_t rb = 0;  // se: each consumer's buffer of epilogue inputs copied ahead (cp.async), bytes
+  int split = 1;   // split-K: a cluster of `split` blocks a tile, each over a share of the k-tiles
   int consumers() const { return pp ? 2 : bm / (64 * cw); }
   int turn_bytes() const { return pp ? 16 : 0; }
   int row_blocks() const { return pp ? bm / 64 : cw; }  // 64-row blocks a consumer computes
@@ -87,6 +94,8 @@ struct WgTile {
   }
   int stage_cols() const { return kStageCols * se; }
   int64_t staging_bytes() const { return int64_t{64} * stage_cols() * 4; }  // 64 rows
+  // split: every thread's partial sums parked in shared memory (over the stages) for rank 0.
+  int64_t red_bytes() const { return int64_t{row_blocks()} * bn / 2 * threads() * 4; }
   int64_t shared_bytes() const {
     return se ? staging_offset() + consumers() * (staging_bytes() + rb) + 1024
               : stages * stage_bytes() + 16 * stages + turn_bytes() + 1024;
@@ -100,6 +109,7 @@ Tunables tunables_of(const WgTile& t) {
   if (t.sr) u["sr"] = t.sr;
   if (t.rr != 8) u["rr"] = t.rr;
   if (t.cw != 1) u["cw"] = t.cw;
+  if (t.split != 1) u["split"] = t.split;
   return u;
 }
 
@@ -404,6 +414,36 @@ void lead_wave_fit(std::vector<WgTile>& tiles, const GemmDims& d, const Target& 
 
 }  // namespace
 
+namespace {
+
+// Split-K tiles (64 x 64 and 64 x 128, clusters of 2 to 8 blocks, each over a share of k,
+// their sums added through distributed shared memory) for products whose 64 x 64 tiles leave
+// most SMs idle: in the search space wherever they fill at most half the SMs over 8 k-tiles or
+// more, and first (the default) where they fill at most a quarter over 32 or more — a
+// convolution's product at batch 1, say ResNet-50's last 3x3, 49 x 512 x 4608: 8 tiles over
+// 72 k-tiles, where each SM would stream 1/8 of 4.7 MB of weights at a 132nd of the bandwidth.
+// Not yet timed on the GPU: the default's threshold is a guess from the byte counts.
+void add_split_tiles(std::vector<WgTile>& tiles, const GemmDims& d, const Target& target) {
+  const int64_t sms = std::max(target.num_sms, 1), kt = k_tiles(d);
+  auto tiles_of = [&](int bn) { return (d.m + 63) / 64 * ((d.nn + bn - 1) / bn) * d.batches; };
+  std::vector<WgTile> found;
+  for (int bn : {64, 128}) {
+    if (bn % bn_step(d) != 0 || tiles_of(bn) * 2 > sms || kt < 8) continue;
+    for (int split : {8, 4, 2}) {
+      if (tiles_of(bn) * split > sms || kt < 4 * split || !split_shares(kt, split)) continue;
+      WgTile t{64, bn, 8};
+      t.split = split;
+      t.stages = fitting_stages(t, (kt + split - 1) / split);
+      if (t.red_bytes() <= t.stages * t.stage_bytes()) found.push_back(t);
+    }
+  }
+  if (found.empty()) return;
+  const bool lead = tiles_of(64) * 4 <= sms && kt >= 32;
+  tiles.insert(lead ? tiles.begin() : tiles.end(), found.begin(), found.end());
+}
+
+}  // namespace
+
 std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target) {
   auto tiles_of = [&](int bm, int bn) {
     return ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
@@ -455,6 +495,7 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // 1727.1 / 1727.1 / 1727.2).
   else
     lead(128, 256, false, 1, 0, (d.m + 127) / 128 >= 16 ? 16 : 8);
+  add_split_tiles(tiles, d, target);
   std::vector<Tunables> c;
   for (const WgTile& t : tiles)
     if (t.shared_bytes() <= kMaxSharedBytes && t.bn % bn_step(d) == 0) c.push_back(tunables_of(t));
@@ -472,7 +513,9 @@ WgTile tile_of(const Tunables& tune) {
                 tune.count("se") ? tune.at("se") : 0,
                 tune.count("sr") ? tune.at("sr") : 0,
                 tune.count("rr") ? tune.at("rr") : 8,
-                tune.count("cw") ? tune.at("cw") : 1};
+                tune.count("cw") ? tune.at("cw") : 1,
+                0,
+                tune.count("split") ? tune.at("split") : 1};
 }
 
 bool tile_supported(const WgTile& t, const GemmDims& d) {
@@ -482,7 +525,9 @@ bool tile_supported(const WgTile& t, const GemmDims& d) {
            t.row_blocks() * t.bn > 384 || (t.se != 0 && t.se != 1 && t.se != 2 && t.se != 4) ||
            (t.sr && !t.se) || t.sr < 0 || t.sr > 2 || (t.sr == 2 && t.stage_cols() % 64 != 0) ||
            t.rr < 1 || t.rr > 64 || (t.se && t.bn % t.stage_cols() != 0) ||
-           t.shared_bytes() > kMaxSharedBytes);
+           t.shared_bytes() > kMaxSharedBytes ||
+           (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8) ||
+           (t.split > 1 && (t.pp || t.se || t.red_bytes() > t.stages * t.stage_bytes())));
 }
 
 // Builds one product's kernel; each member function emits one part of it, in order.
@@ -504,6 +549,7 @@ class WgmmaBuilder {
     tiles_ = tiles_m_ * tiles_n_ * d.batches;
     ktiles_ = k_tiles(d);
     ek_ = k_tile(d);
+    share_ = (ktiles_ + t.split - 1) / t.split;
     // m- / n-contiguous operands: 64 x 64 boxes.
     a_mn_ = va_ && !va_->kcontig;
     b_mn_ = !vb_.kcontig;
@@ -523,6 +569,7 @@ class WgmmaBuilder {
     emit_producer();
     emit_consumer_start();
     emit_mainloop();
+    emit_split_reduce();
     emit_epilogue_setup();
     try {
       for (bool in_range : {true, false}) {
@@ -620,8 +667,16 @@ class WgmmaBuilder {
   // The origin (i0, j0) and batch b of tile `tl` of the walk (pp), or of this block's.
   void emit_tile(const std::string& tl) {
     if (!t_.pp) {
-      emit_gemm_tile_origin(e_, tiles_m_, tiles_n_, t_.bm, t_.bn, "(int)blockIdx.x", t_.rr);
+      const std::string tile =
+          t_.split > 1 ? fmt::format("(int)blockIdx.x / {}", t_.split) : "(int)blockIdx.x";
+      emit_gemm_tile_origin(e_, tiles_m_, tiles_n_, t_.bm, t_.bn, tile, t_.rr);
       e_.line("const long long b = blockIdx.z;");
+      // split: this block's k-tiles, kt_first onwards (every rank has some: split_shares).
+      if (t_.split > 1)
+        e_.line(
+            fmt::format("const int kt_first = (int)(blockIdx.x % {0}) * {1}, kt_n = {2} - "
+                        "kt_first < {1} ? {2} - kt_first : {1};",
+                        t_.split, share_, ktiles_));
     } else {
       emit_gemm_tile_origin(e_, tiles_m_, tiles_n_, t_.bm, t_.bn,
                             fmt::format("(int)({} % {})", tl, tiles_m_ * tiles_n_), t_.rr);
@@ -660,11 +715,11 @@ class WgmmaBuilder {
     const std::string fn = fmt::format("braze_tma_load_{}d", 2 + batch.size());
     const std::string bc = fmt::format("{}", fmt::join(batch, ", "));
     if (!mn) {
-      e_.line(fmt::format("{}({}, {}, kt * {}, {}, {}, bar);", fn, dst, map, ek_, origin, bc));
+      e_.line(fmt::format("{}({}, {}, kg * {}, {}, {}, bar);", fn, dst, map, ek_, origin, bc));
       return;
     }
     for (int q = 0; q < rows / kBox; ++q)
-      e_.line(fmt::format("{}({} + {}u, {}, {} + {}, kt * {}, {}, bar);", fn, dst, q * kBox * 128,
+      e_.line(fmt::format("{}({} + {}u, {}, {} + {}, kg * {}, {}, bar);", fn, dst, q * kBox * 128,
                           map, origin, q * kBox, ek_, bc));
   }
 
@@ -682,13 +737,13 @@ class WgmmaBuilder {
     }
   }
 
-  // A's k-tile kt from the windows: tap kt / (C / 64)'s channels from (kt % (C / 64)) · 64 of
+  // A's k-tile kg from the windows: tap kg / (C / 64)'s channels from (kg % (C / 64)) · 64 of
   // the tile's bm windows, one im2col copy (the tap's offsets: its position times the dilation).
   void emit_window_load() {
     const WindowView& w = *d_.window;
     const graph::WindowGeometry& g = w.geometry;
     const int64_t cb = w.channels / ek_;
-    e_.line(fmt::format("int tap = kt / {};", cb));
+    e_.line(fmt::format("int tap = kg / {};", cb));
     std::vector<std::string> corner, offset;  // innermost first
     for (size_t k = g.rank(); k-- > 0;) {
       const std::string at = k == 0 ? "tap" : fmt::format("tap % {}", g.kernel[k]);
@@ -698,7 +753,7 @@ class WgmmaBuilder {
       offset.push_back(fmt::format("wo{}", k));
       corner.push_back(fmt::format("wc{}", k));
     }
-    e_.line(fmt::format("braze_tma_im2col_{}d(sa, braze_tmap_a, (kt % {}) * {}, {}, wn, {}, bar);",
+    e_.line(fmt::format("braze_tma_im2col_{}d(sa, braze_tmap_a, (kg % {}) * {}, {}, wn, {}, bar);",
                         g.rank() + 2, cb, ek_, fmt::join(corner, ", "), fmt::join(offset, ", ")));
   }
 
@@ -716,10 +771,12 @@ class WgmmaBuilder {
       emit_tile("tl");
       if (!va_) emit_window_corner();
       e_.open(fmt::format("for (int kt = 0; kt < {}; ++kt, ++gk) {{", ktiles_));
+      e_.line("const int kg = kt;");
     } else {
       if (!va_) emit_window_corner();
-      e_.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles_));
+      e_.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", kt_count()));
       e_.line("const int gk = kt;");
+      e_.line(t_.split > 1 ? "const int kg = kt_first + kt;" : "const int kg = kt;");
     }
     e_.line(fmt::format("const int s = gk % {};", t_.stages));
     e_.line(fmt::format("braze_mbar_wait(empty + 8 * s, ((gk / {}) & 1) ^ 1);", t_.stages));
@@ -734,8 +791,26 @@ class WgmmaBuilder {
     e_.close();             // kt
     if (t_.pp) e_.close();  // tl
     e_.close();             // thread 0
+    // split: the warpgroup takes part in the consumers' two cluster barriers (split_reduce).
+    if (t_.split > 1) e_.line("__syncwarp();\n  braze_cluster_sync();\n  braze_cluster_sync();");
     e_.line("return;");
     e_.close();  // producer
+  }
+
+  // The k-tiles this block computes: all, or (split) its share.
+  std::string kt_count() const { return t_.split > 1 ? "kt_n" : std::to_string(ktiles_); }
+
+  // split: the cluster's partial sums into rank 0, whose consumers go on to the epilogue; the
+  // others' are done. Every consumer's wgmma's have retired first (the sums are parked over
+  // the stages, which another consumer may still be reading).
+  void emit_split_reduce() {
+    if (t_.split <= 1) return;
+    e_.line(fmt::format("braze_bar_sync(15, {});", 128 * t_.consumers()));
+    e_.line(
+        "float* const red = reinterpret_cast<float*>(reinterpret_cast<char*>(braze_smem) + (smem "
+        "- braze_smem_addr(braze_smem)));");
+    e_.line(fmt::format("if (!braze_split_reduce<{}, {}>(&accum[0][0], red)) return;", t_.split,
+                        mw_ * t_.bn / 2));
   }
 
   // The consumers. Cooperative: warpgroup 1 + cons computes rows 64 cw cons .. 64 cw (cons +
@@ -793,7 +868,7 @@ class WgmmaBuilder {
     const std::string a_desc = fmt::format(
         "braze_wgmma_desc_plus(da, ({} + 64 * mi) * 8u + kk * {}u)", row0_, a_mn_ ? 128 : 2);
     const std::string b_desc = fmt::format("braze_wgmma_desc_plus(db, kk * {}u)", b_mn_ ? 128 : 2);
-    e_.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", ktiles_));
+    e_.open(fmt::format("for (int kt = 0; kt < {}; ++kt) {{", kt_count()));
     e_.line("const int gk = gk0 + kt;");
     e_.line(fmt::format("const int s = gk % {};", t_.stages));
     e_.line(fmt::format("braze_mbar_wait(full + 8 * s, (gk / {}) & 1);", t_.stages));
@@ -822,7 +897,7 @@ class WgmmaBuilder {
     // ptxas (CUDA 13.0) was seen to hoist an epilogue read of the accumulators above it — a
     // race that left an 8 x 8 block of each warp's tile short of its last k-tile.
     e_.line(fmt::format("if (kt + 1 < {}) braze_wgmma_wait<1>(); else braze_wgmma_wait<0>();",
-                        ktiles_));
+                        kt_count()));
     fence_accum();
     e_.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));",
                         t_.stages));
@@ -984,8 +1059,10 @@ class WgmmaBuilder {
 
   Kernel finish() {
     const graph::Value& a = g_.value(d_.node->inputs[0]);
-    // Blocks: one a tile, batches along z; pp: one an SM (at most), walking the tiles.
-    const int64_t grid_x = t_.pp ? std::min<int64_t>(tiles_, target_.num_sms) : tiles_m_ * tiles_n_;
+    // Blocks: one a tile (split: a cluster of them), batches along z; pp: one an SM (at most),
+    // walking the tiles.
+    const int64_t grid_x =
+        t_.pp ? std::min<int64_t>(tiles_, target_.num_sms) : tiles_m_ * tiles_n_ * t_.split;
     Kernel kern = kernel_record(e_, fusion::GroupKind::Gemm, group_, tunables_of(t_));
     kern.block = {static_cast<unsigned>(t_.threads()), 1, 1};
     kern.grid = {static_cast<unsigned>(grid_x), 1, static_cast<unsigned>(t_.pp ? 1 : d_.batches)};
@@ -1011,11 +1088,12 @@ class WgmmaBuilder {
                                                     : "tf32";
     std::string code = wgmma_step_function(t_.bn, type, a_mn_, b_mn_);
     code += fmt::format(
-        "extern \"C\" __global__ void __launch_bounds__({0}, 1) KERNEL_NAME({1}, "
+        "extern \"C\" __global__ void __launch_bounds__({0}, 1){4} KERNEL_NAME({1}, "
         "const __grid_constant__ braze_tmap braze_tmap_a, "
         "const __grid_constant__ braze_tmap braze_tmap_b) {{\n"
         "  BRAZE_DYNAMIC_SMEM(braze_smem, {2});\n{3}}}\n",
-        t_.threads(), e_.signature(), kern.shared_bytes, e_.body());
+        t_.threads(), e_.signature(), kern.shared_bytes, e_.body(),
+        t_.split > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", t_.split) : "");
     finish_kernel(g_, kern, code,
                   kMmaHelpers | kWgmmaHelpers | (res_pre_.empty() ? 0 : kReduceHelpers));
     return kern;
@@ -1031,7 +1109,8 @@ class WgmmaBuilder {
   const OperandView* va_;  // null where A is d.window's windows
   const OperandView& vb_;
   int64_t tiles_m_ = 0, tiles_n_ = 0, tiles_ = 0, ktiles_ = 0;
-  int ek_ = 64;  // a k-tile's elements (k_tile)
+  int ek_ = 64;        // a k-tile's elements (k_tile)
+  int64_t share_ = 0;  // split: the k-tiles a block computes (the last rank's may be fewer)
   bool a_mn_ = false, b_mn_ = false, edges_ = false;
   int mw_ = 1, cols_ = 0, blocks_ = 0;
   std::string row0_, res_slot_;
@@ -1052,6 +1131,9 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   const WgTile t = tile_of(tune);
   if (why.empty() && !tile_supported(t, d))
     why = fmt::format("wgmma tile {}x{} with {} stages is not supported", t.bm, t.bn, t.stages);
+  if (why.empty() && t.split > 1 && !split_shares(k_tiles(d), t.split))
+    why = fmt::format("split-K over {} blocks of {} k-tiles leaves a block none", t.split,
+                      k_tiles(d));
   if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, k_tile(d));
   const int64_t tiles = (d.m + t.bm - 1) / t.bm * ((d.nn + t.bn - 1) / t.bn) * d.batches;
   if (why.empty() && tiles > 2147483647 / 4) why = "wgmma schedule: too many tiles";

@@ -169,6 +169,41 @@ codegen::Tunables default_of(int m, int n, int k, bool b_kmajor = false) {
   return gc.kernel ? gc.kernel->tunables : codegen::Tunables{};
 }
 
+// Split-K: a product of few tiles over a long k (ResNet-50's last 3x3 convolution at batch 1,
+// 49 x 512 x 4608, B k-major) runs 64 x 64 tiles in clusters of 8 blocks, each over 9 of the
+// 72 k-tiles, rank 0 adding the others' sums through distributed shared memory; BERT's
+// 128 x 768 x 768 (12 k-tiles) keeps one block a tile, split-K in its search space only.
+TEST(GemmWgmmaCodegen, SplitKWhereFewTilesHaveLongK) {
+  const codegen::Tunables t = default_of(49, 512, 4608, true);
+  ASSERT_TRUE(is_wg(t));
+  EXPECT_EQ(t.at("bm"), 64);
+  EXPECT_EQ(t.at("bn"), 64);
+  ASSERT_EQ(t.count("split"), 1u);
+  EXPECT_EQ(t.at("split"), 8);
+  test::GemmGroup gg = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[49,4608] a, float16[512,4608] b, float16[512] c) => (float16[49,512] y) {
+      m = Gemm <transB = 1> (a, b, c)  y = Relu(m) })");
+  std::vector<codegen::Tunables> splits;
+  for (const codegen::Tunables& c : codegen::candidates(gg.g, gg.group, h200a()))
+    if (is_wg(c) && c.count("split")) splits.push_back(c);
+  ASSERT_GE(splits.size(), 3u);
+  for (const codegen::Tunables& c : splits) {
+    codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), &c);
+    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+    const codegen::Kernel& k = *gc.kernel;
+    const unsigned tiles = 1u * (512u / static_cast<unsigned>(c.at("bn")));
+    EXPECT_EQ(k.grid[0], tiles * static_cast<unsigned>(c.at("split")));
+    EXPECT_NE(k.source.find(fmt::format("__cluster_dims__({}, 1, 1)", c.at("split"))),
+              std::string::npos);
+    gpu::Compiled comp = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90a"), true);
+    EXPECT_NE(comp.ptx.find("barrier.cluster.arrive"), std::string::npos) << k.name;
+    EXPECT_NE(comp.ptx.find("mapa"), std::string::npos) << k.name;
+    EXPECT_EQ(comp.ptx.find("ld.local"), std::string::npos) << k.name;
+  }
+  const codegen::Tunables bert = default_of(128, 768, 768, true);
+  EXPECT_EQ(bert.count("split"), 0u);
+}
+
 TEST(GemmWgmmaCodegen, DefaultTileFollowsTheOutputSize) {
   const codegen::Tunables big = default_of(4096, 3072, 768);
   EXPECT_TRUE(is_wg(big));

@@ -53,6 +53,14 @@ const BigCase kCases[] = {
     {"gemm_transb_520x2552x2048", R"(<ir_version: 8, opset_import: ["" : 20]>
       g (float16[520,2048] a, float16[2552,2048] b) => (float16[520,2552] y) { y = Gemm <transB = 1> (a, b) })",
      520, 2552, 2048, true},
+    // Few tiles over a long k: split-K clusters (the default: 8 blocks a 64 x 64 tile, 9 of the
+    // 72 k-tiles each; 2 and 4 in the search space), partial tiles along m.
+    {"gemm_transb_49x512x4608", R"(<ir_version: 8, opset_import: ["" : 20]>
+      g (float16[49,4608] a, float16[512,4608] b) => (float16[49,512] y) { y = Gemm <transB = 1> (a, b) })",
+     49, 512, 4608, true},
+    {"matmul_196x256x2304", R"(<ir_version: 8, opset_import: ["" : 20]>
+      g (bfloat16[196,2304] a, bfloat16[2304,256] b) => (bfloat16[196,256] y) { y = MatMul(a, b) })",
+     196, 256, 2304, false},
 };
 
 // Elements of got and want (m x n) further apart than float16 rounding of two fp32 sums can
@@ -99,7 +107,7 @@ TEST_P(GpuGemmWgmma, EveryCandidateAgreesWithMmaSyncAndFloat64) {
   const Tensor want = test::run_poisoned(mma, in);
   // Sampled rows of the mma.sync result against float64 sums.
   for (int64_t i : {int64_t{0}, int64_t{1}, int64_t{127}, c.m / 2 + 5, c.m - 1})
-    for (int64_t j = 0; j < c.n; j += 37) {
+    for (int64_t j = 0; j < c.n && i < c.m; j += 37) {
       double s = 0;
       for (int64_t p = 0; p < c.k; ++p)
         s += in[0].get_f64(i * c.k + p) * in[1].get_f64(c.b_kcontig ? j * c.k + p : p * c.n + j);

@@ -10,8 +10,9 @@ torch.onnx.export(dynamo=True) in float32 (weights as external data), then
   - `braze bench` of that engine (heuristic schedules) and of the model with `--tune`;
   - `braze run` on the same inputs, its outputs against PyTorch float32 (relative L2);
   - PyTorch eager, torch.compile and torch.compile(mode="reduce-overhead") (CUDA graphs) at
-    the row's precision (the model cast to float16 for fp16 rows), timed with
-    triton.testing.do_bench (median, L2 flushed before each run, as braze bench does);
+    the row's precision (the model cast to float16 for fp16 rows; float32 with PyTorch's
+    defaults, cuDNN's convolutions in TF32, for tf32 rows), convolution nets channels_last,
+    timed with triton.testing.do_bench (median, L2 flushed before each run, as braze bench does);
   - for every GEMM kernel of braze's plan, torch.matmul on the same (batch, M, N, K, dtype),
     and the ratio braze kernel / torch.matmul.
 
@@ -55,9 +56,13 @@ ROWS = {
     "resnet50-b1-fp16": ("resnet50", 1, 224, "fp16"),
     "resnet50-b32-fp16": ("resnet50", 32, 224, "fp16"),
     "mobilenetv2-b32-fp16": ("mobilenetv2", 32, 224, "fp16"),
+    "resnet50-b32-tf32": ("resnet50", 32, 224, "tf32"),
 }
+CNNS = ("resnet50", "mobilenetv2")
 
-TORCH_DTYPE = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+# tf32 rows: PyTorch in float32 with its defaults (cuDNN's convolutions in TF32, matmuls not).
+TORCH_DTYPE = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
+               "bf16": torch.bfloat16}
 
 
 def randomise(model):
@@ -241,10 +246,16 @@ def base_row(args, row_dir, onnx_path, input_files, precision, engine, env):
     return r
 
 
-def torch_row(args, model, inputs, precision):
+def torch_row(args, model, inputs, precision, channels_last=False):
+    """PyTorch eager, torch.compile and torch.compile(mode="reduce-overhead") on the row's
+    inputs; convolution nets with channels_last weights and inputs (cuDNN's fastest layout)."""
     dt = TORCH_DTYPE[precision]
     m = model.to(DEV).to(dt)
-    xs = [x.to(DEV) if x.is_floating_point() is False else x.to(DEV).to(dt) for x in inputs]
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    m = m.to(memory_format=fmt)
+    xs = [x.to(DEV) if x.is_floating_point() is False else
+          x.to(DEV).to(dt).contiguous(memory_format=fmt if x.dim() == 4 else torch.contiguous_format)
+          for x in inputs]
     r = {}
     with torch.no_grad():
         r["eager_ms"] = bench_ms(lambda: m(*xs))
@@ -354,7 +365,7 @@ def run_row(args, name, results):
     if "out_file" in row:
         row["rel_l2"] = rel_l2(np.load(row["out_file"]), want)
     if DEV == "cuda" and not args.no_torch:
-        row.update(torch_row(args, model, inputs, precision))
+        row.update(torch_row(args, model, inputs, precision, channels_last=kind in CNNS))
         best = row.get("tuned_ms", row.get("heuristic_ms"))
         if best:
             row["vs_reduce_overhead"] = row["reduce_overhead_ms"] / best

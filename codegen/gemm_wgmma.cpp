@@ -218,7 +218,8 @@ std::string window_problem(const WindowView& w, int64_t per_tile) {
 }
 
 // The im2col tensor map of the windows' input [N, D1 … Dr, C] (TensorMap::im2col): dims C,
-// Dr … D1, N; a copy moves `pixels` windows' rows of 64 channels. The walk's box of window
+// Dr … D1, N; a copy moves `pixels` windows' rows of `channels` (a k-tile's: 64, or 32
+// floats). The walk's box of window
 // corners runs from −pad_begin to in + pad_end − dilation · (kernel − 1) − 1 by the
 // stride, so that it meets every window once, in the product's row order.
 TensorMap window_map(const WindowView& w, size_t param, DType dtype, int pixels, int channels) {

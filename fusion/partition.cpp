@@ -284,11 +284,16 @@ class Partitioner {
   // An index map that is no strided layout (Im2Col's windows) in front of operand i of mm
   // (group ga), which the schedule that will run the product reads in place on tensor cores
   // (an implicit-GEMM convolution on sm_90a).
-  bool read_in_place(int ga, NodeId mm, size_t i, NodeId p) const {
+  // Where not, *why says what keeps the tensor-core schedule off it (empty when none would run
+  // the product, or it is no index map).
+  bool read_in_place(int ga, NodeId mm, size_t i, NodeId p, std::string* why) const {
+    why->clear();
     if (!caps_ || !g_.node(p).op->index_map) return false;
     std::vector<NodeId> nodes(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
     nodes.push_back(p);
-    return caps_->gemm_reads_view(g_, nodes, mm, static_cast<int>(i));
+    if (caps_->gemm_reads_view(g_, nodes, mm, static_cast<int>(i))) return true;
+    *why = caps_->gemm_operand(g_, nodes, mm, static_cast<int>(i));
+    return false;
   }
 
   // Operand prologue: layout ops and casts with no other consumer, as long as the schedule
@@ -301,7 +306,13 @@ class Partitioner {
       NodeId p = g_.value(v).producer;
       if (p == kNoNode || !free_pointwise(p)) break;
       const Node& pn = g_.node(p);
-      if (!pn.op->layout && pn.op_type() != "Cast" && !read_in_place(ga, mm, i, p)) break;
+      if (!pn.op->layout && pn.op_type() != "Cast") {
+        std::string why;
+        if (!read_in_place(ga, mm, i, p, &why)) {
+          if (!why.empty()) refuse(p, mm, why);
+          break;
+        }
+      }
       if (users_[v].size() != 1 || is_output(v)) {
         refuse(
             p, mm,

@@ -50,6 +50,11 @@ TEST_P(ConvWgmmaCodegen, WindowsLoadThroughAnIm2colMap) {
   // A 1x1 at stride 1 reads pixels (no Im2Col); every other convolution here has windows.
   EXPECT_EQ(n.in_gemm, c.first_in_place ? 2 : 1);
   EXPECT_EQ(n.alone, c.first_in_place ? 0 : 1);
+  // The windows left out say why (braze inspect's refused merges).
+  const bool said = std::any_of(plan.refused.begin(), plan.refused.end(), [](const auto& r) {
+    return r.reason.find("channels, not a multiple of 64") != std::string::npos;
+  });
+  EXPECT_EQ(said, !c.first_in_place);
   const size_t rank = c.kernel.size();
   for (const fusion::Group& gr : plan.groups) {
     if (gr.kind != fusion::GroupKind::Gemm || !has_op(g, gr, "Im2Col")) continue;

@@ -29,6 +29,30 @@ std::string map_problem(const codegen::TensorMap& m) {
   return "";
 }
 
+// The bytes from a map's first element to just past its last.
+uint64_t extent_bytes(const codegen::TensorMap& m) {
+  const uint64_t es = dtype_size(m.dtype);
+  uint64_t last = (m.dims[0] - 1) * es;
+  for (size_t i = 1; i < m.dims.size(); ++i) last += (m.dims[i] - 1) * m.strides[i - 1];
+  return last + es;
+}
+
+// Drivers up to 13.1 now and then fail a kernel whose map covers under 128 KiB unless bit 21
+// of the descriptor's second word is clear; NVIDIA's CUTLASS clears it so for tiled and
+// im2col maps alike (its 4.3.4 changelog: "work around a driver bug which will cause
+// occasionally errors when executing kernels").
+void clear_small_map_bit(CUtensorMap& map, const codegen::TensorMap& m) {
+  static const int driver = [] {
+    int v = 0;
+    BRAZE_CU(cuDriverGetVersion, &v);
+    return v;
+  }();
+  for (uint64_t d : m.dims)
+    if (d == 0) return;
+  if (driver <= 13010 && extent_bytes(m) < 131072)
+    reinterpret_cast<uint64_t*>(&map)[1] &= ~(uint64_t{1} << 21);
+}
+
 }  // namespace
 
 CUtensorMap encode_tensor_map(const codegen::TensorMap& m, CUdeviceptr base) {
@@ -57,6 +81,7 @@ CUtensorMap encode_tensor_map(const codegen::TensorMap& m, CUdeviceptr base) {
              m.channels, m.pixels, element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    clear_small_map_bit(map, m);
     return map;
   }
   std::vector<cuuint32_t> box(m.box.begin(), m.box.end()), element_strides(rank, 1);
@@ -64,6 +89,7 @@ CUtensorMap encode_tensor_map(const codegen::TensorMap& m, CUdeviceptr base) {
            reinterpret_cast<void*>(at), dims.data(), strides.data(), box.data(),
            element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  clear_small_map_bit(map, m);
   return map;
 }
 

@@ -14,6 +14,7 @@
 #include "runtime/gpu/engine_file.h"
 #include "runtime/gpu/kernel_cache.h"
 #include "runtime/reference_executor.h"
+#include "tests/conv_cases.h"
 #include "tests/test_util.h"
 
 namespace braze {
@@ -165,6 +166,42 @@ TEST(EngineFile, DiskAndMemoryFileSystemsGetTheSameBytes) {
   EXPECT_EQ(disk, memory);
   EXPECT_EQ(gpu::load_engine(in_memory).engine->steps().size(), e->steps().size());
   fs::remove(in_memory);
+}
+
+// An implicit-GEMM convolution's im2col map (its corners, traversal strides, channels and
+// pixels a copy) survives the engine file.
+TEST(EngineFile, RoundTripKeepsIm2colMaps) {
+  fs::path dir = fresh_dir("engine_im2col");
+  fs::create_directories(dir);
+  const graph::Graph g = test::conv_case_graph(test::conv_cases()[2], DType::Float16);
+  gpu::EngineOptions o = gpu::default_engine_options("sm_90a");
+  o.cache_dir = dir;
+  auto e = gpu::Engine::build(g, codegen::plan_for(g, true, o.target), o);
+  gpu::save_engine(dir / "c.braze", *e, {"abc", "c.onnx", "0.1.0", "13.0", "sm_90a"});
+  gpu::LoadedEngine le = gpu::load_engine(dir / "c.braze");
+  ASSERT_EQ(le.engine->steps().size(), e->steps().size());
+  int im2col = 0;
+  for (size_t s = 0; s < e->steps().size(); ++s) {
+    if (!e->steps()[s].kernel) continue;
+    const auto &maps = e->steps()[s].kernel->tensor_maps,
+               &back = le.engine->steps()[s].kernel->tensor_maps;
+    ASSERT_EQ(back.size(), maps.size());
+    for (size_t i = 0; i < maps.size(); ++i) {
+      if (!maps[i].im2col()) continue;
+      ++im2col;
+      EXPECT_TRUE(back[i].im2col());
+      EXPECT_EQ(back[i].dims, maps[i].dims);
+      EXPECT_EQ(back[i].strides, maps[i].strides);
+      EXPECT_EQ(back[i].lower, maps[i].lower);
+      EXPECT_EQ(back[i].upper, maps[i].upper);
+      EXPECT_EQ(back[i].element_strides, maps[i].element_strides);
+      EXPECT_EQ(back[i].channels, maps[i].channels);
+      EXPECT_EQ(back[i].pixels, maps[i].pixels);
+      EXPECT_TRUE(back[i].box.empty());
+    }
+  }
+  EXPECT_EQ(im2col, 2);  // both convolutions' windows
+  fs::remove_all(dir);
 }
 
 TEST(EngineFile, RoundTripKeepsTensorMaps) {

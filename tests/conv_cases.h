@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel.h"
+#include "fusion/plan.h"
 #include "graph/op_context.h"
 #include "graph/passes/conv_as_matmul.h"
 #include "graph/passes/pipeline.h"
@@ -92,6 +94,29 @@ inline graph::Graph conv_case_graph(const ConvCase& c, DType dtype) {
   graph::passes::convert_precision(g, dtype);
   graph::passes::run_pipeline(g);
   return g;
+}
+
+// Whether group gr holds an Im2Col, and whether it is a product's kernel that reads the windows
+// in place (an implicit-GEMM convolution).
+inline bool has_windows(const graph::Graph& g, const fusion::Group& gr) {
+  return std::any_of(gr.nodes.begin(), gr.nodes.end(),
+                     [&](graph::NodeId id) { return g.node(id).op_type() == "Im2Col"; });
+}
+inline bool reads_windows(const graph::Graph& g, const fusion::Group& gr) {
+  return gr.kind == fusion::GroupKind::Gemm && has_windows(g, gr);
+}
+
+// Three of a product's candidates where running all of them takes too long: the default, the
+// first persistent ping-pong tile and the first 256-row tile.
+inline std::vector<codegen::Tunables> three_candidates(const std::vector<codegen::Tunables>& all) {
+  if (all.empty()) return all;
+  std::vector<codegen::Tunables> some = {all[0]};
+  for (const char* key : {"pp", "cw"}) {
+    auto it = std::find_if(all.begin(), all.end(),
+                           [&](const codegen::Tunables& t) { return t.count(key) > 0; });
+    if (it != all.end()) some.push_back(*it);
+  }
+  return some;
 }
 
 // The output (float32: the model's interface) against the reference's, within the tolerance

@@ -22,11 +22,6 @@ namespace {
 
 using test::h200a;
 
-bool has_op(const graph::Graph& g, const fusion::Group& gr, const char* op) {
-  return std::any_of(gr.nodes.begin(), gr.nodes.end(),
-                     [&](graph::NodeId id) { return g.node(id).op_type() == op; });
-}
-
 // The plan's GEMM groups that read windows in place, and the Im2Col kernels of their own.
 struct WindowCount {
   int in_gemm = 0, alone = 0;
@@ -34,7 +29,7 @@ struct WindowCount {
 WindowCount windows_of(const graph::Graph& g, const fusion::Plan& plan) {
   WindowCount n;
   for (const fusion::Group& gr : plan.groups) {
-    if (!has_op(g, gr, "Im2Col")) continue;
+    if (!test::has_windows(g, gr)) continue;
     (gr.kind == fusion::GroupKind::Gemm ? n.in_gemm : n.alone) += 1;
   }
   return n;
@@ -57,18 +52,11 @@ TEST_P(ConvWgmmaCodegen, WindowsLoadThroughAnIm2colMap) {
   EXPECT_EQ(said, !c.first_in_place);
   const size_t rank = c.kernel.size();
   for (const fusion::Group& gr : plan.groups) {
-    if (gr.kind != fusion::GroupKind::Gemm || !has_op(g, gr, "Im2Col")) continue;
+    if (!test::reads_windows(g, gr)) continue;
     std::vector<codegen::Tunables> cands = codegen::candidates(g, gr, h200a());
     ASSERT_FALSE(cands.empty());
-    // The default, the first persistent ping-pong tile and the first 256-row tile (NVRTC
-    // takes seconds a kernel; the GPU test runs every candidate).
-    std::vector<codegen::Tunables> picks = {cands[0]};
-    for (const char* key : {"pp", "cw"}) {
-      auto it = std::find_if(cands.begin(), cands.end(),
-                             [&](const codegen::Tunables& t) { return t.count(key) > 0; });
-      if (it != cands.end()) picks.push_back(*it);
-    }
-    for (const codegen::Tunables& t : picks) {
+    // Three (NVRTC takes seconds a kernel; the GPU test runs every candidate).
+    for (const codegen::Tunables& t : test::three_candidates(cands)) {
       const codegen::GroupCode gc = codegen::generate(g, gr, h200a(), &t);
       ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
       const codegen::Kernel& k = *gc.kernel;
@@ -111,7 +99,7 @@ TEST(ConvWgmmaCodegen, MapFollowsTheWindowGeometry) {
   const fusion::Plan plan = codegen::plan_for(g, true, h200a());
   bool found = false;
   for (const fusion::Group& gr : plan.groups) {
-    if (gr.kind != fusion::GroupKind::Gemm || !has_op(g, gr, "Im2Col")) continue;
+    if (!test::reads_windows(g, gr)) continue;
     const codegen::GroupCode gc = codegen::generate(g, gr, h200a());
     ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
     const codegen::TensorMap& m = gc.kernel->tensor_maps[0];
@@ -137,7 +125,7 @@ TEST(ConvWgmmaCodegen, Tf32WindowsLoadAsFloats) {
   const fusion::Plan plan = codegen::plan_for(g, true, tf32);
   EXPECT_EQ(windows_of(g, plan).in_gemm, 2);
   for (const fusion::Group& gr : plan.groups) {
-    if (gr.kind != fusion::GroupKind::Gemm || !has_op(g, gr, "Im2Col")) continue;
+    if (!test::reads_windows(g, gr)) continue;
     const codegen::GroupCode gc = codegen::generate(g, gr, tf32);
     ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
     const codegen::Kernel& k = *gc.kernel;

@@ -22,22 +22,9 @@
 namespace braze {
 namespace {
 
-bool reads_windows(const graph::Graph& g, const fusion::Group& gr) {
-  return gr.kind == fusion::GroupKind::Gemm &&
-         std::any_of(gr.nodes.begin(), gr.nodes.end(),
-                     [&](graph::NodeId id) { return g.node(id).op_type() == "Im2Col"; });
-}
-
 // The candidates run: all of them for float16, three for bfloat16 and tf32.
 std::vector<codegen::Tunables> picked(const std::vector<codegen::Tunables>& all, DType dtype) {
-  if (dtype == DType::Float16 || all.empty()) return all;
-  std::vector<codegen::Tunables> some = {all[0]};
-  for (const char* key : {"pp", "cw"}) {
-    auto it = std::find_if(all.begin(), all.end(),
-                           [&](const codegen::Tunables& t) { return t.count(key) > 0; });
-    if (it != all.end()) some.push_back(*it);
-  }
-  return some;
+  return dtype == DType::Float16 ? all : test::three_candidates(all);
 }
 
 class GpuConv : public ::testing::TestWithParam<std::tuple<test::ConvCase, DType>> {};
@@ -57,7 +44,7 @@ TEST_P(GpuConv, EveryCandidateMatchesTheReference) {
       << c.name << " default plan";
   int windows = 0;
   for (size_t gi = 0; gi < base.size(); ++gi) {
-    if (!reads_windows(g, base[gi].group)) continue;
+    if (!test::reads_windows(g, base[gi].group)) continue;
     ++windows;
     ASSERT_TRUE(base[gi].kernel) << base[gi].fallback_reason;
     EXPECT_EQ(codegen::schedule_name(*base[gi].kernel), "wgmma");

@@ -112,6 +112,7 @@ std::string schedule_name(const Kernel& k) {
 }
 
 std::string schedule_name(const graph::Graph& g, const Kernel& k) {
+  if (!k.schedule.empty()) return k.schedule;
   if (k.kind == fusion::GroupKind::Gemm || k.kind == fusion::GroupKind::Attention)
     return schedule_name(k);
   for (graph::NodeId id : k.nodes)

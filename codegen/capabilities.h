@@ -53,9 +53,10 @@ std::optional<AttentionShape> attention_shape(const graph::Graph& g, const fusio
 // The schedule a kernel was generated with: for a GEMM wgmma, mma (mma.sync) or simt; for
 // attention flash; for the other kinds their kind's name.
 std::string schedule_name(const Kernel& k);
-// The same, where a node of the kernel is a loop op whose lowering names its schedule
-// (Lowering::schedule: "direct" for convolution and pooling as a loop per output element)
-// that name instead of the kind's.
+// The same, where the kernel record names its schedule (Kernel::schedule: "depthwise" or
+// "pool" for a loop op computed a vector of channels at a time) that name, else where a node
+// of the kernel is a loop op whose lowering names its schedule (Lowering::schedule: "direct"
+// for convolution and pooling as a loop per output element) that name instead of the kind's.
 std::string schedule_name(const graph::Graph& g, const Kernel& k);
 
 }  // namespace braze::codegen

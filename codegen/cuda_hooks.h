@@ -107,6 +107,23 @@ class CudaIndexCtx {
   // `fixup` (a statement) makes the current element safe to finish, e.g. by zeroing an index.
   virtual void check(const std::string& cond, const std::string& message,
                      const std::string& fixup) = 0;
+
+  // Lane-parallel index maps (CudaLanesFn): one call computes lanes() outputs whose
+  // coordinates are coord(d) but along lane_dim(), where lane j's is lane_coord(j)
+  // (lane_coord(0) == coord(lane_dim())). A CudaIndexFn's call has one lane.
+  virtual int lanes() const { return 1; }
+  virtual size_t lane_dim() const { return 0; }
+  virtual std::string lane_coord(int j) const { return j == 0 ? coord(lane_dim()) : ""; }
+  // select and accumulate over several values at once: one branch and one loop for all of
+  // them, so that loads the lanes share (a vector of channels) are issued once.
+  using Values = std::vector<std::string>;
+  // select_n's branches each give n values.
+  virtual Values select_n(const std::string& cond, const std::string& type, size_t n,
+                          const std::function<Values()>& then,
+                          const std::function<Values()>& otherwise) = 0;
+  virtual Values accumulate_n(
+      const std::string& type, const Values& inits, int64_t count,
+      const std::function<Values(const Values& accs, const std::string& k)>& step) = 0;
 };
 // The output coordinate's expressions, one per dim of the output.
 std::vector<std::string> out_coords(const CudaIndexCtx& ctx);
@@ -129,6 +146,11 @@ struct CudaUnsupported {
 // Returns the expression (in the output's compute type) of the op's output
 // ctx.output_index() at the output coordinate.
 using CudaIndexFn = std::function<std::string(CudaIndexCtx& ctx)>;
+// An index map's lane-parallel form: the expressions of ctx.lanes() outputs along
+// ctx.lane_dim() (a depthwise convolution's or a pooling's channels, whose channels-last
+// loads are then vectors), or none where it has no such form for this node or dimension
+// (the emitter then asks the CudaIndexFn lane by lane).
+using CudaLanesFn = std::function<std::vector<std::string>(CudaIndexCtx& ctx)>;
 
 // How a reduction or normalisation op runs on the GPU: passes over each "row" (the
 // elements of input 0 that reduce into one output position), then outputs.

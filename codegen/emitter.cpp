@@ -151,12 +151,14 @@ std::string Emitter::signature() const {
 
 namespace {
 
-// CudaIndexCtx over the emitter, for one node's output at one coordinate.
+// CudaIndexCtx over the emitter, for one node's output at one coordinate, or at `lanes`
+// coordinates that differ along `lane_dim` (Lowering::lanes; lane j's is
+// Emitter::lane_expr(coords[lane_dim], j)).
 class IndexCtx final : public CudaIndexCtx {
  public:
   IndexCtx(Emitter& e, const graph::Node& n, size_t out_index,
-           const std::vector<std::string>& coords)
-      : e_(e), n_(n), out_(out_index), coords_(coords) {}
+           const std::vector<std::string>& coords, size_t lane_dim = 0, int lanes = 1)
+      : e_(e), n_(n), out_(out_index), coords_(coords), lane_dim_(lane_dim), lanes_(lanes) {}
   const graph::Node& node() const override { return n_; }
   size_t output_index() const override { return out_; }
   const Shape& out_shape() const override { return e_.graph().value(n_.outputs[out_]).shape; }
@@ -178,37 +180,69 @@ class IndexCtx final : public CudaIndexCtx {
   std::string select(const std::string& cond, const std::string& type,
                      const std::function<std::string()>& then,
                      const std::function<std::string()>& otherwise) override {
-    std::string r = e_.fresh("s");
-    e_.line(fmt::format("{} {};", type, r));
-    e_.open(fmt::format("if ({}) {{", cond));
-    e_.push_scope();
-    e_.line(fmt::format("{} = {};", r, then()));
-    e_.pop_scope();
-    e_.close();
-    e_.open("else {");
-    e_.push_scope();
-    e_.line(fmt::format("{} = {};", r, otherwise()));
-    e_.pop_scope();
-    e_.close();
+    return select_n(
+               cond, type, 1, [&] { return Values{then()}; }, [&] { return Values{otherwise()}; })
+        .at(0);
+  }
+  Values select_n(const std::string& cond, const std::string& type, size_t n,
+                  const std::function<Values()>& then,
+                  const std::function<Values()>& otherwise) override {
+    Values r;
+    for (size_t j = 0; j < n; ++j) {
+      r.push_back(e_.fresh("s"));
+      e_.line(fmt::format("{} {};", type, r.back()));
+    }
+    auto branch = [&](const std::string& header, const std::function<Values()>& f) {
+      e_.open(header);
+      e_.push_scope();
+      const Values v = f();
+      BRAZE_CHECK(v.size() == n, n_.describe() + ": select_n's branch gave " +
+                                     std::to_string(v.size()) + " values");
+      for (size_t j = 0; j < n; ++j) e_.line(fmt::format("{} = {};", r[j], v[j]));
+      e_.pop_scope();
+      e_.close();
+    };
+    branch(fmt::format("if ({}) {{", cond), then);
+    branch("else {", otherwise);
     return r;
   }
   std::string accumulate(
       const std::string& type, const std::string& init, int64_t count,
       const std::function<std::string(const std::string&, const std::string&)>& step) override {
-    std::string acc = e_.fresh("acc"), k = e_.fresh("k");
-    e_.line(fmt::format("{} {} = {};", type, acc, init));
+    return accumulate_n(type, {init}, count,
+                        [&](const Values& accs, const std::string& k) {
+                          return Values{step(accs.at(0), k)};
+                        })
+        .at(0);
+  }
+  Values accumulate_n(
+      const std::string& type, const Values& inits, int64_t count,
+      const std::function<Values(const Values&, const std::string&)>& step) override {
+    Values accs;
+    for (const std::string& init : inits) {
+      accs.push_back(e_.fresh("acc"));
+      e_.line(fmt::format("{} {} = {};", type, accs.back(), init));
+    }
+    const std::string k = e_.fresh("k");
     e_.open(fmt::format("for (long long {0} = 0; {0} < {1}LL; ++{0}) {{", k, count));
     e_.push_scope();
-    std::string next = step(acc, k);
-    e_.line(fmt::format("{} = {};", acc, next));
+    const Values next = step(accs, k);
+    BRAZE_CHECK(next.size() == accs.size(), n_.describe() + ": accumulate_n's step gave " +
+                                                std::to_string(next.size()) + " values");
+    for (size_t j = 0; j < accs.size(); ++j) e_.line(fmt::format("{} = {};", accs[j], next[j]));
     e_.pop_scope();
     e_.close();
-    return acc;
+    return accs;
   }
   void check(const std::string& cond, const std::string& message,
              const std::string& fixup) override {
     int code = e_.add_check(fmt::format("{}: {}", n_.describe(), message));
     e_.line(fmt::format("if (!({})) {{ braze_fail(braze_err, {}); {} }}", cond, code, fixup));
+  }
+  int lanes() const override { return lanes_; }
+  size_t lane_dim() const override { return lane_dim_; }
+  std::string lane_coord(int j) const override {
+    return Emitter::lane_expr(coords_.at(lane_dim_), j);
   }
 
  private:
@@ -216,6 +250,8 @@ class IndexCtx final : public CudaIndexCtx {
   const graph::Node& n_;
   size_t out_;
   const std::vector<std::string>& coords_;
+  size_t lane_dim_;
+  int lanes_;
 };
 
 }  // namespace
@@ -273,6 +309,7 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
     BRAZE_CHECK(out_index == 0, n.describe() + ": element-wise op with several outputs");
     return elementwise_at(n, v, coords);
   }
+  if (std::optional<std::string> lane0 = lanes_at(n, out_index, coords)) return *lane0;
   if (lowering(n).index) {
     IndexCtx ctx(*this, n, out_index, coords);
     std::string e = lowering(n).index(ctx);
@@ -280,6 +317,40 @@ std::string Emitter::compute(ValueId v, const std::vector<std::string>& coords) 
   }
   throw InternalError(n.describe() +
                       " has no CUDA expression or index map but was put in a pointwise kernel");
+}
+
+std::optional<std::string> Emitter::lanes_at(const graph::Node& n, size_t out_index,
+                                             const std::vector<std::string>& coords) {
+  if (vec_ < 2 || !lowering(n).lanes) return std::nullopt;
+  // Lane 0 along one dimension (whose extent the lanes divide, so that lane_var_, a multiple
+  // of vec_ below it, leaves every lane inside), no other coordinate moving with the lanes.
+  const Shape& shape = g_.value(n.outputs[out_index]).shape;
+  size_t d = coords.size();
+  for (size_t i = 0; i < coords.size(); ++i) {
+    if (coords[i] == lane_var_ && d == coords.size() && shape[i] % vec_ == 0)
+      d = i;
+    else if (mentions(coords[i], lane_var_))
+      return std::nullopt;
+  }
+  if (d == coords.size()) return std::nullopt;
+  IndexCtx ctx(*this, n, out_index, coords, d, vec_);
+  const std::vector<std::string> exprs = lowering(n).lanes(ctx);
+  if (exprs.empty()) return std::nullopt;
+  BRAZE_CHECK(exprs.size() == static_cast<size_t>(vec_),
+              n.describe() + ": a lane-parallel index map gave the wrong number of lanes");
+  const std::string type = cuda_name(compute_type(g_.value(n.outputs[out_index]).dtype));
+  std::string mine;
+  for (int k = 0; k < vec_; ++k) {
+    std::vector<std::string> ck = coords;
+    ck[d] = lane_expr(lane_var_, k);
+    const std::string local = let(type, exprs[static_cast<size_t>(k)]);
+    if (k == 0)
+      mine = local;
+    else
+      memo_.back()[memo_key(n.outputs[out_index], ck)] = local;
+  }
+  lane_nodes_.insert(g_.value(n.outputs[out_index]).producer);
+  return mine;
 }
 
 std::string Emitter::load_outside(ValueId v, const std::vector<std::string>& coords) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,8 @@ class Emitter {
   // The parameter list of the kernel signature ("const float* __restrict__ in0, …").
   std::string signature() const;
   std::string body() const { return body_; }
+  // The nodes computed in their lane-parallel form (Lowering::lanes) somewhere in the body.
+  const std::set<graph::NodeId>& lane_nodes() const { return lane_nodes_; }
   const graph::Graph& graph() const { return g_; }
 
  private:
@@ -118,6 +121,11 @@ class Emitter {
                              const std::vector<std::string>& coords);
   std::string preload(graph::ValueId v, const std::vector<std::string>& coords,
                       const std::string& param);
+  // Node n's output out_index at lane 0 of the vector lanes, computed with every lane's in
+  // one go (its Lowering::lanes) and the others memoised, where its coordinates are lanes
+  // along one dimension and its lowering gives that form; nullopt where not.
+  std::optional<std::string> lanes_at(const graph::Node& n, size_t out_index,
+                                      const std::vector<std::string>& coords);
 
   const graph::Graph& g_;
   std::function<bool(graph::NodeId)> in_group_;
@@ -134,6 +142,7 @@ class Emitter {
   std::vector<Param> params_;
   std::map<graph::ValueId, std::string> param_names_;
   std::vector<std::string> errors_;
+  std::set<graph::NodeId> lane_nodes_;
 };
 
 // Maps coordinates in `out` to those of an operand of shape `in` under numpy broadcasting

@@ -78,6 +78,9 @@ struct Kernel {
   unsigned shared_bytes = 0;
   bool empty_launch = false;  // nothing to compute (zero-size output): skip the launch
   Tunables tunables;          // the schedule choices this source was generated with
+  // The schedule's name where the kernel record says it (a loop op computed lane-parallel:
+  // "depthwise", "pool"); else schedule_name (codegen/capabilities.h) derives it.
+  std::string schedule;
   std::vector<TensorMap>
       tensor_maps;  // __grid_constant__ parameters after the error flag, in order
   // Every kernel's last two parameters, after everything above: `unsigned* braze_progress` (null,

@@ -82,6 +82,7 @@ class TableLowerings : public fusion::Lowerings {
   bool forward_map(const graph::Node& n) const override {
     return static_cast<bool>(lowering(n).forward);
   }
+  bool lanes(const graph::Node& n) const override { return static_cast<bool>(lowering(n).lanes); }
   bool rows(const graph::Node& n) const override { return static_cast<bool>(lowering(n).row); }
   std::optional<std::vector<int64_t>> row_axes(const graph::Graph& g,
                                                const graph::Node& n) const override {

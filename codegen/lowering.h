@@ -24,11 +24,13 @@ namespace braze::codegen {
 struct Lowering {
   CudaExprFn expr;
   CudaIndexFn index;
+  CudaLanesFn lanes;  // index's lane-parallel form, where the op has one
   CudaRowFn row;
   CudaForwardFn forward;
   // A loop op's schedule, as `braze inspect` and `braze bench` name a kernel computing it
   // ("direct": one thread computes an output element by a loop over its window).
   const char* schedule = nullptr;
+  const char* lanes_schedule = nullptr;  // the schedule's name where `lanes` computed it
 };
 
 // The lowering of node n's op; an empty one (no field set) where there is none.

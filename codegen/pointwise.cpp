@@ -176,6 +176,8 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
   // Outputs of zero size still get a parameter so the argument list stays regular.
   for (graph::ValueId o : group.outputs) e.output_param(o);
   Kernel k = kernel_record(e, fusion::GroupKind::Pointwise, group, tunables_of(t));
+  for (graph::NodeId id : e.lane_nodes())
+    if (const char* s = lowering(g.node(id)).lanes_schedule) k.schedule = s;
   k.block = {threads, 1, 1};
   // Enough blocks to fill every SM (2048 threads each), never more than the work needs.
   int64_t needed = (max_slots + int64_t{threads} * t.unroll - 1) / (int64_t{threads} * t.unroll);

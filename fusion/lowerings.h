@@ -24,6 +24,10 @@ class Lowerings {
   // computing its elements in the input's order (a GEMM tile) can store them where it puts
   // them.
   virtual bool forward_map(const graph::Node& n) const = 0;
+  // A loop op (an index map) with a lane-parallel form: codegen computes a vector of its
+  // outputs along one dimension at a time where that is the kernel's innermost (a depthwise
+  // convolution's or a pooling's channels, channels-last).
+  virtual bool lanes(const graph::Node& n) const = 0;
   // A reduction or normalisation codegen runs as passes over rows of input 0.
   virtual bool rows(const graph::Node& n) const = 0;
   // The axes of input 0 (at its own shape) those rows reduce, ascending; nullopt where this

@@ -267,6 +267,25 @@ class Partitioner {
     return (is_loop_op(g_.node(u)) || lower_.rows(g_.node(u))) && !groups_[group_of_[u]].anchored;
   }
 
+  // Whether layout op n reads a loop op with a lane-parallel form (through element-wise ops:
+  // its activation), each value on the way read by nothing else: the loop op's kernel then
+  // writes n's layout (a channels-last plan's depthwise convolution or pooling, computing
+  // channels at a time, writes them channels-last) where a GEMM's prologue would read the loop
+  // op's output through n (strided loads).
+  bool writes_layout_of(const Node& n) const {
+    ValueId in = n.inputs.empty() ? kNoValue : n.inputs[0];
+    for (size_t depth = 0; depth < opts_.max_gemm_prologue; ++depth) {
+      if (in == kNoValue || users_[in].size() != 1 || is_output(in)) return false;
+      const NodeId p = g_.value(in).producer;
+      if (p == kNoNode) return false;
+      const Node& pn = g_.node(p);
+      if (is_loop_op(pn)) return lower_.lanes(pn);
+      if (!is_elementwise(pn) || pn.inputs.empty()) return false;
+      in = pn.inputs[0];
+    }
+    return false;
+  }
+
   void grow_gemm(NodeId mm) {
     int ga = group_of_[mm];
     groups_[ga].anchored = true;
@@ -306,6 +325,12 @@ class Partitioner {
       NodeId p = g_.value(v).producer;
       if (p == kNoNode || !free_pointwise(p)) break;
       const Node& pn = g_.node(p);
+      if (pn.op->layout && writes_layout_of(pn)) {
+        refuse(p, mm,
+               "the loop op before it computes a vector of channels at a time and writes this "
+               "layout itself");
+        break;
+      }
       if (!pn.op->layout && pn.op_type() != "Cast") {
         std::string why;
         if (!read_in_place(ga, mm, i, p, &why)) {

@@ -64,6 +64,129 @@ std::string max_step(ComputeType t, const std::string& acc, const std::string& v
   return fmt::format("({1} > {0} ? {1} : {0})", acc, v);
 }
 
+// ---- Channels at a time ---------------------------------------------------------------
+// In a channels-last plan the pointwise schedule's vector lanes run along the output's
+// channels (the emitter's Lowering::lanes), and a depthwise convolution or pooling computes
+// them together: one loop over the window's taps, each tap's loads of the lanes' channels one
+// vector load (X channels-last; a depthwise W stored [taps…, 1, C] by
+// store_depthwise_weights_channels_last), where lane by lane each would be a scalar load in a
+// loop of its own. The scalar index maps are the same code with one channel.
+
+// The channel coordinate of each lane (coordinate 1 where the call has one lane); none where
+// the lanes run along another dimension.
+std::vector<std::string> lane_channels(const CudaIndexCtx& ctx) {
+  if (ctx.lanes() == 1) return {ctx.coord(1)};
+  if (ctx.lane_dim() != 1) return {};
+  std::vector<std::string> ch;
+  for (int j = 0; j < ctx.lanes(); ++j) ch.push_back(ctx.lane_coord(j));
+  return ch;
+}
+
+// A window reduced per channel: acc_j = inits[j], then for each tap inside the input
+// acc_j = step(acc_j, channels[j], tap), where a tap in the padding leaves it.
+using WindowStep =
+    std::function<std::string(const std::string& acc, const std::string& ch, const TapCode& tap)>;
+std::vector<std::string> window_lanes(CudaIndexCtx& ctx, const WindowGeometry& g, ComputeType t,
+                                      const std::vector<std::string>& inits,
+                                      const std::vector<std::string>& channels,
+                                      const WindowStep& step) {
+  const std::vector<std::string> c = out_coords(ctx);
+  const std::vector<std::string> o(c.begin() + 2, c.end());
+  return ctx.accumulate_n(cuda_name(t), inits, checked_numel(g.kernel),
+                          [&](const CudaIndexCtx::Values& accs, const std::string& k) {
+                            TapCode tap = tap_code(ctx, g, o, k);
+                            return ctx.select_n(
+                                tap.inside, cuda_name(t), accs.size(),
+                                [&] {
+                                  CudaIndexCtx::Values next;
+                                  for (size_t j = 0; j < accs.size(); ++j)
+                                    next.push_back(step(accs[j], channels[j], tap));
+                                  return next;
+                                },
+                                [&] { return accs; });
+                          });
+}
+
+// X at (n, ch) and the tap's input position.
+std::string x_at_tap(CudaIndexCtx& ctx, const std::string& ch, const TapCode& tap) {
+  std::vector<std::string> xi = {ctx.coord(0), ch};
+  xi.insert(xi.end(), tap.pos.begin(), tap.pos.end());
+  return ctx.load(0, xi);
+}
+
+// A depthwise convolution (one input and one output channel a group), channels at a time.
+std::vector<std::string> depthwise_lanes(CudaIndexCtx& ctx) {
+  const std::vector<std::string> channels = lane_channels(ctx);
+  if (channels.empty() || ctx.lanes() == 1) return {};
+  const Shape* b = ctx.has_input(2) ? &ctx.in_shape(2) : nullptr;
+  const ConvShapes s = conv_shapes(ctx.node(), ctx.in_shape(0), ctx.in_shape(1), b);
+  if (s.group != s.c || s.m != s.c) return {};
+  const ComputeType t = compute_type(ctx.in_dtype(0));
+  std::vector<std::string> inits;
+  for (const std::string& ch : channels)
+    inits.push_back(b ? ctx.load(2, {ch}) : cuda_literal(t, 0));
+  return window_lanes(ctx, s.g, t, inits, channels,
+                      [&](const std::string& acc, const std::string& ch, const TapCode& tap) {
+                        std::vector<std::string> wi = {ch, "0LL"};
+                        wi.insert(wi.end(), tap.kernel.begin(), tap.kernel.end());
+                        return fmt::format("{} + {} * {}", acc, x_at_tap(ctx, ch, tap),
+                                           ctx.load(1, wi));
+                      });
+}
+
+// MaxPool's values (output 0), channels at a time or one.
+std::vector<std::string> max_pool_lanes(CudaIndexCtx& ctx) {
+  const std::vector<std::string> channels = lane_channels(ctx);
+  if (channels.empty() || ctx.output_index() != 0) return {};
+  const PoolShapes s = pool_shapes(ctx.node(), ctx.in_shape(0));
+  const ComputeType t = compute_type(ctx.in_dtype(0));
+  return window_lanes(ctx, s.g, t, std::vector<std::string>(channels.size(), lowest_literal(t)),
+                      channels,
+                      [&](const std::string& acc, const std::string& ch, const TapCode& tap) {
+                        return max_step(t, acc, x_at_tap(ctx, ch, tap));
+                      });
+}
+
+// AveragePool's divisor at the output position: the taps inside the input (or inside the
+// padded input, with count_include_pad), the same for every channel.
+std::string average_pool_count(CudaIndexCtx& ctx, const WindowGeometry& g) {
+  const bool include_pad = ctx.node().attr_int("count_include_pad") == 1;
+  const std::vector<std::string> c = out_coords(ctx);
+  const std::vector<std::string> o(c.begin() + 2, c.end());
+  std::vector<std::string> counts;
+  for (size_t dd = 0; dd < g.rank(); ++dd) {
+    counts.push_back(ctx.accumulate(
+        "long long", "0LL", g.kernel[dd], [&](const std::string& acc, const std::string& k) {
+          if (include_pad)
+            return fmt::format("{} + ({} + {} < {}LL ? 1LL : 0LL)", acc, times(o[dd], g.stride[dd]),
+                               times(k, g.dilation[dd]),
+                               g.in[dd] + g.pad_begin[dd] + g.pad_end[dd]);
+          std::string p =
+              ctx.let("long long", fmt::format("{} + {} - {}LL", times(o[dd], g.stride[dd]),
+                                               times(k, g.dilation[dd]), g.pad_begin[dd]));
+          return fmt::format("{0} + ({1} >= 0LL && {1} < {2}LL ? 1LL : 0LL)", acc, p, g.in[dd]);
+        }));
+  }
+  return fmt::format("{}", fmt::join(counts, " * "));
+}
+
+// AveragePool's values, channels at a time or one.
+std::vector<std::string> average_pool_lanes(CudaIndexCtx& ctx) {
+  const std::vector<std::string> channels = lane_channels(ctx);
+  if (channels.empty()) return {};
+  const PoolShapes s = pool_shapes(ctx.node(), ctx.in_shape(0));
+  const WindowGeometry& g = s.g;
+  const ComputeType t = compute_type(ctx.in_dtype(0));
+  std::vector<std::string> sums = window_lanes(
+      ctx, g, t, std::vector<std::string>(channels.size(), cuda_literal(t, 0)), channels,
+      [&](const std::string& acc, const std::string& ch, const TapCode& tap) {
+        return fmt::format("{} + {}", acc, x_at_tap(ctx, ch, tap));
+      });
+  const std::string count = average_pool_count(ctx, g);
+  for (std::string& sum : sums) sum = fmt::format("{} / ({})({})", sum, t, count);
+  return sums;
+}
+
 // GlobalMaxPool and GlobalAveragePool: one output per (n, c), a loop over the plane.
 CudaIndexFn global_pool_index(bool is_max) {
   return [is_max](CudaIndexCtx& ctx) {
@@ -170,17 +293,13 @@ std::string max_pool_index(CudaIndexCtx& ctx) {
   const std::vector<std::string> c = out_coords(ctx);
   const std::vector<std::string> o(c.begin() + 2, c.end());
   const int64_t ksize = checked_numel(g.kernel);
-  auto x_at = [&](const TapCode& tap) {
-    std::vector<std::string> xi = {c[0], c[1]};
-    xi.insert(xi.end(), tap.pos.begin(), tap.pos.end());
-    return ctx.load(0, xi);
-  };
-  std::string best = ctx.accumulate(
-      t, lowest_literal(t), ksize, [&](const std::string& acc, const std::string& k) {
-        TapCode tap = tap_code(ctx, g, o, k);
-        return ctx.select(
-            tap.inside, t, [&] { return max_step(t, acc, x_at(tap)); }, [&] { return acc; });
-      });
+  auto x_at = [&](const TapCode& tap) { return x_at_tap(ctx, c[1], tap); };
+  const std::string best =
+      window_lanes(ctx, g, t, {lowest_literal(t)}, {c[1]},
+                   [&](const std::string& acc, const std::string&, const TapCode& tap) {
+                     return max_step(t, acc, x_at(tap));
+                   })
+          .at(0);
   if (ctx.output_index() == 0) return best;
   // Flat index into X: the plane's start plus the tap's offset in the plane, row-major or
   // (storage_order 1) column-major.
@@ -213,42 +332,7 @@ std::string max_pool_index(CudaIndexCtx& ctx) {
       });
 }
 
-std::string average_pool_index(CudaIndexCtx& ctx) {
-  const bool include_pad = ctx.node().attr_int("count_include_pad") == 1;
-  PoolShapes s = pool_shapes(ctx.node(), ctx.in_shape(0));
-  const WindowGeometry& g = s.g;
-  const ComputeType t = compute_type(ctx.in_dtype(0));
-  const std::vector<std::string> c = out_coords(ctx);
-  const std::vector<std::string> o(c.begin() + 2, c.end());
-  std::string sum = ctx.accumulate(t, cuda_literal(t, 0), checked_numel(g.kernel),
-                                   [&](const std::string& acc, const std::string& k) {
-                                     TapCode tap = tap_code(ctx, g, o, k);
-                                     std::string v = ctx.select(
-                                         tap.inside, t,
-                                         [&] {
-                                           std::vector<std::string> xi = {c[0], c[1]};
-                                           xi.insert(xi.end(), tap.pos.begin(), tap.pos.end());
-                                           return ctx.load(0, xi);
-                                         },
-                                         [&] { return cuda_literal(t, 0); });
-                                     return fmt::format("{} + {}", acc, v);
-                                   });
-  std::vector<std::string> counts;
-  for (size_t dd = 0; dd < g.rank(); ++dd) {
-    counts.push_back(ctx.accumulate(
-        "long long", "0LL", g.kernel[dd], [&](const std::string& acc, const std::string& k) {
-          if (include_pad)
-            return fmt::format("{} + ({} + {} < {}LL ? 1LL : 0LL)", acc, times(o[dd], g.stride[dd]),
-                               times(k, g.dilation[dd]),
-                               g.in[dd] + g.pad_begin[dd] + g.pad_end[dd]);
-          std::string p =
-              ctx.let("long long", fmt::format("{} + {} - {}LL", times(o[dd], g.stride[dd]),
-                                               times(k, g.dilation[dd]), g.pad_begin[dd]));
-          return fmt::format("{0} + ({1} >= 0LL && {1} < {2}LL ? 1LL : 0LL)", acc, p, g.in[dd]);
-        }));
-  }
-  return fmt::format("{} / ({})({})", sum, t, fmt::join(counts, " * "));
-}
+std::string average_pool_index(CudaIndexCtx& ctx) { return average_pool_lanes(ctx).at(0); }
 
 }  // namespace
 
@@ -264,6 +348,13 @@ void lower_conv_pool_ops(LoweringTable& t) {
     Lowering& l = t.add(name);
     l.index = fn;
     l.schedule = "direct";
+  }
+  t.add("Conv").lanes = depthwise_lanes;
+  t.add("Conv").lanes_schedule = "depthwise";
+  for (const auto& [name, fn] : {std::pair<const char*, CudaLanesFn>{"MaxPool", max_pool_lanes},
+                                 {"AveragePool", average_pool_lanes}}) {
+    t.add(name).lanes = fn;
+    t.add(name).lanes_schedule = "pool";
   }
 }
 

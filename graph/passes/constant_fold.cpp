@@ -1,6 +1,7 @@
 #include "graph/passes/constant_fold.h"
 
 #include "graph/op_context.h"
+#include "graph/passes/depthwise_weights.h"
 #include "graph/passes/weights_k_major.h"
 #include "graph/registry.h"
 
@@ -11,7 +12,8 @@ namespace {
 bool foldable(const Graph& g, const std::vector<std::vector<NodeId>>& users, NodeId id) {
   const Node& n = g.node(id);
   if (n.op->may_be_random) return false;  // identity elimination handles Dropout's inference mode
-  if (is_k_major_weight(g, users, id)) return false;  // a weight's layout (store_weights_k_major)
+  if (is_k_major_weight(g, users, id)) return false;    // a weight's layout (store_weights_k_major)
+  if (is_depthwise_weight(g, users, id)) return false;  // store_depthwise_weights_channels_last
   uint64_t out_bytes = 0;
   for (ValueId o : n.outputs) {
     if (o == kNoValue) continue;
@@ -32,7 +34,8 @@ bool foldable(const Graph& g, const std::vector<std::vector<NodeId>>& users, Nod
 
 int fold_constants(Graph& g) {
   int folded = 0;
-  // Folding only removes uses (a folded node's), which is_k_major_weight skips.
+  // Folding only removes uses (a folded node's), which is_k_major_weight and
+  // is_depthwise_weight skip.
   const std::vector<std::vector<NodeId>> users = g.users();
   for (NodeId id : g.topo_order()) {
     infer_node(g, id);  // an input may have become constant: its shapes may now be known

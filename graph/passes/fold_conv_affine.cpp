@@ -120,6 +120,10 @@ std::optional<std::pair<NodeId, ChannelAffine>> next_affine(const Graph& g, cons
 
 }  // namespace
 
+bool folds_affine_next(const Graph& g, const Users& users, NodeId conv) {
+  return next_affine(g, users, conv).has_value();
+}
+
 int fold_conv_affine(Graph& g) {
   int changed = 0;
   Users users = g.users();

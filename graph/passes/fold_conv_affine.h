@@ -13,5 +13,8 @@
 namespace braze::graph::passes {
 
 int fold_conv_affine(Graph& g);
+// Whether fold_conv_affine would fold an op into Conv `conv` (the sole reader of its output),
+// for passes that would take the Conv's constant W away from it.
+bool folds_affine_next(const Graph& g, const Users& users, NodeId conv);
 
 }  // namespace braze::graph::passes

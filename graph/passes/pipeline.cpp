@@ -18,6 +18,7 @@
 #include "graph/passes/softmax_fusion.h"
 #include "graph/passes/split_to_slices.h"
 #include "graph/passes/weights_k_major.h"
+#include "graph/passes/depthwise_weights.h"
 #include "graph/passes/pass.h"
 #include "graph/registry.h"
 
@@ -37,6 +38,7 @@ constexpr Pass kPasses[] = {
     {"merge_sibling_matmuls", merge_sibling_matmuls},
     {"flatten_matmul_rows", flatten_matmul_rows},
     {"store_weights_k_major", store_weights_k_major},
+    {"store_depthwise_weights_channels_last", store_depthwise_weights_channels_last},
     {"eliminate_common_subexpressions", eliminate_common_subexpressions},
     {"eliminate_dead_code", eliminate_dead_code},
 };

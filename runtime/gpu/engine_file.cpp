@@ -319,6 +319,7 @@ codegen::Kernel kernel_from_json(const json& kj, const fusion::Group& group, con
   k.shared_bytes = kj.at("shared");
   k.empty_launch = kj.at("empty");
   k.tunables = kj.at("tunables").get<codegen::Tunables>();
+  k.schedule = kj.value("schedule", "");
   if (kj.contains("tensor_maps"))
     for (const json& mj : kj.at("tensor_maps"))
       k.tensor_maps.push_back(tensor_map_from_json(mj, k.params.size(), rd));
@@ -386,6 +387,7 @@ json kernel_json(const codegen::Kernel& k, const std::string& cubin, CubinRefs& 
           {"empty", k.empty_launch},
           {"tensor_maps", maps},
           {"tunables", k.tunables},
+          {"schedule", k.schedule},
           {"cubin", cubin_ref(cubin, cubins, blobs)}};
 }
 

@@ -60,24 +60,30 @@ fusion::Group epilogue_group(const graph::Graph& g, const fusion::Group& group, 
   return epi;
 }
 
-std::string view_problem(const OperandView& v, bool want_kcontig, const char* what) {
+// Rows copied in 16-byte chunks: `per_chunk` elements (8 of a half type, 4 floats).
+std::string view_problem(const OperandView& v, bool want_kcontig, const char* what,
+                         int64_t per_chunk) {
   if (v.kcontig != want_kcontig) return fmt::format("{}'s head dim is not contiguous", what);
-  bool aligned = v.ld % 8 == 0 && v.offset % 8 == 0;
-  for (const graph::StridedDim& f : v.batch) aligned = aligned && f.stride % 8 == 0;
+  bool aligned = v.ld % per_chunk == 0 && v.offset % per_chunk == 0;
+  for (const graph::StridedDim& f : v.batch) aligned = aligned && f.stride % per_chunk == 0;
   return aligned ? ""
                  : fmt::format(
-                       "{}'s row stride, offset and batch strides must be multiples of 8 elements",
-                       what);
+                       "{}'s row stride, offset and batch strides must be multiples of {} elements",
+                       what, per_chunk);
 }
 
 // bm query rows a block, bn keys a tile, ks groups of warps sharing the key tiles, mt mma
-// row tiles of 16 a warp (sharing each K and V fragment it loads).
+// row tiles of 16 a warp (sharing each K and V fragment it loads). As braze_flash lays out
+// its shared memory for head dim d and elements of `elem` bytes (4: the float32 path, which
+// also stages each warp's P tile).
 struct FlashTile {
   int bm = 64, bn = 64, ks = 1, mt = 1;
   int threads() const { return bm / (16 * mt) * 32 * ks; }
-  int64_t shared_bytes(int64_t d) const {
-    const int64_t chunks = d / 8, row = (chunks % 2 ? chunks : chunks + 1) * 16;
-    return (bm + 4 * int64_t{bn} * ks) * row;
+  int64_t shared_bytes(int64_t d, size_t elem) const {
+    const int64_t chunks = d * static_cast<int64_t>(elem) / 16,
+                  row = (chunks % 2 ? chunks : chunks + 1) * 16;
+    const int64_t p = elem == 4 ? int64_t{ks} * (bm / (16 * mt)) * 16 * mt * (bn + 1) * 4 : 0;
+    return (bm + 4 * int64_t{bn} * ks) * row + p;
   }
   bool operator==(const FlashTile&) const = default;
 };
@@ -261,8 +267,8 @@ std::optional<AttentionDims> attention_dims(const graph::Graph& g, const fusion:
   a.qk = *qk;
   a.pv = *pv;
   const DType t = g.value(qk->node->inputs[0]).dtype;
-  if (t != DType::Float16 && t != DType::BFloat16)
-    return fail("flash attention takes float16 or bfloat16 Q, K and V");
+  if (t != DType::Float16 && t != DType::BFloat16 && t != DType::Float32)
+    return fail("flash attention takes float16, bfloat16 or float32 Q, K and V");
   if (g.value(qk->node->inputs[1]).dtype != t || g.value(pv->node->inputs[1]).dtype != t ||
       g.value(pv->node->outputs[0]).dtype != t)
     return fail("Q, K, V and the output differ in type");
@@ -287,7 +293,8 @@ std::optional<AttentionDims> attention_dims(const graph::Graph& g, const fusion:
   for (int i = 0; i < 3; ++i) {
     if (!*views[i].first)
       return fail(fmt::format("{} is not a strided view: {}", names[i], *views[i].second));
-    std::string why = view_problem(**views[i].first, i != 2, names[i]);
+    std::string why =
+        view_problem(**views[i].first, i != 2, names[i], 16 / static_cast<int64_t>(dtype_size(t)));
     if (!why.empty()) return fail(why);
   }
   a.epi_group = epilogue_group(g, group, m->pv, users);
@@ -324,7 +331,8 @@ std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::
     // and 64-key tiles (255 at D = 64; at 128 keys they spill).
     if (t.mt > 1 && a->d > 64) continue;
     Tunables tu = tunables_of(t);
-    if (t.shared_bytes(a->d) <= kMaxSharedBytes && std::find(c.begin(), c.end(), tu) == c.end())
+    if (t.shared_bytes(a->d, dtype_size(a->dtype)) <= kMaxSharedBytes &&
+        std::find(c.begin(), c.end(), tu) == c.end())
       c.push_back(tu);
   }
   // On sm_90a the wgmma schedule's candidates lead: on the H200 (2026-12-03, every candidate
@@ -438,7 +446,7 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
                                    bool final_code) {
   if (t.mt < 1 || t.mt > 2 || t.bm % (16 * t.mt) || t.bn % 16 || t.bm < 16 || t.bm > 256 ||
       t.bn < 16 || t.bn > 128 || t.ks < 1 || t.ks > 4 || t.threads() > 1024 ||
-      t.shared_bytes(a.d) > kMaxSharedBytes) {
+      t.shared_bytes(a.d, dtype_size(a.dtype)) > kMaxSharedBytes) {
     *why_not = fmt::format(
         "flash attention tile {}x{} over {} warp groups of {}-row warps is not supported", t.bm,
         t.bn, t.ks, 16 * t.mt);
@@ -488,7 +496,7 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
   kern.grid = {static_cast<unsigned>(q_tiles),
                static_cast<unsigned>(std::clamp<int64_t>(a.batches, 1, 65535)), 1};
-  kern.shared_bytes = static_cast<unsigned>(t.shared_bytes(a.d));
+  kern.shared_bytes = static_cast<unsigned>(t.shared_bytes(a.d, dtype_size(a.dtype)));
   code += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}{9}) KERNEL_NAME({1}) {{\n"
       "  typedef braze_flash<{2}, {3}, {4}, {5}, {8}, {10}> flash;\n"

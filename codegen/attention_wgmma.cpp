@@ -86,6 +86,8 @@ std::string wgmma_ops(int bn, int d, const char* type) {
 
 std::string wgmma_problem(const AttentionDims& a, const Target& target) {
   if (!target.sm90a || target.emulated) return "wgmma needs sm_90a";
+  if (a.dtype != DType::Float16 && a.dtype != DType::BFloat16)
+    return "wgmma flash attention takes float16 or bfloat16";
   if (a.d != 64 && a.d != 128)
     return fmt::format("wgmma flash attention: head dim {} (64 or 128)", a.d);
   if (a.batches > 65535) return "wgmma flash attention: more than 65535 batches";

@@ -44,6 +44,10 @@ inline void __syncthreads() {
   if (braze_emu_barrier) braze_emu_barrier->arrive_and_wait();
 }
 
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  if (braze_emu_my_warp) braze_emu_my_warp->bar.arrive_and_wait();
+}
+
 template <class T>
 T __shfl_xor_sync(unsigned, T v, int off) {
   static_assert(sizeof(T) <= 8, "shuffle of a type wider than 8 bytes");

@@ -1,7 +1,7 @@
 // Attention as exporters write it, each of which the partitioner must make one `attention`
 // kernel of (fusion/attention.h, codegen/attention.cpp): `@` in the text is the element type
-// (float16 or bfloat16). The emulator (tests/runtime) runs the default tiles against the
-// reference executor, the GPU (tests/gpu) every candidate.
+// (float16, bfloat16, or float: the exact float32 path). The emulator (tests/runtime) runs the
+// default tiles against the reference executor, the GPU (tests/gpu) every candidate.
 #pragma once
 
 #include <ostream>

@@ -22,6 +22,13 @@
 // query row i and key j to the softmax's input (scale, mask, bias: the group's element-wise
 // chain). A row whose every score is -inf ends with l = 0 and is given `dead` (0 where the
 // export's Where(IsNaN(P), 0, P) asks for it, else NaN as the Softmax gives).
+//
+// T = float is the exact float32 path (a float32 model at --precision fp32): the same tiles,
+// the same fragments and the same online softmax, with the two products as float32 FMAs
+// instead of mma: a lane computes the S and O elements its mma fragments would hold (rows g,
+// g + 8; columns 2t, 2t + 1 of each 8-column block) as dot products of Q and K rows read
+// from shared memory as float4, and each warp stages its P tile in shared memory (rows padded
+// by one float) for O += P V, whose V rows it reads as float2.
 #ifndef BRAZE_ATTENTION_CUH
 #define BRAZE_ATTENTION_CUH
 
@@ -57,6 +64,7 @@ BRAZE_DEV unsigned braze_pack2(float lo, float hi, braze_tag<T> tag) {
 template <class T, int D, int BM, int BN, int KSPLIT = 1, int MT = 1>
 struct braze_flash {
   static_assert(D % 16 == 0 && D >= 16 && D <= 256, "head dim: a multiple of 16");
+  static constexpr bool kSimt = sizeof(T) == 4;  // float32: FMAs, not mma
   static_assert(MT >= 1 && MT <= 2 && BM % (16 * MT) == 0 && BN % 16 == 0, "tiles of whole 16-row mma steps");
   static_assert(KSPLIT >= 1 && KSPLIT <= 4, "key tiles shared by 1 to 4 warp groups");
   // KSPLIT groups of BM / (16 MT) warps: group g takes key tiles g, g + KSPLIT, … for the
@@ -64,10 +72,14 @@ struct braze_flash {
   // of few query tiles still has warps enough to hide each one's latency.
   static constexpr int kWarpRows = 16 * MT;
   static constexpr int kWarps = BM / kWarpRows, kGroupThreads = kWarps * 32, kThreads = kGroupThreads * KSPLIT;
-  static constexpr int kChunks = D / 8;                                   // 16 bytes a chunk
+  static constexpr int kPerChunk = 16 / (int)sizeof(T);                  // elements a 16-byte chunk
+  static constexpr int kChunks = D / kPerChunk;
   static constexpr int kRowBytes = (kChunks % 2 ? kChunks : kChunks + 1) * 16;
   static constexpr int kQBytes = BM * kRowBytes, kTileBytes = BN * kRowBytes;
-  static constexpr int kSharedBytes = kQBytes + KSPLIT * 4 * kTileBytes;  // Q; 2 x K, 2 x V a group
+  // float32: each warp's P tile, rows of BN + 1 floats (the 8 rows a P read takes in distinct banks).
+  static constexpr int kPRow = BN + 1;
+  static constexpr int kPBytes = kSimt ? KSPLIT * kWarps * kWarpRows * kPRow * 4 : 0;
+  static constexpr int kSharedBytes = kQBytes + KSPLIT * 4 * kTileBytes + kPBytes;  // Q; 2 x K, 2 x V a group; P
   static constexpr int kMergeFloats = MT * (D / 2 + 4);                  // a lane's O, m and l
   static_assert(KSPLIT == 1 || (KSPLIT - 1) * kGroupThreads * kMergeFloats * 4 <= KSPLIT * 4 * kTileBytes,
                 "the merge fits in the K and V buffers");
@@ -83,7 +95,7 @@ struct braze_flash {
       if ((ROWS * kChunks) % NT != 0 && l >= ROWS * kChunks) break;
       const int r = l / kChunks, c = l % kChunks;
       const bool ok = row0 + r < rows;
-      braze_cp_async16(dst + r * kRowBytes + c * 16, ok ? src + (long long)(row0 + r) * ld + c * 8 : src, ok);
+      braze_cp_async16(dst + r * kRowBytes + c * 16, ok ? src + (long long)(row0 + r) * ld + c * kPerChunk : src, ok);
     }
   }
 
@@ -116,7 +128,7 @@ struct braze_flash {
     braze_cp_async_commit();
 
     float m[MT][2], l[MT][2];
-    unsigned qf[MT][D / 16][4];
+    unsigned qf[kSimt ? 1 : MT][kSimt ? 1 : D / 16][4];
     int rows[MT][2];  // this lane's rows (clamped to the last): 16 mt + g and 16 mt + g + 8
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
@@ -147,7 +159,7 @@ struct braze_flash {
         braze_cp_async_wait<0>();
       }
       __syncthreads();
-      if (it == 0) {
+      if (!kSimt && it == 0) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -156,11 +168,24 @@ struct braze_flash {
             braze_ldmatrix_x4(qf[mt][kk], s_q + r * kRowBytes + c * 16);
           }
       }
-      if (LIVE && kt < kt_live)
-        tile<MASK, true>(o, m, l, qf, rows, s_k + buf * kTileBytes, s_v + buf * kTileBytes, mask, mask_ld, kt, sk, live);
-      else if (kt < kt_end)
-        tile<MASK, SAFE>(o, m, l, qf, rows, s_k + buf * kTileBytes, s_v + buf * kTileBytes, mask, mask_ld, kt, sk,
-                         score);
+      if constexpr (kSimt) {
+        // Generic pointers to what s_q, s_k and s_v address.
+        const float* fq = reinterpret_cast<const float*>(smem);
+        const float* fk = reinterpret_cast<const float*>(smem + kQBytes + (group * 4 + buf) * kTileBytes);
+        const float* fv = fk + 2 * kTileBytes / 4;
+        float* ps = reinterpret_cast<float*>(smem + kQBytes + KSPLIT * 4 * kTileBytes) + warp * kWarpRows * kPRow;
+        if (LIVE && kt < kt_live)
+          simt_tile<MASK, true>(o, m, l, fq, rows, fk, fv, mask, mask_ld, kt, sk, live, ps);
+        else if (kt < kt_end)
+          simt_tile<MASK, SAFE>(o, m, l, fq, rows, fk, fv, mask, mask_ld, kt, sk, score, ps);
+      } else {
+        if (LIVE && kt < kt_live)
+          tile<MASK, true>(o, m, l, qf, rows, s_k + buf * kTileBytes, s_v + buf * kTileBytes, mask, mask_ld, kt, sk,
+                           live);
+        else if (kt < kt_end)
+          tile<MASK, SAFE>(o, m, l, qf, rows, s_k + buf * kTileBytes, s_v + buf * kTileBytes, mask, mask_ld, kt, sk,
+                           score);
+      }
       __syncthreads();  // this buffer is the one the next pass's copies overwrite
     }
     if (passes == 0) {
@@ -243,18 +268,8 @@ struct braze_flash {
     const int lane = (int)threadIdx.x % 32;
     const int j0 = kt * BN + 2 * (lane % 4);
     const bool full = (kt + 1) * BN <= sk;
-    // The mask's pairs for this tile (keys past sk read as 0: they score -inf anyway).
     braze_vec<T, 2> mk[MASK ? MT : 1][MASK ? BN / 8 : 1][2];
-    if constexpr (MASK) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-          for (int r = 0; r < 2; ++r)
-            if (j0 + n * 8 < sk) mk[mt][n][r] = braze_vload<2>(mask + rows[mt][r] * mask_ld, (long long)(j0 + n * 8));
-            else mk[mt][n][r] = braze_vec<T, 2>{};
-    }
+    load_mask<MASK>(mk, rows, mask, mask_ld, j0, sk);
     // S = Q Kᵀ over this tile's BN keys.
     float s[MT][BN / 8][4];
 #pragma unroll
@@ -303,6 +318,98 @@ struct braze_flash {
         }
       }
     }
+  }
+
+  // The mask's pairs for a tile whose lane's first key is j0 (keys past sk read as 0: they
+  // score -inf anyway).
+  template <bool MASK>
+  static BRAZE_DEV void load_mask(braze_vec<T, 2> (&mk)[MASK ? MT : 1][MASK ? BN / 8 : 1][2], const int (&rows)[MT][2],
+                                  const T* mask, long long mask_ld, int j0, int sk) {
+    if constexpr (MASK) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+          for (int r = 0; r < 2; ++r)
+            if (j0 + n * 8 < sk) mk[mt][n][r] = braze_vload<2>(mask + rows[mt][r] * mask_ld, (long long)(j0 + n * 8));
+            else mk[mt][n][r] = braze_vec<T, 2>{};
+    }
+  }
+
+  // One key tile in float32 (kSimt): tile()'s steps, each lane computing the elements of its
+  // fragments. `ps`: this warp's P tile.
+  template <bool MASK, bool SAFE, class Score>
+  static BRAZE_DEV void simt_tile(float (&o)[MT][D / 8][4], float (&m)[MT][2], float (&l)[MT][2], const float* q,
+                                  const int (&rows)[MT][2], const float* kk, const float* vv, const T* mask,
+                                  long long mask_ld, int kt, int sk, Score& score, float* ps) {
+    constexpr int kRowFloats = kRowBytes / 4;
+    const int lane = (int)threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int wrow = ((int)threadIdx.x / 32 % kWarps) * kWarpRows;  // the warp's first row in the Q tile
+    const int j0 = kt * BN + 2 * t;
+    const bool full = (kt + 1) * BN <= sk;
+    braze_vec<T, 2> mk[MASK ? MT : 1][MASK ? BN / 8 : 1][2];
+    load_mask<MASK>(mk, rows, mask, mask_ld, j0, sk);
+    // S = Q Kᵀ: rows g, g + 8 of each row tile against keys 8n + 2t, 8n + 2t + 1, four
+    // elements of D at a time.
+    float s[MT][BN / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
+#pragma unroll 4
+    for (int d = 0; d < D; d += 4) {
+      braze_vec<float, 4> qa[MT][2];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) qa[mt][r] = braze_vload<4>(q, (wrow + mt * 16 + g + 8 * r) * kRowFloats + d);
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n) {
+        const braze_vec<float, 4> k0 = braze_vload<4>(kk, (n * 8 + 2 * t) * kRowFloats + d);
+        const braze_vec<float, 4> k1 = braze_vload<4>(kk, (n * 8 + 2 * t + 1) * kRowFloats + d);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const float* a = qa[mt][r].v;
+            s[mt][n][2 * r] += a[0] * k0.v[0] + a[1] * k0.v[1] + a[2] * k0.v[2] + a[3] * k0.v[3];
+            s[mt][n][2 * r + 1] += a[0] * k1.v[0] + a[1] * k1.v[1] + a[2] * k1.v[2] + a[3] * k1.v[3];
+          }
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) softmax_step<MASK, SAFE>(o[mt], m[mt], l[mt], s[mt], rows[mt], mk[MASK ? mt : 0], j0, full, sk, score);
+    // O += P V through this warp's P tile.
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) ps[(mt * 16 + g + 8 * (e / 2)) * kPRow + n * 8 + 2 * t + e % 2] = s[mt][n][e];
+    __syncwarp();
+#pragma unroll 4
+    for (int j = 0; j < BN; ++j) {
+      float p[MT][2];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) p[mt][r] = ps[(mt * 16 + g + 8 * r) * kPRow + j];
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        const braze_vec<float, 2> v = braze_vload<2>(vv, j * kRowFloats + n * 8 + 2 * t);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            o[mt][n][2 * r] += p[mt][r] * v.v[0];
+            o[mt][n][2 * r + 1] += p[mt][r] * v.v[1];
+          }
+      }
+    }
+    __syncwarp();  // the next tile's P overwrites this one
   }
 
   // One row tile's scores: the softmax's input, the running maxima, and P = exp(x - m) in

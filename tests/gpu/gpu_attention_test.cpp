@@ -1,4 +1,5 @@
-// Attention (tests/attention_cases.h) on the GPU: one flash kernel for each, every candidate
+// Attention (tests/attention_cases.h) on the GPU, in float16, bfloat16 and float32 (the exact
+// path): one flash kernel for each, every candidate
 // of its search space built and run with the arena poisoned and compared element by element
 // with the reference executor; and attention at model size (GPT-2's S = 1024 in
 // gpu_gemm_views_test, Llama's grouped heads at S = 1024) against the reference. Skips without a
@@ -56,7 +57,7 @@ TEST_P(GpuAttention, EveryCandidateMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, GpuAttention,
                          ::testing::Combine(::testing::ValuesIn(test::attention_cases()),
-                                            ::testing::Values("float16", "bfloat16")),
+                                            ::testing::Values("float16", "bfloat16", "float")),
                          [](const auto& info) {
                            return std::string(std::get<0>(info.param).name) + "_" +
                                   std::get<1>(info.param);

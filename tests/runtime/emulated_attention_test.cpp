@@ -54,7 +54,7 @@ TEST_P(EmulatedAttention, OneFlashKernelMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, EmulatedAttention,
                          ::testing::Combine(::testing::ValuesIn(test::attention_cases()),
-                                            ::testing::Values("float16", "bfloat16")),
+                                            ::testing::Values("float16", "bfloat16", "float")),
                          [](const auto& info) {
                            return std::string(std::get<0>(info.param).name) + "_" +
                                   std::get<1>(info.param);
@@ -136,20 +136,22 @@ TEST(AttentionPlans, BooleanCausalMaskSkipsDeadKeyTiles) {
             std::string::npos);
 }
 
-// At float32 (no --precision) the products stay exact: no attention kernel, and inspect's
-// refusal says why; the three kernels of before run instead.
-TEST(AttentionPlans, Float32StaysThreeKernelsAndSaysWhy) {
+// At float32 (no --precision) the attention is one kernel too, exact: the flash schedule's
+// float32 path (FMAs, not mma), with no mma or half conversion in its code.
+TEST(AttentionPlans, Float32IsOneExactKernel) {
   graph::Graph g =
       test::graph_from_text(test::attention_text(attention_case("LlamaGroupedQuery"), "float"));
   graph::passes::run_pipeline(g);
-  const fusion::Plan plan = codegen::plan_for(g, true, runtime::emulator_target({}));
-  EXPECT_EQ(plan.groups.size(), 3u);
-  bool said = false;
-  for (const fusion::RefusedMerge& r : plan.refused)
-    said =
-        said || r.reason.find("no attention kernel: flash attention takes float16 or bfloat16") !=
-                    std::string::npos;
-  EXPECT_TRUE(said);
+  const codegen::Target target = runtime::emulator_target({});
+  const fusion::Plan plan = codegen::plan_for(g, true, target);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  ASSERT_EQ(plan.groups[0].kind, fusion::GroupKind::Attention);
+  codegen::GroupCode gc = codegen::generate(g, plan.groups[0], target);
+  ASSERT_TRUE(gc.kernel) << gc.fallback_reason;
+  const std::string& src = gc.kernel->source;
+  const size_t generated = src.find("// ---- generated ----");
+  ASSERT_NE(generated, std::string::npos);
+  EXPECT_NE(src.find("typedef braze_flash<float, ", generated), std::string::npos);
 }
 
 // The attention group holds the exporters' layout ops: BERT's Q, K and V slices of one QKV
@@ -183,13 +185,16 @@ namespace {
 
 // Every candidate of the search space (tiles of 32 to 128 keys, 64 or 128 query rows, one to
 // four warp groups sharing the key tiles) on the emulator, for the causal case whose first
-// query tile skips its dead key tile.
-TEST(EmulatedAttentionSearchSpace, EveryCandidateMatchesTheReference) {
+// query tile skips its dead key tile; in float16, and in float32 (its P staged in shared
+// memory, the key-sharing groups' merge after it).
+class EmulatedAttentionSearchSpace : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(EmulatedAttentionSearchSpace, EveryCandidateMatchesTheReference) {
   const test::AttentionCase* c = nullptr;
   for (const test::AttentionCase& x : test::attention_cases())
     if (std::string(x.name) == "Gpt2Causal") c = &x;
   ASSERT_NE(c, nullptr);
-  graph::Graph g = test::graph_from_text(test::attention_text(*c, "float16"));
+  graph::Graph g = test::graph_from_text(test::attention_text(*c, GetParam()));
   graph::passes::run_pipeline(g);
   const codegen::Target target = runtime::emulator_target({});
   const fusion::Plan plan = codegen::plan_for(g, true, target);
@@ -205,6 +210,9 @@ TEST(EmulatedAttentionSearchSpace, EveryCandidateMatchesTheReference) {
     EXPECT_TRUE(test::tensors_close(got, want)) << "candidate " << k;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, EmulatedAttentionSearchSpace, ::testing::Values("float16", "float"),
+                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace braze

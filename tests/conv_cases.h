@@ -24,6 +24,7 @@
 #include "graph/passes/weights_k_major.h"
 #include "graph/registry.h"
 #include "runtime/compare.h"
+#include "tests/model_builder.h"
 #include "tests/test_util.h"
 
 namespace braze::test {
@@ -56,44 +57,27 @@ inline const std::vector<ConvCase>& conv_cases() {
 // The case's model in `dtype` (Float16 or BFloat16; Float32 as --precision tf32 leaves it, the
 // products' weights k-major) after the passes, convolutions as channels-last products.
 inline graph::Graph conv_case_graph(const ConvCase& c, DType dtype) {
-  graph::Graph g;
-  uint64_t seed = 50;
-  // Weights scaled by 1 / √fan-in, as a trained net's are, so that activations stay near 1
-  // and a half type's rounding stays within its tolerance.
-  auto constant = [&](const Shape& s) {
-    Tensor t = test::random(DType::Float32, s, ++seed);
-    int64_t fan_in = 1;
-    for (size_t d = 1; d < s.size(); ++d) fan_in *= s[d];
-    const double scale = 1.0 / std::sqrt(static_cast<double>(fan_in));
-    for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, t.get_f64(i) * scale);
-    return g.add_constant(g.unique_name("c"), t);
-  };
-  auto op = [&](const char* type, std::vector<graph::ValueId> ins, graph::Attributes attrs = {}) {
-    graph::ValueId y = g.add_value(g.unique_name(std::string(type) + "_y"), DType::Float32, {});
-    graph::infer_node(
-        g, g.add_node(&graph::op(type), g.unique_name(type), std::move(ins), {y}, attrs, 18));
-    return y;
-  };
-  const graph::ValueId x = g.add_value("x", DType::Float32, c.x);
-  g.add_input(x);
+  ModelBuilder m(50);
+  graph::Graph& g = m.g;
+  const graph::ValueId x = m.input(c.x);
   Shape w1 = {c.cout, c.x[1]}, w2 = {c.cout, c.cout};
   for (int64_t k : c.kernel) w1.push_back(k);
   for (size_t d = 0; d < c.kernel.size(); ++d) w2.push_back(3);
   const graph::ValueId r =
-      op("Relu", {op("Conv", {x, constant(w1), constant({c.cout})},
-                     {{"strides", c.strides}, {"pads", c.pads}, {"dilations", c.dilations}})});
-  const graph::ValueId c2 = op("Conv", {r, constant(w2), constant({c.cout})},
-                               {{"pads", std::vector<int64_t>(2 * c.kernel.size(), 1)}});
-  g.add_output(op("Relu", {op("Add", {c2, r})}), "y");
+      m.op("Relu", {m.op("Conv", {x, m.weight(w1), m.weight({c.cout})},
+                         {{"strides", c.strides}, {"pads", c.pads}, {"dilations", c.dilations}})});
+  const graph::ValueId c2 = m.op("Conv", {r, m.weight(w2), m.weight({c.cout})},
+                                 {{"pads", std::vector<int64_t>(2 * c.kernel.size(), 1)}});
+  g.add_output(m.op("Relu", {m.op("Add", {c2, r})}), "y");
   graph::passes::conv_as_matmul(g, 0);
   graph::passes::run_pipeline(g);
   if (dtype == DType::Float32) {  // as --precision tf32 leaves it
     graph::passes::store_weights_k_major_as(g, DType::Float32);
-    return g;
+    return std::move(g);
   }
   graph::passes::convert_precision(g, dtype);
   graph::passes::run_pipeline(g);
-  return g;
+  return std::move(g);
 }
 
 // Whether group gr holds an Im2Col, and whether it is a product's kernel that reads the windows

@@ -24,6 +24,7 @@
 #include "graph/passes/precision.h"
 #include "graph/registry.h"
 #include "runtime/compare.h"
+#include "tests/model_builder.h"
 #include "tests/test_util.h"
 
 namespace braze::test {
@@ -72,37 +73,20 @@ inline const std::vector<DepthwiseCase>& depthwise_cases() {
 
 // The case's model after the passes, in float32 or converted to `dtype` (Float16, BFloat16).
 inline graph::Graph depthwise_case_graph(const DepthwiseCase& c, DType dtype) {
-  graph::Graph g;
-  uint64_t seed = 80;
-  // Weights scaled by 1 / √fan-in, so that activations stay near 1.
-  auto constant = [&](const Shape& s) {
-    Tensor t = test::random(DType::Float32, s, ++seed);
-    int64_t fan_in = 1;
-    for (size_t d = 1; d < s.size(); ++d) fan_in *= s[d];
-    const double scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(fan_in, 2)));
-    for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, t.get_f64(i) * scale);
-    return g.add_constant(g.unique_name("c"), t);
-  };
-  auto op = [&](const char* type, std::vector<graph::ValueId> ins, graph::Attributes attrs = {}) {
-    graph::ValueId y = g.add_value(g.unique_name(std::string(type) + "_y"), DType::Float32, {});
-    graph::infer_node(
-        g, g.add_node(&graph::op(type), g.unique_name(type), std::move(ins), {y}, attrs, 18));
-    return y;
-  };
+  ModelBuilder m(80);
+  graph::Graph& g = m.g;
   const size_t spatial = c.kernel.size();
   auto one_by_one = [&](graph::ValueId v, int64_t from, int64_t to) {
     Shape w = {to, from};
     w.resize(2 + spatial, 1);
-    return op("Conv", {v, constant(w), constant({to})});
+    return m.op("Conv", {v, m.weight(w), m.weight({to})});
   };
-  const graph::ValueId x = g.add_value("x", DType::Float32, c.x);
-  g.add_input(x);
-  graph::ValueId v = op("Relu", {one_by_one(x, c.x[1], c.channels)});
+  graph::ValueId v = m.op("Relu", {one_by_one(m.input(c.x), c.x[1], c.channels)});
   graph::Attributes window = {{"kernel_shape", c.kernel}, {"strides", c.strides}, {"pads", c.pads}};
   if (std::any_of(c.dilations.begin(), c.dilations.end(), [](int64_t d) { return d != 1; }))
     window["dilations"] = c.dilations;
   if (*c.pool) {
-    v = op(c.pool, {v}, window);
+    v = m.op(c.pool, {v}, window);
   } else {
     Shape w = {c.channels, 1};
     w.insert(w.end(), c.kernel.begin(), c.kernel.end());
@@ -111,7 +95,7 @@ inline graph::Graph depthwise_case_graph(const DepthwiseCase& c, DType dtype) {
     a["group"] = c.channels;
     const graph::ValueId lo = g.add_constant("lo", Tensor::scalar_of(DType::Float32, 0)),
                          hi = g.add_constant("hi", Tensor::scalar_of(DType::Float32, 6));
-    v = op("Clip", {op("Conv", {v, constant(w), constant({c.channels})}, a), lo, hi});
+    v = m.op("Clip", {m.op("Conv", {v, m.weight(w), m.weight({c.channels})}, a), lo, hi});
   }
   g.add_output(one_by_one(v, c.channels, c.x[1]), "y");
   graph::passes::conv_as_matmul(g, 0);
@@ -120,7 +104,7 @@ inline graph::Graph depthwise_case_graph(const DepthwiseCase& c, DType dtype) {
     graph::passes::convert_precision(g, dtype);
     graph::passes::run_pipeline(g);
   }
-  return g;
+  return std::move(g);
 }
 
 // The output against the reference's, within the tolerance of `dtype`, and for a half type

@@ -272,12 +272,7 @@ struct braze_flash {
     load_mask<MASK>(mk, rows, mask, mask_ld, j0, sk);
     // S = Q Kᵀ over this tile's BN keys.
     float s[MT][BN / 8][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
+    zero(s);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
 #pragma unroll
@@ -320,6 +315,16 @@ struct braze_flash {
     }
   }
 
+  template <int A, int B>
+  static BRAZE_DEV void zero(float (&x)[A][B][4]) {
+#pragma unroll
+    for (int a = 0; a < A; ++a)
+#pragma unroll
+      for (int b = 0; b < B; ++b)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) x[a][b][e] = 0.f;
+  }
+
   // The mask's pairs for a tile whose lane's first key is j0 (keys past sk read as 0: they
   // score -inf anyway).
   template <bool MASK>
@@ -353,12 +358,7 @@ struct braze_flash {
     // S = Q Kᵀ: rows g, g + 8 of each row tile against keys 8n + 2t, 8n + 2t + 1, four
     // elements of D at a time.
     float s[MT][BN / 8][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
+    zero(s);
 #pragma unroll 4
     for (int d = 0; d < D; d += 4) {
       braze_vec<float, 4> qa[MT][2];

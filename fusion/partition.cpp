@@ -267,11 +267,11 @@ class Partitioner {
     return (is_loop_op(g_.node(u)) || lower_.rows(g_.node(u))) && !groups_[group_of_[u]].anchored;
   }
 
-  // Whether layout op n reads a loop op with a lane-parallel form (through element-wise ops:
-  // its activation), each value on the way read by nothing else: the loop op's kernel then
-  // writes n's layout (a channels-last plan's depthwise convolution or pooling, computing
-  // channels at a time, writes them channels-last) where a GEMM's prologue would read the loop
-  // op's output through n (strided loads).
+  // Whether layout op n reads a loop op with a lane-parallel form (through element-wise ops of
+  // one computed input: its activation), each value on the way read by nothing else: the loop op's
+  // kernel then writes n's layout (a channels-last plan's depthwise convolution or pooling,
+  // computing channels at a time, writes them channels-last) where a GEMM's prologue would read the
+  // loop op's output through n (strided loads).
   bool writes_layout_of(const Node& n) const {
     ValueId in = n.inputs.empty() ? kNoValue : n.inputs[0];
     for (size_t depth = 0; depth < opts_.max_gemm_prologue; ++depth) {
@@ -280,8 +280,14 @@ class Partitioner {
       if (p == kNoNode) return false;
       const Node& pn = g_.node(p);
       if (is_loop_op(pn)) return lower_.lanes(pn);
-      if (!is_elementwise(pn) || pn.inputs.empty()) return false;
-      in = pn.inputs[0];
+      if (!is_elementwise(pn)) return false;
+      // Through an activation (its one computed input), not a join of two values.
+      in = kNoValue;
+      for (ValueId u : pn.inputs)
+        if (u != kNoValue && !g_.value(u).constant) {
+          if (in != kNoValue) return false;
+          in = u;
+        }
     }
     return false;
   }

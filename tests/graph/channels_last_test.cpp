@@ -13,6 +13,7 @@
 #include "fusion/partition.h"
 #include "graph/op_context.h"
 #include "graph/passes/conv_as_matmul.h"
+#include "graph/passes/depthwise_weights.h"
 #include "graph/passes/pipeline.h"
 #include "graph/passes/sink_transposes.h"
 #include "graph/registry.h"
@@ -165,6 +166,51 @@ TEST(SinkTransposes, ElementwiseOpsRunChannelsLastAndInversesCancel) {
   const graph::Node& heads = after.node(after.value(after.outputs()[2].value).producer);
   EXPECT_EQ(after.node(after.value(heads.inputs[0]).producer).op_type(), "Transpose");
   test::expect_same_outputs(b.g, after, 7);
+}
+
+// A depthwise convolution reading a channels-last value has its W stored [3, 3, 1, C] behind a
+// Transpose that constant folding leaves, the values W's; a BatchNormalization after it folds
+// first (into W, which the Transpose then reads); one reading a channels-first input keeps W.
+TEST(DepthwiseWeights, StoredChannelsLastBehindATranspose) {
+  Builder b;
+  const ValueId x = b.input({2, 8, 7, 6});
+  const ValueId lo = b.g.add_constant("lo", Tensor::scalar_of(DType::Float32, 0)),
+                hi = b.g.add_constant("hi", Tensor::scalar_of(DType::Float32, 6));
+  const ValueId c = b.op("Relu", {b.conv(x, 16, 1)});  // a product: channels-last after it
+  ValueId v = b.conv(c, 16, 3, {{"group", int64_t{16}}, {"pads", Ints{1, 1, 1, 1}}});
+  v = b.op("BatchNormalization",
+           {v, b.constant({16}), b.constant({16}), b.constant({16}),
+            b.g.add_constant("var", Tensor::from_floats(std::vector<float>(16, 0.5f), {16}))});
+  b.g.add_output(b.conv(b.op("Clip", {v, lo, hi}), 8, 1), "y");
+  // Channels-first all the way: x straight into a depthwise convolution.
+  b.g.add_output(b.conv(x, 8, 3, {{"group", int64_t{8}}, {"pads", Ints{1, 1, 1, 1}}}), "z");
+  const Graph after = rewritten(b.g);
+  EXPECT_EQ(count(after, "BatchNormalization"), 0);
+  const graph::Users users = after.users();
+  int views = 0, plain = 0;
+  for (size_t id = 0; id < after.num_nodes(); ++id) {
+    const graph::Node& n = after.node(static_cast<graph::NodeId>(id));
+    if (n.dead || n.op_type() != "Conv") continue;
+    const graph::Value& w = after.value(n.inputs[1]);
+    if (w.constant) {
+      ++plain;
+      continue;
+    }
+    ASSERT_NE(w.producer, graph::kNoNode);
+    EXPECT_TRUE(graph::passes::is_depthwise_weight(after, users, w.producer));
+    const graph::Value& stored = after.value(after.node(w.producer).inputs[0]);
+    ASSERT_TRUE(stored.constant);
+    EXPECT_EQ(stored.shape, (Shape{3, 3, 1, 16}));
+    ++views;
+  }
+  EXPECT_EQ(views, 1);
+  EXPECT_EQ(plain, 1);
+  // fold_constants leaves the Transpose: another pipeline run changes nothing.
+  Graph again = after;
+  graph::passes::run_pipeline(again);
+  EXPECT_EQ(count(again, "Transpose"), count(after, "Transpose"));
+  const fusion::Plan plan = fusion::plan_fused(after, codegen::kernel_lowerings());
+  expect_same_on_reference_and_emulator(b.g, after, plan);
 }
 
 }  // namespace

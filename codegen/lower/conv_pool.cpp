@@ -187,23 +187,18 @@ std::vector<std::string> average_pool_lanes(CudaIndexCtx& ctx) {
   return sums;
 }
 
-// GlobalMaxPool and GlobalAveragePool: one output per (n, c), a loop over the plane.
-CudaIndexFn global_pool_index(bool is_max) {
-  return [is_max](CudaIndexCtx& ctx) {
-    const Shape& x = ctx.in_shape(0);
-    const Shape plane(x.begin() + 2, x.end());
-    const int64_t size = checked_numel(plane);
-    const ComputeType t = compute_type(ctx.in_dtype(0));
-    std::string r =
-        ctx.accumulate(t, is_max ? lowest_literal(t) : cuda_literal(t, 0), size,
-                       [&](const std::string& acc, const std::string& k) {
-                         std::vector<std::string> xi = {ctx.coord(0), ctx.coord(1)};
-                         for (const std::string& p : cuda_unravel(k, plane)) xi.push_back(p);
-                         std::string v = ctx.load(0, xi);
-                         return is_max ? max_step(t, acc, v) : fmt::format("{} + {}", acc, v);
-                       });
-    return is_max ? r : fmt::format("{} / {}", r, cuda_literal(t, static_cast<double>(size)));
-  };
+// GlobalMaxPool: one output per (n, c), a loop over the plane. (GlobalAveragePool is a row
+// program: codegen/lower/reduction.cpp.)
+std::string global_max_pool_index(CudaIndexCtx& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  const Shape plane(x.begin() + 2, x.end());
+  const ComputeType t = compute_type(ctx.in_dtype(0));
+  return ctx.accumulate(t, lowest_literal(t), checked_numel(plane),
+                        [&](const std::string& acc, const std::string& k) {
+                          std::vector<std::string> xi = {ctx.coord(0), ctx.coord(1)};
+                          for (const std::string& p : cuda_unravel(k, plane)) xi.push_back(p);
+                          return max_step(t, acc, ctx.load(0, xi));
+                        });
 }
 
 std::string conv_index(CudaIndexCtx& ctx) {
@@ -337,13 +332,11 @@ std::string average_pool_index(CudaIndexCtx& ctx) { return average_pool_lanes(ct
 }  // namespace
 
 void lower_conv_pool_ops(LoweringTable& t) {
-  const std::pair<const char*, CudaIndexFn> loops[] = {
-      {"Conv", conv_index},
-      {"ConvTranspose", conv_transpose_index},
-      {"MaxPool", max_pool_index},
-      {"AveragePool", average_pool_index},
-      {"GlobalAveragePool", global_pool_index(false)},
-      {"GlobalMaxPool", global_pool_index(true)}};
+  const std::pair<const char*, CudaIndexFn> loops[] = {{"Conv", conv_index},
+                                                       {"ConvTranspose", conv_transpose_index},
+                                                       {"MaxPool", max_pool_index},
+                                                       {"AveragePool", average_pool_index},
+                                                       {"GlobalMaxPool", global_max_pool_index}};
   for (const auto& [name, fn] : loops) {
     Lowering& l = t.add(name);
     l.index = fn;

@@ -135,6 +135,9 @@ TEST(ChannelsLast, PoolingAndDepthwiseKernelsReadThroughTheTransposes) {
         EXPECT_TRUE(moves) << op << " reads its Transpose in another kernel";
         loops_through_transposes += moves;
       }
+      // GlobalAveragePool is a row program (a warp a row), as ReduceMean is.
+      if (op == "GlobalAveragePool" || op == "ReduceMean")
+        EXPECT_EQ(gr.kind, fusion::GroupKind::Reduction) << op;
     }
   }
   EXPECT_EQ(loops_through_transposes, 4);

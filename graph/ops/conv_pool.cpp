@@ -677,7 +677,9 @@ OpDef global_pool_op(std::string name, bool is_max) {
   d.name = std::move(name);
   d.since = 1;
   d.oldest = 1;  // unchanged since opset 1
-  d.kind = FusionKind::Opaque;
+  // The mean is a reduction over the spatial axes (a row program on the GPU); the maximum a
+  // loop over the plane.
+  d.kind = is_max ? FusionKind::Opaque : FusionKind::Reduce;
   d.types = kFloatTypes;
   d.infer = [](InferCtx& ctx) {
     const Shape& x = ctx.shape(0);
@@ -688,7 +690,6 @@ OpDef global_pool_op(std::string name, bool is_max) {
     out[1] = x[1];
     ctx.set_shape(0, out);
   };
-  // On the GPU: one loop over the plane.
   d.reference = [is_max](RefCtx& ctx) {
     const Tensor& x = ctx.input(0);
     Tensor& y = ctx.output(0);

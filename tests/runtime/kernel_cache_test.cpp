@@ -15,6 +15,7 @@
 #include "runtime/gpu/kernel_cache.h"
 #include "runtime/reference_executor.h"
 #include "tests/conv_cases.h"
+#include "tests/depthwise_cases.h"
 #include "tests/test_util.h"
 
 namespace braze {
@@ -201,6 +202,28 @@ TEST(EngineFile, RoundTripKeepsIm2colMaps) {
     }
   }
   EXPECT_EQ(im2col, 2);  // both convolutions' windows
+  fs::remove_all(dir);
+}
+
+// A depthwise convolution's kernel names its schedule in the record (Kernel::schedule), which
+// the engine file keeps, so that `braze bench ENGINE` reports it as the compile did.
+TEST(EngineFile, RoundTripKeepsKernelSchedules) {
+  fs::path dir = fresh_dir("engine_schedules");
+  fs::create_directories(dir);
+  const graph::Graph g = test::depthwise_case_graph(test::depthwise_cases()[0], DType::Float16);
+  gpu::EngineOptions o = gpu::default_engine_options("sm_90a");
+  o.cache_dir = dir;
+  auto e = gpu::Engine::build(g, codegen::plan_for(g, true, o.target), o);
+  gpu::save_engine(dir / "d.braze", *e, {"abc", "d.onnx", "0.1.0", "13.0", "sm_90a"});
+  gpu::LoadedEngine le = gpu::load_engine(dir / "d.braze");
+  ASSERT_EQ(le.engine->steps().size(), e->steps().size());
+  int depthwise = 0;
+  for (size_t s = 0; s < e->steps().size(); ++s) {
+    if (!e->steps()[s].kernel) continue;
+    EXPECT_EQ(le.engine->steps()[s].kernel->schedule, e->steps()[s].kernel->schedule);
+    depthwise += e->steps()[s].kernel->schedule == "depthwise";
+  }
+  EXPECT_EQ(depthwise, 1);
   fs::remove_all(dir);
 }
 

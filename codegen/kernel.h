@@ -60,6 +60,10 @@ struct TensorMap {
   std::vector<uint32_t> element_strides;
   uint32_t channels = 0, pixels = 0;
   bool im2col() const { return pixels > 0; }
+  // The shared-memory layout a copy writes: rows of 128 bytes swizzled in 1024-byte atoms
+  // (true), or as they are (false: an implicit-GEMM convolution's narrow windows, a copy of
+  // 16-byte rows, one tap's padded channels, each a block of its own).
+  bool swizzle = true;
 };
 
 struct Kernel {

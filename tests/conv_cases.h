@@ -4,8 +4,10 @@
 // pipeline): the first convolution reads the model's input (cast and moved channels-last by
 // a kernel of its own), the second a GEMM's channels-last output, with a residual epilogue.
 // Odd sizes, strides above the kernel, dilation, asymmetric pads, 2-D and 3-D windows, maps of
-// 7x7 pixels whose tiles span images. The codegen test (tests/codegen), the emulator test
-// (tests/runtime) and the GPU test (tests/gpu) share them.
+// 7x7 pixels whose tiles span images, and a stem of 3 channels (its windows padded to 8
+// channels in half precision, as the compile script does for sm_90a: pad_narrow_windows). The
+// codegen test (tests/codegen), the emulator test (tests/runtime) and the GPU test (tests/gpu)
+// share them.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,6 +21,7 @@
 #include "fusion/plan.h"
 #include "graph/op_context.h"
 #include "graph/passes/conv_as_matmul.h"
+#include "graph/passes/narrow_windows.h"
 #include "graph/passes/pipeline.h"
 #include "graph/passes/precision.h"
 #include "graph/passes/weights_k_major.h"
@@ -34,8 +37,8 @@ struct ConvCase {
   Shape x;  // [N, C, spatial…]
   int64_t cout;
   std::vector<int64_t> kernel, strides, pads, dilations;
-  // Whether the first convolution's windows are read in place by the wgmma schedule (its input
-  // channels a multiple of 64); the second one's always are.
+  // Whether the first convolution's windows are read in place by the wgmma schedule in half
+  // precision (its input channels a multiple of 64, or padded to 8); the second one's always are.
   bool first_in_place;
 };
 
@@ -50,6 +53,7 @@ inline const std::vector<ConvCase>& conv_cases() {
       {"SevenBySevenMaps", {3, 128, 7, 7}, 128, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},
       {"Conv3d", {1, 64, 5, 6, 7}, 64, {3, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, true},
       {"ThirtyTwoChannels", {2, 32, 10, 10}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},
+      {"ThreeChannelStem", {2, 3, 20, 18}, 64, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, true},
   };
   return cases;
 }
@@ -77,6 +81,7 @@ inline graph::Graph conv_case_graph(const ConvCase& c, DType dtype) {
   }
   graph::passes::convert_precision(g, dtype);
   graph::passes::run_pipeline(g);
+  if (graph::passes::pad_narrow_windows(g) > 0) graph::passes::run_pipeline(g);
   return std::move(g);
 }
 

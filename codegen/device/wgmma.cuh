@@ -168,6 +168,14 @@ BRAZE_DEV unsigned long long braze_wgmma_desc(braze_saddr addr, unsigned lbo, un
          (unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16 |
          (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32 | 1ull << 62;
 }
+// The same for a tile of 16-byte rows as they are (no swizzle: a narrow convolution window's
+// blocks, one tap's channels a row): 8-row core matrices `sbo` bytes apart down and `lbo`
+// bytes apart along k.
+BRAZE_DEV unsigned long long braze_wgmma_desc_unswizzled(braze_saddr addr, unsigned lbo, unsigned sbo) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) |
+         (unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16 |
+         (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32;
+}
 // The descriptor `d` moved `units` 16-byte units on: a 32-bit add to its low word (the start
 // address field, bits 0-13, never carries: shared addresses are under 2^18).
 BRAZE_DEV unsigned long long braze_wgmma_desc_plus(unsigned long long d, unsigned units) {

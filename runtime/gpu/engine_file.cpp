@@ -285,6 +285,7 @@ codegen::TensorMap tensor_map_from_json(const json& mj, size_t params, const Rea
   m.dims = mj.at("dims").get<std::vector<uint64_t>>();
   m.strides = mj.at("strides").get<std::vector<uint64_t>>();
   m.box = mj.at("box").get<std::vector<uint32_t>>();
+  m.swizzle = mj.value("swizzle", true);
   if (mj.contains("im2col")) {
     const json& ij = mj.at("im2col");
     m.lower = ij.at("lower").get<std::vector<int32_t>>();
@@ -368,7 +369,8 @@ json kernel_json(const codegen::Kernel& k, const std::string& cubin, CubinRefs& 
                     {"dtype", dtype_name(m.dtype)},
                     {"dims", m.dims},
                     {"strides", m.strides},
-                    {"box", m.box}});
+                    {"box", m.box},
+                    {"swizzle", m.swizzle}});
   for (size_t i = 0; i < k.tensor_maps.size(); ++i)
     if (const codegen::TensorMap& m = k.tensor_maps[i]; m.im2col())
       maps[i]["im2col"] = {{"lower", m.lower},

@@ -73,21 +73,22 @@ CUtensorMap encode_tensor_map(const codegen::TensorMap& m, CUdeviceptr base) {
   const CUtensorMapDataType type = m.dtype == DType::Float16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                    : m.dtype == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                                 : CU_TENSOR_MAP_DATA_TYPE_TFLOAT32;
+  const CUtensorMapSwizzle swizzle =
+      m.swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
   if (m.im2col()) {
     std::vector<cuuint32_t> element_strides(m.element_strides.begin(), m.element_strides.end());
     std::vector<int> lower(m.lower.begin(), m.lower.end()), upper(m.upper.begin(), m.upper.end());
     BRAZE_CU(cuTensorMapEncodeIm2col, &map, type, static_cast<cuuint32_t>(rank),
              reinterpret_cast<void*>(at), dims.data(), strides.data(), lower.data(), upper.data(),
-             m.channels, m.pixels, element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
-             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+             m.channels, m.pixels, element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     clear_small_map_bit(map, m);
     return map;
   }
   std::vector<cuuint32_t> box(m.box.begin(), m.box.end()), element_strides(rank, 1);
   BRAZE_CU(cuTensorMapEncodeTiled, &map, type, static_cast<cuuint32_t>(rank),
            reinterpret_cast<void*>(at), dims.data(), strides.data(), box.data(),
-           element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+           element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   clear_small_map_bit(map, m);
   return map;

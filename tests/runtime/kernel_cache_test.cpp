@@ -171,38 +171,49 @@ TEST(EngineFile, DiskAndMemoryFileSystemsGetTheSameBytes) {
 
 // An implicit-GEMM convolution's im2col map (its corners, traversal strides, channels and
 // pixels a copy) survives the engine file.
+// Both convolutions' windows, the stem's narrow ones (8 padded channels a copy, unswizzled)
+// among them.
 TEST(EngineFile, RoundTripKeepsIm2colMaps) {
-  fs::path dir = fresh_dir("engine_im2col");
-  fs::create_directories(dir);
-  const graph::Graph g = test::conv_case_graph(test::conv_cases()[2], DType::Float16);
-  gpu::EngineOptions o = gpu::default_engine_options("sm_90a");
-  o.cache_dir = dir;
-  auto e = gpu::Engine::build(g, codegen::plan_for(g, true, o.target), o);
-  gpu::save_engine(dir / "c.braze", *e, {"abc", "c.onnx", "0.1.0", "13.0", "sm_90a"});
-  gpu::LoadedEngine le = gpu::load_engine(dir / "c.braze");
-  ASSERT_EQ(le.engine->steps().size(), e->steps().size());
-  int im2col = 0;
-  for (size_t s = 0; s < e->steps().size(); ++s) {
-    if (!e->steps()[s].kernel) continue;
-    const auto &maps = e->steps()[s].kernel->tensor_maps,
-               &back = le.engine->steps()[s].kernel->tensor_maps;
-    ASSERT_EQ(back.size(), maps.size());
-    for (size_t i = 0; i < maps.size(); ++i) {
-      if (!maps[i].im2col()) continue;
-      ++im2col;
-      EXPECT_TRUE(back[i].im2col());
-      EXPECT_EQ(back[i].dims, maps[i].dims);
-      EXPECT_EQ(back[i].strides, maps[i].strides);
-      EXPECT_EQ(back[i].lower, maps[i].lower);
-      EXPECT_EQ(back[i].upper, maps[i].upper);
-      EXPECT_EQ(back[i].element_strides, maps[i].element_strides);
-      EXPECT_EQ(back[i].channels, maps[i].channels);
-      EXPECT_EQ(back[i].pixels, maps[i].pixels);
-      EXPECT_TRUE(back[i].box.empty());
+  for (const char* name : {"Dilation2AsymmetricPads", "ThreeChannelStem"}) {
+    fs::path dir = fresh_dir("engine_im2col");
+    fs::create_directories(dir);
+    const test::ConvCase* c = nullptr;
+    for (const test::ConvCase& x : test::conv_cases())
+      if (std::string(x.name) == name) c = &x;
+    ASSERT_NE(c, nullptr) << name;
+    const graph::Graph g = test::conv_case_graph(*c, DType::Float16);
+    gpu::EngineOptions o = gpu::default_engine_options("sm_90a");
+    o.cache_dir = dir;
+    auto e = gpu::Engine::build(g, codegen::plan_for(g, true, o.target), o);
+    gpu::save_engine(dir / "c.braze", *e, {"abc", "c.onnx", "0.1.0", "13.0", "sm_90a"});
+    gpu::LoadedEngine le = gpu::load_engine(dir / "c.braze");
+    ASSERT_EQ(le.engine->steps().size(), e->steps().size());
+    int im2col = 0, unswizzled = 0;
+    for (size_t s = 0; s < e->steps().size(); ++s) {
+      if (!e->steps()[s].kernel) continue;
+      const auto &maps = e->steps()[s].kernel->tensor_maps,
+                 &back = le.engine->steps()[s].kernel->tensor_maps;
+      ASSERT_EQ(back.size(), maps.size());
+      for (size_t i = 0; i < maps.size(); ++i) {
+        EXPECT_EQ(back[i].swizzle, maps[i].swizzle);
+        if (!maps[i].im2col()) continue;
+        ++im2col;
+        unswizzled += !maps[i].swizzle;
+        EXPECT_TRUE(back[i].im2col());
+        EXPECT_EQ(back[i].dims, maps[i].dims);
+        EXPECT_EQ(back[i].strides, maps[i].strides);
+        EXPECT_EQ(back[i].lower, maps[i].lower);
+        EXPECT_EQ(back[i].upper, maps[i].upper);
+        EXPECT_EQ(back[i].element_strides, maps[i].element_strides);
+        EXPECT_EQ(back[i].channels, maps[i].channels);
+        EXPECT_EQ(back[i].pixels, maps[i].pixels);
+        EXPECT_TRUE(back[i].box.empty());
+      }
     }
+    EXPECT_EQ(im2col, 2) << name;  // both convolutions' windows
+    EXPECT_EQ(unswizzled, std::string(name) == "ThreeChannelStem" ? 1 : 0) << name;
+    fs::remove_all(dir);
   }
-  EXPECT_EQ(im2col, 2);  // both convolutions' windows
-  fs::remove_all(dir);
 }
 
 // A depthwise convolution's kernel names its schedule in the record (Kernel::schedule), which

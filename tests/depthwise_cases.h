@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,8 @@ struct DepthwiseCase {
   // dilations in place of the depthwise convolution; empty for the convolution.
   const char* pool = "";
 };
+
+inline void PrintTo(const DepthwiseCase& c, std::ostream* os) { *os << c.name; }
 
 inline const std::vector<DepthwiseCase>& depthwise_cases() {
   static const std::vector<DepthwiseCase> cases = {

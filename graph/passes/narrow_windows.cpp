@@ -65,7 +65,8 @@ Tensor padded_weight(const Tensor& w, const Narrow& nw, bool k_major) {
   const Shape& s = w.shape();
   const int64_t outer = k_major ? s[0] : s[1];  // M
   const int64_t k = k_major ? s[1] : s[0];
-  Tensor out(w.dtype(), k_major ? Shape{outer, nw.taps * kPadded} : Shape{nw.taps * kPadded, outer});
+  Tensor out(w.dtype(),
+             k_major ? Shape{outer, nw.taps * kPadded} : Shape{nw.taps * kPadded, outer});
   const size_t es = dtype_size(w.dtype());
   const auto* src = static_cast<const unsigned char*>(w.raw());
   auto* dst = static_cast<unsigned char*>(out.raw());
@@ -73,7 +74,8 @@ Tensor padded_weight(const Tensor& w, const Narrow& nw, bool k_major) {
   for (int64_t t = 0; t < nw.taps; ++t)
     for (int64_t c = 0; c < nw.channels; ++c)
       for (int64_t m = 0; m < outer; ++m) {
-        const int64_t from = k_major ? m * k + t * nw.channels + c : (t * nw.channels + c) * outer + m;
+        const int64_t from =
+            k_major ? m * k + t * nw.channels + c : (t * nw.channels + c) * outer + m;
         const int64_t to = k_major ? m * k2 + t * kPadded + c : (t * kPadded + c) * outer + m;
         std::memcpy(dst + to * es, src + from * es, es);
       }
@@ -87,8 +89,9 @@ void rewrite(Graph& g, const Narrow& nw) {
   const size_t rank = xv.shape.size();
   std::vector<int64_t> pads(2 * rank, 0);
   pads[2 * rank - 1] = kPadded - nw.channels;
-  const ValueId pads_v = g.add_constant(g.unique_name(ic.name + "_channel_pads"),
-                                        Tensor::from_int64s(pads, {static_cast<int64_t>(2 * rank)}));
+  const ValueId pads_v =
+      g.add_constant(g.unique_name(ic.name + "_channel_pads"),
+                     Tensor::from_int64s(pads, {static_cast<int64_t>(2 * rank)}));
   const ValueId xp = g.add_value(g.unique_name(xv.name + "_padded"), xv.dtype, {});
   infer_node(g, g.add_node(&op("Pad"), g.unique_name(ic.name + "_pad"), {x, pads_v}, {xp}, {}, 18));
   Node& n = g.node(nw.im2col);
@@ -96,8 +99,8 @@ void rewrite(Graph& g, const Narrow& nw) {
   n.attrs.erase("columns");
   infer_node(g, nw.im2col);
   const Shape rows = g.value(g.node(nw.reshape).outputs[0]).shape;
-  const ValueId shape_v = g.add_constant(
-      g.unique_name(ic.name + "_rows_shape"), Tensor::from_int64s({rows[0], nw.taps * kPadded}, {2}));
+  const ValueId shape_v = g.add_constant(g.unique_name(ic.name + "_rows_shape"),
+                                         Tensor::from_int64s({rows[0], nw.taps * kPadded}, {2}));
   g.node(nw.reshape).inputs[1] = shape_v;
   infer_node(g, nw.reshape);
   if (nw.k_major != kNoNode) {

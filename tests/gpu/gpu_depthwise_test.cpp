@@ -56,11 +56,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, GpuDepthwise,
                                             ::testing::Values(DType::Float16, DType::BFloat16,
                                                               DType::Float32)),
                          [](const auto& info) {
-                           const DType t = std::get<1>(info.param);
                            return std::string(std::get<0>(info.param).name) + "_" +
-                                  (t == DType::Float16    ? "float16"
-                                   : t == DType::BFloat16 ? "bfloat16"
-                                                          : "float32");
+                                  std::string(dtype_name(std::get<1>(info.param)));
                          });
 
 }  // namespace

@@ -51,8 +51,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, EmulatedDepthwise,
                                             ::testing::Values(DType::Float32, DType::Float16)),
                          [](const auto& info) {
                            return std::string(std::get<0>(info.param).name) + "_" +
-                                  (std::get<1>(info.param) == DType::Float32 ? "float32"
-                                                                             : "float16");
+                                  std::string(dtype_name(std::get<1>(info.param)));
                          });
 
 }  // namespace

@@ -55,7 +55,11 @@ std::optional<Narrow> narrow_window(const Graph& g, const Users& users, NodeId i
       return std::nullopt;
     w.k_major = bv.producer;
   }
-  if (g.value(rows).shape[1] < w.taps * c) return std::nullopt;
+  // The weight 2-D with the rows' width along K: [J, M], or k-major [M, J].
+  const int64_t j = g.value(rows).shape[1];
+  const Shape& ws = w.k_major != kNoNode ? g.value(g.node(w.k_major).inputs[0]).shape : bv.shape;
+  if (ws.size() != 2 || ws[w.k_major != kNoNode ? 1 : 0] != j || j < w.taps * c)
+    return std::nullopt;
   return w;
 }
 

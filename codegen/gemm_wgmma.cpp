@@ -453,13 +453,12 @@ void add_split_tiles(std::vector<WgTile>& tiles, const GemmDims& d, const Target
 }  // namespace
 
 // Narrow outputs (up to 192 columns) over few k-tiles and many rows (a convolution net's 1x1
-// products, channels-last: MobileNetV2's 401408 x 96 x 16 expansion, ResNet-50's 100352 x 64
-// x 64): the time is
-// the epilogue's, storing the output, and the ping-pong tiles of the rule below computed and
-// staged columns past n (128 x 192 for n = 96: 229 us, 392 GB/s, on the H100 on 2026-12-06;
-// 100352 x 64 x 64 + bias + Relu 30.5 us against torch.matmul's 13.5 for the product alone).
-// The persistent ping-pong 128-row tile no wider than n rounded up to 32 columns, its epilogue
-// staged, six stages so that the producer runs tiles ahead.
+// products, channels-last): the time is the epilogue's, storing the output, and the ping-pong
+// tiles of the rule below computed and staged columns past n. The persistent ping-pong 128-row
+// tile no wider than n rounded up to 32 columns, its epilogue staged, at most six stages so
+// that the producer runs tiles ahead. H100, 2026-12-06 (bench/MODELS.md): MobileNetV2's
+// 401408 x 96 x 16 expansion 106 us, was 229 on 128 x 192; ResNet-50's 100352 x 64 x 64 + bias
+// + Relu 15.8 us, was 30.5 (torch.matmul: 13.5 for the product alone).
 void lead_narrow_tile(std::vector<WgTile>& tiles, const GemmDims& d) {
   const int bn = static_cast<int>(std::max<int64_t>(32, (d.nn + 31) / 32 * 32));
   if (bn % bn_step(d) != 0) return;
@@ -772,15 +771,15 @@ class WgmmaBuilder {
 
   // Tap `tap`'s filter offsets (its position times the dilation), innermost first, as
   // locals wo0 … (emitted; `tap` is consumed).
-  std::vector<std::string> emit_tap_offsets(const std::string& suffix) {
+  std::vector<std::string> emit_tap_offsets() {
     const graph::WindowGeometry& g = d_.window->geometry;
     std::vector<std::string> offset;
     for (size_t k = g.rank(); k-- > 0;) {
       const std::string at = k == 0 ? "tap" : fmt::format("tap % {}", g.kernel[k]);
-      e_.line(fmt::format("const unsigned short wo{}{} = (unsigned short)(({}) * {});", k, suffix,
-                          at, g.dilation[k]));
+      e_.line(fmt::format("const unsigned short wo{} = (unsigned short)(({}) * {});", k, at,
+                          g.dilation[k]));
       if (k > 0) e_.line(fmt::format("tap /= {};", g.kernel[k]));
-      offset.push_back(fmt::format("wo{}{}", k, suffix));
+      offset.push_back(fmt::format("wo{}", k));
     }
     return offset;
   }
@@ -803,7 +802,7 @@ class WgmmaBuilder {
       e_.line(fmt::format("int tap = kg * {} + t;", per));
       e_.line(fmt::format("const int wi = tap < {} ? wn : {};", taps, w.images));
       e_.line(fmt::format("if (tap >= {}) tap = 0;", taps));
-      const std::vector<std::string> offset = emit_tap_offsets("");
+      const std::vector<std::string> offset = emit_tap_offsets();
       e_.line(fmt::format("{}(sa + t * {}u, braze_tmap_a, 0, {}, wi, {}, bar);", fn,
                           int64_t{t_.bm} * 16, fmt::join(corner, ", "), fmt::join(offset, ", ")));
       e_.close();
@@ -811,7 +810,7 @@ class WgmmaBuilder {
     }
     const int64_t cb = w.channels / ek_;
     e_.line(fmt::format("int tap = kg / {};", cb));
-    const std::vector<std::string> offset = emit_tap_offsets("");
+    const std::vector<std::string> offset = emit_tap_offsets();
     e_.line(fmt::format("{}(sa, braze_tmap_a, (kg % {}) * {}, {}, wn, {}, bar);", fn, cb, ek_,
                         fmt::join(corner, ", "), fmt::join(offset, ", ")));
   }

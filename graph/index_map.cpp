@@ -74,10 +74,35 @@ std::optional<std::vector<int64_t>> IndexMap::permutation() const {
   return perm;
 }
 
+namespace {
+
+// Elements [from, to) of v.
+template <typename T>
+std::vector<T> span(const std::vector<T>& v, size_t from, size_t to) {
+  return std::vector<T>(v.begin() + static_cast<std::ptrdiff_t>(from),
+                        v.begin() + static_cast<std::ptrdiff_t>(to));
+}
+
+}  // namespace
+
+// The dims the two shapes share at either end keep their coordinates; only those between are
+// linearised and unravelled: [32, 56, 56, 144] read from [100352, 144] is (flat of the first
+// three, c3), so a kernel indexing a bias by the last coordinate needs no division (a GEMM
+// epilogue through such a Reshape computed (i * 144 + j) % 144 for every element).
 IndexMap same_order_map(const Shape& in_shape, const Shape& out_shape) {
   IndexMap m;
-  IndexId flat = m.temp(m.linearize(m.coords(out_shape.size()), out_shape));
-  m.add_region(IndexMap::kAlways, IndexSource{0, m.unravel(flat, in_shape)});
+  const size_t ni = in_shape.size(), no = out_shape.size();
+  size_t p = 0, s = 0;
+  while (p < ni && p < no && in_shape[p] == out_shape[p]) ++p;
+  while (s < ni - p && s < no - p && in_shape[ni - 1 - s] == out_shape[no - 1 - s]) ++s;
+  const std::vector<IndexId> out = m.coords(no);
+  std::vector<IndexId> src = span(out, 0, p);
+  if (p + s < ni) {
+    const IndexId flat = m.temp(m.linearize(span(out, p, no - s), span(out_shape, p, no - s)));
+    for (IndexId c : m.unravel(flat, span(in_shape, p, ni - s))) src.push_back(c);
+  }
+  for (size_t d = no - s; d < no; ++d) src.push_back(out[d]);
+  m.add_region(IndexMap::kAlways, IndexSource{0, std::move(src)});
   m.same_order = true;
   return m;
 }

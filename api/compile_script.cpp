@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include "codegen/capabilities.h"
-#include "graph/passes/narrow_windows.h"
 #include "graph/passes/pipeline.h"
 #include "graph/passes/precision.h"
 #include "graph/passes/weights_k_major.h"
@@ -119,17 +118,6 @@ std::string passes_step(const CompileOptions& o, Script& s) {
       plural(static_cast<size_t>(r.rounds), "round"), plural(s.pass_log.size(), "rewrite"));
 }
 
-// On a target whose wgmma schedule loads narrow windows in place (sm_90a), a half-precision
-// graph's narrow windows padded to 16 bytes (graph/passes/narrow_windows.h); else "".
-std::string pad_windows_for_target(Script& s) {
-  if (!s.engine_options.target.sm90a) return "";
-  const int padded = graph::passes::pad_narrow_windows(s.graph);
-  if (padded == 0) return "";
-  graph::passes::run_pipeline(s.graph);
-  return fmt::format(", {} padded to 8 channels",
-                     plural(static_cast<size_t>(padded), "narrow convolution window"));
-}
-
 std::string precision_step(const CompileOptions& o, Script& s) {
   const DType to = graph::passes::precision_dtype(o.precision);
   if (to == DType::Float32 && o.precision != "tf32") return "fp32: unchanged";
@@ -142,10 +130,9 @@ std::string precision_step(const CompileOptions& o, Script& s) {
   }
   const int values = graph::passes::convert_precision(s.graph, to);
   graph::passes::run_pipeline(s.graph);
-  const std::string padded = pad_windows_for_target(s);
   if (std::ostream* d = dump_after(o, "precision", "precision")) *d << s.graph;
-  return fmt::format("{}: {} of {}, inputs and outputs kept float32{}", o.precision,
-                     plural(static_cast<size_t>(values), "value"), dtype_name(to), padded);
+  return fmt::format("{}: {} of {}, inputs and outputs kept float32", o.precision,
+                     plural(static_cast<size_t>(values), "value"), dtype_name(to));
 }
 
 gpu::EngineOptions engine_options(const ScriptOptions& so) {
@@ -251,7 +238,7 @@ Script compile_script(const ModelSource& src, const ScriptOptions& so) {
   StepLog log(s.log, wants_dump(o, "log") ? o.dump_to : nullptr);
   log.end("import", import_step(src, o, s));
   log.end("passes", passes_step(o, s));
-  s.engine_options = engine_options(so);  // before the precision step, which asks its target
+  s.engine_options = engine_options(so);
   log.end("precision", precision_step(o, s));
   log.end("plan", plan_step(o, s));
   if (so.through == Through::Plan) return s;

@@ -77,17 +77,27 @@ std::string cuda_literal(ComputeType t, double v) {
 
 namespace {
 
-// If `s` is "(F % nLL)", F; else empty.
-std::string dividend_of_mod(const std::string& s, int64_t n) {
-  const std::string tail = fmt::format(" % {}LL)", n);
-  if (s.size() <= tail.size() + 1 || s.front() != '(' ||
-      s.compare(s.size() - tail.size(), tail.size(), tail) != 0)
-    return "";
-  std::string f = s.substr(1, s.size() - tail.size() - 1);
-  int depth = 0;  // F must be one expression: "(a) + (b % 6LL)" is not "(F % 6LL)"
+// Whether f is one expression: "(a) + (b % 6LL)" is not.
+bool balanced(const std::string& f) {
+  int depth = 0;
   for (char ch : f)
-    if ((depth += ch == '(' ? 1 : ch == ')' ? -1 : 0) < 0) return "";
-  return depth == 0 ? f : "";
+    if ((depth += ch == '(' ? 1 : ch == ')' ? -1 : 0) < 0) return false;
+  return depth == 0;
+}
+
+// If `s` is F op n in either spelling the index renderer gives it, "(F op nLL)" or, dividing in
+// 32 bits, "((long long)((int)(F) op n))", F; else empty.
+std::string dividend_of(const std::string& s, char op, int64_t n) {
+  for (const auto& [head, tail] :
+       {std::pair{std::string("("), fmt::format(" {} {}LL)", op, n)},
+        std::pair{std::string("((long long)((int)("), fmt::format(") {} {}))", op, n)}}) {
+    if (s.size() <= head.size() + tail.size() || s.compare(0, head.size(), head) != 0 ||
+        s.compare(s.size() - tail.size(), tail.size(), tail) != 0)
+      continue;
+    std::string f = s.substr(head.size(), s.size() - tail.size() - head.size());
+    return balanced(f) ? f : "";
+  }
+  return "";
 }
 
 }  // namespace
@@ -110,12 +120,12 @@ std::string cuda_linearize(const std::vector<std::string>& coords, const Shape& 
   // i * 768 + j, not (i / 128) * 98304 + (i % 128) * 768 + j).
   for (size_t d = dims.size(); d-- > 1;) {
     Dim &outer = dims[d - 1], &inner = dims[d];
-    const std::string f = dividend_of_mod(inner.c, inner.size);
+    const std::string f = dividend_of(inner.c, '%', inner.size);
     if (f.empty()) continue;
     std::string merged;
-    if (outer.c == fmt::format("({} / {}LL)", f, inner.size))
+    if (dividend_of(outer.c, '/', inner.size) == f)
       merged = f;
-    else if (outer.c == fmt::format("(({} / {}LL) % {}LL)", f, inner.size, outer.size))
+    else if (dividend_of(dividend_of(outer.c, '%', outer.size), '/', inner.size) == f)
       merged = fmt::format("({} % {}LL)", f, outer.size * inner.size);
     else
       continue;

@@ -22,7 +22,7 @@
 //  15. eliminate_dead_code   — removes what the others left unused, and compacts.
 // Folding first exposes identities, sizes and duplicates; the rewrites (3-13) need constant
 // operands; DCE last cleans up after all of them. (pad_narrow_windows, graph/passes/
-// narrow_windows.h, is not in the pipeline: the compile script runs it for sm_90a targets.)
+// narrow_windows.h, is not in the pipeline: measured slower, nothing runs it but its tests.)
 #pragma once
 
 #include <iosfwd>

@@ -21,6 +21,19 @@ TEST(CudaIndex, UnravelledDigitsRecombineIntoTheIndex) {
   EXPECT_EQ(cuda_linearize({d[0], "0LL", d[1], d[2]}, {4, 1, 5, 6}), "(f)");
 }
 
+// The index renderer's 32-bit divisions ("((long long)((int)(F) / n))") recombine as well.
+TEST(CudaIndex, ThirtyTwoBitDigitsRecombineIntoTheIndex) {
+  EXPECT_EQ(cuda_linearize({"((long long)((int)(f) / 6))", "((long long)((int)(f) % 6))"}, {5, 6}),
+            "(f)");
+  EXPECT_EQ(cuda_linearize({"((long long)((int)(((long long)((int)(f) / 6))) % 5))",
+                            "((long long)((int)(f) % 6))"},
+                           {5, 6}),
+            "((f % 30LL))");
+  // A different dividend, or divisor, is no digit of the same index.
+  EXPECT_EQ(cuda_linearize({"((long long)((int)(g) / 6))", "((long long)((int)(f) % 6))"}, {5, 6}),
+            "(((long long)((int)(g) / 6)) * 6LL + ((long long)((int)(f) % 6)))");
+}
+
 TEST(CudaIndex, OtherCoordinatesAreLinearisedTermByTerm) {
   const std::vector<std::string> d = cuda_unravel("f", {4, 5, 6});
   // Digits in another order, or over other sizes, stay as they are.

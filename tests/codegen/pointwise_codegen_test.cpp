@@ -75,6 +75,28 @@ TEST(PointwiseCodegen, DivisionByAConstant) {
   EXPECT_NE(h.find("* 0.707182348f)"), std::string::npos) << h;
 }
 
+// An index map's division by a constant runs in 32 bits where its dividend stays within 32 bits
+// over the output's coordinates (DepthToSpace's w / 2 and w % 2), and in 64 where it may not.
+TEST(PointwiseCodegen, IndexDivisionsIn32BitsWhereTheDividendFits) {
+  auto source_of = [](const std::string& in, const std::string& out) {
+    auto ks = kernels_of(R"(<ir_version: 8, opset_import: ["" : 17]>
+      g (float16[)" + in +
+                         R"(] x) => (float16[)" + out + R"(] y) {
+        y = DepthToSpace <blocksize = 2, mode = "DCR"> (x) })");
+    EXPECT_EQ(ks.size(), 1u);
+    for (const codegen::Kernel& k : ks) expect_compiles(k);
+    return ks.empty() ? std::string() : ks[0].source;
+  };
+  const std::string small = source_of("1,8,3,5", "1,2,6,10");
+  EXPECT_NE(small.find("((long long)((int)("), std::string::npos) << small;
+  EXPECT_EQ(small.find(" / 2LL)"), std::string::npos) << small;
+  EXPECT_EQ(small.find(" % 2LL)"), std::string::npos) << small;
+  // w runs to 2^32 here: its divisions stay 64-bit (h's, under 2, need not).
+  const std::string wide = source_of("1,4,1,2147483648", "1,1,2,4294967296");
+  EXPECT_NE(wide.find(" / 2LL)"), std::string::npos) << wide;
+  EXPECT_NE(wide.find(" % 2LL)"), std::string::npos) << wide;
+}
+
 // Gelu's erf form: braze_gelu_erf_f16 / _bf16 where the result is float16 / bfloat16, erff's
 // braze_gelu_erf where it is float.
 TEST(PointwiseCodegen, GeluIntoHalfTypesTakesTheShortForm) {

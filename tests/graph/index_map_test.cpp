@@ -40,6 +40,36 @@ TEST(IndexMap, UnravelInvertsLinearize) {
   }
 }
 
+// A same-order map reads the element at the same flat offset; the dims both shapes share at
+// either end read their own coordinate, only those between go through the flat offset.
+TEST(IndexMap, SameOrderMapKeepsTheSharedEndDims) {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{12, 6}, {2, 2, 3, 6}}, {{2, 3, 4}, {2, 12}}, {{2, 3}, {2, 1, 3}}, {{2, 1, 3}, {2, 3}},
+      {{6}, {2, 3}},           {{4, 5}, {4, 5}},     {{2, 3, 5}, {6, 5}}};
+  for (const auto& [in, out] : cases) {
+    const IndexMap m = same_order_map(in, out);
+    IndexEvaluator ev(m);
+    ASSERT_EQ(m.regions().at(0).source.coords.size(), in.size());
+    int64_t n = 1;
+    for (int64_t d : out) n *= d;
+    for (int64_t f = 0; f < n; ++f) {
+      std::vector<int64_t> oc(out.size()), ic(in.size());
+      for (size_t d = out.size(), r = static_cast<size_t>(f); d-- > 0; r /= out[d])
+        oc[d] = static_cast<int64_t>(r % out[d]);
+      for (size_t d = in.size(), r = static_cast<size_t>(f); d-- > 0; r /= in[d])
+        ic[d] = static_cast<int64_t>(r % in[d]);
+      std::vector<int64_t> got;
+      EXPECT_EQ(ev.locate(oc, got).input, 0);
+      EXPECT_EQ(got, ic) << shape_str(in) << " as " << shape_str(out) << " at " << f;
+    }
+  }
+  // [2, 2, 3, 6] from [12, 6]: the last coordinate is the output's own.
+  const IndexMap m = same_order_map({12, 6}, {2, 2, 3, 6});
+  const IndexNode& last = m.at(m.regions().at(0).source.coords.back());
+  EXPECT_EQ(last.op, IndexOp::Coord);
+  EXPECT_EQ(last.value, 3);
+}
+
 TEST(IndexMap, RegionsAreTriedInOrderAndTemporariesComputedFirst) {
   // o < 2 ? input 0 at (o) : input 1 at (t - 2), t = o bound once.
   IndexMap m;

@@ -102,9 +102,71 @@ void store_output(Emitter& e, const graph::Graph& g, graph::ValueId o,
   e.line(fmt::format("braze_vstore<{}>({}, {}, {});", vec, out, i, pk));
 }
 
+// Output pixels a window op's loop takes as one patch: th rows of tw, in the order of a
+// [lead…, H / th, W / tw, th, tw, C] view of its [lead…, H, W, C] output, so that a block's
+// consecutive slots cover a patch and the rows its windows share are read through its L1 (a
+// row of pixels a block, a 3x3 window's other two rows came from L2 for every output: a
+// depthwise 3x3 ran at the L2's bandwidth, 9 reads an input element). {1, 1}: row-major.
+struct Patch {
+  int64_t th = 1, tw = 1;
+};
+
+Patch window_patch(const graph::Graph& g, const fusion::Group& group, const Shape& shape) {
+  const bool windows = std::any_of(group.nodes.begin(), group.nodes.end(),
+                                   [&](graph::NodeId id) { return lowering(g.node(id)).lanes; });
+  if (!windows || shape.size() < 3) return {};
+  const int64_t h = shape[shape.size() - 3], w = shape[shape.size() - 2];
+  Patch p;
+  for (int64_t th : {4, 2})
+    if (h % th == 0 && h > th) {
+      p.th = th;
+      break;
+    }
+  for (int64_t tw : {8, 7, 4})
+    if (w % tw == 0 && w >= tw) {
+      p.tw = tw;
+      break;
+    }
+  return p.th > 1 && p.tw > 1 ? p : Patch{};
+}
+
+// The coordinates of element `i` (32-bit) of `shape` walked patch by patch; `flat` receives
+// its row-major offset.
+std::vector<std::string> unravel_patches(Emitter& e, const std::string& i, const Shape& shape,
+                                         const Patch& p, std::string* flat) {
+  const size_t r = shape.size();
+  const int64_t c = shape[r - 1], w = shape[r - 2], h = shape[r - 3];
+  const std::string u = e.fresh("u");
+  e.line(fmt::format("const unsigned {} = (unsigned){};", u, i));
+  auto let = [&](const std::string& expr) { return e.let("unsigned", expr); };
+  const std::string px = let(fmt::format("{} / {}u", u, c));
+  const std::string rest = let(fmt::format("{} / {}u", px, p.th * p.tw));
+  const std::string wt = let(fmt::format("{} % {}u", rest, w / p.tw));
+  const std::string rows = let(fmt::format("{} / {}u", rest, w / p.tw));
+  const std::string lead = let(fmt::format("{} / {}u", rows, h / p.th));
+  std::vector<std::string> coords;
+  if (r > 3) {
+    const Shape lead_shape(shape.begin(), shape.end() - 3);
+    for (std::string& lc : e.unravel32(lead, lead_shape)) coords.push_back(lc);
+  }
+  auto coord = [&](const std::string& expr) {
+    std::string name = e.fresh("c");
+    e.line(fmt::format("const long long {} = (long long)({});", name, expr));
+    coords.push_back(name);
+  };
+  coord(fmt::format("({} % {}u) * {}u + ({} / {}u) % {}u", rows, h / p.th, p.th, px, p.tw, p.th));
+  coord(fmt::format("{} * {}u + {} % {}u", wt, p.tw, px, p.tw));
+  coord(fmt::format("{} % {}u", u, c));
+  *flat =
+      e.let("long long", fmt::format("(long long)((({} * {}u + (unsigned){}) * {}u + "
+                                     "(unsigned){}) * {}u + (unsigned){})",
+                                     lead, h, coords[r - 3], w, coords[r - 2], c, coords[r - 1]));
+  return coords;
+}
+
 // The loop computing the outputs of one shape (`loop`); returns its slots (vectors) in all.
 int64_t emit_output_loop(Emitter& e, const graph::Graph& g, const std::vector<graph::ValueId>& loop,
-                         const PointwiseTile& t) {
+                         const PointwiseTile& t, const Patch& patch) {
   const Shape& shape = g.value(loop[0]).shape;
   const int64_t n = checked_numel(shape);
   if (n == 0) return 0;
@@ -112,6 +174,7 @@ int64_t emit_output_loop(Emitter& e, const graph::Graph& g, const std::vector<gr
   while (vec > 1 && (shape.empty() || shape.back() % vec != 0)) vec /= 2;
   const int64_t slots = n / vec;
   const bool index32 = n < (int64_t{1} << 31);
+  const bool patches = index32 && patch.th > 1;
   // Steps of `unroll` slots `threads` apart: their loads are independent and in flight
   // together.
   // blockDim rather than the constant, so the CPU emulator may run a block as one thread.
@@ -126,7 +189,9 @@ int64_t emit_output_loop(Emitter& e, const graph::Graph& g, const std::vector<gr
     e.open(fmt::format("if (s < {}LL) {{", slots));
     e.push_scope();
     std::string i = e.let("long long", vec == 1 ? "s" : fmt::format("s * {}LL", vec));
-    std::vector<std::string> coords = index32 ? e.unravel32(i, shape) : e.unravel(i, shape);
+    std::vector<std::string> coords = patches   ? unravel_patches(e, i, shape, patch, &i)
+                                      : index32 ? e.unravel32(i, shape)
+                                                : e.unravel(i, shape);
     std::string lane_var = coords.empty() ? "0LL" : coords.back();
     if (vec > 1) e.set_lanes(lane_var, vec);
     for (graph::ValueId o : loop) store_output(e, g, o, coords, lane_var, i, vec);
@@ -168,7 +233,10 @@ std::optional<Kernel> pointwise_kernel(const graph::Graph& g, const fusion::Grou
   }
   int64_t max_slots = 0;
   try {
-    for (const auto& loop : loops) max_slots = std::max(max_slots, emit_output_loop(e, g, loop, t));
+    for (const auto& loop : loops) {
+      const Patch patch = window_patch(g, group, g.value(loop[0]).shape);
+      max_slots = std::max(max_slots, emit_output_loop(e, g, loop, t, patch));
+    }
   } catch (const CudaUnsupported& un) {
     *why_not = un.why;
     return std::nullopt;

@@ -54,13 +54,14 @@ inline const std::vector<DepthwiseCase>& depthwise_cases() {
       {"Conv3d", {1, 8, 5, 6, 7}, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}},
       {"MaxPool3x3Stride2", {2, 8, 12, 11}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, "MaxPool"},
       {"MaxPool2x2Dilation2", {1, 8, 9, 10}, 24, {2, 2}, {1, 1}, {0, 1, 1, 0}, {2, 2}, "MaxPool"},
-      // Outputs of 8 x 16 pixels: walked in 4 x 8 patches (the pointwise schedule's
-      // window_patch), as are FiveByFiveStride2's 8 x 8 and Conv3d's 6 x 7 planes (2 x 7).
-      {"MaxPool3x3Stride2Patches",
-       {2, 8, 16, 32},
-       16,
+      // Stride 1 over 64 channels: walked in patches of 4 x 8 and 2 x 7 pixels (the pointwise
+      // schedule's window_patch).
+      {"Stride1Patches", {2, 8, 8, 16}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"MaxPool3x3Stride1Patches",
+       {1, 8, 6, 14},
+       64,
        {3, 3},
-       {2, 2},
+       {1, 1},
        {1, 1, 1, 1},
        {1, 1},
        "MaxPool"},

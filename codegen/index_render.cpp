@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <functional>
 
@@ -32,7 +31,12 @@ int64_t clamp_wide(__int128 v) {
   return static_cast<int64_t>(v < -kWide ? -kWide : v > kWide ? kWide : v);
 }
 
-bool fits_32_bits(const Span& s) { return s.lo > INT32_MIN && s.hi < INT32_MAX; }
+// Within ±2^30, half of int's range: a coordinate a kernel computes past its tensor's end (a
+// tile's edge, masked afterwards) stays far from wrapping.
+bool fits_32_bits(const Span& s) {
+  constexpr int64_t kLimit = int64_t{1} << 30;
+  return s.lo > -kLimit && s.hi < kLimit;
+}
 
 Span span_of(const IndexMap& m, IndexId id, const Shape& out) {
   const IndexNode& n = m.at(id);

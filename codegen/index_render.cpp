@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <vector>
 
 #include "graph/ir.h"
 
@@ -38,9 +40,15 @@ bool fits_32_bits(const Span& s) {
   return s.lo > -kLimit && s.hi < kLimit;
 }
 
-Span span_of(const IndexMap& m, IndexId id, const Shape& out) {
+// `memo` holds the spans found so far, by node (a map is a DAG: its temporaries and shared
+// operands are visited once).
+Span span_of(const IndexMap& m, IndexId id, const Shape& out,
+             std::vector<std::optional<Span>>& memo);
+
+Span span_uncached(const IndexMap& m, IndexId id, const Shape& out,
+                   std::vector<std::optional<Span>>& memo) {
   const IndexNode& n = m.at(id);
-  auto arg = [&](size_t k) { return span_of(m, n.args.at(k), out); };
+  auto arg = [&](size_t k) { return span_of(m, n.args.at(k), out, memo); };
   switch (n.op) {
     case IndexOp::Coord: {
       const size_t d = static_cast<size_t>(n.value);
@@ -49,7 +57,7 @@ Span span_of(const IndexMap& m, IndexId id, const Shape& out) {
     case IndexOp::Const:
       return Span{n.value, n.value};
     case IndexOp::Temp:
-      return span_of(m, m.temps().at(static_cast<size_t>(n.value)), out);
+      return span_of(m, m.temps().at(static_cast<size_t>(n.value)), out, memo);
     case IndexOp::Add: {
       const Span a = arg(0), b = arg(1);
       return Span{clamp_wide(__int128{a.lo} + b.lo), clamp_wide(__int128{a.hi} + b.hi)};
@@ -93,6 +101,14 @@ Span span_of(const IndexMap& m, IndexId id, const Shape& out) {
     }
   }
   return kAny;
+}
+
+Span span_of(const IndexMap& m, IndexId id, const Shape& out,
+             std::vector<std::optional<Span>>& memo) {
+  const size_t i = static_cast<size_t>(id);
+  if (i >= memo.size()) memo.resize(i + 1);
+  if (!memo[i]) memo[i] = span_uncached(m, id, out, memo);
+  return *memo[i];
 }
 
 // Expressions of one map in one kernel: `long long` CUDA text over the output coordinates,
@@ -164,7 +180,7 @@ class IndexRenderer {
   bool narrow_divisor(const IndexNode& n) const {
     const IndexNode& b = m_.at(n.args[1]);
     return b.op == IndexOp::Const && b.value > 0 && b.value <= INT32_MAX &&
-           fits_32_bits(span_of(m_, n.args[0], ctx_.out_shape()));
+           fits_32_bits(span_of(m_, n.args[0], ctx_.out_shape(), spans_));
   }
 
   std::string load(const IndexSource& s) {
@@ -177,6 +193,7 @@ class IndexRenderer {
   CudaIndexCtx& ctx_;
   const IndexMap& m_;
   std::vector<std::string> temps_;
+  mutable std::vector<std::optional<Span>> spans_;
 };
 
 // The forward map of a same-order op: flat offset in the input, unravelled in the output.

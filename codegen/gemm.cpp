@@ -20,6 +20,7 @@
 #include "codegen/codegen.h"
 #include "codegen/emitter.h"
 #include "codegen/cuda_hooks.h"
+#include "graph/column_pairs.h"
 #include "graph/registry.h"
 
 namespace braze::codegen {
@@ -87,8 +88,9 @@ namespace {
 
 // The store map of a product of `prod` shape whose epilogue layout ops compose to `m`, a
 // view of the product's (contiguous) elements over the output's shape; nullopt unless every
-// product element lands on its own output element.
-std::optional<StoreMap> store_map(const graph::Layout& m, const GemmDims& d) {
+// product element lands on its own output element. `cols`: the product's columns as the
+// epilogue counts them (a column pair's: half).
+std::optional<StoreMap> store_map(const graph::Layout& m, const GemmDims& d, int64_t cols) {
   // The output's factors in row-major order, each with its stride in the output buffer and in
   // the product's flat index.
   struct F {
@@ -103,7 +105,7 @@ std::optional<StoreMap> store_map(const graph::Layout& m, const GemmDims& d) {
     fs[k].out_stride = run;
     run *= fs[k].size;
   }
-  const int64_t nn = d.b_vec ? 1 : d.nn, mm = d.a_vec ? 1 : d.m;
+  const int64_t nn = d.b_vec ? 1 : cols, mm = d.a_vec ? 1 : d.m;
   if (m.offset != 0 || run != d.batches * mm * nn) return std::nullopt;
   // Split factors at the boundaries of j (nn) and i (m · nn) in the product's flat index.
   for (int64_t bound : {nn, mm * nn}) {
@@ -182,11 +184,36 @@ std::string gemm_store_offset(const GemmEpilogue& epi, const graph::Graph& g) {
   return u ? fmt::format("(long long)({})", off) : off;
 }
 
+namespace {
+
+// The column pair cp after the product (through layout ops keeping its columns) as epi's: the
+// epilogue goes on from the even Slice's value, "j" now the pair's index.
+bool take_column_pair(const graph::Graph& g, const GemmDims& d, const graph::ColumnPair& cp,
+                      GemmEpilogue& epi, std::string* why_not) {
+  const graph::Node& n = *d.node;
+  if (epi.out_coords.empty() || epi.out_coords.back() != "j" || d.nn % 2 != 0) {
+    *why_not = "the column pair's columns are not the product's";
+    return false;
+  }
+  if (d.alpha != 1 || (n.op_type() == "Gemm" && n.has_input(2) && d.beta != 0)) {
+    *why_not = "a column pair after a Gemm with alpha or C";
+    return false;
+  }
+  epi.pair[0] = g.node(cp.even).outputs[0];
+  epi.pair[1] = g.node(cp.odd).outputs[0];
+  epi.cols = d.nn / 2;
+  epi.out = epi.pair[0];
+  return true;
+}
+
+}  // namespace
+
 std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::Group& group,
                                           const GemmDims& d, std::string* why_not) {
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
   GemmEpilogue epi;
   epi.out = d.node->outputs[0];
+  epi.cols = d.nn;
   epi.out_coords = cuda_unravel("b", d.out_batch);
   if (!d.a_vec) epi.out_coords.push_back("i");
   if (!d.b_vec) epi.out_coords.push_back("j");
@@ -194,9 +221,18 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
   const graph::Users& users = *shared_users;
   const Shape prod_shape = g.value(epi.out).shape;
   std::optional<graph::Layout> view = graph::Layout::contiguous(prod_shape);
+  bool cols_kept = !d.a_vec && !d.b_vec;  // only layout ops keeping the columns so far
   for (size_t guard = 0; guard < group.nodes.size(); ++guard) {
     if (std::find(group.outputs.begin(), group.outputs.end(), epi.out) != group.outputs.end())
       break;
+    if (cols_kept && !epi.paired()) {
+      const std::optional<graph::ColumnPair> cp = graph::column_pair_of(g, epi.out, users[epi.out]);
+      if (cp && members.count(cp->even) && members.count(cp->odd)) {
+        if (!take_column_pair(g, d, *cp, epi, why_not)) return std::nullopt;
+        view = graph::Layout::contiguous(g.value(epi.out).shape);
+        continue;
+      }
+    }
     graph::NodeId c = graph::kNoNode;
     for (graph::NodeId u : users[epi.out])
       if (members.count(u)) c = u;
@@ -205,6 +241,7 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
       return std::nullopt;
     }
     const graph::Node& cn = g.node(c);
+    cols_kept = cols_kept && graph::keeps_columns(g, cn);
     if (lowering(cn).forward && cn.inputs[0] == epi.out) {
       epi.out_coords = lowering(cn).forward(cn, epi.out_coords, g.value(epi.out).shape,
                                             g.value(cn.outputs[0]).shape);
@@ -216,7 +253,7 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
     *why_not = "the GEMM group's epilogue has more than one output";
     return std::nullopt;
   }
-  if (view && !d.a_vec && !d.b_vec) epi.store = store_map(*view, d);
+  if (view && !d.a_vec && !d.b_vec) epi.store = store_map(*view, d, epi.cols);
   return epi;
 }
 
@@ -317,15 +354,90 @@ bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEp
         return false;
       }
     }
-    return inner && d.nn % width == 0;
+    return inner && epi.cols % width == 0;
   }
   const graph::Value& ov = g.value(epi.out);
   if (epi.out_coords.empty() || ov.shape.empty()) return false;  // a scalar (1-D · 1-D) product
-  return epi.out_coords.back() == "j" && ov.shape.back() == d.nn && d.nn % width == 0;
+  return epi.out_coords.back() == "j" && ov.shape.back() == epi.cols && epi.cols % width == 0;
 }
+
+namespace {
+
+// The output value at (b, i, j) in scope from a column pair's two sums (expressions), read
+// where the epilogue reads the pair's Slices.
+std::string emit_pair_value(Emitter& e, const GemmEpilogue& epi, const std::string& even,
+                            const std::string& odd, const std::vector<std::string>& coords) {
+  const Emitter::Intercept outer = e.intercept();
+  const graph::ValueId ev = epi.pair[0], od = epi.pair[1];
+  e.set_intercept(
+      [&outer, ev, od, even, odd](graph::ValueId v,
+                                  const std::vector<std::string>& c) -> std::optional<std::string> {
+        if (v == ev) return even;
+        if (v == od) return odd;
+        return outer ? outer(v, c) : std::nullopt;
+      });
+  std::string r = e.value_at(epi.out, coords);
+  e.set_intercept(outer);
+  return r;
+}
+
+// emit_gemm_stores with a column pair: product columns jp … jp + width - 1 make outputs
+// jp / 2 … jp / 2 + width / 2 - 1, each from its two adjacent sums.
+void emit_gemm_pair_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
+                           const GemmEpilogue& epi, int width, const std::string& sum_q,
+                           bool in_range) {
+  const graph::Value& ov = g.value(epi.out);
+  const std::string ct = cuda_compute_type(ov.dtype), st = cuda_storage_type(ov.dtype);
+  const int outs = width / 2;
+  e.open("{");
+  e.line(fmt::format("{} acc_q[{}];", cuda_compute_type(g.value(d.node->outputs[0]).dtype), width));
+  e.line("#pragma unroll");
+  e.line(fmt::format("for (int q = 0; q < {}; ++q) acc_q[q] = {};", width, sum_q));
+  e.line("const long long jo = jp / 2;");
+  auto sum = [](int q) { return fmt::format("acc_q[{}]", q); };
+  if (outs > 1 && gemm_vector_store_ok(g, d, epi, outs)) {
+    e.open(in_range ? std::string("{")
+                    : fmt::format("if (i < {}LL && jo < {}LL) {{", d.m, epi.cols));
+    e.line("const long long j = jo;");
+    e.push_scope();
+    e.set_lanes("j", outs);
+    std::string packed;
+    for (int q = 0; q < outs; ++q) {
+      std::vector<std::string> coords = epi.out_coords;
+      for (std::string& c : coords) c = replace_identifier(c, "j", Emitter::lane_expr("j", q));
+      const std::string r = emit_pair_value(e, epi, sum(2 * q), sum(2 * q + 1), coords);
+      packed += fmt::format("{}braze_pack(braze_tag<{}>(), ({}){})", q ? ", " : "", st, ct, r);
+    }
+    e.set_lanes("", 1);
+    e.pop_scope();
+    e.line(fmt::format("braze_vstore_typed<{}>({}, {}, braze_vec<{}, {}>{{{{{}}}}});", outs,
+                       e.output_param(epi.out), gemm_store_offset(epi, g), st, outs, packed));
+    e.close();
+  } else {
+    for (int q = 0; q < outs; ++q) {
+      e.open("{");
+      e.line(fmt::format("const long long j = jo + {};", q));
+      if (!in_range) e.open(fmt::format("if (i < {}LL && j < {}LL) {{", d.m, epi.cols));
+      e.push_scope();
+      const std::string r = emit_pair_value(e, epi, sum(2 * q), sum(2 * q + 1), epi.out_coords);
+      e.line(fmt::format("braze_store({}, {}, ({}){});", e.output_param(epi.out),
+                         gemm_store_offset(epi, g), ct, r));
+      e.pop_scope();
+      if (!in_range) e.close();
+      e.close();
+    }
+  }
+  e.close();
+}
+
+}  // namespace
 
 void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
                       int width, const std::string& sum_q, bool in_range) {
+  if (epi.paired()) {
+    emit_gemm_pair_stores(e, g, d, epi, width, sum_q, in_range);
+    return;
+  }
   const graph::Value& ov = g.value(epi.out);
   if (!gemm_vector_store_ok(g, d, epi, width)) {
     e.line("#pragma unroll");
@@ -377,7 +489,7 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, cons
 std::vector<Emitter::Preload> emit_gemm_preloads(Emitter& e, const graph::Graph& g,
                                                  const GemmDims& d, const GemmEpilogue& epi,
                                                  int width, const Emitter::PreloadStmt& stmt) {
-  if (!gemm_vector_store_ok(g, d, epi, width)) return {};
+  if (epi.paired() || !gemm_vector_store_ok(g, d, epi, width)) return {};
   // emit_gemm_stores' vector path, lane by lane at the same coordinates, without the store:
   // the product reads as 0 and only the row-wise inputs' loads are live.
   e.open("{");

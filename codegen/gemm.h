@@ -107,6 +107,12 @@ struct GemmEpilogue {
   graph::ValueId out = graph::kNoValue;
   std::vector<std::string> out_coords;
   std::optional<StoreMap> store;  // nullopt: the output coordinates' own linearisation
+  // A column pair (graph/column_pairs.h) after the product: the values of its even and odd
+  // Slices, which the epilogue reads as product columns 2j and 2j + 1; "j" in out_coords and
+  // the store map is then the pair's index, below `cols` = nn / 2 (else nn).
+  graph::ValueId pair[2] = {graph::kNoValue, graph::kNoValue};
+  int64_t cols = 0;
+  bool paired() const { return pair[0] != graph::kNoValue; }
 };
 // The output offset of element (b, i, j) (all in scope) as an expression.
 std::string gemm_store_offset(const GemmEpilogue& epi, const graph::Graph& g);
@@ -128,17 +134,19 @@ std::string emit_gemm_value(Emitter& e, const graph::Graph& g, const GemmDims& d
 // Emits the statements finishing the `width` adjacent output elements (b, i, jp + q),
 // q < width, from `sum_q` (an expression in q): those in range, as one vector store when
 // they are adjacent and aligned in the output (gemm_vector_store_ok). "b", "i" and "jp" are
-// in scope; jp is a multiple of `width`. `in_range`: the caller knows all `width` elements
-// are in range (a tile inside the output), so no bounds checks — and no branches keeping the
-// compiler from overlapping one element's loads and math with the next's.
+// in scope; jp is a multiple of `width` (even). With a column pair (GemmEpilogue::pair) the
+// width / 2 output elements (b, i, jp / 2 + q) from sums 2q and 2q + 1. `in_range`: the caller
+// knows all `width` elements are in range (a tile inside the output), so no bounds checks — and no
+// branches keeping the compiler from overlapping one element's loads and math with the next's.
 void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
                       int width, const std::string& sum_q, bool in_range = false);
+// (`width` output elements: with a column pair, half the product columns.)
 bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
                           int width);
 // The loads of emit_gemm_stores(…, width, …) at (b, i, jp) whose index moves with the row (a
 // residual's), emitted ahead as `stmt(…)` (Emitter::set_preload); returns them with each
 // lane's coordinates, for the later emit_gemm_stores to find memoised (Emitter::memoize).
-// None where the stores are not vector stores.
+// None where the stores are not vector stores, or the epilogue reads a column pair.
 std::vector<Emitter::Preload> emit_gemm_preloads(Emitter& e, const graph::Graph& g,
                                                  const GemmDims& d, const GemmEpilogue& epi,
                                                  int width, const Emitter::PreloadStmt& stmt);

@@ -56,6 +56,7 @@
 #include <fmt/format.h>
 
 #include "fusion/attention.h"
+#include "graph/column_pairs.h"
 #include "graph/registry.h"
 
 namespace braze::fusion {
@@ -380,7 +381,28 @@ class Partitioner {
     std::set<NodeId> tried, best;
     std::set<ValueId> region;
     Shape space;
+    // Only layout ops keeping the product's columns and element order since it (a column
+    // pair may follow: graph::keeps_columns), and whether the pair has been taken.
+    bool rows_kept = true, paired = false;
   };
+
+  // A column pair (graph/column_pairs.h) read from the product's columns: its two Slices join
+  // e, the region becomes their outputs. The GEMM schedules read the pair from each lane's two
+  // adjacent accumulators (codegen/gemm.cpp), so only after Reshapes that keep the columns.
+  bool take_column_pair(GemmEpilogue& e, NodeId mm) {
+    if (e.paired || !e.rows_kept || e.region.size() != 1) return false;
+    const ValueId v = *e.region.begin();
+    const std::optional<graph::ColumnPair> cp = graph::column_pair_of(g_, v, users_[v]);
+    if (!cp || g_.value(v).shape.back() != g_.value(g_.node(mm).outputs[0]).shape.back())
+      return false;
+    for (NodeId s : {cp->even, cp->odd})
+      if (groups_[group_of_[s]].nodes.size() != 1) return false;
+    e.tried.insert({cp->even, cp->odd});
+    e.region = {g_.node(cp->even).outputs[0], g_.node(cp->odd).outputs[0]};
+    e.space = g_.value(g_.node(cp->even).outputs[0]).shape;
+    e.paired = true;
+    return true;
+  }
 
   // Whether consumer c of region value v can join epilogue e of product mm (group ga):
   // an element-wise op over the product's shape whose other inputs come from outside the
@@ -422,6 +444,7 @@ class Partitioner {
     e.region = {g_.node(mm).outputs[0]};
     e.space = g_.value(g_.node(mm).outputs[0]).shape;
     for (size_t steps = 0; steps < opts_.max_gemm_epilogue; ++steps) {
+      if (take_column_pair(e, mm)) continue;
       NodeId pick = kNoNode;
       for (ValueId v : e.region) {
         if (g_.value(v).shape != e.space) continue;
@@ -436,8 +459,10 @@ class Partitioner {
       if (!is_elementwise(pn)) {
         e.region = {pn.outputs[0]};
         e.space = g_.value(pn.outputs[0]).shape;
+        e.rows_kept = e.rows_kept && graph::keeps_columns(g_, pn);
       } else {
         e.region.insert(pn.outputs[0]);
+        e.rows_kept = false;
       }
       std::set<NodeId> all = e.tried;
       all.insert(mm);

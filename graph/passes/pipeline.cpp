@@ -9,6 +9,7 @@
 #include "graph/passes/cse.h"
 #include "graph/passes/dce.h"
 #include "graph/passes/fold_conv_affine.h"
+#include "graph/passes/gated_matmuls.h"
 #include "graph/passes/gelu_fusion.h"
 #include "graph/passes/identity_elim.h"
 #include "graph/passes/matmul_rows.h"
@@ -35,6 +36,7 @@ constexpr Pass kPasses[] = {
     {"fuse_gelu", fuse_gelu},
     {"fuse_softmax", fuse_softmax},
     {"hoist_matmul_scales", hoist_matmul_scales},
+    {"merge_gated_matmuls", merge_gated_matmuls},
     {"merge_sibling_matmuls", merge_sibling_matmuls},
     {"flatten_matmul_rows", flatten_matmul_rows},
     {"store_weights_k_major", store_weights_k_major},

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/column_pairs.h"
 #include "graph/op_context.h"
 #include "graph/passes/split_to_slices.h"
 #include "graph/registry.h"
@@ -123,7 +124,10 @@ int merge_sibling_matmuls(Graph& g) {
   std::vector<std::tuple<ValueId, int64_t, DType>> keys;
   for (NodeId id : g.topo_order()) {
     const Node& n = g.node(id);
-    if (!constant_weight_width(g, n)) continue;
+    // An interleaved gated product (merge_gated_matmuls) stays whole: its epilogue reads the
+    // column pair.
+    if (!constant_weight_width(g, n) || column_pair_of(g, n.outputs[0], users[n.outputs[0]]))
+      continue;
     auto key =
         std::make_tuple(n.inputs[0], g.value(n.inputs[1]).shape[0], g.value(n.inputs[0]).dtype);
     if (!by_input.count(key)) keys.push_back(key);

@@ -10,16 +10,17 @@
 namespace braze::graph::passes {
 
 void replace_with_slice(Graph& g, ValueId old, ValueId in, int64_t start, int64_t end, int64_t axis,
-                        const std::string& base, size_t i) {
+                        const std::string& base, size_t i, int64_t step) {
   auto constant = [&](const char* what, int64_t v) {
     return g.add_constant(g.unique_name(fmt::format("{}_{}{}", base, what, i)),
                           Tensor::from_int64s({v}, {1}));
   };
   const Value ov = g.value(old);
   ValueId s = constant("start", start), e = constant("end", end), a = constant("axis", axis);
+  std::vector<ValueId> ins = {in, s, e, a};
+  if (step != 1) ins.push_back(constant("step", step));
   ValueId y = g.add_value(g.unique_name(ov.name + "_slice"), ov.dtype, ov.shape);
-  infer_node(
-      g, g.add_node(&op("Slice"), fmt::format("{}_slice{}", base, i), {in, s, e, a}, {y}, {}, 13));
+  infer_node(g, g.add_node(&op("Slice"), fmt::format("{}_slice{}", base, i), ins, {y}, {}, 13));
   g.replace_all_uses(old, y);
 }
 

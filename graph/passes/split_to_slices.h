@@ -11,10 +11,10 @@ namespace braze::graph::passes {
 
 int split_to_slices(Graph& g);
 
-// Rewires every use of `old` to a new Slice of `in`, [start, end) along `axis` (node
-// `<base>_slice<i>`, constants `<base>_start<i>` …): how split_to_slices and
-// merge_sibling_matmuls hand out the parts of one value.
+// Rewires every use of `old` to a new Slice of `in`, [start, end) along `axis` by `step` (node
+// `<base>_slice<i>`, constants `<base>_start<i>` …): how split_to_slices,
+// merge_sibling_matmuls and merge_gated_matmuls hand out the parts of one value.
 void replace_with_slice(Graph& g, ValueId old, ValueId in, int64_t start, int64_t end, int64_t axis,
-                        const std::string& base, size_t i);
+                        const std::string& base, size_t i, int64_t step = 1);
 
 }  // namespace braze::graph::passes

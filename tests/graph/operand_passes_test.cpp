@@ -1,11 +1,13 @@
 // The passes that leave a product's operands as layouts: split_to_slices,
-// hoist_matmul_scales, flatten_matmul_rows, merge_sibling_matmuls and store_weights_k_major. Each
+// hoist_matmul_scales, flatten_matmul_rows, merge_gated_matmuls, merge_sibling_matmuls and
+// store_weights_k_major. Each
 // test checks the rewritten structure and that the graph computes the same outputs before and after
 // on random inputs.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
+#include "graph/column_pairs.h"
 #include "graph/passes/matmul_scale.h"
 #include "graph/passes/pipeline.h"
 #include "graph/passes/split_to_slices.h"
@@ -177,6 +179,57 @@ TEST(OperandPasses, SiblingsWithAnElementwiseConsumerStayApart) {
     graph::passes::run_pipeline(g);
     EXPECT_EQ(count_op(g, "MatMul"), 5) << k_tail;
     EXPECT_EQ(count_op(g, "Slice"), 0) << k_tail;
+  }
+}
+
+// Llama's MLP, gate and up [4, 3] each, SiLU written out; `extra` adds statements (and
+// `outputs` graph outputs).
+std::string gated_mlp(const char* extra = "", const char* outputs = "") {
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[2,3,4] x) => (float[2,3,2] y{1}) {{
+      wg = Constant <value = float[4,3] {{-0.524, 0.088, -0.260, 0.208, 0.251, -0.869, -0.974, 0.675, -0.481, -0.531, 0.991, -0.059}}> ()
+      wu = Constant <value = float[4,3] {{0.673, -0.047, 0.278, -0.699, 0.270, 0.736, 0.046, 0.483, 0.343, -0.872, 0.516, 0.182}}> ()
+      wd = Constant <value = float[3,2] {{-0.397, -0.938, 0.731, -0.055, 0.438, 0.758}}> ()
+      gt = MatMul(x, wg)  up = MatMul(x, wu)  sg = Sigmoid(gt)  si = Mul(gt, sg)  h = Mul(si, up)
+      y = MatMul(h, wd) {0} }})",
+                     extra, outputs);
+}
+
+// The gate and up products become one against their weights interleaved column by column,
+// [4, 6], and the Slices of its even and odd columns; the same outputs.
+TEST(OperandPasses, GatedSiblingsBecomeOneInterleavedProduct) {
+  graph::Graph before = test::graph_from_text(gated_mlp());
+  graph::Graph after = before;
+  graph::passes::run_pipeline(after);
+  EXPECT_EQ(count_op(after, "MatMul"), 2);
+  EXPECT_EQ(count_op(after, "Slice"), 2);
+  int pairs = 0, merged = 0;
+  for (size_t i = 0; i < after.num_nodes(); ++i) {
+    const graph::Node& n = after.node(static_cast<graph::NodeId>(i));
+    if (n.dead) continue;
+    pairs += graph::column_pair_parity(after, n) >= 0;
+    if (n.op_type() != "MatMul" || after.value(n.inputs[1]).shape != Shape{4, 6}) continue;
+    ++merged;
+    const Tensor& w = *after.value(n.inputs[1]).constant;
+    EXPECT_FLOAT_EQ(static_cast<float>(w.get_f64(0)), -0.524f);  // gate column 0
+    EXPECT_FLOAT_EQ(static_cast<float>(w.get_f64(1)), 0.673f);   // up column 0
+    EXPECT_FLOAT_EQ(static_cast<float>(w.get_f64(2)), 0.088f);   // gate column 1
+    EXPECT_FLOAT_EQ(static_cast<float>(w.get_f64(7)), -0.699f);  // up column 0, row 1
+  }
+  EXPECT_EQ(pairs, 2);
+  EXPECT_EQ(merged, 1);
+  test::expect_same_outputs(before, after, 5);
+}
+
+// Where a sibling's output is read by more than the gated expression (a second graph output),
+// or the two outputs never meet, they stay two products.
+TEST(OperandPasses, GatedSiblingsReadElsewhereStayApart) {
+  for (const auto& [extra, outputs] : {std::pair{"u2 = Relu(up)", ", float[2,3,3] u2"},
+                                       std::pair{"z = Relu(gt)", ", float[2,3,3] z"}}) {
+    graph::Graph g = test::graph_from_text(gated_mlp(extra, outputs));
+    graph::passes::run_pipeline(g);
+    EXPECT_EQ(count_op(g, "MatMul"), 3) << extra;
+    EXPECT_EQ(count_op(g, "Slice"), 0) << extra;
   }
 }
 

@@ -1,0 +1,30 @@
+// Column pairs: the two Slices of a value's last axis that take its even and its odd columns
+// (step 2, from 0 and from 1, to the end). merge_gated_matmuls (graph/passes/gated_matmuls.h)
+// makes them: one product over interleaved weights whose even columns are one sibling's
+// product and odd columns the other's. A GEMM's epilogue reads such a pair from registers,
+// where every lane holds two adjacent columns of the product (fusion, codegen/gemm.cpp).
+#pragma once
+
+#include <optional>
+
+#include "graph/ir.h"
+
+namespace braze::graph {
+
+// 0 or 1 when node n is a Slice of its input's last axis, step 2, from that column to the end
+// (constant starts, ends, axes and steps; the input's last dim even), else -1.
+int column_pair_parity(const Graph& g, const Node& n);
+
+struct ColumnPair {
+  NodeId even = kNoNode, odd = kNoNode;
+};
+// v's consumers (`users`) when they are exactly an even and an odd column Slice of v, and v
+// is no graph output.
+std::optional<ColumnPair> column_pair_of(const Graph& g, ValueId v,
+                                         const std::vector<NodeId>& users);
+
+// Whether layout op n views its input's elements in their own order (a Reshape, Squeeze …)
+// and keeps the last dim: the columns a column pair after it takes are the product's.
+bool keeps_columns(const Graph& g, const Node& n);
+
+}  // namespace braze::graph

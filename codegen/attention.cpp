@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -26,6 +28,7 @@
 #include "codegen/codegen.h"
 #include "codegen/cuda_hooks.h"
 #include "graph/registry.h"
+#include "graph/scalar.h"
 
 namespace braze::codegen {
 
@@ -104,7 +107,7 @@ std::vector<graph::ValueId> chain_inputs(const graph::Graph& g, const AttentionD
 // two values above and on or below a diagonal: numbers whose dead value is at most -1e30
 // (exp takes it to 0), or booleans (a Where's condition, either way round); else empty.
 std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_t* off_out,
-                        double* dead_out, std::string* live_out) {
+                        double* dead_out, std::string* live_out, double* live_value) {
   if (!mask.constant || mask.shape.size() < 2 || mask.shape.back() != a.sk ||
       mask.shape[mask.shape.size() - 2] != a.sq)
     return "";
@@ -146,6 +149,7 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_
   }
   *off_out = off;
   *dead_out = dead;
+  *live_value = live;
   *live_out = boolean ? (live != 0 ? "true" : "false") : cuda_literal(ComputeType::Float, live);
   if (boolean) return fmt::format("(j <= i + {}) == {}", off, live != 0 ? "true" : "false");
   return fmt::format("(j <= i + {} ? {} : {})", off, cuda_literal(ComputeType::Float, live),
@@ -173,7 +177,9 @@ MaskRead mask_read(const graph::Graph& g, const AttentionDims& a, bool scan_cons
   if (in.empty()) return r;
   r.value = in[0];
   const graph::Value& m = g.value(r.value);
-  if (scan_constants) r.causal = causal_expr(m, a, &r.causal_off, &r.causal_dead, &r.causal_live);
+  if (scan_constants)
+    r.causal =
+        causal_expr(m, a, &r.causal_off, &r.causal_dead, &r.causal_live, &r.causal_live_value);
   if (!r.causal.empty()) return r;
   // Pairs: keys contiguous and an even count (every pair 4-byte aligned), the mask's type the
   // kernel's.
@@ -390,7 +396,68 @@ std::string emit_key_range(Emitter& e, const AttentionDims& a, int bm, int bn, c
   return fmt::format("__device__ const int braze_key_tile_end[] = {{{}}};\n", table);
 }
 
-void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a,
+namespace {
+
+// The chain's value at the Softmax for scores x, the mask at its live value; nullopt where it
+// reads anything else but scalar constants, or a step is no float.
+std::optional<double> live_chain_at(const graph::Graph& g, const AttentionDims& a,
+                                    const MaskRead& r, double x) {
+  std::map<graph::ValueId, double> val = {{a.qk.node->outputs[0], x}};
+  for (graph::NodeId id : a.match.chain) {
+    const graph::Node& n = g.node(id);
+    if (!n.op->scalar) return std::nullopt;
+    std::vector<std::optional<DType>> types;
+    std::vector<graph::ScalarValue> args;
+    for (graph::ValueId v : n.inputs) {
+      graph::ScalarValue sv{};
+      types.push_back(v == graph::kNoValue ? std::nullopt : std::optional(g.value(v).dtype));
+      if (v != graph::kNoValue) {
+        const graph::Value& vv = g.value(v);
+        double d = 0;
+        if (val.count(v))
+          d = val.at(v);
+        else if (v == r.value)
+          d = r.causal_live_value;
+        else if (vv.constant && vv.constant->numel() == 1)
+          d = vv.constant->get_f64(0);
+        else
+          return std::nullopt;
+        const graph::ComputeType t = graph::compute_type(vv.dtype);
+        if (graph::is_floating(t))
+          sv.f = d;
+        else if (t == graph::ComputeType::UInt)
+          sv.u = static_cast<uint64_t>(d);
+        else
+          sv.i = static_cast<int64_t>(d);
+      }
+      args.push_back(sv);
+    }
+    graph::ScalarBuilder b(types);
+    graph::ScalarEvaluator ev(b.finish(n.op->scalar(b, n)));
+    const graph::ScalarValue out = ev(args.data());
+    if (!graph::is_floating(ev.result_type())) return std::nullopt;
+    val[n.outputs[0]] = out.f;
+  }
+  const auto it = val.find(g.node(a.match.softmax).inputs[0]);
+  return it == val.end() ? std::nullopt : std::optional(it->second);
+}
+
+}  // namespace
+
+double live_scale(const graph::Graph& g, const AttentionDims& a, const MaskRead& r) {
+  if (r.causal.empty() || a.match.chain.empty()) return 0;
+  for (graph::ValueId v : chain_inputs(g, a))
+    if (v != r.value) return 0;
+  const std::optional<double> zero = live_chain_at(g, a, r, 0), one = live_chain_at(g, a, r, 1);
+  if (!zero || !one || *zero != 0 || !(*one > 0) || !std::isfinite(*one)) return 0;
+  for (double x : {2.0, -3.0, 0.5, 100.0, -1e-3}) {
+    const std::optional<double> y = live_chain_at(g, a, r, x);
+    if (!y || std::abs(*y - *one * x) > 1e-12 * std::abs(*one * x)) return 0;
+  }
+  return *one;
+}
+
+void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a, const MaskRead& r,
                  const std::shared_ptr<bool>& live, bool with_live) {
   std::vector<std::string> coords = cuda_unravel("b", a.qk.out_batch);
   coords.push_back("i");
@@ -406,7 +473,12 @@ void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a,
     *live = false;
   };
   score_lambda("score", false);
-  if (with_live) score_lambda("live", true);
+  if (!with_live) return;
+  const double c = live_scale(g, a, r);
+  if (c > 0)
+    e.line(fmt::format("const braze_live_scale live{{{}}};", cuda_literal(ComputeType::Float, c)));
+  else
+    score_lambda("live", true);
 }
 
 std::string mask_args(Emitter& e, const AttentionDims& a, const MaskRead& mr) {
@@ -466,7 +538,7 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   std::string code = flash::emit_key_range(e, a, t.bm, t.bn, mr, ends);
   e.open(fmt::format("for (long long b = blockIdx.y; b < {}LL; b += gridDim.y) {{", a.batches));
   try {
-    flash::emit_scores(e, g, a, live_mask, !ends.empty());
+    flash::emit_scores(e, g, a, mr, live_mask, !ends.empty());
   } catch (const CudaUnsupported& u) {
     *why_not = "the scores' element-wise chain: " + u.why;
     return std::nullopt;

@@ -21,10 +21,11 @@ constexpr int64_t kMaxSharedBytes = 227 * 1024;
 // its keys contiguous, or (neither) through the emitter, element by element.
 struct MaskRead {
   graph::ValueId value = graph::kNoValue;
-  std::string causal;       // for a causal constant: its value at (i, j)
-  int64_t causal_off = 0;   // … live where j <= i + causal_off
-  double causal_dead = 0;   // … its value elsewhere
-  std::string causal_live;  // … its value where live, as a literal
+  std::string causal;            // for a causal constant: its value at (i, j)
+  int64_t causal_off = 0;        // … live where j <= i + causal_off
+  double causal_dead = 0;        // … its value elsewhere
+  std::string causal_live;       // … its value where live, as a literal
+  double causal_live_value = 0;  // … and as a number (1 or 0 for a boolean mask)
   bool pairs = false;
   std::vector<int64_t> batch_stride;  // per output batch dim, elements (0: broadcast)
   int64_t row_stride = 0;
@@ -56,10 +57,17 @@ void intercept_reads(Emitter& e, const AttentionDims& a, const MaskRead& mr,
 std::string emit_key_range(Emitter& e, const AttentionDims& a, int bm, int bn, const MaskRead& mr,
                            const std::vector<int>& ends);
 
+// The factor c > 0 where the scores' chain, the causal mask at its live value, is c times the
+// product (a scale or a Div, the mask's 0 added, a Where choosing the scores: the live tiles'
+// chain in every export), found by evaluating the chain (graph/scalar.h) at a few points;
+// 0 where it is not (a softcap, a bias read per score, no causal constant).
+double live_scale(const graph::Graph& g, const AttentionDims& a, const MaskRead& r);
+
 // The lambdas `score` (and `live` with_live: the causal mask's live value in place), the
-// softmax's input at (b, i, j) from the product's value s and the mask's mk. Throws
-// CudaUnsupported.
-void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a,
+// softmax's input at (b, i, j) from the product's value s and the mask's mk. `live` is a
+// braze_live_scale (codegen/device/attention.cuh) where live_scale finds the factor, so that
+// the softmax takes each live exponent as one FMA of the product. Throws CudaUnsupported.
+void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a, const MaskRead& r,
                  const std::shared_ptr<bool>& live, bool with_live);
 
 // run()'s mask arguments: batch b's mask and its row stride, or nulls.

@@ -180,7 +180,7 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
   std::string code = emit_key_range(e, a, t.bm(), t.bn, mr, ends);
   e.line("const long long b = blockIdx.y;");
   try {
-    emit_scores(e, g, a, live_mask, !ends.empty());
+    emit_scores(e, g, a, mr, live_mask, !ends.empty());
   } catch (const CudaUnsupported& u) {
     *why_not = "the scores' element-wise chain: " + u.why;
     return std::nullopt;

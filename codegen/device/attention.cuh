@@ -61,6 +61,25 @@ BRAZE_DEV unsigned braze_pack2(float lo, float hi, braze_tag<T> tag) {
 }
 #endif
 
+// The live tiles' score when the chain is c · s with c > 0 (codegen's live_scale): softmax_step
+// takes the maxima on the products themselves and each exponent as one FMA of the product.
+struct braze_live_scale {
+  float c;
+  BRAZE_DEV float operator()(int, int, float s, float) const { return s * c; }
+};
+template <class S>
+struct braze_is_live_scale {
+  static constexpr bool value = false;
+};
+template <>
+struct braze_is_live_scale<braze_live_scale> {
+  static constexpr bool value = true;
+};
+template <>
+struct braze_is_live_scale<const braze_live_scale> {
+  static constexpr bool value = true;
+};
+
 template <class T, int D, int BM, int BN, int KSPLIT = 1, int MT = 1>
 struct braze_flash {
   static_assert(D % 16 == 0 && D >= 16 && D <= 256, "head dim: a multiple of 16");
@@ -412,12 +431,56 @@ struct braze_flash {
     __syncwarp();  // the next tile's P overwrites this one
   }
 
+  // softmax_step's live tile of scores c · s (c > 0): the maxima of s scaled once a row
+  // (multiplying by c keeps the order), each exponent 2^(s c log2 e - m log2 e) one FMA where
+  // softmax_step scales, subtracts and multiplies (two instructions fewer a score, each of
+  // which takes an issue slot from the other warpgroup's wgmma's).
+  static BRAZE_DEV void softmax_scaled(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], float (&s)[BN / 8][4],
+                                       float c) {
+    float mx[2] = {braze_neg_inf(), braze_neg_inf()};
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[n][e]);
+    const float cl = c * kLog2e;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      const float top = fmaxf(m[r], mx[r] * c);
+      const float base = top == braze_neg_inf() ? 0.f : top;
+      const float alpha = braze_exp2((m[r] - base) * kLog2e);
+      m[r] = top;
+      l[r] *= alpha;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[n][2 * r] *= alpha;
+        o[n][2 * r + 1] *= alpha;
+      }
+      const float shift = -base * kLog2e;
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          const float p = braze_exp2(fmaf(s[n][2 * r + k], cl, shift));
+          s[n][2 * r + k] = p;
+          l[r] += p;
+        }
+    }
+  }
+
   // One row tile's scores: the softmax's input, the running maxima, and P = exp(x - m) in
   // place of S, O and l rescaled.
   template <bool MASK, bool SAFE, class Score>
   static BRAZE_DEV void softmax_step(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], float (&s)[BN / 8][4],
                                      const int (&rows)[2], const braze_vec<T, 2> (&mk)[MASK ? BN / 8 : 1][2], int j0,
                                      bool full, int sk, Score& score) {
+    // A live tile (whole: every key below sk) whose chain is a scale; float32 keeps the
+    // rounding of its exact path.
+    if constexpr (braze_is_live_scale<Score>::value && !MASK && !kSimt) {
+      softmax_scaled(o, m, l, s, score.c);
+      return;
+    }
 #pragma unroll
     for (int n = 0; n < BN / 8; ++n)
 #pragma unroll

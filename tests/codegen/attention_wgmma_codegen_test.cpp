@@ -161,5 +161,29 @@ TEST(AttentionWgmmaCodegen, LeadsWhereItApplies) {
   }
 }
 
+// Below a causal mask's diagonal the scores' chain of a scaled product (Mul or Div by a
+// constant, the mask's 0 added) is the scale alone: the live tiles get it as a
+// braze_live_scale (each exponent one FMA of the product); a softcap (tanh) keeps its chain.
+TEST(AttentionWgmmaCodegen, LiveTilesOfAScaledChainTakeTheScale) {
+  const std::string mul = causal_gqa(8, 4, 512, 64);
+  std::string div = mul, cap = mul;
+  const std::string scale = "ss = Mul(sc, c)";
+  ASSERT_NE(mul.find(scale), std::string::npos);
+  div.replace(div.find(scale), scale.size(),
+              "ef = Constant <value = float {8}> ()  e8 = CastLike(ef, q)  ss = Div(sc, e8)");
+  cap.replace(cap.find(scale), scale.size(),
+              "s1 = Mul(sc, c)  cf30 = Constant <value = float {30}> ()  c30 = CastLike(cf30, q)  "
+              "d1 = Div(s1, c30)  t1 = Tanh(d1)  ss = Mul(t1, c30)");
+  for (const auto& [text, want] :
+       {std::pair{mul, true}, std::pair{div, true}, std::pair{cap, false}}) {
+    const AttentionGroup a = attention_group(text, h200a());
+    const codegen::GroupCode gc = codegen::generate(a.g, a.group, h200a());
+    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+    const std::string& src = gc.kernel->source;
+    EXPECT_EQ(src.find("const braze_live_scale live{0.125f};") != std::string::npos, want) << src;
+    EXPECT_EQ(src.find("auto live = [&]") != std::string::npos, !want);
+  }
+}
+
 }  // namespace
 }  // namespace braze

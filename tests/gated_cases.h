@@ -91,6 +91,18 @@ inline const std::vector<GatedCase>& gated_cases() {
        {48, 74},
        1,
        0},
+      // Phi-3's MLP: one product of the fused gate and up, chunked in two by a Split (its
+      // weight's columns interleaved in place).
+      {"ChunkedGateUp",
+       R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[1,36,64] x) => (@[1,36,48] y) {
+)" + gated_weight("wgu", 64, 96, 10) +
+           R"(
+      gu = MatMul(x, wgu)  sp = Constant <value = int64[2] {48, 48}> ()  gt, up = Split <axis = 2> (gu, sp)
+      sg = Sigmoid(gt)  si = Mul(gt, sg)  y = Mul(si, up) })",
+       {64, 96},
+       1,
+       0},
       // The result split into heads in the epilogue: [1, 33, 64] -> [1, 4, 33, 16].
       {"GatedIntoHeads",
        R"(<ir_version: 8, opset_import: ["" : 18]>

@@ -2,7 +2,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "graph/op_context.h"
@@ -61,62 +63,136 @@ void interleave_row(const E* even, const E* odd, E* out, int64_t n) {
   }
 }
 
-// The [k, n] weights' columns interleaved: [k, 2n], column 2c of `even`, 2c + 1 of `odd`;
-// rows in parallel, element by element in a type of their size (Llama's 2048 x 5632 pairs
-// are 23 M elements a layer).
-Tensor interleave_columns(const Tensor& even, const Tensor& odd) {
-  const int64_t k = even.shape()[0], n = even.shape()[1];
-  const size_t es = dtype_size(even.dtype());
-  Tensor out = Tensor::uninitialized(even.dtype(), Shape{k, 2 * n});  // every byte written below
+// Columns of one weight row: n of them from column `col0` of a row `row` elements long.
+struct Columns {
+  const Tensor* w;
+  int64_t col0 = 0;
+};
+
+// [k, 2n]: column 2c is `even`'s column c, 2c + 1 `odd`'s; rows in parallel, element by
+// element in a type of their size (Llama's 2048 x 5632 pairs are 23 M elements a layer).
+Tensor interleave_columns(Columns even, Columns odd, int64_t n) {
+  const int64_t k = even.w->shape()[0];
+  const size_t es = dtype_size(even.w->dtype());
+  Tensor out = Tensor::uninitialized(even.w->dtype(), Shape{k, 2 * n});  // every byte written below
   auto* dst = static_cast<char*>(out.raw());
-  const auto* e = static_cast<const char*>(even.raw());
-  const auto* o = static_cast<const char*>(odd.raw());
+  auto row_of = [&](Columns c, size_t r) {
+    const size_t row = static_cast<size_t>(c.w->shape()[1]);
+    return static_cast<const char*>(c.w->raw()) + (r * row + static_cast<size_t>(c.col0)) * es;
+  };
   parallel_for(static_cast<size_t>(k), [&](size_t r) {
-    const size_t in = r * static_cast<size_t>(n) * es, at = 2 * in;
+    const char *e = row_of(even, r), *o = row_of(odd, r);
+    char* at = dst + r * 2 * static_cast<size_t>(n) * es;
     switch (es) {
       case 1:
-        interleave_row(reinterpret_cast<const uint8_t*>(e + in),
-                       reinterpret_cast<const uint8_t*>(o + in),
-                       reinterpret_cast<uint8_t*>(dst + at), n);
+        interleave_row(reinterpret_cast<const uint8_t*>(e), reinterpret_cast<const uint8_t*>(o),
+                       reinterpret_cast<uint8_t*>(at), n);
         break;
       case 2:
-        interleave_row(reinterpret_cast<const uint16_t*>(e + in),
-                       reinterpret_cast<const uint16_t*>(o + in),
-                       reinterpret_cast<uint16_t*>(dst + at), n);
+        interleave_row(reinterpret_cast<const uint16_t*>(e), reinterpret_cast<const uint16_t*>(o),
+                       reinterpret_cast<uint16_t*>(at), n);
         break;
       case 4:
-        interleave_row(reinterpret_cast<const uint32_t*>(e + in),
-                       reinterpret_cast<const uint32_t*>(o + in),
-                       reinterpret_cast<uint32_t*>(dst + at), n);
+        interleave_row(reinterpret_cast<const uint32_t*>(e), reinterpret_cast<const uint32_t*>(o),
+                       reinterpret_cast<uint32_t*>(at), n);
         break;
       default:
-        for (int64_t c = 0; c < n; ++c) {
-          std::memcpy(dst + at + 2 * static_cast<size_t>(c) * es,
-                      e + in + static_cast<size_t>(c) * es, es);
-          std::memcpy(dst + at + (2 * static_cast<size_t>(c) + 1) * es,
-                      o + in + static_cast<size_t>(c) * es, es);
+        for (size_t c = 0; c < static_cast<size_t>(n); ++c) {
+          std::memcpy(at + 2 * c * es, e + c * es, es);
+          std::memcpy(at + (2 * c + 1) * es, o + c * es, es);
         }
     }
   });
   return out;
 }
 
-void merge(Graph& g, NodeId first, NodeId second) {
-  const Node p = g.node(first), q = g.node(second);
-  const ValueId w = g.add_constant(
-      g.unique_name(p.name + "_gated_weight"),
-      interleave_columns(*g.value(p.inputs[1]).constant, *g.value(q.inputs[1]).constant));
-  Shape y_shape = g.value(p.outputs[0]).shape;
+// One product of A against the interleaved weights (n columns a half), its even columns
+// replacing every use of `even_out`, its odd ones `odd_out`.
+void add_gated_product(Graph& g, ValueId a, Tensor weights, ValueId even_out, ValueId odd_out,
+                       const std::string& name) {
+  const ValueId w = g.add_constant(g.unique_name(name + "_gated_weight"), std::move(weights));
+  Shape y_shape = g.value(even_out).shape;
   const int64_t n = y_shape.back();
   y_shape.back() = 2 * n;
-  const std::string base = p.name + "_gated";
-  const ValueId y = g.add_value(g.unique_name(base), g.value(p.outputs[0]).dtype, y_shape);
-  infer_node(g, g.add_node(&op("MatMul"), base, {p.inputs[0], w}, {y}, {}, 13));
+  const std::string base = name + "_gated";
+  const ValueId y = g.add_value(g.unique_name(base), g.value(even_out).dtype, y_shape);
+  infer_node(g, g.add_node(&op("MatMul"), base, {a, w}, {y}, {}, 13));
   const int64_t axis = static_cast<int64_t>(y_shape.size()) - 1;
-  replace_with_slice(g, p.outputs[0], y, 0, 2 * n, axis, base, 0, 2);
-  replace_with_slice(g, q.outputs[0], y, 1, 2 * n, axis, base, 1, 2);
+  replace_with_slice(g, even_out, y, 0, 2 * n, axis, base, 0, 2);
+  replace_with_slice(g, odd_out, y, 1, 2 * n, axis, base, 1, 2);
+}
+
+void merge(Graph& g, NodeId first, NodeId second) {
+  const Node p = g.node(first), q = g.node(second);
+  const int64_t n = g.value(p.inputs[1]).shape[1];
+  add_gated_product(g, p.inputs[0],
+                    interleave_columns({g.value(p.inputs[1]).constant.get()},
+                                       {g.value(q.inputs[1]).constant.get()}, n),
+                    p.outputs[0], q.outputs[0], p.name);
   g.kill_node(first);
   g.kill_node(second);
+}
+
+// The constant input i of n as one int64, or nullopt.
+std::optional<int64_t> scalar_input(const Graph& g, const Node& n, size_t i) {
+  if (!n.has_input(i) || !g.value(n.inputs[i]).constant ||
+      g.value(n.inputs[i]).constant->numel() != 1)
+    return std::nullopt;
+  return g.value(n.inputs[i]).constant->to_int64s()[0];
+}
+
+// The columns [start, end) a Slice of its input's last axis by step 1 takes (constant
+// inputs; an end past the dim clamped to it), or nullopt.
+std::optional<std::pair<int64_t, int64_t>> last_axis_range(const Graph& g, const Node& n) {
+  if (n.op->name != "Slice" || !n.op->domain.empty() || n.inputs.size() < 4) return std::nullopt;
+  const Value& x = g.value(n.inputs[0]);
+  if (!x.has_shape || x.shape.empty()) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(x.shape.size()), cols = x.shape.back();
+  const std::optional<int64_t> start = scalar_input(g, n, 1), end = scalar_input(g, n, 2),
+                               axis = scalar_input(g, n, 3);
+  const std::optional<int64_t> step = n.has_input(4) ? scalar_input(g, n, 4) : 1;
+  if (!start || !end || !axis || step != 1 || (*axis != rank - 1 && *axis != -1) || *start < 0 ||
+      *end < 0)
+    return std::nullopt;
+  return std::pair{*start, std::min(*end, cols)};
+}
+
+// A product against a constant [k, 2n] weight read only by two step-1 Slices of its columns
+// [0, n) and [n, 2n) (torch.chunk(2) of a fused gate and up, as Phi-3's and ChatGLM's MLPs
+// write them) whose outputs meet in one value: {product, low Slice, high Slice}.
+struct Halves {
+  NodeId mm = kNoNode, lo = kNoNode, hi = kNoNode;
+};
+std::optional<Halves> chunked_halves(const Graph& g, const Users& users, NodeId id) {
+  const Node& n = g.node(id);
+  const ValueId y = n.outputs[0];
+  if (!constant_weight_product(g, n) || users[y].size() != 2) return std::nullopt;
+  const int64_t cols = g.value(y).shape.back();
+  if (cols % 2 != 0 || cols == 0) return std::nullopt;
+  Halves h{id};
+  for (NodeId u : users[y]) {
+    const std::optional<std::pair<int64_t, int64_t>> r = last_axis_range(g, g.node(u));
+    if (!r || g.node(u).inputs[0] != y) return std::nullopt;
+    if (*r == std::pair<int64_t, int64_t>{0, cols / 2})
+      h.lo = u;
+    else if (*r == std::pair<int64_t, int64_t>{cols / 2, cols})
+      h.hi = u;
+  }
+  if (h.lo == kNoNode || h.hi == kNoNode ||
+      !meet_in_one_value(g, users, g.node(h.lo).outputs[0], g.node(h.hi).outputs[0]))
+    return std::nullopt;
+  return h;
+}
+
+void interleave_halves(Graph& g, const Halves& h) {
+  const Node mm = g.node(h.mm);
+  const Tensor& w = *g.value(mm.inputs[1]).constant;
+  const int64_t n = w.shape()[1] / 2;
+  add_gated_product(g, mm.inputs[0], interleave_columns({&w, 0}, {&w, n}, n),
+                    g.node(h.lo).outputs[0], g.node(h.hi).outputs[0], mm.name);
+  g.kill_node(h.lo);
+  g.kill_node(h.hi);
+  g.kill_node(h.mm);
 }
 
 }  // namespace
@@ -142,9 +218,12 @@ int merge_gated_matmuls(Graph& g) {
           pairs.emplace_back(mms[x], mms[y]);
         }
   }
+  std::vector<Halves> halves;
+  for (NodeId id : g.topo_order())
+    if (std::optional<Halves> h = chunked_halves(g, users, id)) halves.push_back(*h);
   for (const auto& [x, y] : pairs) merge(g, x, y);
-  const int changed = 2 * static_cast<int>(pairs.size());
-  return changed;
+  for (const Halves& h : halves) interleave_halves(g, h);
+  return 2 * static_cast<int>(pairs.size()) + static_cast<int>(halves.size());
 }
 
 }  // namespace braze::graph::passes

@@ -9,7 +9,10 @@
 // Merged only where every consumer of both outputs is an element-wise op over their shape and
 // the element-wise ops reachable from them leave one value to the rest of the graph (the
 // epilogue's single output); no bias Add (a bias of each would be interleaved the same way: not
-// done). Runs after constant folding, before merge_sibling_matmuls.
+// done). The same for one product against a constant [k, 2n] weight whose two halves of
+// columns, Slices [0, n) and [n, 2n) (torch.chunk of a fused gate and up: Phi-3, ChatGLM), meet
+// so: its weight's columns are permuted into the interleaved order. Runs after constant
+// folding and split_to_slices, before merge_sibling_matmuls.
 #pragma once
 
 #include "graph/ir.h"

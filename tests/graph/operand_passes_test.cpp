@@ -221,6 +221,36 @@ TEST(OperandPasses, GatedSiblingsBecomeOneInterleavedProduct) {
   test::expect_same_outputs(before, after, 5);
 }
 
+// One product of the fused gate and up [4, 6], chunked in two by a Split (Phi-3): its weight's
+// columns are interleaved in place, (0, 3), (1, 4), (2, 5), and the halves read as a column
+// pair; the same outputs.
+TEST(OperandPasses, ChunkedGateAndUpBecomeAColumnPair) {
+  graph::Graph before = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[2,3,4] x) => (float[2,3,2] y) {
+      w = Constant <value = float[4,6] {0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 30, 31, 32, 33, 34, 35}> ()
+      wd = Constant <value = float[3,2] {-0.397, -0.938, 0.731, -0.055, 0.438, 0.758}> ()
+      gu = MatMul(x, w)  sp = Constant <value = int64[2] {3, 3}> ()  gt, up = Split <axis = -1> (gu, sp)
+      sg = Sigmoid(gt)  si = Mul(gt, sg)  h = Mul(si, up)  y = MatMul(h, wd) })");
+  graph::Graph after = before;
+  graph::passes::run_pipeline(after);
+  EXPECT_EQ(count_op(after, "MatMul"), 2);
+  EXPECT_EQ(count_op(after, "Slice"), 2);
+  int pairs = 0, permuted = 0;
+  for (size_t i = 0; i < after.num_nodes(); ++i) {
+    const graph::Node& n = after.node(static_cast<graph::NodeId>(i));
+    if (n.dead) continue;
+    pairs += graph::column_pair_parity(after, n) >= 0;
+    if (n.op_type() != "MatMul" || after.value(n.inputs[1]).shape != Shape{4, 6}) continue;
+    ++permuted;
+    const Tensor& w = *after.value(n.inputs[1]).constant;
+    const std::vector<double> row1 = {10, 13, 11, 14, 12, 15};
+    for (int c = 0; c < 6; ++c) EXPECT_EQ(w.get_f64(6 + c), row1[static_cast<size_t>(c)]) << c;
+  }
+  EXPECT_EQ(pairs, 2);
+  EXPECT_EQ(permuted, 1);
+  test::expect_same_outputs(before, after, 5);
+}
+
 // Where a sibling's output is read by more than the gated expression (a second graph output),
 // or the two outputs never meet, they stay two products.
 TEST(OperandPasses, GatedSiblingsReadElsewhereStayApart) {

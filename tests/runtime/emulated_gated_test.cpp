@@ -41,6 +41,13 @@ TEST_P(EmulatedGated, OneKernelComputesTheGatedExpression) {
   const graph::Graph before = g;
   graph::passes::run_pipeline(g);
   EXPECT_EQ(column_pairs(g), (std::vector<int>{0, 1}));
+  size_t interleaved = 0;  // products against the [k, 2n] weights (behind a Transpose if k-major)
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    const graph::Node& n = g.node(static_cast<graph::NodeId>(i));
+    interleaved +=
+        !n.dead && n.op_type() == "MatMul" && g.value(n.inputs[1]).shape == c.gated_weight;
+  }
+  EXPECT_EQ(interleaved, 1u);
   const codegen::Target target = runtime::emulator_target({});
   const fusion::Plan plan = codegen::plan_for(g, true, target);
   size_t gemms = 0, paired = 0;

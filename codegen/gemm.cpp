@@ -186,19 +186,21 @@ std::string gemm_store_offset(const GemmEpilogue& epi, const graph::Graph& g) {
 
 namespace {
 
-// The column pair cp after the product (through layout ops keeping its columns) as epi's: the
-// epilogue goes on from the even Slice's value, "j" now the pair's index.
+// The column pair cp after the product (through layout ops keeping its columns and their
+// order, so that the last coordinate is still the product's column j) as epi's: the epilogue
+// goes on from the even Slice's value, "j" now the pair's index.
 bool take_column_pair(const graph::Graph& g, const GemmDims& d, const graph::ColumnPair& cp,
                       GemmEpilogue& epi, std::string* why_not) {
   const graph::Node& n = *d.node;
-  if (epi.out_coords.empty() || epi.out_coords.back() != "j" || d.nn % 2 != 0) {
+  if (epi.out_coords.empty() || d.nn % 2 != 0) {
     *why_not = "the column pair's columns are not the product's";
     return false;
   }
-  if (d.alpha != 1 || (n.op_type() == "Gemm" && n.has_input(2) && d.beta != 0)) {
-    *why_not = "a column pair after a Gemm with alpha or C";
+  if (n.op_type() == "Gemm" && n.has_input(2) && d.beta != 0) {
+    *why_not = "a column pair after a Gemm with C";
     return false;
   }
+  epi.out_coords.back() = "j";
   epi.pair[0] = g.node(cp.even).outputs[0];
   epi.pair[1] = g.node(cp.odd).outputs[0];
   epi.cols = d.nn / 2;
@@ -394,7 +396,11 @@ void emit_gemm_pair_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
   e.line("#pragma unroll");
   e.line(fmt::format("for (int q = 0; q < {}; ++q) acc_q[q] = {};", width, sum_q));
   e.line("const long long jo = jp / 2;");
-  auto sum = [](int q) { return fmt::format("acc_q[{}]", q); };
+  const ComputeType acc = compute_type(g.value(d.node->outputs[0]).dtype);
+  auto sum = [&](int q) {
+    return d.alpha == 1 ? fmt::format("acc_q[{}]", q)
+                        : fmt::format("({} * acc_q[{}])", cuda_literal(acc, d.alpha), q);
+  };
   if (outs > 1 && gemm_vector_store_ok(g, d, epi, outs)) {
     e.open(in_range ? std::string("{")
                     : fmt::format("if (i < {}LL && jo < {}LL) {{", d.m, epi.cols));

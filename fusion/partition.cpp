@@ -395,6 +395,8 @@ class Partitioner {
     const std::optional<graph::ColumnPair> cp = graph::column_pair_of(g_, v, users_[v]);
     if (!cp || g_.value(v).shape.back() != g_.value(g_.node(mm).outputs[0]).shape.back())
       return false;
+    const Node& p = g_.node(mm);  // a Gemm's C is added at the product's columns: not paired
+    if (p.op_type() == "Gemm" && p.has_input(2) && p.attr_float("beta") != 0) return false;
     for (NodeId s : {cp->even, cp->odd})
       if (groups_[group_of_[s]].nodes.size() != 1) return false;
     e.tried.insert({cp->even, cp->odd});

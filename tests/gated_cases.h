@@ -103,6 +103,20 @@ inline const std::vector<GatedCase>& gated_cases() {
        {64, 96},
        1,
        0},
+      // A column pair written out in the model, after a Gemm with alpha (and B transposed).
+      {"GemmAlphaColumnPair",
+       R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[21,32] x) => (@[21,40] y) {
+)" + gated_weight("w", 80, 32, 11) +
+           R"(
+      m = Gemm <alpha = 0.5, transB = 1> (x, w)
+      z = Constant <value = int64[1] {0}> ()  o = Constant <value = int64[1] {1}> ()
+      e = Constant <value = int64[1] {80}> ()  t = Constant <value = int64[1] {2}> ()
+      ev = Slice(m, z, e, o, t)  od = Slice(m, o, e, o, t)
+      sg = Sigmoid(ev)  si = Mul(ev, sg)  y = Mul(si, od) })",
+       {80, 32},
+       1,
+       0},
       // The result split into heads in the epilogue: [1, 33, 64] -> [1, 4, 33, 16].
       {"GatedIntoHeads",
        R"(<ir_version: 8, opset_import: ["" : 18]>

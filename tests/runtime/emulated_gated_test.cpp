@@ -44,8 +44,8 @@ TEST_P(EmulatedGated, OneKernelComputesTheGatedExpression) {
   size_t interleaved = 0;  // products against the [k, 2n] weights (behind a Transpose if k-major)
   for (size_t i = 0; i < g.num_nodes(); ++i) {
     const graph::Node& n = g.node(static_cast<graph::NodeId>(i));
-    interleaved +=
-        !n.dead && n.op_type() == "MatMul" && g.value(n.inputs[1]).shape == c.gated_weight;
+    interleaved += !n.dead && (n.op_type() == "MatMul" || n.op_type() == "Gemm") &&
+                   g.value(n.inputs[1]).shape == c.gated_weight;
   }
   EXPECT_EQ(interleaved, 1u);
   const codegen::Target target = runtime::emulator_target({});

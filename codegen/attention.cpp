@@ -432,8 +432,7 @@ std::optional<double> live_chain_at(const graph::Graph& g, const AttentionDims& 
       }
       args.push_back(sv);
     }
-    graph::ScalarBuilder b(types);
-    graph::ScalarEvaluator ev(b.finish(n.op->scalar(b, n)));
+    graph::ScalarEvaluator ev(graph::scalar_expr(n, types));
     const graph::ScalarValue out = ev(args.data());
     if (!graph::is_floating(ev.result_type())) return std::nullopt;
     val[n.outputs[0]] = out.f;

@@ -1,34 +1,36 @@
 #include "graph/column_pairs.h"
 
 #include "graph/layout.h"
+#include "graph/ops/movement.h"
 #include "graph/registry.h"
 
 namespace braze::graph {
 
-namespace {
-
-// The constant input i of n as one int64, or nullopt.
-std::optional<int64_t> constant_scalar(const Graph& g, const Node& n, size_t i) {
-  if (!n.has_input(i)) return std::nullopt;
-  const Value& v = g.value(n.inputs[i]);
-  if (!v.constant || v.constant->numel() != 1) return std::nullopt;
-  return v.constant->to_int64s()[0];
+std::optional<AxisRange> last_axis_slice(const Graph& g, const Node& n) {
+  if (n.op->name != "Slice" || !n.op->domain.empty() || n.inputs.size() < 3) return std::nullopt;
+  const Value& x = g.value(n.inputs[0]);
+  if (!x.has_shape || x.shape.empty()) return std::nullopt;
+  std::optional<std::vector<int64_t>> lists[4];  // starts, ends, axes, steps
+  for (size_t i = 1; i < 5; ++i) {
+    if (!n.has_input(i)) continue;
+    const Value& v = g.value(n.inputs[i]);
+    if (!v.constant) return std::nullopt;
+    lists[i - 1] = v.constant->to_int64s();
+  }
+  if (!lists[0] || !lists[1]) return std::nullopt;
+  const std::vector<AxisRange> r =
+      slice_ranges(n, x.shape, *lists[0], *lists[1], lists[2], lists[3]);
+  for (size_t d = 0; d + 1 < r.size(); ++d)
+    if (r[d].start != 0 || r[d].step != 1 || r[d].size != x.shape[d]) return std::nullopt;
+  return r.back();
 }
 
-}  // namespace
-
 int column_pair_parity(const Graph& g, const Node& n) {
-  if (n.op->name != "Slice" || !n.op->domain.empty() || n.inputs.size() != 5) return -1;
-  const Value& x = g.value(n.inputs[0]);
-  if (!x.has_shape || x.shape.empty()) return -1;
-  const int64_t rank = static_cast<int64_t>(x.shape.size()), cols = x.shape.back();
-  const std::optional<int64_t> start = constant_scalar(g, n, 1), end = constant_scalar(g, n, 2),
-                               axis = constant_scalar(g, n, 3), step = constant_scalar(g, n, 4);
-  if (!start || !end || !axis || !step || *step != 2 || cols % 2 != 0 || cols == 0) return -1;
-  if (*axis != rank - 1 && *axis != -1) return -1;
-  if (*end < cols) return -1;  // to the end (a larger end is clamped)
-  if (*start != 0 && *start != 1) return -1;
-  return static_cast<int>(*start);
+  const std::optional<AxisRange> r = last_axis_slice(g, n);
+  if (!r) return -1;
+  const int64_t cols = g.value(n.inputs[0]).shape.back();
+  if (cols == 0 || cols % 2 != 0 || r->step != 2 || r->size != cols / 2) return -1;
+  return r->start == 0 || r->start == 1 ? static_cast<int>(r->start) : -1;
 }
 
 std::optional<ColumnPair> column_pair_of(const Graph& g, ValueId v,

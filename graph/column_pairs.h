@@ -8,11 +8,17 @@
 #include <optional>
 
 #include "graph/ir.h"
+#include "graph/ops/movement.h"
 
 namespace braze::graph {
 
+// The range of its input's last axis that Slice node n takes (graph/ops/movement.h's
+// slice_ranges of its constant starts, ends, axes and steps), where it takes every element of
+// the other axes; else nullopt.
+std::optional<AxisRange> last_axis_slice(const Graph& g, const Node& n);
+
 // 0 or 1 when node n is a Slice of its input's last axis, step 2, from that column to the end
-// (constant starts, ends, axes and steps; the input's last dim even), else -1.
+// (the input's last dim even), else -1.
 int column_pair_parity(const Graph& g, const Node& n);
 
 struct ColumnPair {

@@ -88,6 +88,14 @@ const OpDef& op(std::string_view name) {
 
 const std::vector<const OpDef*>& all_ops() { return registry().ptrs; }
 
+bool is_elementwise(const Node& n) {
+  if (!n.op->scalar || n.op->may_be_random) return false;
+  if (n.op->kind != FusionKind::ElemWise && n.op->kind != FusionKind::Broadcast) return false;
+  for (size_t i = 1; i < n.outputs.size(); ++i)
+    if (n.outputs[i] != kNoValue) return false;
+  return true;
+}
+
 ScalarExpr scalar_expr(const Node& n, const std::vector<std::optional<DType>>& arg_dtypes) {
   BRAZE_CHECK(n.op->scalar, n.describe() + " has no scalar expression");
   ScalarBuilder b(arg_dtypes);

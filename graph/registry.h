@@ -125,4 +125,7 @@ const std::vector<const OpDef*>& all_ops();
 // absent optional input).
 ScalarExpr scalar_expr(const Node& n, const std::vector<std::optional<DType>>& arg_dtypes);
 
+// An element-wise op node: a scalar expression of its operands, not random, one output.
+bool is_elementwise(const Node& n);
+
 }  // namespace braze::graph

@@ -2,11 +2,11 @@
 
 #include <cstdint>
 #include <cstring>
-#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "graph/column_pairs.h"
 #include "graph/op_context.h"
 #include "graph/parallel.h"
 #include "graph/passes/split_to_slices.h"
@@ -15,10 +15,6 @@
 namespace braze::graph::passes {
 
 namespace {
-
-bool elementwise(const Node& n) {
-  return n.op->kind == FusionKind::ElemWise || n.op->kind == FusionKind::Broadcast;
-}
 
 // A MatMul of A against a constant [k, n] weight of A's type, its output no graph output.
 bool constant_weight_product(const Graph& g, const Node& n) {
@@ -40,7 +36,7 @@ bool meet_in_one_value(const Graph& g, const Users& users, ValueId a, ValueId b)
     bool leaves = g.is_graph_output(v);
     for (NodeId u : users[v]) {
       const Node& n = g.node(u);
-      const bool joins = elementwise(n) && n.outputs.size() == 1 &&
+      const bool joins = is_elementwise(n) && n.outputs.size() == 1 &&
                          g.value(n.outputs[0]).has_shape && g.value(n.outputs[0]).shape == space;
       if (!joins) {
         if (v == a || v == b) return false;  // the siblings feed element-wise ops only
@@ -133,30 +129,6 @@ void merge(Graph& g, NodeId first, NodeId second) {
   g.kill_node(second);
 }
 
-// The constant input i of n as one int64, or nullopt.
-std::optional<int64_t> scalar_input(const Graph& g, const Node& n, size_t i) {
-  if (!n.has_input(i) || !g.value(n.inputs[i]).constant ||
-      g.value(n.inputs[i]).constant->numel() != 1)
-    return std::nullopt;
-  return g.value(n.inputs[i]).constant->to_int64s()[0];
-}
-
-// The columns [start, end) a Slice of its input's last axis by step 1 takes (constant
-// inputs; an end past the dim clamped to it), or nullopt.
-std::optional<std::pair<int64_t, int64_t>> last_axis_range(const Graph& g, const Node& n) {
-  if (n.op->name != "Slice" || !n.op->domain.empty() || n.inputs.size() < 4) return std::nullopt;
-  const Value& x = g.value(n.inputs[0]);
-  if (!x.has_shape || x.shape.empty()) return std::nullopt;
-  const int64_t rank = static_cast<int64_t>(x.shape.size()), cols = x.shape.back();
-  const std::optional<int64_t> start = scalar_input(g, n, 1), end = scalar_input(g, n, 2),
-                               axis = scalar_input(g, n, 3);
-  const std::optional<int64_t> step = n.has_input(4) ? scalar_input(g, n, 4) : 1;
-  if (!start || !end || !axis || step != 1 || (*axis != rank - 1 && *axis != -1) || *start < 0 ||
-      *end < 0)
-    return std::nullopt;
-  return std::pair{*start, std::min(*end, cols)};
-}
-
 // A product against a constant [k, 2n] weight read only by two step-1 Slices of its columns
 // [0, n) and [n, 2n) (torch.chunk(2) of a fused gate and up, as Phi-3's and ChatGLM's MLPs
 // write them) whose outputs meet in one value: {product, low Slice, high Slice}.
@@ -171,12 +143,10 @@ std::optional<Halves> chunked_halves(const Graph& g, const Users& users, NodeId 
   if (cols % 2 != 0 || cols == 0) return std::nullopt;
   Halves h{id};
   for (NodeId u : users[y]) {
-    const std::optional<std::pair<int64_t, int64_t>> r = last_axis_range(g, g.node(u));
-    if (!r || g.node(u).inputs[0] != y) return std::nullopt;
-    if (*r == std::pair<int64_t, int64_t>{0, cols / 2})
-      h.lo = u;
-    else if (*r == std::pair<int64_t, int64_t>{cols / 2, cols})
-      h.hi = u;
+    const std::optional<AxisRange> r = last_axis_slice(g, g.node(u));
+    if (!r || g.node(u).inputs[0] != y || r->step != 1 || r->size != cols / 2) return std::nullopt;
+    if (r->start != 0 && r->start != cols / 2) return std::nullopt;
+    (r->start == 0 ? h.lo : h.hi) = u;
   }
   if (h.lo == kNoNode || h.hi == kNoNode ||
       !meet_in_one_value(g, users, g.node(h.lo).outputs[0], g.node(h.hi).outputs[0]))

@@ -77,14 +77,6 @@ Tensor permuted(const Tensor& c, const Perm& p) {
   return transposed(c.reshaped(cs), inverse);
 }
 
-bool is_elementwise(const Node& n) {
-  if (!n.op->scalar || n.op->may_be_random) return false;
-  if (n.op->kind != FusionKind::ElemWise && n.op->kind != FusionKind::Broadcast) return false;
-  for (size_t i = 1; i < n.outputs.size(); ++i)
-    if (n.outputs[i] != kNoValue) return false;
-  return true;
-}
-
 // The perm every non-constant input of element-wise node n is transposed by, where they all
 // are (with n's output shape) and n's constants have no more dimensions than it.
 std::optional<Perm> common_move(const Graph& g, const Node& n) {

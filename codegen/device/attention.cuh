@@ -435,7 +435,7 @@ struct braze_flash {
   // (multiplying by c keeps the order), each exponent 2^(s c log2 e - m log2 e) one FMA where
   // softmax_step scales, subtracts and multiplies (two instructions fewer a score, each of
   // which takes an issue slot from the other warpgroup's wgmma's).
-  static BRAZE_DEV void softmax_scaled(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], float (&s)[BN / 8][4],
+  static BRAZE_DEV void softmax_scaled(float (&alpha)[2], float (&m)[2], float (&l)[2], float (&s)[BN / 8][4],
                                        float c) {
     float mx[2] = {braze_neg_inf(), braze_neg_inf()};
 #pragma unroll
@@ -449,14 +449,9 @@ struct braze_flash {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
       const float top = fmaxf(m[r], mx[r] * c);
       const float base = top == braze_neg_inf() ? 0.f : top;
-      const float alpha = braze_exp2((m[r] - base) * kLog2e);
+      alpha[r] = braze_exp2((m[r] - base) * kLog2e);
       m[r] = top;
-      l[r] *= alpha;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        o[n][2 * r] *= alpha;
-        o[n][2 * r + 1] *= alpha;
-      }
+      l[r] *= alpha[r];
       const float shift = -base * kLog2e;
 #pragma unroll
       for (int n = 0; n < BN / 8; ++n)
@@ -469,16 +464,35 @@ struct braze_flash {
     }
   }
 
+  // O's rows scaled by the factors a softmax step gives them.
+  static BRAZE_DEV void rescale(float (&o)[D / 8][4], const float (&alpha)[2]) {
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
+  }
+
   // One row tile's scores: the softmax's input, the running maxima, and P = exp(x - m) in
   // place of S, O and l rescaled.
   template <bool MASK, bool SAFE, class Score>
   static BRAZE_DEV void softmax_step(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], float (&s)[BN / 8][4],
                                      const int (&rows)[2], const braze_vec<T, 2> (&mk)[MASK ? BN / 8 : 1][2], int j0,
                                      bool full, int sk, Score& score) {
+    float alpha[2];
+    softmax_rows<MASK, SAFE>(alpha, m, l, s, rows, mk, j0, full, sk, score);
+    rescale(o, alpha);
+  }
+
+  // softmax_step but for O: the factor each row of O is to be scaled by, in `alpha` (the wgmma
+  // kernel scales O once the products still adding to it have retired).
+  template <bool MASK, bool SAFE, class Score>
+  static BRAZE_DEV void softmax_rows(float (&alpha)[2], float (&m)[2], float (&l)[2], float (&s)[BN / 8][4],
+                                     const int (&rows)[2], const braze_vec<T, 2> (&mk)[MASK ? BN / 8 : 1][2], int j0,
+                                     bool full, int sk, Score& score) {
     // A live tile (whole: every key below sk) whose chain is a scale; float32 keeps the
     // rounding of its exact path.
     if constexpr (braze_is_live_scale<Score>::value && !MASK && !kSimt) {
-      softmax_scaled(o, m, l, s, score.c);
+      softmax_scaled(alpha, m, l, s, score.c);
       return;
     }
 #pragma unroll
@@ -512,14 +526,9 @@ struct braze_flash {
       // difference is taken before the scaling by log2(e), so that scores near a huge
       // finite mask (bfloat16's lowest) cancel exactly instead of through an FMA.
       const float base = mx[r] == braze_neg_inf() ? 0.f : mx[r];
-      const float alpha = braze_exp2((m[r] - base) * kLog2e);
+      alpha[r] = braze_exp2((m[r] - base) * kLog2e);
       m[r] = mx[r];
-      l[r] *= alpha;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        o[n][2 * r] *= alpha;
-        o[n][2 * r + 1] *= alpha;
-      }
+      l[r] *= alpha[r];
 #pragma unroll
       for (int n = 0; n < BN / 8; ++n)
 #pragma unroll

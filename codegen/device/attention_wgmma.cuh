@@ -11,7 +11,8 @@
 //     Q and K from shared memory), the scores' chain and the online softmax in registers (the
 //     wgmma accumulator of each warp is the mma.sync C fragment, so braze_flash's softmax
 //     step serves as it is), then O += P V (wgmma m64nDk16 with P from registers — the C
-//     fragment pairs are its A fragment — and V from shared memory, MN-major).
+//     fragment pairs are its A fragment — and V from shared memory, MN-major). A tile's
+//     softmax runs while the previous tile's P V is still on the tensor cores.
 //
 // Shared tiles are what the TMA writes with the 128-byte swizzle: rows of 64 elements (128
 // bytes), a head dim of 128 as two such boxes side by side (box h at h x rows x 128 bytes).
@@ -175,22 +176,33 @@ struct braze_flash_wg {
             else mk[n][r] = braze_vec<T, 2>{};
       }
     };
+    // After the last wait: every product has retired. P's registers are kept from other
+    // values until then (P V reads them as it runs).
     auto retire = [&] {
       braze_wgmma_wait<0>();
       braze_fence_frag(sc);
       braze_fence_frag(o[0]);
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(p[kk][e])::"memory");
     };
     auto release = [&](int kt) {
       if (lane == 0) braze_mbar_arrive(empty + 8 * (kt % STAGES));
     };
-    // Tile kt's softmax, its P packed as P V's A fragments.
+    // Tile kt's softmax: P in place of its scores, and the factors O's rows are to be scaled by.
+    float alpha[2];
     auto softmax = [&](int kt) {
       const int j0 = kt * BN + 2 * (lane % 4);
       const bool full = (kt + 1) * BN <= sk;
       if (LIVE && kt < kt_live)
-        step::template softmax_step<MASK, true>(o[0], m, l, sc, rows, mk, j0, full, sk, live);
+        step::template softmax_rows<MASK, true>(alpha, m, l, sc, rows, mk, j0, full, sk, live);
       else
-        step::template softmax_step<MASK, SAFE>(o[0], m, l, sc, rows, mk, j0, full, sk, score);
+        step::template softmax_rows<MASK, SAFE>(alpha, m, l, sc, rows, mk, j0, full, sk, score);
+    };
+    // Once the products adding to O have retired: O scaled, and P packed as P V's A fragments.
+    auto rescale_and_pack = [&] {
+      step::rescale(o[0], alpha);
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) {
         p[kk][0] = braze_pack2(sc[2 * kk][0], sc[2 * kk][1], braze_tag<T>{});
@@ -210,20 +222,28 @@ struct braze_flash_wg {
       load_mask(0);
       retire();
       softmax(0);
+      rescale_and_pack();
+      // Phase kt: S = Q Kᵀ of tile kt, then O += P V of tile kt - 1, each its own group; tile
+      // kt's softmax runs once the first has retired, while the second still runs (its P in
+      // registers is not written until then); O is scaled after it.
       for (int kt = 1; kt < kt_end; ++kt) {
         turn();
         braze_mbar_wait_spin(v_full + 8 * ((kt - 1) % STAGES), ((kt - 1) / STAGES) & 1);
         braze_mbar_wait_spin(k_full + 8 * (kt % STAGES), (kt / STAGES) & 1);
         braze_fence_frag(o[0]);
         braze_wgmma_fence();
-        issue_pv(kt - 1);
         issue_qk(kt);
+        braze_wgmma_commit();
+        issue_pv(kt - 1);
         braze_wgmma_commit();
         pass_turn();
         load_mask(kt);
+        braze_wgmma_wait<1>();
+        braze_fence_frag(sc);
+        softmax(kt);
         retire();
         release(kt - 1);
-        softmax(kt);
+        rescale_and_pack();
       }
       turn();
       braze_mbar_wait_spin(v_full + 8 * ((kt_end - 1) % STAGES), ((kt_end - 1) / STAGES) & 1);

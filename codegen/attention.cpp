@@ -103,16 +103,15 @@ std::vector<graph::ValueId> chain_inputs(const graph::Graph& g, const AttentionD
   return r;
 }
 
-// "j <= i + off ? live : dead" (and off, and dead) when `mask` is a constant [1…, Sq, Sk] of
-// two values above and on or below a diagonal: numbers whose dead value is at most -1e30
-// (exp takes it to 0), or booleans (a Where's condition, either way round); else empty.
+// "j <= i + off ? live : dead" (and off, and dead) when `mask` is a constant [B…, Sq, Sk] of
+// two values above and on or below a diagonal, the same in every [Sq, Sk] slice (GPT-2's mask
+// at batch 8 is [8, 1, S, S]): numbers whose dead value is at most -1e30 (exp takes it to 0),
+// or booleans (a Where's condition, either way round); else empty.
 std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_t* off_out,
                         double* dead_out, std::string* live_out, double* live_value) {
   if (!mask.constant || mask.shape.size() < 2 || mask.shape.back() != a.sk ||
-      mask.shape[mask.shape.size() - 2] != a.sq)
+      mask.shape[mask.shape.size() - 2] != a.sq || a.sq * a.sk == 0)
     return "";
-  for (size_t k = 0; k + 2 < mask.shape.size(); ++k)
-    if (mask.shape[k] != 1) return "";
   const Tensor& c = *mask.constant;
   const bool boolean = c.dtype() == DType::Bool;
   const double live = c.get_f64(0);
@@ -139,8 +138,10 @@ std::string causal_expr(const graph::Value& mask, const AttentionDims& a, int64_
     std::memcpy(live_row.data() + static_cast<size_t>(j) * es, &live_bits, es);
     std::memcpy(dead_row.data() + static_cast<size_t>(j) * es, &dead_bits, es);
   }
-  for (int64_t i = 0; i < a.sq; ++i) {
-    const unsigned char* row = raw + static_cast<size_t>(i) * row_bytes;
+  const int64_t rows = c.numel() / a.sk;  // of every slice
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = r % a.sq;
+    const unsigned char* row = raw + static_cast<size_t>(r) * row_bytes;
     const size_t live_bytes =
         static_cast<size_t>(std::min(a.sk, i + off + 1)) * es;  // j <= i + off
     if (std::memcmp(row, live_row.data(), live_bytes) != 0 ||

@@ -66,6 +66,26 @@ inline const std::vector<AttentionCase>& attention_cases() {
       o = MatMul(p, vt)  ot = Transpose <perm = [0, 2, 1, 3]> (o)
       osh = Constant <value = int64[3] {1, 72, 64}> ()  y = Reshape(ot, osh) })",
        1},
+      // GPT-2 at batch 2: the causal mask repeated over the batch ([2, 1, S, S] once folded,
+      // as the export at batch 8 has it), still read as the causal comparison.
+      {"Gpt2BatchedCausalMask", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[2,72,192] x) => (@[2,72,64] y) {
+      sp = Constant <value = int64[3] {64, 64, 64}> ()  q, k, v = Split <axis = 2> (x, sp)
+      sh = Constant <value = int64[4] {2, 72, 2, 32}> ()
+      qr = Reshape(q, sh)  kr = Reshape(k, sh)  vr = Reshape(v, sh)
+      qt = Transpose <perm = [0, 2, 1, 3]> (qr)  kt = Transpose <perm = [0, 2, 3, 1]> (kr)
+      vt = Transpose <perm = [0, 2, 1, 3]> (vr)
+      one = Constant <value = float {1}> ()  ones_shape = Constant <value = int64[2] {72, 72}> ()
+      full = Expand(one, ones_shape)
+      tri = Trilu <upper = 0> (full)  zero = Constant <value = float {0}> ()  dead = Equal(tri, zero)
+      nf = Constant <value = float {-1e30}> ()  ninf = CastLike(nf, x)  zx = CastLike(zero, x)
+      mask = Where(dead, ninf, zx)  bsh = Constant <value = int64[4] {2, 1, 72, 72}> ()
+      maskb = Expand(mask, bsh)
+      cf = Constant <value = float {0.42044820}> ()  c = CastLike(cf, x)  qs = Mul(qt, c)  ks = Mul(kt, c)
+      s = MatMul(qs, ks)  sm = Add(s, maskb)  p = Softmax <axis = -1> (sm)
+      o = MatMul(p, vt)  ot = Transpose <perm = [0, 2, 1, 3]> (o)
+      osh = Constant <value = int64[3] {2, 72, 64}> ()  y = Reshape(ot, osh) })",
+       1},
       // Llama: grouped-query K and V (2 KV heads for 4 query heads) repeated by Unsqueeze ->
       // Expand -> Reshape and read at stride 0, never copied; no mask, scale by Div.
       {"LlamaGroupedQuery", R"(<ir_version: 8, opset_import: ["" : 18]>

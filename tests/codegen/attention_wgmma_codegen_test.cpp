@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "codegen/attention.h"
 #include "codegen/capabilities.h"
 #include "codegen/codegen.h"
 #include "graph/passes/pipeline.h"
@@ -182,6 +183,43 @@ TEST(AttentionWgmmaCodegen, LiveTilesOfAScaledChainTakeTheScale) {
     const std::string& src = gc.kernel->source;
     EXPECT_EQ(src.find("const braze_live_scale live{0.125f};") != std::string::npos, want) << src;
     EXPECT_EQ(src.find("auto live = [&]") != std::string::npos, !want);
+  }
+}
+
+// A constant causal mask repeated over the batch ([2, 1, S, S], as GPT-2's export at batch 8
+// folds it) is read as the causal comparison, its dead key tiles skipped; one whose slices
+// differ (the second one strictly causal) stays a mask the kernel loads.
+TEST(AttentionWgmmaCodegen, ACausalMaskRepeatedOverTheBatchIsCausal) {
+  auto text = [](const std::string& second) {
+    return fmt::format(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float16[2,4,256,64] q, float16[2,4,256,64] k, float16[2,4,256,64] v) => (float16[2,4,256,64] y) {{
+      one = Constant <value = float {{1}}> ()  r = Constant <value = int64[2] {{256, 256}}> ()  full = Expand(one, r)
+      tri = Trilu <upper = 0> (full)  {0}  zero = Constant <value = float {{0}}> ()
+      dead = Equal(tri, zero)  dead2 = Equal(tri2, zero)
+      nf = Constant <value = float {{-1e30}}> ()  ninf = CastLike(nf, q)  zq = CastLike(zero, q)
+      m1 = Where(dead, ninf, zq)  m2 = Where(dead2, ninf, zq)
+      ax = Constant <value = int64[2] {{0, 1}}> ()  u1 = Unsqueeze(m1, ax)  u2 = Unsqueeze(m2, ax)
+      mask = Concat <axis = 0> (u1, u2)
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  sc = MatMul(q, kt)  cf = Constant <value = float {{0.125}}> ()
+      c = CastLike(cf, q)  ss = Mul(sc, c)  sm = Add(ss, mask)  p = Softmax <axis = -1> (sm)  y = MatMul(p, v) }})",
+                       second);
+  };
+  for (const auto& [second, want] :
+       {std::pair{std::string("tri2 = Trilu <upper = 0> (full)"), std::string("causal")},
+        std::pair{
+            std::string(
+                "m1k = Constant <value = int64 {-1}> ()  tri2 = Trilu <upper = 0> (full, m1k)"),
+            std::string("additive")}}) {
+    const std::string t = text(second);
+    const AttentionGroup a = attention_group(t, h200a());
+    std::string why;
+    const auto dims = codegen::attention_dims(a.g, a.group, h200a(), &why);
+    ASSERT_TRUE(dims.has_value()) << why;
+    EXPECT_EQ(codegen::attention_mask_kind(a.g, *dims), want) << second;
+    const codegen::GroupCode gc = codegen::generate(a.g, a.group, h200a());
+    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+    EXPECT_EQ(gc.kernel->source.find("(j <= i + 0 ?") != std::string::npos, want == "causal")
+        << second;
   }
 }
 

@@ -133,8 +133,9 @@ struct braze_flash_wg {
       for (int e = 0; e < 4; ++e) o[0][n][e] = 0.f;
     braze_mbar_wait_spin(q_bar, 0);
     const braze_saddr q_rows = s_q + cons * 64 * 128;
-    // Phase kt issues O += P V of key tile kt - 1 and S = Q Kᵀ of tile kt together, then (once
-    // both have retired) frees tile kt - 1's stage and takes tile kt's softmax. PP: the two
+    // Phase kt issues S = Q Kᵀ of tile kt and O += P V of key tile kt - 1, takes tile kt's
+    // softmax once the first has retired, then (once P V has too) frees tile kt - 1's stage and
+    // scales O. PP: the two
     // consumer warpgroups take turns to issue a phase's products (named barriers 1 and 2:
     // warpgroup c waits on 1 + c, which the other arrives at once it has issued its own), so
     // that one's softmax runs while the other's products keep the tensor cores busy;
@@ -223,9 +224,8 @@ struct braze_flash_wg {
       retire();
       softmax(0);
       rescale_and_pack();
-      // Phase kt: S = Q Kᵀ of tile kt, then O += P V of tile kt - 1, each its own group; tile
-      // kt's softmax runs once the first has retired, while the second still runs (its P in
-      // registers is not written until then); O is scaled after it.
+      // Each its own group: the softmax waits for Q Kᵀ alone, while P V still runs (its P in
+      // registers is not written until it has retired).
       for (int kt = 1; kt < kt_end; ++kt) {
         turn();
         braze_mbar_wait_spin(v_full + 8 * ((kt - 1) % STAGES), ((kt - 1) / STAGES) & 1);

@@ -4,8 +4,12 @@
 // each. The device side is braze_flash_wg in codegen/device/attention_wgmma.cuh; the scores'
 // chain, the mask's reads and the output's stores are attention.cpp's (attention_parts.h).
 //
-//   grid (query tiles, batches)   block: warpgroup 0 loads, 1 .. CONS compute 64 rows each
-//   Q [BM, D] ─▶ smem once        K, V [BN, D] ─▶ STAGES smem stages, each on its own barrier
+//   grid: a block an SM, each     block: warpgroup 0 loads, 1 .. CONS compute 64 rows each
+//   taking items (query tile,     Q [BM, D] ─▶ smem once an item
+//   batch) in turn                K, V [BN, D] ─▶ STAGES smem stages, each on its own barrier
+//
+// Items are numbered heaviest first (a causal mask's last query tiles visit the most key
+// tiles); a block's next item's Q and first tiles load while it finishes the last.
 //
 // TMA maps: the head dim first (boxes of 64, one 128-byte swizzled row), the sequence, then
 // the view's batch factors (GQA's repeated K and V: a stride-0 factor TMA does not walk).
@@ -22,14 +26,16 @@ namespace braze::codegen::flash {
 
 namespace {
 
-// bn keys a tile, cons consumer warpgroups of 64 query rows, stages K / V stages.
+// bn keys a tile, cons consumer warpgroups of 64 query rows, stages K / V stages; blocks: at
+// most that many blocks, each taking items in turn (0: a block an item).
 struct WgFlash {
   int bn = 128, cons = 2, stages = 2;
   int pp = 1;  // two consumer warpgroups take turns to issue their products
+  int blocks = 0;
   int bm() const { return 64 * cons; }
   int threads() const { return 128 * (cons + 1); }
   int64_t shared_bytes(int64_t d) const {
-    return (bm() + 2 * int64_t{stages} * bn) * d * 2 + 8 * (1 + 3 * int64_t{stages}) + 1024;
+    return (bm() + 2 * int64_t{stages} * bn) * d * 2 + 8 * (2 + 3 * int64_t{stages}) + 1024;
   }
   bool operator==(const WgFlash&) const = default;
 };
@@ -37,11 +43,18 @@ struct WgFlash {
 Tunables tunables_of(const WgFlash& t) {
   Tunables u{{"flash", 1}, {"wg", 1}, {"bn", t.bn}, {"cons", t.cons}, {"stages", t.stages}};
   if (t.cons == 2) u["pp"] = t.pp;
+  if (t.blocks > 0) u["blocks"] = t.blocks;
   return u;
 }
 WgFlash tile_of(const Tunables& t) {
   return {t.count("bn") ? t.at("bn") : 128, t.count("cons") ? t.at("cons") : 2,
-          t.count("stages") ? t.at("stages") : 2, t.count("pp") ? t.at("pp") : 0};
+          t.count("stages") ? t.at("stages") : 2, t.count("pp") ? t.at("pp") : 0,
+          t.count("blocks") ? t.at("blocks") : 0};
+}
+
+// The items: query tiles times batches.
+int64_t items_of(const AttentionDims& a, const WgFlash& t) {
+  return (a.sq + t.bm() - 1) / t.bm() * a.batches;
 }
 
 // The operands' list of one wgmma's n / 2 accumulators of a thread, d[i / 4][i % 4].
@@ -91,6 +104,8 @@ std::string wgmma_problem(const AttentionDims& a, const Target& target) {
   if (a.d != 64 && a.d != 128)
     return fmt::format("wgmma flash attention: head dim {} (64 or 128)", a.d);
   if (a.batches > 65535) return "wgmma flash attention: more than 65535 batches";
+  if ((a.sq + 63) / 64 * a.batches >= (int64_t{1} << 31))
+    return "wgmma flash attention: 2^31 query tiles or more";
   const std::pair<const GemmDims*, int> views[] = {{&a.qk, 0}, {&a.qk, 1}, {&a.pv, 1}};
   for (const auto& [d, i] : views) {
     std::string why = gemm_wgmma_operand_problem(*d, i);
@@ -104,18 +119,54 @@ std::vector<Tunables> wgmma_candidates(const AttentionDims& a, const Target& tar
   // Each consumer thread holds (D + bn) / 2 fp32 accumulators and bn / 4 registers of P in the
   // 232 registers setmaxnreg gives it (no spills up to 176-key tiles at D = 128, 256 at D = 64,
   // by ptxas's report). Three stages where they fit: a stage's V is read a phase after its K.
+  // Each a block an SM (one fits: 168 registers a thread) taking items in turn, and the
+  // first also a block an item.
   const std::initializer_list<WgFlash> d128 = {{128, 2, 3}, {128, 2, 2}, {176, 2, 2},
                                                {96, 2, 3},  {64, 2, 4},  {128, 2, 2, 0},
                                                {128, 1, 2}, {64, 1, 3}};
   const std::initializer_list<WgFlash> d64 = {{128, 2, 3}, {192, 2, 3},    {256, 2, 2}, {128, 2, 4},
                                               {64, 2, 4},  {128, 2, 3, 0}, {128, 1, 3}, {64, 1, 3}};
   std::vector<Tunables> c;
-  for (WgFlash t : a.d == 128 ? d128 : d64)
+  for (WgFlash t : a.d == 128 ? d128 : d64) {
+    t.blocks = target.num_sms;
     if (t.shared_bytes(a.d) <= kMaxSharedBytes) c.push_back(tunables_of(t));
+  }
+  if (!c.empty() && items_of(a, tile_of(c[0])) > target.num_sms) {
+    WgFlash t = tile_of(c[0]);
+    t.blocks = 0;
+    c.push_back(tunables_of(t));
+  }
   return c;
 }
 
 namespace {
+
+// `b` and the lambda `item`: slot → braze_flash_item, b set to the item's batch (slot's
+// remainder; its quotient the query tile, the last first). Returns the device table of each
+// query tile's key tile end (key_tile_ends) where `ends` has one.
+std::string emit_items(Emitter& e, const AttentionDims& a, const WgFlash& t, const MaskRead& mr,
+                       const std::vector<int>& ends) {
+  const int64_t q_tiles = (a.sq + t.bm() - 1) / t.bm();
+  e.line("long long b = 0;");
+  e.open("auto item = [&](int slot) -> braze_flash_item {");
+  e.line(fmt::format("const int qt = {} - slot / {};", q_tiles - 1, a.batches));
+  e.line(fmt::format("b = slot % {};", a.batches));
+  e.line(fmt::format("const int q0 = qt * {};", t.bm()));
+  if (ends.empty()) {
+    e.line(fmt::format("return {{q0, {}, 0}};", (a.sk + t.bn - 1) / t.bn));
+    e.close(";");
+    return "";
+  }
+  e.line("const int kt_end = braze_key_tile_end[qt];");
+  // Key tiles wholly below the diagonal for the item's first row (so for all its rows).
+  e.line(fmt::format("const int kt_whole = (q0 + {0} < {1} ? q0 + {0} : {1}) / {2};",
+                     mr.causal_off + 1, a.sk, t.bn));
+  e.line("return {q0, kt_end, kt_whole < kt_end ? kt_whole : kt_end};");
+  e.close(";");
+  std::string table;
+  for (int x : ends) table += (table.empty() ? "" : ", ") + std::to_string(x);
+  return fmt::format("__device__ const int braze_key_tile_end[] = {{{}}};\n", table);
+}
 
 // The kernel of a generated body: launch shape, the Q, K and V tensor maps and the text around
 // the body.
@@ -123,8 +174,9 @@ Kernel wgmma_record(const graph::Graph& g, const fusion::Group& group, const Att
                     const WgFlash& t, Emitter& e, std::string code) {
   Kernel kern = kernel_record(e, fusion::GroupKind::Attention, group, tunables_of(t));
   kern.block = {static_cast<unsigned>(t.threads()), 1, 1};
-  kern.grid = {static_cast<unsigned>((a.sq + t.bm() - 1) / t.bm()),
-               static_cast<unsigned>(a.batches), 1};
+  const int64_t items = items_of(a, t);
+  kern.grid = {static_cast<unsigned>(t.blocks > 0 ? std::min<int64_t>(items, t.blocks) : items), 1,
+               1};
   kern.shared_bytes = static_cast<unsigned>(t.shared_bytes(a.d));
   auto param_of = [&](graph::ValueId v) {
     for (size_t i = 0; i < kern.params.size(); ++i)
@@ -177,8 +229,7 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
   // Consumer warp w (0 .. 4 cons - 1) holds rows 16 w ..; the producer's warps store nothing.
   e.line("const int warp = (int)threadIdx.x / 32 - 4, lane = (int)threadIdx.x % 32;");
   const std::vector<int> ends = key_tile_ends(g, a, t.bm(), t.bn, mr);
-  std::string code = emit_key_range(e, a, t.bm(), t.bn, mr, ends);
-  e.line("const long long b = blockIdx.y;");
+  std::string code = emit_items(e, a, t, mr, ends);
   try {
     emit_scores(e, g, a, mr, live_mask, !ends.empty());
   } catch (const CudaUnsupported& u) {
@@ -196,17 +247,27 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
   emit_load("load_q", vq, "braze_tmap_q");
   emit_load("load_k", vk, "braze_tmap_k");
   emit_load("load_v", vv, "braze_tmap_v");
+  const int64_t items = items_of(a, t);
   e.line("flash::init(braze_smem);");
   e.open("if (threadIdx.x < 128) {");
-  e.line("flash::produce(load_q, load_k, load_v, q0, kt_end, braze_smem);");
+  e.line(fmt::format("flash::produce(item, {}, load_q, load_k, load_v, braze_smem);", items));
   e.line("return;");
   e.close();
+  e.line("flash::consumer_begin();");
+  e.line("int tile0 = 0;");
+  e.open("for (int round = 0;; ++round) {");
+  e.line("const int slot = braze_flash_slot(round);");
+  e.line(fmt::format("if (slot >= {}) break;", items));
+  e.line("const braze_flash_item it = item(slot);");
+  e.line("const int q0 = it.q0;");
   e.line(fmt::format("float o[1][{}][4];", a.d / 8));
-  e.line(fmt::format(
-      "flash::consume<{}, {}, {}>(o, {}, q0, {}, {}, kt_end, {}, score, {}, braze_smem);",
-      mr.pairs ? "true" : "false", safe_score(g, a, mr) ? "true" : "false",
-      ends.empty() ? "false" : "true", mask_args(e, a, mr), a.sq, a.sk, dead_literal(a),
-      ends.empty() ? "score, 0" : "live, kt_live"));
+  e.line(
+      fmt::format("flash::consume<{}, {}, {}>(o, {}, q0, {}, {}, it.kt_end, {}, score, {}, "
+                  "round, tile0, braze_smem);",
+                  mr.pairs ? "true" : "false", safe_score(g, a, mr) ? "true" : "false",
+                  ends.empty() ? "false" : "true", mask_args(e, a, mr), a.sq, a.sk, dead_literal(a),
+                  ends.empty() ? "score, 0" : "live, it.kt_live"));
+  e.line("tile0 += it.kt_end;");
   e.line("const bool mine = true;");
   try {
     emit_output(e, g, a, 1, "q0 + warp * 16 + lane / 4 + r * 8");
@@ -214,6 +275,7 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
     *why_not = u.why;
     return std::nullopt;
   }
+  e.close();  // round
 
   return wgmma_record(g, group, a, t, e, std::move(code));
 }

@@ -2,11 +2,14 @@
 // warpgroup, instantiated by codegen/attention_wgmma.cpp; needs mma.cuh, wgmma.cuh and
 // attention.cuh (whose online softmax step it shares) before it.
 //
-// One block takes BM = 64 CONS query rows of one batch (and head), CONS + 1 warpgroups:
+// A block takes items — BM = 64 CONS query rows of one batch (and head) each — in rounds
+// (braze_flash_slot: a persistent grid of fewer blocks than items walks them in turn), with
+// CONS + 1 warpgroups:
 //
-//   warpgroup 0, one thread: TMA-loads the Q tile once, then for each key tile kt the K and V
-//     tiles into stage kt % STAGES (waiting until the consumers have freed it), each on its
-//     own barrier, so that Q Kᵀ can start while V is still landing;
+//   warpgroup 0, one thread: for each item TMA-loads its Q tile (once the consumers have read
+//     the previous item's), then for each key tile the K and V tiles into the next stage
+//     (waiting until the consumers have freed it), each on its own barrier, so that Q Kᵀ can
+//     start while V is still landing — the next item's tiles while this one's finish;
 //   warpgroup 1 + c: query rows 64 c .. 64 c + 63. Per key tile: S = Q Kᵀ (wgmma m64nBNk16,
 //     Q and K from shared memory), the scores' chain and the online softmax in registers (the
 //     wgmma accumulator of each warp is the mma.sync C fragment, so braze_flash's softmax
@@ -23,6 +26,19 @@
 #ifndef BRAZE_ATTENTION_WGMMA_CUH
 #define BRAZE_ATTENTION_WGMMA_CUH
 #ifndef BRAZE_CPU_EMULATION
+
+// One item of a block: its first query row, one past its last key tile, and the key tiles
+// whole and live for every row (braze_flash::run's kt_live).
+struct braze_flash_item {
+  int q0, kt_end, kt_live;
+};
+
+// The item a block takes in round r: the blocks walk the items in rounds of gridDim.x, every
+// other round in reverse, so that items sorted heaviest first (the longest causal query tiles)
+// even out over the blocks.
+BRAZE_DEV int braze_flash_slot(int r) {
+  return r * (int)gridDim.x + ((r & 1) ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x);
+}
 
 template <int N>
 BRAZE_DEV void braze_fence_frag(float (&d)[N][4]) {
@@ -45,19 +61,20 @@ struct braze_flash_wg {
   static constexpr int BM = 64 * CONS, kThreads = 128 * (CONS + 1), kBoxes = D / 64;
   static constexpr int kQBytes = BM * D * 2, kTileBytes = BN * D * 2;
   static constexpr int kKOff = kQBytes, kVOff = kKOff + STAGES * kTileBytes, kBarOff = kVOff + STAGES * kTileBytes;
-  static constexpr int kSharedBytes = kBarOff + 8 * (1 + 3 * STAGES) + 1024;  // 1024: the alignment
+  static constexpr int kSharedBytes = kBarOff + 8 * (2 + 3 * STAGES) + 1024;  // 1024: the alignment
   static constexpr float kLog2e = 1.4426950408889634f;
 
-  // Shared memory: the tiles, then the barriers (Q's; each stage's K and V arrivals and its
-  // release by the consumer warps).
+  // Shared memory: the tiles, then the barriers (Q's arrival and its release by the consumer
+  // warps; each stage's K and V arrivals and its release).
   struct Smem {
-    braze_saddr q, k, v, q_bar, k_full, v_full, empty;
+    braze_saddr q, k, v, q_bar, q_empty, k_full, v_full, empty;
     BRAZE_DEV explicit Smem(unsigned char* raw) {
       q = (braze_smem_addr(raw) + 1023u) & ~1023u;
       k = q + kKOff;
       v = q + kVOff;
       q_bar = q + kBarOff;
-      k_full = q_bar + 8;
+      q_empty = q_bar + 8;
+      k_full = q_empty + 8;
       v_full = k_full + 8 * STAGES;
       empty = v_full + 8 * STAGES;
     }
@@ -68,6 +85,7 @@ struct braze_flash_wg {
     const Smem sm(raw);
     if (threadIdx.x == 0) {
       braze_mbar_init(sm.q_bar, 1);
+      braze_mbar_init(sm.q_empty, 4 * CONS);
       for (int s = 0; s < STAGES; ++s) {
         braze_mbar_init(sm.k_full + 8 * s, 1);
         braze_mbar_init(sm.v_full + 8 * s, 1);
@@ -80,43 +98,60 @@ struct braze_flash_wg {
 
   // Warpgroup 0 (whose threads then leave the kernel: were they to return into code that
   // the consumers' outputs reach, those would be live, in registers the producer gives back).
+  // item(slot) gives the item (braze_flash_item) and points the loads at its batch;
   // load_q(dst, c0, row, bar) copies the box of head-dim columns c0 .. c0 + 63 and rows row ..
-  // row + BM - 1 of this batch's Q into dst (load_k, load_v: BN rows of K, V); key tiles
-  // [0, kt_end) are loaded.
-  template <class LoadQ, class LoadK, class LoadV>
-  static BRAZE_DEV void produce(LoadQ load_q, LoadK load_k, LoadV load_v, int q0, int kt_end, unsigned char* raw) {
+  // row + BM - 1 of the batch's Q into dst (load_k, load_v: BN rows of K, V); an item's key
+  // tiles [0, kt_end) are loaded. Tiles are counted over the block's items: tile t goes to
+  // stage t % STAGES.
+  template <class Item, class LoadQ, class LoadK, class LoadV>
+  static BRAZE_DEV void produce(Item item, int n_items, LoadQ load_q, LoadK load_k, LoadV load_v, unsigned char* raw) {
     if constexpr (CONS > 1) braze_setmaxnreg_dec<40>();
     if (threadIdx.x != 0) return;
     const Smem sm(raw);
-    braze_mbar_arrive_expect(sm.q_bar, kQBytes);
+    int tiles = 0;
+    for (int r = 0;; ++r) {
+      const int slot = braze_flash_slot(r);
+      if (slot >= n_items) break;
+      const braze_flash_item it = item(slot);
+      if (r > 0) braze_mbar_wait(sm.q_empty, (r - 1) & 1);  // the last item's Q Kᵀ retired
+      braze_mbar_arrive_expect(sm.q_bar, kQBytes);
 #pragma unroll
-    for (int h = 0; h < kBoxes; ++h) load_q(sm.q + h * BM * 128, h * 64, q0, sm.q_bar);
-    for (int kt = 0; kt < kt_end; ++kt) {
-      const int s = kt % STAGES;
-      braze_mbar_wait(sm.empty + 8 * s, ((kt / STAGES) & 1) ^ 1);
-      braze_mbar_arrive_expect(sm.k_full + 8 * s, kTileBytes);
+      for (int h = 0; h < kBoxes; ++h) load_q(sm.q + h * BM * 128, h * 64, it.q0, sm.q_bar);
+      for (int kt = 0; kt < it.kt_end; ++kt) {
+        const int t = tiles + kt, s = t % STAGES;
+        braze_mbar_wait(sm.empty + 8 * s, ((t / STAGES) & 1) ^ 1);
+        braze_mbar_arrive_expect(sm.k_full + 8 * s, kTileBytes);
 #pragma unroll
-      for (int h = 0; h < kBoxes; ++h) load_k(sm.k + s * kTileBytes + h * BN * 128, h * 64, kt * BN, sm.k_full + 8 * s);
-      braze_mbar_arrive_expect(sm.v_full + 8 * s, kTileBytes);
+        for (int h = 0; h < kBoxes; ++h) load_k(sm.k + s * kTileBytes + h * BN * 128, h * 64, kt * BN, sm.k_full + 8 * s);
+        braze_mbar_arrive_expect(sm.v_full + 8 * s, kTileBytes);
 #pragma unroll
-      for (int h = 0; h < kBoxes; ++h) load_v(sm.v + s * kTileBytes + h * BN * 128, h * 64, kt * BN, sm.v_full + 8 * s);
+        for (int h = 0; h < kBoxes; ++h) load_v(sm.v + s * kTileBytes + h * BN * 128, h * 64, kt * BN, sm.v_full + 8 * s);
+      }
+      tiles += it.kt_end;
     }
     // Until the consumers have freed every stage: their waits have no time limit
     // (braze_mbar_wait_spin), this one's covers them.
-    for (int kt = kt_end > STAGES ? kt_end - STAGES : 0; kt < kt_end; ++kt)
-      braze_mbar_wait(sm.empty + 8 * (kt % STAGES), (kt / STAGES) & 1);
+    for (int t = tiles > STAGES ? tiles - STAGES : 0; t < tiles; ++t)
+      braze_mbar_wait(sm.empty + 8 * (t % STAGES), (t / STAGES) & 1);
   }
 
-  // Warpgroups 1 .. CONS. o, m, l, mask, score, live, kt_end, kt_live and dead as
-  // braze_flash::run; the rows of consumer warp w (0 .. 4 CONS - 1) are 16 w .. 16 w + 15.
+  // Warpgroups 1 .. CONS, once before their first item.
+  static BRAZE_DEV void consumer_begin() {
+    if constexpr (CONS > 1) braze_setmaxnreg_inc<232>();
+  }
+
+  // Warpgroups 1 .. CONS, the block's item of round r (after consumer_begin), whose first key
+  // tile is the block's tile `tile0` (produce's count). o, m, l, mask, score, live, kt_end,
+  // kt_live and dead as braze_flash::run; the rows of consumer warp w (0 .. 4 CONS - 1) are
+  // 16 w .. 16 w + 15.
   template <bool MASK, bool SAFE, bool LIVE, class Score, class LiveScore>
   static BRAZE_DEV void consume(float (&o)[1][D / 8][4], const T* mask, long long mask_ld, int q0, int sq, int sk,
-                                int kt_end, float dead, Score score, LiveScore live, int kt_live, unsigned char* raw) {
+                                int kt_end, float dead, Score score, LiveScore live, int kt_live, int r, int tile0,
+                                unsigned char* raw) {
     const Smem sm(raw);
     const braze_saddr s_q = sm.q, s_k = sm.k, s_v = sm.v, q_bar = sm.q_bar, k_full = sm.k_full, v_full = sm.v_full,
                       empty = sm.empty;
     const int tid = (int)threadIdx.x, wg = tid / 128;
-    if constexpr (CONS > 1) braze_setmaxnreg_inc<232>();
     const int cons = wg - 1, cw = (tid / 32) % 4, lane = tid % 32;
     float m[2], l[2];
     int rows[2];
@@ -131,7 +166,7 @@ struct braze_flash_wg {
     for (int n = 0; n < D / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[0][n][e] = 0.f;
-    braze_mbar_wait_spin(q_bar, 0);
+    braze_mbar_wait_spin(q_bar, r & 1);
     const braze_saddr q_rows = s_q + cons * 64 * 128;
     // Phase kt issues S = Q Kᵀ of tile kt and O += P V of key tile kt - 1, takes tile kt's
     // softmax once the first has retired, then (once P V has too) frees tile kt - 1's stage and
@@ -153,13 +188,16 @@ struct braze_flash_wg {
     auto pass_turn = [&] {
       if (kTurns) braze_bar_arrive(2 - cons, 256);
     };
+    // Key tile kt's stage, and the parity of its barriers' phase.
+    auto stage = [&](int kt) { return (tile0 + kt) % STAGES; };
+    auto parity = [&](int kt) { return (unsigned)((tile0 + kt) / STAGES) & 1u; };
     auto issue_pv = [&](int kt) {
-      const braze_saddr tv = s_v + (kt % STAGES) * kTileBytes;
+      const braze_saddr tv = s_v + stage(kt) * kTileBytes;
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) OPS::pv(o[0], p[kk], braze_wgmma_desc(tv + kk * 2048, BN * 128, 1024u));
     };
     auto issue_qk = [&](int kt) {
-      const braze_saddr tk = s_k + (kt % STAGES) * kTileBytes;
+      const braze_saddr tk = s_k + stage(kt) * kTileBytes;
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk)
         OPS::qk(sc, braze_wgmma_desc(q_rows + (kk / 4) * BM * 128 + (kk % 4) * 32, 16u, 1024u),
@@ -189,7 +227,11 @@ struct braze_flash_wg {
         for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(p[kk][e])::"memory");
     };
     auto release = [&](int kt) {
-      if (lane == 0) braze_mbar_arrive(empty + 8 * (kt % STAGES));
+      if (lane == 0) braze_mbar_arrive(empty + 8 * stage(kt));
+    };
+    // Once this item's last Q Kᵀ has retired: the producer may load the next item's Q.
+    auto release_q = [&] {
+      if (lane == 0) braze_mbar_arrive(sm.q_empty);
     };
     // Tile kt's softmax: P in place of its scores, and the factors O's rows are to be scaled by.
     float alpha[2];
@@ -215,21 +257,22 @@ struct braze_flash_wg {
     if (kTurns && cons == 1) braze_bar_arrive(1, 256);
     if (kt_end > 0) {
       turn();
-      braze_mbar_wait_spin(k_full, 0);
+      braze_mbar_wait_spin(k_full + 8 * stage(0), parity(0));
       braze_wgmma_fence();
       issue_qk(0);
       braze_wgmma_commit();
       pass_turn();
       load_mask(0);
       retire();
+      if (kt_end == 1) release_q();
       softmax(0);
       rescale_and_pack();
       // Each its own group: the softmax waits for Q Kᵀ alone, while P V still runs (its P in
       // registers is not written until it has retired).
       for (int kt = 1; kt < kt_end; ++kt) {
         turn();
-        braze_mbar_wait_spin(v_full + 8 * ((kt - 1) % STAGES), ((kt - 1) / STAGES) & 1);
-        braze_mbar_wait_spin(k_full + 8 * (kt % STAGES), (kt / STAGES) & 1);
+        braze_mbar_wait_spin(v_full + 8 * stage(kt - 1), parity(kt - 1));
+        braze_mbar_wait_spin(k_full + 8 * stage(kt), parity(kt));
         braze_fence_frag(o[0]);
         braze_wgmma_fence();
         issue_qk(kt);
@@ -240,13 +283,14 @@ struct braze_flash_wg {
         load_mask(kt);
         braze_wgmma_wait<1>();
         braze_fence_frag(sc);
+        if (kt == kt_end - 1) release_q();
         softmax(kt);
         retire();
         release(kt - 1);
         rescale_and_pack();
       }
       turn();
-      braze_mbar_wait_spin(v_full + 8 * ((kt_end - 1) % STAGES), ((kt_end - 1) / STAGES) & 1);
+      braze_mbar_wait_spin(v_full + 8 * stage(kt_end - 1), parity(kt_end - 1));
       braze_fence_frag(o[0]);
       braze_wgmma_fence();
       issue_pv(kt_end - 1);
@@ -254,8 +298,9 @@ struct braze_flash_wg {
       if (cons == 0) pass_turn();  // warpgroup 1's last turn is nobody's
       retire();
       release(kt_end - 1);
-    } else if (kTurns && cons == 0) {
-      braze_bar_sync(1, 256);  // warpgroup 1's first arrival
+    } else {
+      release_q();
+      if (kTurns && cons == 0) braze_bar_sync(1, 256);  // warpgroup 1's first arrival
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {

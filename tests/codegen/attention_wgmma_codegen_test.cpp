@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 
 #include "codegen/attention.h"
@@ -159,6 +160,31 @@ TEST(AttentionWgmmaCodegen, LeadsWhereItApplies) {
     const codegen::Tunables t = codegen::candidates(a.g, a.group, h200a()).front();
     ASSERT_TRUE(is_wg(t));
     EXPECT_EQ(t.at("cons"), s == 512 ? 1 : 2);
+  }
+}
+
+// A block an SM, each taking items (query tile, batch) in turn where there are more items than
+// SMs; the tuner also gets the first tile as a block an item.
+TEST(AttentionWgmmaCodegen, BlocksTakeItemsInTurn) {
+  for (const auto& [text, items] : {std::pair{causal_gqa(32, 4, 2048, 64), 16u * 32u},
+                                    std::pair{masked(8, 12, 128, 64), 96u}}) {
+    const AttentionGroup a = attention_group(text, h200a());
+    const std::vector<codegen::Tunables> c = codegen::candidates(a.g, a.group, h200a());
+    ASSERT_TRUE(is_wg(c.front()));
+    size_t per_item = 0;
+    for (const codegen::Tunables& t : c) {
+      if (!is_wg(t)) continue;
+      const codegen::GroupCode gc = codegen::generate(a.g, a.group, h200a(), &t);
+      ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+      const unsigned bm = 64u * static_cast<unsigned>(t.at("cons"));
+      const unsigned n = items * 128u / bm;  // `items` counts 128-row tiles
+      const unsigned want = t.count("blocks") ? std::min(n, 132u) : n;
+      per_item += t.count("blocks") == 0;
+      EXPECT_EQ(gc.kernel->grid[0], want);
+      EXPECT_EQ(gc.kernel->grid[1], 1u);
+      EXPECT_NE(gc.kernel->source.find("braze_flash_slot(round)"), std::string::npos);
+    }
+    EXPECT_EQ(per_item, items > 132u ? 1u : 0u);
   }
 }
 

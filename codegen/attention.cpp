@@ -346,13 +346,15 @@ std::vector<Tunables> attention_candidates(const graph::Graph& g, const fusion::
   // of GpuAttentionThroughput) its 128-row blocks were ahead at every model row's size, also
   // where they do not fill the SMs (GPT-2 at batch 1: 96 blocks, 21 us against 28), and even
   // at BERT's 128 keys (10.8 against 11.0 us).
-  // A causal mask over at most 512 keys: blocks of 64 rows (one consumer warpgroup, 64-key
-  // tiles) balance its triangle better (GPT-2 at batch 8, S = 512: 28.6 us against 31.4;
-  // Llama at S = 512 level, 15.0 against 15.1).
+  // Where 128-row items leave SMs idle and the keys are long, 64-row items (one consumer
+  // warpgroup, 128-key tiles) fill them (H100 2026-12-06, blocks taking items in turn: GPT-2
+  // b1 S = 1024 15.6 us against 18.7, Llama S = 512 14.2 against 14.5; at BERT b8's one key
+  // tile 13.2 against 11.5, so not there).
   std::vector<Tunables> wg = flash::wgmma_candidates(*a, target);
-  if (!wg.empty() && a->sq <= 512 && attention_mask_kind(g, *a) == "causal") {
+  if (!wg.empty() && (a->sq + 127) / 128 * a->batches < target.num_sms &&
+      (a->sk + 127) / 128 >= 4) {
     auto small = std::find_if(wg.begin(), wg.end(), [](const Tunables& t) {
-      return t.at("cons") == 1 && t.at("bn") == 64;
+      return t.at("cons") == 1 && t.at("bn") == 128;
     });
     if (small != wg.end()) std::rotate(wg.begin(), small, small + 1);
   }

@@ -154,13 +154,17 @@ TEST(AttentionWgmmaCodegen, LeadsWhereItApplies) {
     EXPECT_TRUE(is_wg(c.front()));
     EXPECT_FALSE(is_wg(c.back()));
   }
-  // A causal mask over 512 keys: 64-row blocks first; over 2048, 128-row ones.
+  // 128-row items fewer than the SMs over 4+ key tiles (32 heads at S = 512): 64-row items
+  // first; 128-row ones at S = 2048, and over BERT b8's one key tile.
   for (int s : {512, 2048}) {
     const AttentionGroup a = attention_group(causal_gqa(32, 4, s, 64), h200a());
     const codegen::Tunables t = codegen::candidates(a.g, a.group, h200a()).front();
     ASSERT_TRUE(is_wg(t));
     EXPECT_EQ(t.at("cons"), s == 512 ? 1 : 2);
+    EXPECT_EQ(t.at("bn"), 128);
   }
+  const AttentionGroup bert = attention_group(masked(8, 12, 128, 64), h200a());
+  EXPECT_EQ(codegen::candidates(bert.g, bert.group, h200a()).front().at("cons"), 2);
 }
 
 // A block an SM, each taking items (query tile, batch) in turn where there are more items than

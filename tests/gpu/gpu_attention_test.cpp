@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "codegen/capabilities.h"
@@ -44,9 +45,14 @@ TEST_P(GpuAttention, EveryCandidateMatchesTheReference) {
     ++attention;
     ASSERT_TRUE(base[gi].kernel) << base[gi].fallback_reason;
     std::vector<codegen::Tunables> cands = codegen::candidates(g, base[gi].group, o.target);
-    // Three blocks taking every item in turn (a block an SM does so only at model sizes).
-    if (!cands.empty() && cands.front().count("wg")) {
-      codegen::Tunables few = cands.front();
+    // The first wgmma candidate of each consumer count again, with three blocks taking every
+    // item in turn (a block an SM does so only at model sizes).
+    for (int cons : {1, 2}) {
+      auto first = std::find_if(cands.begin(), cands.end(), [cons](const codegen::Tunables& t) {
+        return t.count("wg") && t.at("cons") == cons;
+      });
+      if (first == cands.end()) continue;
+      codegen::Tunables few = *first;
       few["blocks"] = 3;
       cands.push_back(few);
     }

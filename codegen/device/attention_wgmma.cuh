@@ -140,13 +140,13 @@ struct braze_flash_wg {
     if constexpr (CONS > 1) braze_setmaxnreg_inc<232>();
   }
 
-  // Warpgroups 1 .. CONS, the block's item of round r (after consumer_begin), whose first key
-  // tile is the block's tile `tile0` (produce's count). o, m, l, mask, score, live, kt_end,
-  // kt_live and dead as braze_flash::run; the rows of consumer warp w (0 .. 4 CONS - 1) are
-  // 16 w .. 16 w + 15.
+  // Warpgroups 1 .. CONS, the block's item of round `round` (after consumer_begin), whose
+  // first key tile is the block's tile `tile0` (produce's count). o, m, l, mask, score, live,
+  // kt_end, kt_live and dead as braze_flash::run; the rows of consumer warp w (0 .. 4 CONS - 1)
+  // are 16 w .. 16 w + 15.
   template <bool MASK, bool SAFE, bool LIVE, class Score, class LiveScore>
   static BRAZE_DEV void consume(float (&o)[1][D / 8][4], const T* mask, long long mask_ld, int q0, int sq, int sk,
-                                int kt_end, float dead, Score score, LiveScore live, int kt_live, int r, int tile0,
+                                int kt_end, float dead, Score score, LiveScore live, int kt_live, int round, int tile0,
                                 unsigned char* raw) {
     const Smem sm(raw);
     const braze_saddr s_q = sm.q, s_k = sm.k, s_v = sm.v, q_bar = sm.q_bar, k_full = sm.k_full, v_full = sm.v_full,
@@ -166,7 +166,7 @@ struct braze_flash_wg {
     for (int n = 0; n < D / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[0][n][e] = 0.f;
-    braze_mbar_wait_spin(q_bar, r & 1);
+    braze_mbar_wait_spin(q_bar, round & 1);
     const braze_saddr q_rows = s_q + cons * 64 * 128;
     // Phase kt issues S = Q Kᵀ of tile kt and O += P V of key tile kt - 1, takes tile kt's
     // softmax once the first has retired, then (once P V has too) frees tile kt - 1's stage and

@@ -382,21 +382,25 @@ void intercept_reads(Emitter& e, const AttentionDims& a, const MaskRead& mr,
       });
 }
 
+std::string key_tile_end_table(const std::vector<int>& ends) {
+  return fmt::format("__device__ const int braze_key_tile_end[] = {{{}}};\n",
+                     fmt::join(ends, ", "));
+}
+
+std::string whole_key_tiles(const AttentionDims& a, const MaskRead& mr, int bn) {
+  return fmt::format("(q0 + {0} < {1} ? q0 + {0} : {1}) / {2}", mr.causal_off + 1, a.sk, bn);
+}
+
 std::string emit_key_range(Emitter& e, const AttentionDims& a, int bm, int bn, const MaskRead& mr,
                            const std::vector<int>& ends) {
-  std::string table;
-  for (int x : ends) table += (table.empty() ? "" : ", ") + std::to_string(x);
   e.line("const int qt = (int)gridDim.x - 1 - (int)blockIdx.x;");
   e.line(fmt::format("const int q0 = qt * {};", bm));
   e.line(ends.empty() ? fmt::format("const int kt_end = {};", (a.sk + bn - 1) / bn)
                       : "const int kt_end = braze_key_tile_end[qt];");
   if (ends.empty()) return "";
-  // Key tiles wholly below the diagonal for the block's first row (so for all its rows).
-  e.line(
-      fmt::format("const int kt_whole = (q0 + {0} < {1} ? q0 + {0} : {1}) / {2}, kt_live = "
-                  "kt_whole < kt_end ? kt_whole : kt_end;",
-                  mr.causal_off + 1, a.sk, bn));
-  return fmt::format("__device__ const int braze_key_tile_end[] = {{{}}};\n", table);
+  e.line(fmt::format("const int kt_whole = {}, kt_live = kt_whole < kt_end ? kt_whole : kt_end;",
+                     whole_key_tiles(a, mr, bn)));
+  return key_tile_end_table(ends);
 }
 
 namespace {

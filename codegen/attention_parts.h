@@ -52,6 +52,12 @@ std::string mask_batch_offset(const MaskRead& r, const Shape& out_batch);
 void intercept_reads(Emitter& e, const AttentionDims& a, const MaskRead& mr,
                      std::shared_ptr<bool> live);
 
+// The device table braze_key_tile_end of each query tile's key tile end (key_tile_ends).
+std::string key_tile_end_table(const std::vector<int>& ends);
+// The key tiles of `bn` keys wholly below the causal diagonal for the query tile whose first
+// row is q0 (so for all its rows), as an expression in q0.
+std::string whole_key_tiles(const AttentionDims& a, const MaskRead& mr, int bn);
+
 // Declares qt (the block's query tile: the last first), q0, kt_end (and kt_live, the key tiles
 // whole and live for every row, with `ends`); returns the device table `ends` needs ("" without).
 std::string emit_key_range(Emitter& e, const AttentionDims& a, int bm, int bn, const MaskRead& mr,

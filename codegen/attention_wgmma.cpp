@@ -158,14 +158,10 @@ std::string emit_items(Emitter& e, const AttentionDims& a, const WgFlash& t, con
     return "";
   }
   e.line("const int kt_end = braze_key_tile_end[qt];");
-  // Key tiles wholly below the diagonal for the item's first row (so for all its rows).
-  e.line(fmt::format("const int kt_whole = (q0 + {0} < {1} ? q0 + {0} : {1}) / {2};",
-                     mr.causal_off + 1, a.sk, t.bn));
+  e.line(fmt::format("const int kt_whole = {};", whole_key_tiles(a, mr, t.bn)));
   e.line("return {q0, kt_end, kt_whole < kt_end ? kt_whole : kt_end};");
   e.close(";");
-  std::string table;
-  for (int x : ends) table += (table.empty() ? "" : ", ") + std::to_string(x);
-  return fmt::format("__device__ const int braze_key_tile_end[] = {{{}}};\n", table);
+  return key_tile_end_table(ends);
 }
 
 // The kernel of a generated body: launch shape, the Q, K and V tensor maps and the text around

@@ -451,7 +451,7 @@ std::optional<double> live_chain_at(const graph::Graph& g, const AttentionDims& 
 }  // namespace
 
 double live_scale(const graph::Graph& g, const AttentionDims& a, const MaskRead& r) {
-  if (r.causal.empty() || a.match.chain.empty()) return 0;
+  if (a.match.chain.empty() || (r.causal.empty() && r.value != graph::kNoValue)) return 0;
   for (graph::ValueId v : chain_inputs(g, a))
     if (v != r.value) return 0;
   const std::optional<double> zero = live_chain_at(g, a, r, 0), one = live_chain_at(g, a, r, 1);
@@ -485,6 +485,16 @@ void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a, cons
     e.line(fmt::format("const braze_live_scale live{{{}}};", cuda_literal(ComputeType::Float, c)));
   else
     score_lambda("live", true);
+}
+
+bool has_live_tiles(const graph::Graph& g, const AttentionDims& a, const MaskRead& r, bool causal) {
+  return causal || (r.value == graph::kNoValue && live_scale(g, a, r) > 0);
+}
+
+std::string live_args(const graph::Graph& g, const AttentionDims& a, const MaskRead& r, bool causal,
+                      int bn, const std::string& kt_live) {
+  if (!has_live_tiles(g, a, r, causal)) return "score, 0";
+  return causal ? "live, " + kt_live : fmt::format("live, {}", a.sk / bn);
 }
 
 std::string mask_args(Emitter& e, const AttentionDims& a, const MaskRead& mr) {
@@ -544,21 +554,21 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   std::string code = flash::emit_key_range(e, a, t.bm, t.bn, mr, ends);
   e.open(fmt::format("for (long long b = blockIdx.y; b < {}LL; b += gridDim.y) {{", a.batches));
   try {
-    flash::emit_scores(e, g, a, mr, live_mask, !ends.empty());
+    flash::emit_scores(e, g, a, mr, live_mask, flash::has_live_tiles(g, a, mr, !ends.empty()));
   } catch (const CudaUnsupported& u) {
     *why_not = "the scores' element-wise chain: " + u.why;
     return std::nullopt;
   }
   e.line(fmt::format("float o[{}][{}][4];", t.mt, a.d / 8));
-  e.line(
-      fmt::format("const bool mine = flash::run<{}, {}, {}>(o, {} + {}, {}LL, {} + {}, {}LL, {} + "
-                  "{}, {}LL, {}, q0, {}, {}, kt_end, {}, "
-                  "score, {}, braze_smem);",
-                  mr.pairs ? "true" : "false", flash::safe_score(g, a, mr) ? "true" : "false",
-                  ends.empty() ? "false" : "true", pq, operand_view_offset(vq), vq.ld, pk,
-                  operand_view_offset(vk), vk.ld, pv, operand_view_offset(vv), vv.ld,
-                  flash::mask_args(e, a, mr), a.sq, a.sk, flash::dead_literal(a),
-                  ends.empty() ? "score, 0" : "live, kt_live"));
+  e.line(fmt::format(
+      "const bool mine = flash::run<{}, {}, {}>(o, {} + {}, {}LL, {} + {}, {}LL, {} + "
+      "{}, {}LL, {}, q0, {}, {}, kt_end, {}, "
+      "score, {}, braze_smem);",
+      mr.pairs ? "true" : "false", flash::safe_score(g, a, mr) ? "true" : "false",
+      flash::has_live_tiles(g, a, mr, !ends.empty()) ? "true" : "false", pq,
+      operand_view_offset(vq), vq.ld, pk, operand_view_offset(vk), vk.ld, pv,
+      operand_view_offset(vv), vv.ld, flash::mask_args(e, a, mr), a.sq, a.sk,
+      flash::dead_literal(a), flash::live_args(g, a, mr, !ends.empty(), t.bn, "kt_live")));
   // Group 0's warps hold the output: row i = q0 + 16 (MT warp + mt) + g + 8 r.
   try {
     flash::emit_output(e, g, a, t.mt,

@@ -66,8 +66,19 @@ std::string emit_key_range(Emitter& e, const AttentionDims& a, int bm, int bn, c
 // The factor c > 0 where the scores' chain, the causal mask at its live value, is c times the
 // product (a scale or a Div, the mask's 0 added, a Where choosing the scores: the live tiles'
 // chain in every export), found by evaluating the chain (graph/scalar.h) at a few points;
-// 0 where it is not (a softcap, a bias read per score, no causal constant).
+// 0 where it is not (a softcap, a bias or a mask that is not causal read per score). With no
+// mask at all, the same of the chain alone.
 double live_scale(const graph::Graph& g, const AttentionDims& a, const MaskRead& r);
+
+// Whether the softmax has live key tiles (braze_flash::run's and consume's LIVE): those below
+// a causal mask's diagonal (`causal`: key_tile_ends found the mask causal), or, where nothing
+// is masked and the chain is a scale, every whole key tile — each exponent one FMA of the
+// product there (softmax_scaled) where the chain's steps took three instructions.
+bool has_live_tiles(const graph::Graph& g, const AttentionDims& a, const MaskRead& r, bool causal);
+// run()'s and consume()'s live arguments: "live, " and `kt_live` below a causal diagonal,
+// "live, sk / bn" where every whole tile is live, else "score, 0".
+std::string live_args(const graph::Graph& g, const AttentionDims& a, const MaskRead& r, bool causal,
+                      int bn, const std::string& kt_live);
 
 // The lambdas `score` (and `live` with_live: the causal mask's live value in place), the
 // softmax's input at (b, i, j) from the product's value s and the mask's mk. `live` is a

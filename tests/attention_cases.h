@@ -118,6 +118,14 @@ inline const std::vector<AttentionCase>& attention_cases() {
       mask = Where(dead, ninf, zq)  sm = Add(s, mask)  p = Softmax <axis = -1> (sm)
       nan = IsNaN(p)  pz = Where(nan, zq, p)  y = MatMul(pz, v) })",
        1},
+      // No mask, head dim 128, 70 queries over 300 keys: every whole key tile takes the
+      // scale as one FMA of the product (live), the partial last one the chain.
+      {"LongKeysNoMaskHeadDim128", R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (@[1,2,70,128] q, @[1,2,300,128] k, @[1,2,300,128] v) => (@[1,2,70,128] y) {
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  s0 = MatMul(q, kt)
+      cf = Constant <value = float {0.08838835}> ()  c = CastLike(cf, q)  s = Mul(s0, c)
+      p = Softmax <axis = -1> (s)  y = MatMul(p, v) })",
+       1},
       // BERT through the legacy exporter: the mask extended as (1 - mask) · -10000 over
       // [B, 1, 1, S] (one row for every query: a zero row stride), the scale as Div.
       {"BertLegacyExtendedMask", R"(<ir_version: 8, opset_import: ["" : 18]>

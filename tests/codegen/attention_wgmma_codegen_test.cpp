@@ -216,6 +216,30 @@ TEST(AttentionWgmmaCodegen, LiveTilesOfAScaledChainTakeTheScale) {
   }
 }
 
+// With no mask, a chain that is a scale makes every whole key tile live (300 keys: two whole
+// 128-key tiles, the third partial takes the chain); a mask that is not causal keeps them all on
+// the chain.
+TEST(AttentionWgmmaCodegen, WithoutAMaskEveryWholeTileTakesTheScale) {
+  const std::string plain = R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float16[1,2,300,128] q, float16[1,2,300,128] k, float16[1,2,300,128] v) => (float16[1,2,300,128] y) {
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)  sc = MatMul(q, kt)  cf = Constant <value = float {0.125}> ()
+      c = CastLike(cf, q)  ss = Mul(sc, c)  p = Softmax <axis = -1> (ss)  y = MatMul(p, v) })";
+  {
+    const AttentionGroup a = attention_group(plain, h200a());
+    const codegen::GroupCode gc = codegen::generate(a.g, a.group, h200a());
+    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+    const std::string& src = gc.kernel->source;
+    EXPECT_NE(src.find("const braze_live_scale live{0.125f};"), std::string::npos) << src;
+    EXPECT_NE(src.find("flash::consume<false, true, true>"), std::string::npos) << src;
+    EXPECT_NE(src.find("live, 2, round, tile0"), std::string::npos) << src;
+  }
+  const AttentionGroup a = attention_group(masked(2, 4, 256, 64), h200a());
+  const codegen::GroupCode gc = codegen::generate(a.g, a.group, h200a());
+  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+  EXPECT_EQ(gc.kernel->source.find("braze_live_scale live"), std::string::npos);
+  EXPECT_NE(gc.kernel->source.find("score, 0, round, tile0"), std::string::npos);
+}
+
 // A constant causal mask repeated over the batch ([2, 1, S, S], as GPT-2's export at batch 8
 // folds it) is read as the causal comparison, its dead key tiles skipped; one whose slices
 // differ (the second one strictly causal) stays a mask the kernel loads.

@@ -488,7 +488,9 @@ void emit_scores(Emitter& e, const graph::Graph& g, const AttentionDims& a, cons
 }
 
 bool has_live_tiles(const graph::Graph& g, const AttentionDims& a, const MaskRead& r, bool causal) {
-  return causal || (r.value == graph::kNoValue && live_scale(g, a, r) > 0);
+  // float32 keeps its chain's rounding there (the live score would be s · c for s / d).
+  return causal ||
+         (r.value == graph::kNoValue && a.dtype != DType::Float32 && live_scale(g, a, r) > 0);
 }
 
 std::string live_args(const graph::Graph& g, const AttentionDims& a, const MaskRead& r, bool causal,

@@ -72,8 +72,8 @@ double live_scale(const graph::Graph& g, const AttentionDims& a, const MaskRead&
 
 // Whether the softmax has live key tiles (braze_flash::run's and consume's LIVE): those below
 // a causal mask's diagonal (`causal`: key_tile_ends found the mask causal), or, where nothing
-// is masked and the chain is a scale, every whole key tile — each exponent one FMA of the
-// product there (softmax_scaled) where the chain's steps took three instructions.
+// is masked and the chain is a scale, every whole key tile of float16 / bfloat16 — each
+// exponent one FMA of the product there (softmax_scaled) where the chain's steps took three.
 bool has_live_tiles(const graph::Graph& g, const AttentionDims& a, const MaskRead& r, bool causal);
 // run()'s and consume()'s live arguments: "live, " and `kt_live` below a causal diagonal,
 // "live, sk / bn" where every whole tile is live, else "score, 0".

@@ -493,9 +493,9 @@ bool has_live_tiles(const graph::Graph& g, const AttentionDims& a, const MaskRea
          (r.value == graph::kNoValue && a.dtype != DType::Float32 && live_scale(g, a, r) > 0);
 }
 
-std::string live_args(const graph::Graph& g, const AttentionDims& a, const MaskRead& r, bool causal,
-                      int bn, const std::string& kt_live) {
-  if (!has_live_tiles(g, a, r, causal)) return "score, 0";
+std::string live_args(const AttentionDims& a, bool live, bool causal, int bn,
+                      const std::string& kt_live) {
+  if (!live) return "score, 0";
   return causal ? "live, " + kt_live : fmt::format("live, {}", a.sk / bn);
 }
 
@@ -554,9 +554,10 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
   e.line("const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;");
   const std::vector<int> ends = flash::key_tile_ends(g, a, t.bm, t.bn, mr);
   std::string code = flash::emit_key_range(e, a, t.bm, t.bn, mr, ends);
+  const bool live = flash::has_live_tiles(g, a, mr, !ends.empty());
   e.open(fmt::format("for (long long b = blockIdx.y; b < {}LL; b += gridDim.y) {{", a.batches));
   try {
-    flash::emit_scores(e, g, a, mr, live_mask, flash::has_live_tiles(g, a, mr, !ends.empty()));
+    flash::emit_scores(e, g, a, mr, live_mask, live);
   } catch (const CudaUnsupported& u) {
     *why_not = "the scores' element-wise chain: " + u.why;
     return std::nullopt;
@@ -567,10 +568,9 @@ std::optional<Kernel> flash_kernel(const graph::Graph& g, const fusion::Group& g
       "{}, {}LL, {}, q0, {}, {}, kt_end, {}, "
       "score, {}, braze_smem);",
       mr.pairs ? "true" : "false", flash::safe_score(g, a, mr) ? "true" : "false",
-      flash::has_live_tiles(g, a, mr, !ends.empty()) ? "true" : "false", pq,
-      operand_view_offset(vq), vq.ld, pk, operand_view_offset(vk), vk.ld, pv,
-      operand_view_offset(vv), vv.ld, flash::mask_args(e, a, mr), a.sq, a.sk,
-      flash::dead_literal(a), flash::live_args(g, a, mr, !ends.empty(), t.bn, "kt_live")));
+      live ? "true" : "false", pq, operand_view_offset(vq), vq.ld, pk, operand_view_offset(vk),
+      vk.ld, pv, operand_view_offset(vv), vv.ld, flash::mask_args(e, a, mr), a.sq, a.sk,
+      flash::dead_literal(a), flash::live_args(a, live, !ends.empty(), t.bn, "kt_live")));
   // Group 0's warps hold the output: row i = q0 + 16 (MT warp + mt) + g + 8 r.
   try {
     flash::emit_output(e, g, a, t.mt,

@@ -75,10 +75,11 @@ double live_scale(const graph::Graph& g, const AttentionDims& a, const MaskRead&
 // is masked and the chain is a scale, every whole key tile of float16 / bfloat16 — each
 // exponent one FMA of the product there (softmax_scaled) where the chain's steps took three.
 bool has_live_tiles(const graph::Graph& g, const AttentionDims& a, const MaskRead& r, bool causal);
-// run()'s and consume()'s live arguments: "live, " and `kt_live` below a causal diagonal,
-// "live, sk / bn" where every whole tile is live, else "score, 0".
-std::string live_args(const graph::Graph& g, const AttentionDims& a, const MaskRead& r, bool causal,
-                      int bn, const std::string& kt_live);
+// run()'s and consume()'s live arguments given has_live_tiles' answer `live`: "live, " and
+// `kt_live` below a causal diagonal, "live, sk / bn" where every whole tile is live, else
+// "score, 0".
+std::string live_args(const AttentionDims& a, bool live, bool causal, int bn,
+                      const std::string& kt_live);
 
 // The lambdas `score` (and `live` with_live: the causal mask's live value in place), the
 // softmax's input at (b, i, j) from the product's value s and the mask's mk. `live` is a

@@ -226,8 +226,9 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
   e.line("const int warp = (int)threadIdx.x / 32 - 4, lane = (int)threadIdx.x % 32;");
   const std::vector<int> ends = key_tile_ends(g, a, t.bm(), t.bn, mr);
   std::string code = emit_items(e, a, t, mr, ends);
+  const bool live = has_live_tiles(g, a, mr, !ends.empty());
   try {
-    emit_scores(e, g, a, mr, live_mask, has_live_tiles(g, a, mr, !ends.empty()));
+    emit_scores(e, g, a, mr, live_mask, live);
   } catch (const CudaUnsupported& u) {
     *why_not = "the scores' element-wise chain: " + u.why;
     return std::nullopt;
@@ -257,12 +258,12 @@ std::optional<Kernel> wgmma_kernel(const graph::Graph& g, const fusion::Group& g
   e.line("const braze_flash_item it = item(slot);");
   e.line("const int q0 = it.q0;");
   e.line(fmt::format("float o[1][{}][4];", a.d / 8));
-  e.line(fmt::format(
-      "flash::consume<{}, {}, {}>(o, {}, q0, {}, {}, it.kt_end, {}, score, {}, "
-      "round, tile0, braze_smem);",
-      mr.pairs ? "true" : "false", safe_score(g, a, mr) ? "true" : "false",
-      has_live_tiles(g, a, mr, !ends.empty()) ? "true" : "false", mask_args(e, a, mr), a.sq, a.sk,
-      dead_literal(a), live_args(g, a, mr, !ends.empty(), t.bn, "it.kt_live")));
+  e.line(
+      fmt::format("flash::consume<{}, {}, {}>(o, {}, q0, {}, {}, it.kt_end, {}, score, {}, "
+                  "round, tile0, braze_smem);",
+                  mr.pairs ? "true" : "false", safe_score(g, a, mr) ? "true" : "false",
+                  live ? "true" : "false", mask_args(e, a, mr), a.sq, a.sk, dead_literal(a),
+                  live_args(a, live, !ends.empty(), t.bn, "it.kt_live")));
   e.line("tile0 += it.kt_end;");
   e.line("const bool mine = true;");
   try {

@@ -208,6 +208,44 @@ bool take_column_pair(const graph::Graph& g, const GemmDims& d, const graph::Col
   return true;
 }
 
+// Why SwapPairs node n of the group cannot read its partner from the lane's other sum of the
+// pair, or empty: its input must be computed from the product by the group's element-wise and
+// layout ops, through a view that keeps the product's adjacent pairs, after a plain product.
+std::string swap_pairs_problem(const graph::Graph& g, const std::set<graph::NodeId>& members,
+                               const GemmDims& d, const graph::Node& n) {
+  const graph::Node& p = *d.node;
+  if (d.a_vec || d.b_vec || d.alpha != 1 ||
+      (p.op_type() == "Gemm" && p.has_input(2) && d.beta != 0))
+    return "SwapPairs after a product with alpha, C or a vector operand";
+  std::vector<const graph::Node*> layouts;  // nearest the SwapPairs first
+  for (graph::ValueId v = n.inputs[0]; v != p.outputs[0];) {
+    const graph::NodeId q = g.value(v).producer;
+    if (q == graph::kNoNode || !members.count(q))
+      return "SwapPairs of other than a value computed from the product";
+    const graph::Node& qn = g.node(q);
+    if (qn.op->layout) {
+      layouts.push_back(&qn);
+      v = qn.inputs[0];
+      continue;
+    }
+    if (!graph::is_elementwise(qn))
+      return "SwapPairs of other than a value computed from the product";
+    // An element-wise op over the product's elements: on through its computed input.
+    v = graph::kNoValue;
+    for (graph::ValueId u : qn.inputs)
+      if (u != graph::kNoValue && g.value(u).producer != graph::kNoNode &&
+          members.count(g.value(u).producer))
+        v = u;
+    if (v == graph::kNoValue) return "SwapPairs of other than a value computed from the product";
+  }
+  std::optional<graph::Layout> view = graph::Layout::contiguous(g.value(p.outputs[0]).shape);
+  for (auto it = layouts.rbegin(); it != layouts.rend() && view; ++it)
+    view = (*it)->op->layout(g, **it, *view);
+  if (!view || !graph::keeps_pairs(*view, d.nn))
+    return "SwapPairs of a view that splits the product's column pairs";
+  return "";
+}
+
 }  // namespace
 
 std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::Group& group,
@@ -256,6 +294,17 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
     return std::nullopt;
   }
   if (view && !d.a_vec && !d.b_vec) epi.store = store_map(*view, d, epi.cols);
+  for (graph::NodeId id : group.nodes) {
+    const graph::Node& n = g.node(id);
+    if (n.op->domain != "braze" || n.op->name != "SwapPairs") continue;
+    std::string problem = swap_pairs_problem(g, members, d, n);
+    if (problem.empty() && epi.paired()) problem = "SwapPairs beside a column pair";
+    if (!problem.empty()) {
+      *why_not = problem;
+      return std::nullopt;
+    }
+    epi.swaps.push_back(n.outputs[0]);
+  }
   return epi;
 }
 
@@ -295,7 +344,8 @@ std::string replace_identifier(const std::string& s, const std::string& name,
 // accumulator named `acc`.
 std::string emit_gemm_value_at(Emitter& e, const graph::Graph& g, const GemmDims& d,
                                const GemmEpilogue& epi, const std::string& sum,
-                               const std::string& j, const std::string& acc_name) {
+                               const std::string& j, const std::string& acc_name,
+                               const std::string& partner) {
   const graph::Node& n = *d.node;
   const ComputeType acc = compute_type(g.value(n.outputs[0]).dtype);
   std::string value = d.alpha == 1 ? sum : fmt::format("{} * {}", cuda_literal(acc, d.alpha), sum);
@@ -311,19 +361,42 @@ std::string emit_gemm_value_at(Emitter& e, const graph::Graph& g, const GemmDims
   std::vector<std::string> coords = epi.out_coords;
   if (j != "j")
     for (std::string& c : coords) c = replace_identifier(c, "j", j);
-  return e.value_at(epi.out, coords);
+  if (epi.swaps.empty()) return e.value_at(epi.out, coords);
+  if (partner.empty()) throw CudaUnsupported{"SwapPairs in an epilogue that stores one element"};
+  // SwapPairs reads its input at the element's partner in the pair: the same expression with
+  // the product's value there, the lane's other sum of the two.
+  const Emitter::Intercept outer = e.intercept();
+  const graph::ValueId prod = n.outputs[0];
+  bool at_partner = false;
+  e.set_intercept(
+      [&](graph::ValueId v, const std::vector<std::string>& c) -> std::optional<std::string> {
+        if (at_partner && v == prod) return "(" + partner + ")";
+        if (!at_partner && std::find(epi.swaps.begin(), epi.swaps.end(), v) != epi.swaps.end()) {
+          std::vector<std::string> pc = c;
+          pc.back() = fmt::format("(({}) ^ 1LL)", pc.back());
+          at_partner = true;
+          std::string r = e.value_at(g.node(g.value(v).producer).inputs[0], pc);
+          at_partner = false;
+          return r;
+        }
+        return outer ? outer(v, c) : std::nullopt;
+      });
+  std::string r = e.value_at(epi.out, coords);
+  e.set_intercept(outer);
+  return r;
 }
 
 }  // namespace
 
 std::string emit_gemm_value(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                            const GemmEpilogue& epi, const std::string& sum) {
-  return emit_gemm_value_at(e, g, d, epi, sum, "j", "acc");
+                            const GemmEpilogue& epi, const std::string& sum,
+                            const std::string& partner) {
+  return emit_gemm_value_at(e, g, d, epi, sum, "j", "acc", partner);
 }
 
 void emit_gemm_store(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
-                     const std::string& sum) {
-  std::string result = emit_gemm_value(e, g, d, epi, sum);
+                     const std::string& sum, const std::string& partner) {
+  std::string result = emit_gemm_value(e, g, d, epi, sum, partner);
   const graph::Value& ov = g.value(epi.out);
   e.line(fmt::format("braze_store({}, {}, ({}){});", e.output_param(epi.out),
                      gemm_store_offset(epi, g), cuda_compute_type(ov.dtype), result));
@@ -451,7 +524,9 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, cons
     e.line("const long long j = jp + q;");
     if (!in_range) e.open(fmt::format("if (i < {}LL && j < {}LL) {{", d.m, d.nn));
     e.push_scope();
-    emit_gemm_store(e, g, d, epi, sum_q);
+    // (jp is even: element q's partner in its pair is q ^ 1.)
+    emit_gemm_store(e, g, d, epi, sum_q,
+                    epi.swaps.empty() ? "" : replace_identifier(sum_q, "q", "(q ^ 1)"));
     e.pop_scope();
     if (!in_range) e.close();
     e.close();
@@ -480,8 +555,9 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, cons
           if (v == prod) return acc;
           return outer ? outer(v, c) : std::nullopt;
         });
-    const std::string r = emit_gemm_value_at(e, g, d, epi, fmt::format("acc_q[{}]", q),
-                                             Emitter::lane_expr("j", q), acc);
+    const std::string r =
+        emit_gemm_value_at(e, g, d, epi, fmt::format("acc_q[{}]", q), Emitter::lane_expr("j", q),
+                           acc, fmt::format("acc_q[{}]", q ^ 1));
     packed += fmt::format("{}braze_pack(braze_tag<{}>(), ({}){})", q ? ", " : "", st, ct, r);
   }
   e.set_intercept(outer);
@@ -511,8 +587,8 @@ std::vector<Emitter::Preload> emit_gemm_preloads(Emitter& e, const graph::Graph&
     return outer ? outer(v, c) : std::nullopt;
   });
   for (int q = 0; q < width; ++q)
-    emit_gemm_value_at(e, g, d, epi, "0.f", Emitter::lane_expr("j", q),
-                       fmt::format("pre_acc{}", q));
+    emit_gemm_value_at(e, g, d, epi, "0.f", Emitter::lane_expr("j", q), fmt::format("pre_acc{}", q),
+                       "0.f");
   std::vector<Emitter::Preload> pre = e.preloads();
   e.set_intercept(outer);
   e.set_preload("");

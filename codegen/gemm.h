@@ -113,6 +113,10 @@ struct GemmEpilogue {
   graph::ValueId pair[2] = {graph::kNoValue, graph::kNoValue};
   int64_t cols = 0;
   bool paired() const { return pair[0] != graph::kNoValue; }
+  // The outputs of the epilogue's SwapPairs (graph/ops/swap_pairs.cpp), each of a view of the
+  // product that keeps its adjacent pairs (graph::keeps_pairs): at element (b, i, j) they read
+  // product element (b, i, j ^ 1), the partner sum the store code hands on (emit_gemm_stores).
+  std::vector<graph::ValueId> swaps;
 };
 // The output offset of element (b, i, j) (all in scope) as an expression.
 std::string gemm_store_offset(const GemmEpilogue& epi, const graph::Graph& g);
@@ -125,11 +129,14 @@ Emitter gemm_emitter(const graph::Graph& g, const fusion::Group& group, const Ge
 // Emits the statements finishing output element (b, i, j) from `sum`, the float/double
 // product before alpha: alpha and Gemm's beta * C, the epilogue chain, the store. "b",
 // "i" and "j" are in scope, in range. May throw CudaUnsupported.
+// `partner`: the sum of product element (b, i, j ^ 1), for an epilogue with SwapPairs (else
+// CudaUnsupported).
 void emit_gemm_store(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
-                     const std::string& sum);
+                     const std::string& sum, const std::string& partner = "");
 // The same without the store: returns the output's value (in its compute type).
 std::string emit_gemm_value(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                            const GemmEpilogue& epi, const std::string& sum);
+                            const GemmEpilogue& epi, const std::string& sum,
+                            const std::string& partner = "");
 
 // Emits the statements finishing the `width` adjacent output elements (b, i, jp + q),
 // q < width, from `sum_q` (an expression in q): those in range, as one vector store when

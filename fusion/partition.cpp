@@ -384,7 +384,26 @@ class Partitioner {
     // Only layout ops keeping the product's columns and element order since it (a column
     // pair may follow: graph::keeps_columns), and whether the pair has been taken.
     bool rows_kept = true, paired = false;
+    // The region's space as a view of the product's elements (through the layout ops taken),
+    // while the product's columns are whole: a SwapPairs of a region value reads its partner
+    // from each lane's other accumulator of the pair where the view keeps the pairs.
+    std::optional<graph::Layout> view;
   };
+
+  static bool is_swap_pairs(const Node& n) {
+    return n.op->domain == "braze" && n.op->name == "SwapPairs";
+  }
+
+  // Whether SwapPairs node c can join e: of a region value whose view keeps the product's
+  // pairs, after a plain product (no Gemm alpha or C: the partner's sum is the raw accumulator).
+  bool swap_pairs_takes(const GemmEpilogue& e, NodeId mm, const Node& c) const {
+    const Node& p = g_.node(mm);
+    if (p.op_type() == "Gemm" &&
+        (p.attr_float("alpha") != 1 || (p.has_input(2) && p.attr_float("beta") != 0)))
+      return false;
+    return e.region.count(c.inputs[0]) && e.view && g_.value(c.outputs[0]).shape == e.space &&
+           graph::keeps_pairs(*e.view, g_.value(p.outputs[0]).shape.back());
+  }
 
   // A column pair (graph/column_pairs.h) read from the product's columns: its two Slices join
   // e, the region becomes their outputs. The GEMM schedules read the pair from each lane's two
@@ -403,6 +422,7 @@ class Partitioner {
     e.region = {g_.node(cp->even).outputs[0], g_.node(cp->odd).outputs[0]};
     e.space = g_.value(g_.node(cp->even).outputs[0]).shape;
     e.paired = true;
+    e.view.reset();
     return true;
   }
 
@@ -412,6 +432,7 @@ class Partitioner {
   bool epilogue_takes(int ga, NodeId mm, const GemmEpilogue& e, ValueId v, NodeId c) {
     const Node& cn = g_.node(c);
     const graph::Value& out = g_.value(cn.outputs[0]);
+    if (is_swap_pairs(cn)) return swap_pairs_takes(e, mm, cn);
     if (is_elementwise(cn))
       return out.shape == e.space &&
              std::all_of(cn.inputs.begin(), cn.inputs.end(), [&](ValueId u) {
@@ -445,6 +466,10 @@ class Partitioner {
     GemmEpilogue e;
     e.region = {g_.node(mm).outputs[0]};
     e.space = g_.value(g_.node(mm).outputs[0]).shape;
+    const Node& p = g_.node(mm);
+    if (e.space.size() >= 2 && g_.value(p.inputs[0]).shape.size() >= 2 &&
+        g_.value(p.inputs[1]).shape.size() >= 2)
+      e.view = graph::Layout::contiguous(e.space);
     for (size_t steps = 0; steps < opts_.max_gemm_epilogue; ++steps) {
       if (take_column_pair(e, mm)) continue;
       NodeId pick = kNoNode;
@@ -458,7 +483,8 @@ class Partitioner {
       if (pick == kNoNode) break;
       e.tried.insert(pick);
       const Node& pn = g_.node(pick);
-      if (!is_elementwise(pn)) {
+      if (!is_elementwise(pn) && !is_swap_pairs(pn)) {
+        if (e.view) e.view = pn.op->layout ? pn.op->layout(g_, pn, *e.view) : std::nullopt;
         e.region = {pn.outputs[0]};
         e.space = g_.value(pn.outputs[0]).shape;
         e.rows_kept = e.rows_kept && graph::keeps_columns(g_, pn);

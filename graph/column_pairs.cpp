@@ -58,4 +58,20 @@ bool keeps_columns(const Graph& g, const Node& n) {
   return view && view->offset == 0 && view->flat() == Layout::contiguous(y.shape).flat();
 }
 
+bool keeps_pairs(const Layout& view, int64_t cols) {
+  if (cols % 2 != 0 || view.offset % 2 != 0 || view.dims.empty()) return false;
+  // The last dim's innermost factor runs over whole pairs at stride 1; every other factor
+  // moves by an even number of elements (or broadcasts).
+  const std::vector<StridedDim>& last = view.dims.back();
+  size_t inner = last.size();
+  while (inner > 0 && last[inner - 1].size == 1) --inner;
+  if (inner == 0 || last[inner - 1].stride != 1 || last[inner - 1].size % 2 != 0) return false;
+  for (size_t d = 0; d < view.dims.size(); ++d)
+    for (size_t f = 0; f < view.dims[d].size(); ++f) {
+      const bool pair_factor = d + 1 == view.dims.size() && f + 1 == inner;
+      if (!pair_factor && view.dims[d][f].size > 1 && view.dims[d][f].stride % 2 != 0) return false;
+    }
+  return true;
+}
+
 }  // namespace braze::graph

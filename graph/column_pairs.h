@@ -33,4 +33,10 @@ std::optional<ColumnPair> column_pair_of(const Graph& g, ValueId v,
 // and keeps the last dim: the columns a column pair after it takes are the product's.
 bool keeps_columns(const Graph& g, const Node& n);
 
+// Whether a value viewed as `view` of a product with `cols` columns (composed through layout
+// ops from Layout::contiguous of the product's shape) holds each even-odd pair of its last
+// axis at an even-odd pair of one product row: what SwapPairs after the product reads from
+// each lane's two adjacent accumulators (graph/ops/swap_pairs.cpp, codegen/gemm.cpp).
+bool keeps_pairs(const Layout& view, int64_t cols);
+
 }  // namespace braze::graph

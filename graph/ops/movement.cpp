@@ -881,6 +881,7 @@ void register_movement_ops(std::vector<OpDef>& r) {
   r.push_back(depth_to_space_op());
   r.push_back(space_to_depth_op());
   r.push_back(trilu_op());
+  r.push_back(swap_pairs_op());
 }
 
 }  // namespace braze::graph

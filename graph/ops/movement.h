@@ -52,4 +52,8 @@ void index_map_reference(RefCtx& ctx);
 // What node ctx's index map for output `output` is built from, on concrete inputs.
 IndexMapArgs index_map_args(RefCtx& ctx, size_t output);
 
+// SwapPairs (graph/ops/swap_pairs.cpp; registered by register_movement_ops).
+struct OpDef;
+OpDef swap_pairs_op();
+
 }  // namespace braze::graph

@@ -14,6 +14,7 @@
 #include "graph/passes/identity_elim.h"
 #include "graph/passes/matmul_rows.h"
 #include "graph/passes/matmul_scale.h"
+#include "graph/passes/rotary_projection.h"
 #include "graph/passes/sibling_matmuls.h"
 #include "graph/passes/sink_transposes.h"
 #include "graph/passes/softmax_fusion.h"
@@ -38,6 +39,7 @@ constexpr Pass kPasses[] = {
     {"hoist_matmul_scales", hoist_matmul_scales},
     {"merge_gated_matmuls", merge_gated_matmuls},
     {"merge_sibling_matmuls", merge_sibling_matmuls},
+    {"rotary_projections", rotary_projections},
     {"flatten_matmul_rows", flatten_matmul_rows},
     {"store_weights_k_major", store_weights_k_major},
     {"store_depthwise_weights_channels_last", store_depthwise_weights_channels_last},

@@ -286,6 +286,11 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
       epi.out_coords = lowering(cn).forward(cn, epi.out_coords, g.value(epi.out).shape,
                                             g.value(cn.outputs[0]).shape);
       if (view) view = cn.op->layout ? cn.op->layout(g, cn, *view) : std::nullopt;
+    } else if (graph::is_elementwise(cn) && !epi.paired()) {
+      epi.value = cn.outputs[0];
+      epi.value_coords = epi.out_coords;
+    } else {
+      epi.value = graph::kNoValue;
     }
     epi.out = cn.outputs[0];
   }
@@ -358,10 +363,13 @@ std::string emit_gemm_value_at(Emitter& e, const graph::Graph& g, const GemmDims
   }
   e.line(fmt::format("const {} {} = {};", acc, acc_name, value));
   if (epi.out == n.outputs[0]) return acc_name;
-  std::vector<std::string> coords = epi.out_coords;
+  // The last value computed, at its own coordinates: the layout ops after it only move it.
+  const graph::ValueId at = epi.value != graph::kNoValue ? epi.value : epi.out;
+  std::vector<std::string> coords =
+      epi.value != graph::kNoValue ? epi.value_coords : epi.out_coords;
   if (j != "j")
     for (std::string& c : coords) c = replace_identifier(c, "j", j);
-  if (epi.swaps.empty()) return e.value_at(epi.out, coords);
+  if (epi.swaps.empty()) return e.value_at(at, coords);
   if (partner.empty()) throw CudaUnsupported{"SwapPairs in an epilogue that stores one element"};
   // SwapPairs reads its input at the element's partner in the pair: the same expression with
   // the product's value there, the lane's other sum of the two.
@@ -381,7 +389,7 @@ std::string emit_gemm_value_at(Emitter& e, const graph::Graph& g, const GemmDims
         }
         return outer ? outer(v, c) : std::nullopt;
       });
-  std::string r = e.value_at(epi.out, coords);
+  std::string r = e.value_at(at, coords);
   e.set_intercept(outer);
   return r;
 }

@@ -117,6 +117,12 @@ struct GemmEpilogue {
   // product that keeps its adjacent pairs (graph::keeps_pairs): at element (b, i, j) they read
   // product element (b, i, j ^ 1), the partner sum the store code hands on (emit_gemm_stores).
   std::vector<graph::ValueId> swaps;
+  // The last value the epilogue computes (an element-wise op's) and its coordinates at
+  // product element (b, i, j), where only layout ops follow it to `out`: the store code
+  // computes it there rather than at the output's coordinates mapped back through the
+  // layout ops (index arithmetic that goes out and back). kNoValue: none.
+  graph::ValueId value = graph::kNoValue;
+  std::vector<std::string> value_coords;
 };
 // The output offset of element (b, i, j) (all in scope) as an expression.
 std::string gemm_store_offset(const GemmEpilogue& epi, const graph::Graph& g);

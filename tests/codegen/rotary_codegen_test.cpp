@@ -1,0 +1,46 @@
+// Rotary embeddings after a projection (tests/rotary_cases.h) on the wgmma schedule, compiled
+// with NVRTC for sm_90a (no GPU needed; tests/gpu runs them): every wgmma candidate of each
+// rotating case compiles to wgmma with no local memory, the rotation reading each element's
+// partner from the lane's other sum of the pair, not from memory.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "codegen/capabilities.h"
+#include "codegen/codegen.h"
+#include "runtime/gpu/nvrtc.h"
+#include "tests/gemm_test_util.h"
+#include "tests/rotary_cases.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+TEST(RotaryCodegen, EveryWgmmaCandidateCompiles) {
+  int n = 0;
+  for (const test::RotaryCase& c : test::rotary_cases()) {
+    if (c.swaps == 0) continue;
+    const test::GemmGroup gg = test::gemm_group_of(test::rotary_text(c, "float16"));
+    for (const codegen::Tunables& t : codegen::candidates(gg.g, gg.group, test::h200a())) {
+      if (!t.count("wg") || t.at("wg") != 1) continue;
+      std::string what = c.name;
+      for (const auto& [k, v] : t) what += fmt::format(" {}={}", k, v);
+      codegen::GroupCode gc = codegen::generate(gg.g, gg.group, test::h200a(), &t);
+      ASSERT_TRUE(gc.kernel.has_value()) << what << ": " << gc.fallback_reason;
+      EXPECT_EQ(codegen::schedule_name(*gc.kernel), "wgmma") << what;
+      // The partner is a sum of the tile (se_v[(q ^ 1)], accum[…(q ^ 1)] or acc_q[…]).
+      EXPECT_NE(gc.kernel->source.find("^ 1)]"), std::string::npos) << what;
+      gpu::Compiled comp =
+          gpu::nvrtc_compile(gc.kernel->source, gc.kernel->name, gpu::Arch::parse("sm_90a"), true);
+      ASSERT_FALSE(comp.cubin.empty()) << what;
+      EXPECT_NE(comp.ptx.find("wgmma.mma_async"), std::string::npos) << what;
+      EXPECT_EQ(comp.ptx.find("ld.local"), std::string::npos) << what;
+      EXPECT_EQ(comp.ptx.find("st.local"), std::string::npos) << what;
+      ++n;
+    }
+  }
+  EXPECT_GE(n, 4);
+}
+
+}  // namespace
+}  // namespace braze

@@ -1,0 +1,55 @@
+// rotary_projections (graph/passes/rotary_projection.h): the rotation of each head after a
+// projection becomes one SwapPairs expression over the product's heads, its weight's columns
+// interleaved head by head, and the graph computes what it did before; where a rotated head's
+// values are also read unrotated, or the heads are rotated by different tables, it stays.
+#include <gtest/gtest.h>
+
+#include "graph/passes/pipeline.h"
+#include "graph/registry.h"
+#include "tests/rotary_cases.h"
+#include "tests/test_util.h"
+
+namespace braze {
+namespace {
+
+size_t count_op(const graph::Graph& g, const char* name) {
+  size_t n = 0;
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    const graph::Node& node = g.node(static_cast<graph::NodeId>(i));
+    n += !node.dead && node.op->name == name;
+  }
+  return n;
+}
+
+TEST(RotaryProjection, EveryCaseComputesTheSameAfterThePipeline) {
+  for (const test::RotaryCase& c : test::rotary_cases()) {
+    SCOPED_TRACE(c.name);
+    const graph::Graph before = test::graph_from_text(test::rotary_text(c, "float"));
+    graph::Graph after = before;
+    graph::passes::run_pipeline(after);
+    EXPECT_EQ(count_op(after, "SwapPairs"), c.swaps);
+    // The rewritten graph has no rotate_half left: no Neg, no Concat of halves.
+    if (c.swaps) EXPECT_EQ(count_op(after, "Neg"), 0u);
+    test::expect_same_outputs(before, after, 7);
+  }
+}
+
+TEST(RotaryProjection, HeadsAlsoReadUnrotatedStay) {
+  // K's heads before the rotation are also an output (a cache of unrotated keys).
+  const graph::Graph before = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[1,6,16] x) => (float[1,2,6,8] y, float[1,2,6,8] t) {
+)" + test::rotary_weight("w", 16, 16, 1) + test::rotary_table("c", "[6,8]", 6, 8, false) +
+                                                    test::rotary_table("s", "[6,8]", 6, 8, true) +
+                                                    R"(
+      p = MatMul(x, w)  sh = Constant <value = int64[4] {1, 6, 2, 8}> ()  r = Reshape(p, sh)
+      t = Transpose <perm = [0, 2, 1, 3]> (r)
+)" + test::rotate_half("t", "y", 8) + R"( })");
+  graph::Graph after = before;
+  graph::passes::run_pipeline(after);
+  EXPECT_EQ(count_op(after, "SwapPairs"), 0u);
+  EXPECT_EQ(count_op(after, "Neg"), 1u);
+  test::expect_same_outputs(before, after, 7);
+}
+
+}  // namespace
+}  // namespace braze

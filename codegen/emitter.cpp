@@ -353,6 +353,19 @@ std::optional<std::string> Emitter::lanes_at(const graph::Node& n, size_t out_in
   return mine;
 }
 
+std::optional<int64_t> Emitter::lane_op(const std::string& c, int k, char op) const {
+  const std::string head = "((" + lane_expr(lane_var_, k) + ") " + op + " ";
+  if (c.size() <= head.size() + 3 || c.compare(0, head.size(), head) != 0 ||
+      c.compare(c.size() - 3, 3, "LL)") != 0)
+    return std::nullopt;
+  const std::string digits = c.substr(head.size(), c.size() - 3 - head.size());
+  if (digits.empty() || digits.size() > 15 ||
+      !std::all_of(digits.begin(), digits.end(), [](char d) { return d >= '0' && d <= '9'; }))
+    return std::nullopt;
+  const int64_t m = std::stoll(digits);
+  return m > 0 ? std::optional<int64_t>(m) : std::nullopt;
+}
+
 std::string Emitter::load_outside(ValueId v, const std::vector<std::string>& coords) {
   const graph::Value& val = g_.value(v);
   const ComputeType type = compute_type(val.dtype);
@@ -366,17 +379,34 @@ std::string Emitter::load_outside(ValueId v, const std::vector<std::string>& coo
   }
   std::string p = input_param(v);
   if (!preload_var_.empty()) return preload(v, coords, p);
+  if (vec_ > 1 && !coords.empty()) {
+    // The lane variable is a multiple of vec_: (lane k) / M, M a multiple of vec_, is the
+    // same for every lane (one load at lane 0's coordinates, memoised).
+    std::vector<std::string> same = coords;
+    for (std::string& c : same)
+      for (int k = 1; k < vec_; ++k)
+        if (std::optional<int64_t> m = lane_op(c, k, '/'); m && *m % vec_ == 0)
+          c = fmt::format("(({}) / {}LL)", lane_var_, *m);
+    if (same != coords) return value_at(v, same);
+  }
   if (vec_ > 1 && !coords.empty() && val.shape.back() % vec_ == 0) {
     int lane = -1;
-    for (int k = 0; k < vec_; ++k)
+    std::string inner0 = lane_var_;  // the innermost coordinate at lane 0
+    for (int k = 0; k < vec_; ++k) {
       if (coords.back() == lane_expr(lane_var_, k)) lane = k;
+      // (lane k) % M, M a multiple of vec_: lane k of (lane 0) % M.
+      if (std::optional<int64_t> m = lane_op(coords.back(), k, '%'); m && *m % vec_ == 0) {
+        lane = k;
+        inner0 = fmt::format("(({}) % {}LL)", lane_var_, *m);
+      }
+    }
     bool others_free = std::none_of(coords.begin(), coords.end() - 1, [&](const std::string& c) {
       return c.find(lane_var_) != std::string::npos;
     });
     if (lane >= 0 && others_free) {
       // One vector load for all lanes; each lane's value is memoised under its coordinates.
       std::vector<std::string> lane0 = coords;
-      lane0.back() = lane_var_;
+      lane0.back() = inner0;
       std::string vec = fresh("w");
       line(fmt::format("const braze_vec<{}, {}> {} = braze_vload<{}>({}, {});",
                        cuda_storage_type(val.dtype), vec_, vec, vec_, p,
@@ -386,7 +416,9 @@ std::string Emitter::load_outside(ValueId v, const std::vector<std::string>& coo
       std::string mine;
       for (int k = 0; k < vec_; ++k) {
         std::vector<std::string> ck = coords;
-        ck.back() = lane_expr(lane_var_, k);
+        ck.back() = inner0 == lane_var_ ? lane_expr(lane_var_, k)
+                                        : fmt::format("(({}) % {}LL)", lane_expr(lane_var_, k),
+                                                      *lane_op(inner0, 0, '%'));
         std::string lk = fmt::format("braze_val({}.v[{}])", vec, k);
         if (k == lane) mine = lk;
         memo_.back()[memo_key(v, ck)] = lk;

@@ -116,6 +116,8 @@ class Emitter {
   // A value from outside the kernel: a literal, a load (vectorised across lanes where it can
   // be), or a read of the preloaded row.
   std::string load_outside(graph::ValueId v, const std::vector<std::string>& coords);
+  // M where coordinate c is "((lane k) op M)" (op '/' or '%'), else nullopt.
+  std::optional<int64_t> lane_op(const std::string& c, int k, char op) const;
   // Element-wise node n's output v at coords, from its operands there.
   std::string elementwise_at(const graph::Node& n, graph::ValueId v,
                              const std::vector<std::string>& coords);

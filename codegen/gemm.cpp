@@ -446,6 +446,29 @@ bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEp
 
 namespace {
 
+// Where the `width` output elements (b, i, jp + q) are not adjacent but their lanes interleave
+// f runs that are (the store map's innermost digit of j, of size f, moves by a whole vector;
+// its next digit moves by one element: a GEMM storing rotate_half's interleaved columns back in
+// order writes lanes 0, 2 … and 1, 3 … each as one vector): f, else 0.
+int gemm_split_store_factor(const GemmEpilogue& epi, int width) {
+  if (!epi.store || epi.paired() || epi.cols % width != 0) return 0;
+  const StoreTerm* low = nullptr;
+  for (const StoreTerm& t : epi.store->terms)
+    if (t.var == 'j' && t.div == 1) low = &t;
+  if (!low || low->size < 2 || width % low->size != 0 || width / low->size < 2) return 0;
+  const int64_t f = low->size, per = width / f;
+  bool runs = false;
+  for (const StoreTerm& t : epi.store->terms) {
+    if (t.var == 'j' && t.div == f && t.out_stride == 1) {
+      if (t.size % per != 0) return 0;
+      runs = true;
+    } else if (t.out_stride % per != 0) {
+      return 0;
+    }
+  }
+  return runs ? static_cast<int>(f) : 0;
+}
+
 // The output value at (b, i, j) in scope from a column pair's two sums (expressions), read
 // where the epilogue reads the pair's Slices.
 std::string emit_pair_value(Emitter& e, const GemmEpilogue& epi, const std::string& even,
@@ -526,7 +549,9 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, cons
     return;
   }
   const graph::Value& ov = g.value(epi.out);
-  if (!gemm_vector_store_ok(g, d, epi, width)) {
+  const int split =
+      gemm_vector_store_ok(g, d, epi, width) ? 1 : gemm_split_store_factor(epi, width);
+  if (split == 0) {
     e.line("#pragma unroll");
     e.open(fmt::format("for (int q = 0; q < {}; ++q) {{", width));
     e.line("const long long j = jp + q;");
@@ -541,7 +566,8 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, cons
     return;
   }
   // The output's last dim is j, a multiple of `width` long: the elements are all in range or
-  // none, adjacent, and aligned to the vector. The lanes are written out one after another,
+  // none, adjacent (or `split` interleaved runs of adjacent ones), and aligned to the vector.
+  // The lanes are written out one after another,
   // lane q at column (j + q), so that an input read at the output's column (a residual, a
   // bias) is one vector load shared by the lanes (Emitter::set_lanes), not `width` loads.
   const std::string ct = cuda_compute_type(ov.dtype), st = cuda_storage_type(ov.dtype);
@@ -554,7 +580,7 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, cons
   e.set_lanes("j", width);
   const Emitter::Intercept outer = e.intercept();
   const graph::ValueId prod = d.node->outputs[0];
-  std::string packed;
+  std::vector<std::string> lanes;
   for (int q = 0; q < width; ++q) {
     const std::string acc = fmt::format("acc{}", q);
     e.set_intercept(
@@ -566,13 +592,21 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, cons
     const std::string r =
         emit_gemm_value_at(e, g, d, epi, fmt::format("acc_q[{}]", q), Emitter::lane_expr("j", q),
                            acc, fmt::format("acc_q[{}]", q ^ 1));
-    packed += fmt::format("{}braze_pack(braze_tag<{}>(), ({}){})", q ? ", " : "", st, ct, r);
+    lanes.push_back(fmt::format("braze_pack(braze_tag<{}>(), ({}){})", st, ct, r));
   }
   e.set_intercept(outer);
   e.set_lanes("", 1);
   e.pop_scope();
-  e.line(fmt::format("braze_vstore_typed<{}>({}, {}, braze_vec<{}, {}>{{{{{}}}}});", width,
-                     e.output_param(epi.out), gemm_store_offset(epi, g), st, width, packed));
+  // Lanes r, r + split, … are one vector at column jp + r (all of them when split is 1).
+  const int per = width / split;
+  for (int r = 0; r < split; ++r) {
+    std::string packed;
+    for (int q = r; q < width; q += split) packed += (q > r ? ", " : "") + lanes[q];
+    if (split > 1) e.open(fmt::format("{{ const long long j = jp + {};", r));
+    e.line(fmt::format("braze_vstore_typed<{}>({}, {}, braze_vec<{}, {}>{{{{{}}}}});", per,
+                       e.output_param(epi.out), gemm_store_offset(epi, g), st, per, packed));
+    if (split > 1) e.close();
+  }
   e.close();
 }
 

@@ -102,6 +102,39 @@ inline Tensor run_poisoned(std::shared_ptr<const gpu::Engine> engine,
   return got.empty() ? Tensor() : got[0];
 }
 
+// Step `gi` of `base` built with every candidate of its group's search space on the GPU (those
+// the schedule refuses skipped), each run with the arena poisoned and compared with `want`.
+inline void expect_every_candidate_matches(const graph::Graph& g,
+                                           const std::vector<gpu::Step>& base, size_t gi,
+                                           const gpu::EngineOptions& o,
+                                           const std::vector<Tensor>& in, const Tensor& want,
+                                           const std::string& what) {
+  for (const codegen::Tunables& t : codegen::candidates(g, base[gi].group, o.target)) {
+    std::string why, tun;
+    for (const auto& [k, v] : t) tun += fmt::format("{}={} ", k, v);
+    auto engine = engine_with(g, base, gi, t, o, &why);
+    if (!engine) continue;  // a candidate this product's shape refuses
+    const Tensor got = run_poisoned(engine, in);
+    EXPECT_TRUE(tensors_close(got, want)) << what << ": " << tun;
+  }
+}
+
+// The plan on the emulator with its default candidates and with the last one of the largest
+// search space (every group clamps it to its own), each compared with `want`.
+inline void expect_emulated_matches(const graph::Graph& g, const fusion::Plan& plan,
+                                    const codegen::Target& target, const std::vector<Tensor>& in,
+                                    const Tensor& want, const std::string& what) {
+  size_t most = 0;
+  for (const fusion::Group& grp : plan.groups)
+    most = std::max(most, codegen::candidates(g, grp, target).size());
+  for (int cand : {-1, static_cast<int>(most) - 1}) {
+    const std::string at = fmt::format("{} candidate {}", what, cand);
+    const Tensor got = emulate_with(g, plan, in, cand, at);
+    ASSERT_TRUE(got.defined());
+    EXPECT_TRUE(tensors_close(got, want)) << at;
+  }
+}
+
 // Not a check (the DISABLED_ throughput tests): builds the single-GEMM graph `text` with each
 // of its first `most` candidates and prints the median time and TFLOP/s of `iters` runs,
 // the default marked.

@@ -46,14 +46,8 @@ TEST_P(GpuGated, EveryCandidateComputesTheGatedExpression) {
     ++gated;
     ASSERT_TRUE(base[gi].kernel) << base[gi].fallback_reason;
     EXPECT_EQ(codegen::schedule_name(*base[gi].kernel), o.target.sm90a ? "wgmma" : "mma");
-    for (const codegen::Tunables& t : codegen::candidates(g, base[gi].group, o.target)) {
-      std::string why, tun;
-      for (const auto& [k, v] : t) tun += fmt::format("{}={} ", k, v);
-      auto engine = test::engine_with(g, base, gi, t, o, &why);
-      if (!engine) continue;  // a candidate this product's shape refuses
-      const Tensor got = test::run_poisoned(engine, in);
-      EXPECT_TRUE(test::tensors_close(got, want)) << c.name << " " << dtype << ": " << tun;
-    }
+    test::expect_every_candidate_matches(g, base, gi, o, in, want,
+                                         fmt::format("{} {}", c.name, dtype));
   }
   EXPECT_EQ(gated, 1u);
 }

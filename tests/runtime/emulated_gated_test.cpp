@@ -65,15 +65,7 @@ TEST_P(EmulatedGated, OneKernelComputesTheGatedExpression) {
   EXPECT_EQ(plan.groups.size(), c.gemm_kernels + c.other_kernels);
   const std::vector<Tensor> in = test::random_inputs(g, 53);
   const Tensor want = runtime::run_reference(before, in).at(0);
-  size_t most = 0;
-  for (const fusion::Group& grp : plan.groups)
-    most = std::max(most, codegen::candidates(g, grp, target).size());
-  for (int cand : {-1, static_cast<int>(most) - 1}) {
-    const std::string what = fmt::format("{} {} candidate {}", c.name, dtype, cand);
-    const Tensor got = test::emulate_with(g, plan, in, cand, what);
-    ASSERT_TRUE(got.defined());
-    EXPECT_TRUE(test::tensors_close(got, want)) << what;
-  }
+  test::expect_emulated_matches(g, plan, target, in, want, fmt::format("{} {}", c.name, dtype));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, EmulatedGated,

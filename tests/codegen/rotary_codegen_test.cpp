@@ -46,5 +46,20 @@ TEST(RotaryCodegen, EveryWgmmaCandidateCompiles) {
   EXPECT_GE(n, 4);
 }
 
+// The default candidate of Llama's Q, K, V: four lanes a thread, whose columns put back in
+// order are two runs of two (one vector store each), the tables read as one vector per table
+// and the head's mask once (emitter: (lane) % 64 and (lane) / 64).
+TEST(RotaryCodegen, TheLanesStoreVectorsAndLoadTheTablesAsVectors) {
+  const test::RotaryCase& c = test::rotary_cases().front();  // LlamaQkv
+  const test::GemmGroup gg = test::gemm_group_of(test::rotary_text(c, "float16"));
+  codegen::GroupCode gc = codegen::generate(gg.g, gg.group, test::h200a(), nullptr);
+  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+  const std::string& src = gc.kernel->source;
+  const std::string body = src.substr(src.find("__global__"));
+  EXPECT_EQ(body.find("braze_store(out"), std::string::npos);
+  EXPECT_NE(body.find("braze_vstore_typed<2>(out"), std::string::npos);
+  EXPECT_NE(body.find("braze_vload<4>(in"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace braze

@@ -301,7 +301,7 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
   if (view && !d.a_vec && !d.b_vec) epi.store = store_map(*view, d, epi.cols);
   for (graph::NodeId id : group.nodes) {
     const graph::Node& n = g.node(id);
-    if (n.op->domain != "braze" || n.op->name != "SwapPairs") continue;
+    if (!graph::is_swap_pairs(n)) continue;
     std::string problem = swap_pairs_problem(g, members, d, n);
     if (problem.empty() && epi.paired()) problem = "SwapPairs beside a column pair";
     if (!problem.empty()) {

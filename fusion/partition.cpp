@@ -390,10 +390,6 @@ class Partitioner {
     std::optional<graph::Layout> view;
   };
 
-  static bool is_swap_pairs(const Node& n) {
-    return n.op->domain == "braze" && n.op->name == "SwapPairs";
-  }
-
   // Whether SwapPairs node c can join e: of a region value whose view keeps the product's
   // pairs, after a plain product (no Gemm alpha or C: the partner's sum is the raw accumulator).
   bool swap_pairs_takes(const GemmEpilogue& e, NodeId mm, const Node& c) const {
@@ -432,7 +428,7 @@ class Partitioner {
   bool epilogue_takes(int ga, NodeId mm, const GemmEpilogue& e, ValueId v, NodeId c) {
     const Node& cn = g_.node(c);
     const graph::Value& out = g_.value(cn.outputs[0]);
-    if (is_swap_pairs(cn)) return swap_pairs_takes(e, mm, cn);
+    if (graph::is_swap_pairs(cn)) return swap_pairs_takes(e, mm, cn);
     if (is_elementwise(cn))
       return out.shape == e.space &&
              std::all_of(cn.inputs.begin(), cn.inputs.end(), [&](ValueId u) {
@@ -483,7 +479,7 @@ class Partitioner {
       if (pick == kNoNode) break;
       e.tried.insert(pick);
       const Node& pn = g_.node(pick);
-      if (!is_elementwise(pn) && !is_swap_pairs(pn)) {
+      if (!is_elementwise(pn) && !graph::is_swap_pairs(pn)) {
         if (e.view) e.view = pn.op->layout ? pn.op->layout(g_, pn, *e.view) : std::nullopt;
         e.region = {pn.outputs[0]};
         e.space = g_.value(pn.outputs[0]).shape;

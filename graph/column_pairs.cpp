@@ -58,6 +58,8 @@ bool keeps_columns(const Graph& g, const Node& n) {
   return view && view->offset == 0 && view->flat() == Layout::contiguous(y.shape).flat();
 }
 
+bool is_swap_pairs(const Node& n) { return n.op->domain == "braze" && n.op->name == "SwapPairs"; }
+
 bool keeps_pairs(const Layout& view, int64_t cols) {
   if (cols % 2 != 0 || view.offset % 2 != 0 || view.dims.empty()) return false;
   // The last dim's innermost factor runs over whole pairs at stride 1; every other factor

@@ -39,4 +39,7 @@ bool keeps_columns(const Graph& g, const Node& n);
 // each lane's two adjacent accumulators (graph/ops/swap_pairs.cpp, codegen/gemm.cpp).
 bool keeps_pairs(const Layout& view, int64_t cols);
 
+// Whether n is a SwapPairs node.
+bool is_swap_pairs(const Node& n);
+
 }  // namespace braze::graph

@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "codegen/lowering.h"
+#include "codegen/capabilities.h"
 #include "codegen/codegen.h"
 #include "fusion/partition.h"
 #include "graph/passes/pipeline.h"
 #include "runtime/emulator.h"
 #include "runtime/gpu/bench.h"
 #include "runtime/gpu/engine.h"
+#include "runtime/gpu/nvrtc.h"
 #include "runtime/inputs.h"
 #include "tests/test_util.h"
 
@@ -100,6 +102,23 @@ inline Tensor run_poisoned(std::shared_ptr<const gpu::Engine> engine,
   std::vector<Tensor> got = session.run(in, ro);
   EXPECT_EQ(got.size(), 1u);
   return got.empty() ? Tensor() : got[0];
+}
+
+// The group's kernel with candidate `t` (nullptr: the default) on sm_90a: wgmma, compiled by
+// NVRTC without local memory. Returns its source (empty where it failed).
+inline std::string expect_wgmma_compiles(const GemmGroup& gg, const codegen::Tunables* t,
+                                         const std::string& what) {
+  codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), t);
+  EXPECT_TRUE(gc.kernel.has_value()) << what << ": " << gc.fallback_reason;
+  if (!gc.kernel) return "";
+  EXPECT_EQ(codegen::schedule_name(*gc.kernel), "wgmma") << what;
+  gpu::Compiled comp =
+      gpu::nvrtc_compile(gc.kernel->source, gc.kernel->name, gpu::Arch::parse("sm_90a"), true);
+  EXPECT_FALSE(comp.cubin.empty()) << what;
+  EXPECT_NE(comp.ptx.find("wgmma.mma_async"), std::string::npos) << what;
+  EXPECT_EQ(comp.ptx.find("ld.local"), std::string::npos) << what;
+  EXPECT_EQ(comp.ptx.find("st.local"), std::string::npos) << what;
+  return gc.kernel->source;
 }
 
 // Step `gi` of `base` built with every candidate of its group's search space on the GPU (those

@@ -8,7 +8,6 @@
 
 #include "codegen/capabilities.h"
 #include "codegen/codegen.h"
-#include "runtime/gpu/nvrtc.h"
 #include "tests/gemm_test_util.h"
 #include "tests/rotary_cases.h"
 #include "tests/test_util.h"
@@ -25,21 +24,12 @@ TEST(RotaryCodegen, EveryWgmmaCandidateCompiles) {
       if (!t.count("wg") || t.at("wg") != 1) continue;
       std::string what = c.name;
       for (const auto& [k, v] : t) what += fmt::format(" {}={}", k, v);
-      codegen::GroupCode gc = codegen::generate(gg.g, gg.group, test::h200a(), &t);
-      ASSERT_TRUE(gc.kernel.has_value()) << what << ": " << gc.fallback_reason;
-      EXPECT_EQ(codegen::schedule_name(*gc.kernel), "wgmma") << what;
       // The partner is the lane's other sum of the pair: acc_q[q ^ 1] where a lane's values
       // are stored as vectors, else the sum expression at (q ^ 1).
-      const std::string& src = gc.kernel->source;
+      const std::string src = test::expect_wgmma_compiles(gg, &t, what);
       EXPECT_TRUE(src.find("(acc_q[") != std::string::npos ||
                   src.find("^ 1)])") != std::string::npos)
           << what;
-      gpu::Compiled comp =
-          gpu::nvrtc_compile(gc.kernel->source, gc.kernel->name, gpu::Arch::parse("sm_90a"), true);
-      ASSERT_FALSE(comp.cubin.empty()) << what;
-      EXPECT_NE(comp.ptx.find("wgmma.mma_async"), std::string::npos) << what;
-      EXPECT_EQ(comp.ptx.find("ld.local"), std::string::npos) << what;
-      EXPECT_EQ(comp.ptx.find("st.local"), std::string::npos) << what;
       ++n;
     }
   }

@@ -10,6 +10,7 @@
 
 #include "codegen/capabilities.h"
 #include "codegen/codegen.h"
+#include "graph/column_pairs.h"
 #include "graph/passes/pipeline.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/engine.h"
@@ -24,9 +25,8 @@ namespace {
 class GpuRotary : public ::testing::TestWithParam<std::tuple<test::RotaryCase, const char*>> {};
 
 bool rotates(const graph::Graph& g, const fusion::Group& grp) {
-  return std::any_of(grp.nodes.begin(), grp.nodes.end(), [&](graph::NodeId id) {
-    return g.node(id).op->domain == "braze" && g.node(id).op->name == "SwapPairs";
-  });
+  return std::any_of(grp.nodes.begin(), grp.nodes.end(),
+                     [&](graph::NodeId id) { return graph::is_swap_pairs(g.node(id)); });
 }
 
 TEST_P(GpuRotary, EveryCandidateRotates) {

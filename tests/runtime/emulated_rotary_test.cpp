@@ -9,6 +9,7 @@
 
 #include "codegen/capabilities.h"
 #include "codegen/codegen.h"
+#include "graph/column_pairs.h"
 #include "graph/passes/pipeline.h"
 #include "runtime/emulator.h"
 #include "runtime/gpu/engine.h"
@@ -23,10 +24,6 @@ namespace {
 class EmulatedRotary : public ::testing::TestWithParam<std::tuple<test::RotaryCase, const char*>> {
 };
 
-bool is_swap_pairs(const graph::Node& n) {
-  return n.op->domain == "braze" && n.op->name == "SwapPairs";
-}
-
 TEST_P(EmulatedRotary, TheProjectionsKernelRotates) {
   const auto& [c, dtype] = GetParam();
   graph::Graph g = test::graph_from_text(test::rotary_text(c, dtype));
@@ -35,15 +32,16 @@ TEST_P(EmulatedRotary, TheProjectionsKernelRotates) {
   size_t swaps = 0;
   for (size_t i = 0; i < g.num_nodes(); ++i)
     swaps += !g.node(static_cast<graph::NodeId>(i)).dead &&
-             is_swap_pairs(g.node(static_cast<graph::NodeId>(i)));
+             graph::is_swap_pairs(g.node(static_cast<graph::NodeId>(i)));
   EXPECT_EQ(swaps, c.swaps);
   const codegen::Target target = runtime::emulator_target({});
   const fusion::Plan plan = codegen::plan_for(g, true, target);
   size_t gemms = 0, rotating = 0;
   for (const gpu::Step& s : gpu::generate_steps(g, plan, target)) {
     ASSERT_TRUE(s.kernel) << s.fallback_reason;
-    const bool has_swap = std::any_of(s.group.nodes.begin(), s.group.nodes.end(),
-                                      [&](graph::NodeId id) { return is_swap_pairs(g.node(id)); });
+    const bool has_swap =
+        std::any_of(s.group.nodes.begin(), s.group.nodes.end(),
+                    [&](graph::NodeId id) { return graph::is_swap_pairs(g.node(id)); });
     if (s.group.kind != fusion::GroupKind::Gemm) {
       EXPECT_FALSE(has_swap) << "SwapPairs outside the product's kernel";
       continue;

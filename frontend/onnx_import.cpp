@@ -329,6 +329,20 @@ void upgrade_and_infer(Graph& g, const graph::OpDef& op, NodeId id, const std::s
   }
 }
 
+// A Constant node's output becomes a constant value, as an initializer's is, so that the
+// shapes inferred after it (a Reshape's to the constant shape) and the expansions of ops
+// defined as functions (RotaryEmbedding of a 4-D X needs X's shape) see it while importing.
+void constant_as_initializer(Graph& g, NodeId id) {
+  const graph::Node n = g.node(id);  // a copy: the node is killed
+  std::vector<Tensor> out = graph::evaluate_node(n, {});
+  g.kill_node(id);
+  graph::Value& v = g.value(n.outputs.at(0));
+  v.dtype = out.at(0).dtype();
+  v.shape = out[0].shape();
+  v.has_shape = true;
+  v.constant = std::make_shared<const Tensor>(std::move(out[0]));
+}
+
 // Adds ONNX node `idx` to `g`, its outputs as new values, and infers it.
 void add_node(const onnx::GraphProto& gp, int idx, const std::map<std::string, int64_t>& opsets,
               const DataScope& scope, Graph& g) {
@@ -348,6 +362,7 @@ void add_node(const onnx::GraphProto& gp, int idx, const std::map<std::string, i
   NodeId id = g.add_node(op, label, std::move(ins), std::move(outs), std::move(attrs),
                          static_cast<int>(opsets.at(domain)));
   upgrade_and_infer(g, *op, id, what);
+  if (op->name == "Constant" && domain.empty()) constant_as_initializer(g, id);
 }
 
 // Marks the graph's outputs, each a value the model defines; there must be at least one.

@@ -25,6 +25,7 @@ try:
     import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
+    from onnx import numpy_helper
     from onnx.reference import ReferenceEvaluator
 except ImportError as e:  # scripts/setup.sh installs them
     print(f"skipped: {e} (scripts/setup.sh installs onnx and numpy)")
@@ -64,6 +65,32 @@ def one_node(name, op, dt, inputs, attrs, opset=23, extra_inits=()):
     return name, h.make_model(g, opset_imports=[h.make_opsetid("", opset)], ir_version=10)
 
 
+def projection_rotary_case(name, dt, four_d, interleaved):
+    """X [2, 7, 64] projected to 4 heads of 16, then RotaryEmbedding by caches gathered at
+    position_ids (3-D with num_heads, or on the heads split and transposed): the rotation
+    belongs in the product's kernel (the pipeline's rotary_projections)."""
+    b, s, e, heads, d = 2, 7, 64, 4, 16
+    rng = np.random.default_rng(23)
+    inv = 1.0 / (10000 ** (np.arange(0, d, 2) / d))
+    angles = np.arange(11)[:, None] * inv[None, :]
+    inits = [numpy_helper.from_array((rng.standard_normal((e, heads * d)) / 8).astype(NP[dt]), "W"),
+             numpy_helper.from_array(np.cos(angles).astype(NP[dt]), "cos_cache"),
+             numpy_helper.from_array(np.sin(angles).astype(NP[dt]), "sin_cache"),
+             numpy_helper.from_array(np.array([b, s, heads, d], np.int64), "heads")]
+    nodes = [h.make_node("MatMul", ["X", "W"], ["P"])]
+    x = "P"
+    attrs = {"interleaved": interleaved}
+    if four_d:
+        nodes += [h.make_node("Reshape", ["P", "heads"], ["R"]), h.make_node("Transpose", ["R"], ["T"], perm=[0, 2, 1, 3])]
+        x = "T"
+    else:
+        attrs["num_heads"] = heads
+    nodes.append(h.make_node("RotaryEmbedding", [x, "cos_cache", "sin_cache", "pos"], ["Y"], **attrs))
+    ins = [h.make_tensor_value_info("X", dt, [b, s, e]), h.make_tensor_value_info("pos", T.INT64, [b, s])]
+    g = h.make_graph(nodes, name, ins, [h.make_tensor_value_info("Y", dt, None)], inits)
+    return name, h.make_model(g, opset_imports=[h.make_opsetid("", 23)], ir_version=10)
+
+
 def cases():
     c = []
     for dt, tag in ((F32, "f32"), (F16, "f16")):
@@ -99,6 +126,8 @@ def cases():
             one_node(f"rotary_interleaved_{tag}", "RotaryEmbedding", dt,
                      [("X", dt, [1, 2, 6, 8]), ("cos", dt, [1, 6, 4]), ("sin", dt, [1, 6, 4])], {"interleaved": 1}),
             one_node(f"swish_{tag}", "Swish", dt, [("X", dt, [7, 33])], {"alpha": 0.7}, opset=24),
+            projection_rotary_case(f"rotary_projection_3d_{tag}", dt, False, 0),
+            projection_rotary_case(f"rotary_projection_4d_interleaved_{tag}", dt, True, 1),
         ]
     return c
 
@@ -124,11 +153,27 @@ def random_inputs(model, rng):
     return feeds
 
 
-def inspect_attention_kernels(braze, path):
+def inspect_kernels(braze, path):
     p = subprocess.run([braze, "inspect", path, "--json"], capture_output=True, text=True)
-    if p.returncode != 0:
-        return None
-    return sum(1 for k in json.loads(p.stdout).get("kernels", []) if k.get("kind") == "attention")
+    return json.loads(p.stdout).get("kernels", []) if p.returncode == 0 else None
+
+
+def inspect_attention_kernels(braze, path):
+    kernels = inspect_kernels(braze, path)
+    return None if kernels is None else sum(1 for k in kernels if k.get("kind") == "attention")
+
+
+def rotation_outside_product(braze, path):
+    """Why the rotation of a rotary_projection case is not in its product's kernel, or ""."""
+    kernels = inspect_kernels(braze, path)
+    if kernels is None:
+        return "braze inspect failed"
+    rotating = [k for k in kernels if "SwapPairs" in k.get("ops", [])]
+    if len(rotating) != 1 or rotating[0].get("kind") != "gemm":
+        return f"{len(rotating)} kernels rotate, expected the product's"
+    if any("Sub" in k.get("ops", []) for k in kernels):
+        return "the rotation's element-wise form is still there"
+    return ""
 
 
 def check(got, want, dt):
@@ -185,6 +230,10 @@ def main():
                     n = inspect_attention_kernels(braze, path)
                     if n != 1:
                         errs.append(f"{n} attention kernels, expected 1")
+                if name.startswith("rotary_projection") and b != "reference":
+                    why = rotation_outside_product(braze, path)
+                    if why:
+                        errs.append(why)
                 if errs:
                     print(f"FAIL {name} [{b}]: " + "; ".join(errs))
                     failures += 1

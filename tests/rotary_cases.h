@@ -71,6 +71,21 @@ inline std::string rotate_half(const std::string& t, const std::string& out, int
       swapped_operands ? "s, " + t + "_r" : t + "_r, s");
 }
 
+// RotaryEmbedding's caches (opset 23): [positions, D/2] constants, cos or sin of i · θ_t,
+// rounded to 1/64 as rotary_table's.
+inline std::string rotary_cache(const char* name, int positions, int d, bool sine) {
+  std::string vals;
+  for (int i = 0; i < positions; ++i)
+    for (int t = 0; t < d / 2; ++t) {
+      const double theta = std::pow(100.0, -2.0 * t / d);
+      const double v = sine ? std::sin(i * theta) : std::cos(i * theta);
+      vals += fmt::format("{}{}", i || t ? ", " : "", std::round(v * 64) / 64);
+    }
+  return fmt::format(
+      "{0}f = Constant <value = float[{1},{2}] {{{3}}}> ()  {0} = CastLike({0}f, x)\n", name,
+      positions, d / 2, vals);
+}
+
 inline const std::vector<RotaryCase>& rotary_cases() {
   static const std::vector<RotaryCase> cases = {
       // Llama's attention inputs: Q (4 heads), K and V (2 heads each) of one activation, merged
@@ -126,6 +141,46 @@ inline const std::vector<RotaryCase>& rotary_cases() {
       k_lo = Slice(tk, q_z, q_h, q_a)  k_hi = Slice(tk, q_h, q_e, q_a)  k_n = Neg(k_hi)
       k_r = Concat <axis = 3> (k_n, k_lo)  k_c = Mul(tk, c2)  k_s = Mul(k_r, s)  k = Add(k_c, k_s)
       y = Concat <axis = 1> (q, k) })",
+       0, 1, 2},
+      // Opset 23's RotaryEmbedding on 3-D Q and K ([B, S, h · D], num_heads), its caches
+      // [B, S, D/2] given at run time (no position_ids): the tables interleaved by two small
+      // kernels, the rotation in the merged product's epilogue, V's heads left alone.
+      {"RotaryOpQkv",
+       R"(<ir_version: 10, opset_import: ["" : 23]>
+    g (@[2,9,64] x, @[2,9,8] c, @[2,9,8] s) => (@[2,8,9,16] y) {
+)" + rotary_weight("wq", 64, 64, 7) +
+           rotary_weight("wk", 64, 32, 8) + rotary_weight("wv", 64, 32, 9) + R"(
+      pq = MatMul(x, wq)  pk = MatMul(x, wk)  pv = MatMul(x, wv)
+      q = RotaryEmbedding <num_heads = 4> (pq, c, s)  k = RotaryEmbedding <num_heads = 2> (pk, c, s)
+      sq = Constant <value = int64[4] {2, 9, 4, 16}> ()  skv = Constant <value = int64[4] {2, 9, 2, 16}> ()
+      rq = Reshape(q, sq)  tq = Transpose <perm = [0, 2, 1, 3]> (rq)
+      rk = Reshape(k, skv)  tk = Transpose <perm = [0, 2, 1, 3]> (rk)
+      rv = Reshape(pv, skv)  tv = Transpose <perm = [0, 2, 1, 3]> (rv)
+      y = Concat <axis = 1> (tq, tk, tv) })",
+       1, 1, 4},
+      // The interleaved form (GPT-J's pairs 2t, 2t + 1: no columns move) on a 4-D X after a
+      // biased projection, the caches gathered at constant positions (folded into tables).
+      {"RotaryOpInterleaved",
+       R"(<ir_version: 10, opset_import: ["" : 23]>
+    g (@[1,12,32] x) => (@[1,2,12,16] y) {
+)" + rotary_weight("w", 32, 32, 10) +
+           rotary_cache("cc", 16, 16, false) + rotary_cache("sc", 16, 16, true) + R"(
+      bf = Constant <value = float[32] {0.5, -0.25, 0.125, 1, -1, 0.75, 0.0625, -0.5, 0.25, 0.375, -0.125, 1.5, -0.75, 0.5, 0.1875, -0.0625, 0.25, 0.5, -1, 0.125, 0.75, -0.375, 1, 0.0625, -0.5, 0.25, 0.625, -0.125, 0.5, -0.75, 0.375, 1}> ()
+      b = CastLike(bf, x)  p = MatMul(x, w)  pb = Add(p, b)
+      sh = Constant <value = int64[4] {1, 12, 2, 16}> ()  r = Reshape(pb, sh)
+      t = Transpose <perm = [0, 2, 1, 3]> (r)
+      pos = Constant <value = int64[1,12] {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}> ()
+      y = RotaryEmbedding <interleaved = 1> (t, cc, sc, pos) })",
+       1, 1, 1},
+      // Only part of each head rotated (rotary_embedding_dim 8 of 16): not matched, so the
+      // rotation stays element-wise after the product.
+      {"RotaryOpPartial",
+       R"(<ir_version: 10, opset_import: ["" : 23]>
+    g (@[1,10,32] x, @[1,10,4] c, @[1,10,4] s) => (@[1,10,32] y) {
+)" + rotary_weight("w", 32, 32, 11) +
+           R"(
+      p = MatMul(x, w)
+      y = RotaryEmbedding <num_heads = 2, rotary_embedding_dim = 8> (p, c, s) })",
        0, 1, 2},
   };
   return cases;

@@ -26,11 +26,20 @@ bool attr_equal(const AttrValue& a, const AttrValue& b) {
       a);
 }
 
-bool same_node(const Node& a, const Node& b) {
-  if (a.op != b.op || a.inputs != b.inputs || a.outputs.size() != b.outputs.size()) return false;
+}  // namespace
+
+bool same_attributes(const Node& a, const Node& b) {
   if (a.attrs.size() != b.attrs.size()) return false;
   for (auto ia = a.attrs.begin(), ib = b.attrs.begin(); ia != a.attrs.end(); ++ia, ++ib)
     if (ia->first != ib->first || !attr_equal(ia->second, ib->second)) return false;
+  return true;
+}
+
+namespace {
+
+bool same_node(const Node& a, const Node& b) {
+  if (a.op != b.op || a.inputs != b.inputs || a.outputs.size() != b.outputs.size()) return false;
+  if (!same_attributes(a, b)) return false;
   // Optional outputs present in one and absent in the other would leave a use unmatched.
   for (size_t i = 0; i < a.outputs.size(); ++i)
     if ((a.outputs[i] == kNoValue) != (b.outputs[i] == kNoValue)) return false;

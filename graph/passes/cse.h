@@ -12,4 +12,7 @@ namespace braze::graph::passes {
 
 int eliminate_common_subexpressions(Graph& g);
 
+// Whether nodes a and b have the same attributes with equal values.
+bool same_attributes(const Node& a, const Node& b);
+
 }  // namespace braze::graph::passes

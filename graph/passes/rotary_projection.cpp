@@ -11,6 +11,7 @@
 #include "graph/op_context.h"
 #include "graph/ops/movement.h"
 #include "graph/parallel.h"
+#include "graph/passes/cse.h"
 #include "graph/passes/split_to_slices.h"
 #include "graph/registry.h"
 
@@ -43,11 +44,17 @@ bool position_table(const Graph& g, ValueId c, const Shape& t, DType dt) {
   return std::all_of(v.shape.begin(), v.shape.end() - 2, [](int64_t s) { return s == 1; });
 }
 
-// rotate_half as written out: out = T · cos + Concat(−T[…, D/2:], T[…, :D/2]) · sin.
+// How one head group is rotated: Llama's rotate_half written out over T [B, h, S, D] with
+// full tables, or RotaryEmbedding's expansion over P [B, S, h, D] with half tables.
 struct Rotation {
-  ValueId out = kNoValue, cos = kNoValue, sin = kNoValue;
+  ValueId out = kNoValue;  // the rotated heads: [B, h, S, D], or [B, S, h, D] where seq_first
+  ValueId cos = kNoValue, sin = kNoValue;  // [.., S, D] constants; seq_first: [b, S, 1, D/2]
+  bool seq_first = false;    // RotaryEmbedding's expansion (its tables hold one angle a pair)
+  bool interleaved = false;  // its pairs are (2t, 2t + 1), already neighbours in the product
 };
-std::optional<Rotation> match_rotation(const Graph& g, const Users& users, ValueId t) {
+
+// rotate_half as written out: out = T · cos + Concat(−T[…, D/2:], T[…, :D/2]) · sin.
+std::optional<Rotation> match_rotate_half(const Graph& g, const Users& users, ValueId t) {
   const Value& tv = g.value(t);
   const int64_t d = tv.shape.back();
   if (users[t].size() != 3 || g.is_graph_output(t) || d % 2 != 0) return std::nullopt;
@@ -95,32 +102,192 @@ std::optional<Rotation> match_rotation(const Graph& g, const Users& users, Value
   return r;
 }
 
-// One group of heads of the product: columns [start, start + heads · D), viewed as
-// T [B, heads, S, D], rotated or not.
+// The factor beside x of Mul node n (x · f or f · x), else kNoValue.
+ValueId factor_beside(const Node& n, ValueId x) {
+  if (!is_op(n, "Mul") || n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return kNoValue;
+  return n.inputs[0] == x ? n.inputs[1] : n.inputs[1] == x ? n.inputs[0] : kNoValue;
+}
+
+// A half table of P [B, S, h, D]: [b, s, 1, D/2] of P's type, b 1 or B, s 1 or S.
+bool half_table(const Graph& g, ValueId c, const Shape& p, DType dt) {
+  const Value& v = g.value(c);
+  return v.has_shape && v.dtype == dt && v.shape.size() == 4 &&
+         (v.shape[0] == 1 || v.shape[0] == p[0]) && (v.shape[1] == 1 || v.shape[1] == p[1]) &&
+         v.shape[2] == 1 && v.shape[3] == p[3] / 2;
+}
+
+bool last_axis_concat(const Node& n, size_t rank) {
+  return is_op(n, "Concat") && n.inputs.size() == 2 &&
+         (n.attr_int("axis") == -1 || n.attr_int("axis") == static_cast<int64_t>(rank) - 1);
+}
+
+// The halves (or the even and odd elements) of P's last axis: x[0] and x[1], else nullopt.
+struct Halves {
+  ValueId x[2] = {kNoValue, kNoValue};
+  bool interleaved = false;
+};
+std::optional<Halves> halves_of(const Graph& g, const Users& users, ValueId p) {
+  const int64_t d = g.value(p).shape.back();
+  if (users[p].size() != 2 || g.is_graph_output(p) || d % 2 != 0) return std::nullopt;
+  Halves h;
+  int steps = 0;
+  for (NodeId u : users[p]) {
+    const std::optional<AxisRange> s = last_axis_slice(g, g.node(u));
+    if (!s || g.node(u).inputs[0] != p || s->size != d / 2) return std::nullopt;
+    int part = -1;
+    if (s->step == 1 && (s->start == 0 || s->start == d / 2)) part = s->start ? 1 : 0;
+    if (s->step == 2 && (s->start == 0 || s->start == 1)) part = static_cast<int>(s->start);
+    if (part < 0 || h.x[part] != kNoValue) return std::nullopt;
+    h.x[part] = g.node(u).outputs[0];
+    steps += static_cast<int>(s->step);
+  }
+  if (steps != 2 && steps != 4) return std::nullopt;  // both halves, or both parities
+  h.interleaved = steps == 4;
+  return h;
+}
+
+// RotaryEmbedding's expansion (graph/ops/composite.cpp) rotating every element of P's heads:
+//   x1, x2 = P[…, :D/2], P[…, D/2:]       (interleaved: P[…, 0::2], P[…, 1::2])
+//   re = x1 · cos − x2 · sin,  im = x1 · sin + x2 · cos                cos, sin [b, S, 1, D/2]
+//   out = Concat(re, im)                  (interleaved: Reshape(Concat(re[…, None], im[…, None])))
+std::optional<Rotation> match_rotary_op(const Graph& g, const Users& users, ValueId p) {
+  const Value& pv = g.value(p);
+  if (pv.shape.size() != 4) return std::nullopt;
+  const std::optional<Halves> h = halves_of(g, users, p);
+  if (!h) return std::nullopt;
+  // Each half times both tables; which product feeds the Sub and which the Add names them.
+  NodeId sub = kNoNode, add = kNoNode;
+  ValueId cos = kNoValue, sin = kNoValue;
+  for (int i = 0; i < 2; ++i) {
+    const ValueId x = h->x[i];
+    if (users[x].size() != 2 || g.is_graph_output(x)) return std::nullopt;
+    for (NodeId m : users[x]) {
+      const ValueId f = factor_beside(g.node(m), x);
+      const NodeId u = f == kNoValue ? kNoNode : sole_user(g, users, g.node(m).outputs[0]);
+      if (u == kNoNode) return std::nullopt;
+      const Node& un = g.node(u);
+      const ValueId prod = g.node(m).outputs[0];
+      // re = x1 · cos − x2 · sin: x1's product first, x2's second.
+      const bool in_sub = is_op(un, "Sub") && un.inputs.size() == 2 && un.inputs[i] == prod;
+      const bool in_add = is_op(un, "Add") && un.inputs.size() == 2;
+      if (!in_sub && !in_add) return std::nullopt;
+      NodeId& at = in_sub ? sub : add;
+      if (at != kNoNode && at != u) return std::nullopt;
+      at = u;
+      // x1 · cos and x2 · cos are the products that go to the Sub from x1 and to the Add from x2.
+      ValueId& table = (in_sub == (i == 0)) ? cos : sin;
+      if (table != kNoValue && table != f) return std::nullopt;
+      table = f;
+    }
+  }
+  if (sub == kNoNode || add == kNoNode || cos == kNoValue || sin == kNoValue) return std::nullopt;
+  if (!half_table(g, cos, pv.shape, pv.dtype) || !half_table(g, sin, pv.shape, pv.dtype))
+    return std::nullopt;
+  const ValueId re = g.node(sub).outputs[0], im = g.node(add).outputs[0];
+  Rotation r{kNoValue, cos, sin, true, h->interleaved};
+  if (!h->interleaved) {
+    const NodeId cat = sole_user(g, users, re);
+    if (cat == kNoNode || sole_user(g, users, im) != cat || !last_axis_concat(g.node(cat), 4) ||
+        g.node(cat).inputs[0] != re || g.node(cat).inputs[1] != im)
+      return std::nullopt;
+    r.out = g.node(cat).outputs[0];
+  } else {
+    ValueId pair[2];
+    for (int i = 0; i < 2; ++i) {
+      const NodeId un = sole_user(g, users, i ? im : re);
+      Shape want = g.value(i ? im : re).shape;
+      want.push_back(1);
+      if (un == kNoNode || !is_op(g.node(un), "Unsqueeze") ||
+          g.value(g.node(un).outputs[0]).shape != want)
+        return std::nullopt;
+      pair[i] = g.node(un).outputs[0];
+    }
+    const NodeId cat = sole_user(g, users, pair[0]);
+    if (cat == kNoNode || sole_user(g, users, pair[1]) != cat ||
+        !last_axis_concat(g.node(cat), 5) || g.node(cat).inputs[0] != pair[0] ||
+        g.node(cat).inputs[1] != pair[1])
+      return std::nullopt;
+    const NodeId rs = sole_user(g, users, g.node(cat).outputs[0]);
+    if (rs == kNoNode || !is_op(g.node(rs), "Reshape")) return std::nullopt;
+    r.out = g.node(rs).outputs[0];
+  }
+  if (g.value(r.out).shape != pv.shape) return std::nullopt;
+  return r;
+}
+
+// Whether a and b compute the same values: one value, equal constants, or the same op with
+// the same attributes over such inputs (the tables each RotaryEmbedding node gathers alike,
+// before common subexpressions are merged).
+bool same_values(const Graph& g, ValueId a, ValueId b, int depth = 6) {
+  if (a == b) return true;
+  const Value &va = g.value(a), &vb = g.value(b);
+  if (va.constant || vb.constant)
+    return va.constant && vb.constant && va.constant->bitwise_equal(*vb.constant);
+  if (depth == 0 || va.producer == kNoNode || vb.producer == kNoNode) return false;
+  const Node &na = g.node(va.producer), &nb = g.node(vb.producer);
+  if (na.op != nb.op || na.op->may_be_random || na.inputs.size() != nb.inputs.size() ||
+      na.outputs.size() != 1 || nb.outputs.size() != 1 || !same_attributes(na, nb))
+    return false;
+  for (size_t i = 0; i < na.inputs.size(); ++i) {
+    if ((na.inputs[i] == kNoValue) != (nb.inputs[i] == kNoValue)) return false;
+    if (na.inputs[i] != kNoValue && !same_values(g, na.inputs[i], nb.inputs[i], depth - 1))
+      return false;
+  }
+  return true;
+}
+
+// One group of heads of the product: columns [start, start + heads · D), rotated or not. An
+// unrotated group is viewed as T [B, heads, S, D]; a rotated one's value is rot->out.
 struct HeadGroup {
   int64_t start = 0, heads = 0;
   ValueId t = kNoValue;
   std::optional<Rotation> rot;
 };
 
-// y [B, S, n] → Reshape [B, S, h, D] → Transpose perm [0, 2, 1, 3]: T, else kNoValue.
-ValueId heads_view(const Graph& g, const Users& users, ValueId y, int64_t* heads, int64_t* d) {
-  const Shape& ys = g.value(y).shape;
-  const NodeId r = sole_user(g, users, y);
-  if (r == kNoNode || !is_op(g.node(r), "Reshape") || g.node(r).inputs[0] != y) return kNoValue;
+// v [B, S, n]'s sole user a Reshape to [B, S, h, D]: its output, else kNoValue.
+ValueId split_heads(const Graph& g, const Users& users, ValueId v, int64_t* heads, int64_t* d) {
+  const Shape& vs = g.value(v).shape;
+  const NodeId r = sole_user(g, users, v);
+  if (r == kNoNode || !is_op(g.node(r), "Reshape") || g.node(r).inputs[0] != v) return kNoValue;
   const Shape& rs = g.value(g.node(r).outputs[0]).shape;
-  if (rs.size() != 4 || rs[0] != ys[0] || rs[1] != ys[1]) return kNoValue;
-  const NodeId tr = sole_user(g, users, g.node(r).outputs[0]);
+  if (rs.size() != 4 || rs[0] != vs[0] || rs[1] != vs[1]) return kNoValue;
+  *heads = rs[2];
+  *d = rs[3];
+  return g.node(r).outputs[0];
+}
+
+// x's sole user a Transpose swapping axes 1 and 2 of four: its output, else kNoValue.
+ValueId swap_heads_and_positions(const Graph& g, const Users& users, ValueId x) {
+  const NodeId tr = sole_user(g, users, x);
   if (tr == kNoNode || !is_op(g.node(tr), "Transpose") ||
       transpose_perm(g.node(tr), 4) != std::vector<int64_t>{0, 2, 1, 3})
     return kNoValue;
-  *heads = rs[2];
-  *d = rs[3];
   return g.node(tr).outputs[0];
 }
 
-// The product's value y (rank 3, [B, S, n]) as head groups in column order, each viewed
-// as heads and at least one rotated, all by the same tables; else empty.
+// A part of the product split into heads, r [B, S, h, D]: rotated by RotaryEmbedding's
+// expansion on r (3-D X) or on T's transpose back (4-D X), by rotate_half on T, or not.
+bool classify(const Graph& g, const Users& users, ValueId r, HeadGroup* h) {
+  h->t = swap_heads_and_positions(g, users, r);
+  if (h->t == kNoValue) {
+    h->rot = match_rotary_op(g, users, r);
+    return h->rot.has_value();
+  }
+  if (const ValueId p = swap_heads_and_positions(g, users, h->t); p != kNoValue)
+    h->rot = match_rotary_op(g, users, p);
+  else
+    h->rot = match_rotate_half(g, users, h->t);
+  return true;
+}
+
+// Whether two rotations can be one over the merged product: the same form and tables.
+bool same_rotation(const Graph& g, const Rotation& a, const Rotation& b) {
+  return a.seq_first == b.seq_first && a.interleaved == b.interleaved &&
+         same_values(g, a.cos, b.cos) && same_values(g, a.sin, b.sin);
+}
+
+// The product's value y (rank 3, [B, S, n]) as head groups in column order, each split into
+// heads and at least one rotated, all alike; else empty.
 std::vector<HeadGroup> head_groups(const Graph& g, const Users& users, ValueId y, int64_t* d) {
   const int64_t n = g.value(y).shape.back();
   std::vector<std::pair<int64_t, ValueId>> parts;  // column start, the part's value
@@ -141,25 +308,21 @@ std::vector<HeadGroup> head_groups(const Graph& g, const Users& users, ValueId y
     HeadGroup h;
     int64_t hd = 0;
     h.start = start;
-    h.t = heads_view(g, users, v, &h.heads, &hd);
-    if (h.t == kNoValue || start != at || (*d != 0 && hd != *d) || hd % 2 != 0) return {};
+    const ValueId r = split_heads(g, users, v, &h.heads, &hd);
+    if (r == kNoValue || start != at || (*d != 0 && hd != *d) || hd % 2 != 0) return {};
+    if (!classify(g, users, r, &h)) return {};
     *d = hd;
     at += h.heads * hd;
-    h.rot = match_rotation(g, users, h.t);
     groups.push_back(h);
   }
   if (at != n || groups.empty()) return {};
   const HeadGroup* first = nullptr;
   for (const HeadGroup& h : groups) {
     if (!h.rot) continue;
-    if (!first) {
+    if (!first)
       first = &h;
-      continue;
-    }
-    for (auto table : {&Rotation::cos, &Rotation::sin}) {
-      const ValueId a = (*first->rot).*table, b = (*h.rot).*table;
-      if (a != b && !g.value(a).constant->bitwise_equal(*g.value(b).constant)) return {};
-    }
+    else if (!same_rotation(g, *first->rot, *h.rot))
+      return {};
   }
   return first ? groups : std::vector<HeadGroup>{};
 }
@@ -217,12 +380,38 @@ ValueId transposed(Graph& g, ValueId x, std::vector<int64_t> perm, const std::st
   return add_op(g, "Transpose", name, {x}, std::move(a));
 }
 
-void rewrite(Graph& g, NodeId mm_id, NodeId bias_add, const std::vector<HeadGroup>& groups,
-             int64_t d) {
-  const Node mm = g.node(mm_id);  // a copy: adding nodes may move the graph's
-  const std::string base = mm.name + "_rotary";
-  const Shape ys = g.value(mm.outputs[0]).shape;
-  const int64_t b = ys[0], s = ys[1], n = ys[2], heads = n / d;
+ValueId constant_ints(Graph& g, const std::vector<int64_t>& v, const std::string& name) {
+  return g.add_constant(g.unique_name(name),
+                        Tensor::from_int64s(v, {static_cast<int64_t>(v.size())}));
+}
+
+// A half table c [b, s, 1, D/2] (RotaryEmbedding's: one angle for each pair t) as the table
+// over T' [B, H, S, D] of interleaved pairs, [b, 1, s, D]: c[t] at 2t and 2t + 1, or, signed,
+// −c[t] at 2t and c[t] at 2t + 1.
+ValueId pair_table(Graph& g, ValueId c, bool signed_sin, const std::string& name) {
+  const Shape cs = g.value(c).shape;
+  const ValueId t = transposed(g, c, {0, 2, 1, 3}, name + "_positions");
+  const ValueId u = add_op(g, "Unsqueeze", name + "_pair_axis", {t, constant_ints(g, {4}, name)});
+  const Shape pairs{cs[0], 1, cs[1], cs[3], 2};
+  ValueId both;
+  if (signed_sin) {
+    Tensor sign(g.value(c).dtype, Shape{2});
+    sign.set_f64(0, -1);
+    sign.set_f64(1, 1);
+    both = add_op(g, "Mul", name + "_signed",
+                  {u, g.add_constant(g.unique_name(name + "_sign"), std::move(sign))}, {}, 14);
+  } else {
+    both = add_op(g, "Expand", name + "_pairs", {u, constant_ints(g, pairs, name + "_shape")});
+  }
+  return reshaped(g, both, {cs[0], 1, cs[1], cs[3] * 2}, name + "_interleaved");
+}
+
+// The product's value before the rotation: rotate_half's and the op's halves made neighbours
+// (the weight's and the bias's columns interleaved head by head), or the op's interleaved
+// pairs as they are.
+ValueId paired_product(Graph& g, const Node& mm, NodeId bias_add, bool interleaved, int64_t d,
+                       const std::string& base) {
+  if (interleaved) return bias_add != kNoNode ? g.node(bias_add).outputs[0] : mm.outputs[0];
   const Tensor& w = *g.value(mm.inputs[1]).constant;
   const ValueId w2 =
       g.add_constant(g.unique_name(base + "_weight"), interleave_heads(w, w.shape()[0], d));
@@ -234,14 +423,70 @@ void rewrite(Graph& g, NodeId mm_id, NodeId bias_add, const std::vector<HeadGrou
                                       interleave_heads(*g.value(bias).constant, 1, d));
     y = add_op(g, "Add", base + "_bias_add", {y, b2}, {}, 14);
   }
+  return y;
+}
+
+// Hands a group's rotated heads H [B, h, S, D] to the uses of `old`, the same values as
+// [B, S, h, D]: a use that transposes them back reads H itself (a graph output too); one that
+// flattens the heads ([B, S, h · D], the 3-D op's output) only to split them again (as the
+// attention does) is followed to the uses of the split; any other use, or a graph output,
+// reads Transpose(H), made on first need (`back`). So the attention reads the product's
+// output in place, through no more layout ops than after rotate_half.
+void hand_out_heads(Graph& g, ValueId old, ValueId heads, ValueId* back, const std::string& name) {
+  const Shape os = g.value(old).shape;
+  auto transposed_back = [&]() {
+    if (*back == kNoValue) *back = transposed(g, heads, {0, 2, 1, 3}, name);
+    return *back;
+  };
+  const Users users = g.users();
+  const Graph& cg = g;
+  for (NodeId id : users[old]) {
+    const Node& n = cg.node(id);  // read before any node is added
+    const ValueId out = n.outputs.empty() ? kNoValue : n.outputs[0];
+    const bool to_output = out != kNoValue && g.is_graph_output(out);
+    if (is_op(n, "Transpose") && transpose_perm(n, 4) == std::vector<int64_t>{0, 2, 1, 3}) {
+      g.replace_all_uses(out, heads);
+      continue;
+    }
+    const bool flattens = !to_output && is_op(n, "Reshape") && n.inputs[0] == old &&
+                          g.value(out).shape == Shape{os[0], os[1], os[2] * os[3]};
+    if (flattens && !users[out].empty() &&
+        std::all_of(users[out].begin(), users[out].end(), [&](NodeId r) {
+          const Node& rn = cg.node(r);
+          return is_op(rn, "Reshape") && rn.inputs[0] == out && g.value(rn.outputs[0]).shape == os;
+        })) {
+      for (NodeId r : users[out]) hand_out_heads(g, cg.node(r).outputs[0], heads, back, name);
+      continue;
+    }
+    const ValueId b = transposed_back();
+    for (ValueId& in : g.node(id).inputs)
+      if (in == old) in = b;
+  }
+  for (size_t i = 0; i < g.outputs().size(); ++i)
+    if (g.outputs()[i].value == old) g.set_output_value(i, transposed_back());
+}
+
+void rewrite(Graph& g, NodeId mm_id, NodeId bias_add, const std::vector<HeadGroup>& groups,
+             int64_t d) {
+  const Node mm = g.node(mm_id);  // a copy: adding nodes may move the graph's
+  const std::string base = mm.name + "_rotary";
+  const Shape ys = g.value(mm.outputs[0]).shape;
+  const int64_t b = ys[0], s = ys[1], n = ys[2], heads = n / d;
+  const Rotation rot =
+      *std::find_if(groups.begin(), groups.end(), [](const HeadGroup& h) { return h.rot; })->rot;
+  const ValueId y = paired_product(g, mm, bias_add, rot.interleaved, d, base);
   const ValueId t = transposed(g, reshaped(g, y, {b, s, heads, d}, base + "_heads"), {0, 2, 1, 3},
                                base + "_heads_first");
-  const Rotation& rot =
-      *std::find_if(groups.begin(), groups.end(), [](const HeadGroup& h) { return h.rot; })->rot;
-  const ValueId cos = g.add_constant(g.unique_name(base + "_cos"),
-                                     interleave_table(*g.value(rot.cos).constant, s, d, false));
-  const ValueId sin = g.add_constant(g.unique_name(base + "_sin"),
-                                     interleave_table(*g.value(rot.sin).constant, s, d, true));
+  ValueId cos, sin;
+  if (rot.seq_first) {
+    cos = pair_table(g, rot.cos, false, base + "_cos");
+    sin = pair_table(g, rot.sin, true, base + "_sin");
+  } else {
+    cos = g.add_constant(g.unique_name(base + "_cos"),
+                         interleave_table(*g.value(rot.cos).constant, s, d, false));
+    sin = g.add_constant(g.unique_name(base + "_sin"),
+                         interleave_table(*g.value(rot.sin).constant, s, d, true));
+  }
   const ValueId tc = add_op(g, "Mul", base + "_cos_mul", {t, cos}, {}, 14);
   const ValueId sw =
       g.add_value(g.unique_name(base + "_swapped"), g.value(t).dtype, g.value(t).shape);
@@ -255,16 +500,31 @@ void rewrite(Graph& g, NodeId mm_id, NodeId bias_add, const std::vector<HeadGrou
     const ValueId m = g.add_constant(g.unique_name(base + "_rotated_heads"), std::move(mask));
     r = add_op(g, "Where", base + "_where", {m, r, t}, {}, 16);
   }
-  const ValueId pairs = reshaped(g, r, {b, heads, s, d / 2, 2}, base + "_pairs");
-  const ValueId halves = transposed(g, pairs, {0, 1, 2, 4, 3}, base + "_halves");
-  const ValueId u = reshaped(g, halves, {b, heads, s, d}, base + "_in_order");
+  ValueId u = r;
+  if (!rot.interleaved) {
+    const ValueId pairs = reshaped(g, r, {b, heads, s, d / 2, 2}, base + "_pairs");
+    const ValueId halves = transposed(g, pairs, {0, 1, 2, 4, 3}, base + "_halves");
+    u = reshaped(g, halves, {b, heads, s, d}, base + "_in_order");
+  }
   for (size_t i = 0; i < groups.size(); ++i) {
     const HeadGroup& h = groups[i];
+    const int64_t first = h.start / d;
+    if (h.rot && h.rot->seq_first) {  // [B, S, h, D]: the group's heads transposed back
+      ValueId part = u;
+      if (groups.size() > 1)
+        part = add_op(g, "Slice", fmt::format("{}_group{}", base, i),
+                      {u, constant_ints(g, {first}, base + "_start"),
+                       constant_ints(g, {first + h.heads}, base + "_end"),
+                       constant_ints(g, {1}, base + "_axis")});
+      ValueId back = kNoValue;
+      hand_out_heads(g, h.rot->out, part, &back, fmt::format("{}_seq{}", base, i));
+      continue;
+    }
     const ValueId old = h.rot ? h.rot->out : h.t;
     if (groups.size() == 1)
       g.replace_all_uses(old, u);
     else
-      replace_with_slice(g, old, u, h.start / d, h.start / d + h.heads, 1, base, i);
+      replace_with_slice(g, old, u, first, first + h.heads, 1, base, i);
   }
 }
 

@@ -14,8 +14,21 @@
 // and hands each former head group out as a Slice of U's heads. A GEMM's epilogue computes R
 // from each lane's two adjacent accumulators (SwapPairs: codegen/gemm.cpp) and stores U with
 // the columns back in order, so the rotation costs no kernel and no pass through DRAM, and the
-// attention reads Q, K and V from U in place. Every rotated group must use the same cos and
-// sin. Runs after merge_sibling_matmuls, before flatten_matmul_rows.
+// attention reads Q, K and V from U in place.
+//
+// Opset 23's RotaryEmbedding (expanded at import, graph/ops/composite.cpp) is taken the same
+// way: on P = Reshape(Y, [B, S, h, D]) (3-D X with num_heads) or on T transposed back (4-D X),
+//   re = P[…, :D/2] · cos − P[…, D/2:] · sin,  im = P[…, :D/2] · sin + P[…, D/2:] · cos
+//   out = Concat(re, im)                       cos, sin: [b, S, 1, D/2], usually gathered at
+//                                              position_ids at run time
+// its tables interleaved over the pairs by layout ops (cos'[2t + p] = cos[t], sin' signed),
+// which a small kernel computes once for every layer that shares them. The interleaved form
+// (pairs P[…, 2t], P[…, 2t + 1]) rotates neighbours already: no columns move and U is R'. The
+// op's output reaches its uses as U's heads, without the transposes back and forth. Not
+// matched: a rotation of part of each head (rotary_embedding_dim < D).
+//
+// Every rotated group must use the same form and tables. Runs after merge_sibling_matmuls,
+// before flatten_matmul_rows.
 #pragma once
 
 #include "graph/ir.h"

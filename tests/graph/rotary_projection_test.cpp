@@ -43,5 +43,21 @@ TEST(RotaryProjection, HeadsAlsoReadUnrotatedStay) {
   test::expect_same_outputs(before, after, 7);
 }
 
+TEST(RotaryProjection, TheOpsOutputAlsoAGraphOutputKeepsItsLayout) {
+  // RotaryEmbedding's 3-D output is a graph output and, split into heads, a second one: the
+  // first is the rotated heads transposed back and flattened, the second the heads in place.
+  const graph::Graph before = test::graph_from_text(R"(<ir_version: 10, opset_import: ["" : 23]>
+    g (float[2,5,32] x, float[2,5,8] c, float[2,5,8] s) => (float[2,5,32] y, float[2,2,5,16] t) {
+)" + test::rotary_weight("w", 32, 32, 3) + R"(
+      p = MatMul(x, w)  y = RotaryEmbedding <num_heads = 2> (p, c, s)
+      sh = Constant <value = int64[4] {2, 5, 2, 16}> ()  r = Reshape(y, sh)
+      t = Transpose <perm = [0, 2, 1, 3]> (r) })");
+  graph::Graph after = before;
+  graph::passes::run_pipeline(after);
+  EXPECT_EQ(count_op(after, "SwapPairs"), 1);
+  EXPECT_EQ(count_op(after, "Sub"), 0);
+  test::expect_same_outputs(before, after, 7);
+}
+
 }  // namespace
 }  // namespace braze

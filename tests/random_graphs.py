@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Differential test of the fusion pass and codegen on random graphs.
 
-Builds COUNT random ONNX graphs of each of two kinds from SEED, then checks
+Builds COUNT random ONNX graphs of each of four kinds from SEED, then checks
 `braze diff MODEL --a emulator --b reference` on every one: the fused GPU kernels, run on
 the CPU by the emulator, against the reference executor, at braze's default tolerances.
 
@@ -21,7 +21,13 @@ the CPU by the emulator, against the reference executor, at braze's default tole
   Softmax op or written out, sdpa's Where(IsNaN(P), 0, P), the output back as [B, S, H·D];
   sequence lengths 1-70 (cross attention among them), head dims 16-128. Besides agreeing,
   each must be one `attention` kernel (braze inspect --json), but where Kᵀ is an input
-  stored with its keys contiguous (the kernel reads K's rows).
+  stored with its keys contiguous (the kernel reads K's rows);
+- rotary embeddings after projections, float32, float16 or bfloat16: Llama's rotate_half
+  written out (constant [S, D] tables) or opset 23's RotaryEmbedding (3-D with num_heads or
+  4-D, halves or interleaved pairs, caches as [B, S, D/2] inputs or constants gathered at
+  constant position_ids), of Q alone or of Q and K with V beside them (one merged product),
+  with a bias or not; head dims 8-64, sequence lengths 1-40. Besides agreeing, the rotation
+  must be in the product's kernel (one GEMM kernel with SwapPairs among its ops).
 
 A graph agrees when `diff` says so, or when the elements beyond tolerance are isolated: at
 most one in a thousand of an output (and at least one allowed). A value that lands near a
@@ -37,6 +43,7 @@ Exit 0 when every graph agrees, 1 otherwise (the failing models are kept and nam
 usage: random_graphs.py BRAZE COUNT SEED [BACKEND]   (BACKEND: emulator, the default, or gpu)
 """
 import json
+import math
 import os
 import random
 import re
@@ -101,11 +108,11 @@ class Builder:
         other = T.FLOAT16 if self.dtype == T.FLOAT else T.FLOAT
         return self.node("Cast", [self.node("Cast", [x], to=other)], to=self.dtype)
 
-    def model(self, outputs):
+    def model(self, outputs, opset=OPSET):
         outs = [h.make_tensor_value_info(n, self.dtype, list(s)) for n, s in outputs]
         g = h.make_graph(self.nodes, "random", self.inputs, outs, self.inits)
-        m = h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)])
-        m.ir_version = 8
+        m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+        m.ir_version = 10 if opset >= 23 else 8
         return m
 
 
@@ -286,11 +293,90 @@ def attention_graph(seed):
     return b.model([(o, shape)]), not pre_transposed_input
 
 
-def attention_kernels(braze, path):
+def rotary_graph(seed):
+    """(model, whether braze must rotate in the product's kernel): heads of projections of one
+    activation rotated as Llama writes rotate_half (constant [S, D] tables) or by opset 23's
+    RotaryEmbedding (3-D with num_heads or 4-D, halves or interleaved pairs, its caches [B, S,
+    D/2] inputs or constants gathered at constant positions); Q alone, or Q and K rotated and V
+    not (merged into one product); a bias or not; every head out as [B, H, S, D]."""
+    rnd = random.Random(seed)
+    dt = rnd.choice([T.FLOAT, T.FLOAT16, T.BFLOAT16])
+    b = Builder(rnd, dt)
+    batch, s, d = rnd.choice([1, 2]), rnd.choice([1, 5, 17, 40]), rnd.choice([8, 16, 32, 64])
+    e = rnd.choice([16, 32, 48])
+    form = rnd.choice(["rotate_half", "op", "op_interleaved"])
+    three_d = form != "rotate_half" and rnd.random() < 0.5
+    bias = rnd.random() < 0.3
+    x = b.input([batch, s, e])
+    theta = [100.0 ** (-2.0 * t / d) for t in range(d // 2)]
+    if form == "rotate_half":
+        tables = [b.const([f(i * theta[c % (d // 2)]) for i in range(s) for c in range(d)], [s, d])
+                  for f in (math.cos, math.sin)]
+    elif rnd.random() < 0.5:
+        tables = [b.input([batch, s, d // 2]) for _ in range(2)]
+    else:
+        positions = s + 3
+        tables = [b.const([f(i * t) for i in range(positions) for t in theta], [positions, d // 2])
+                  for f in (math.cos, math.sin)]
+        pos = b.name("pos")
+        b.inits.append(h.make_tensor(pos, T.INT64, [batch, s], [(i + 3 * j) % positions for j in range(batch)
+                                                                  for i in range(s)]))
+        tables.append(pos)
+
+    def projection(heads):
+        w = b.const([rnd.uniform(-1, 1) / e ** 0.5 for _ in range(e * heads * d)], [e, heads * d])
+        p = b.node("MatMul", [x, w])
+        if bias:
+            p = b.node("Add", [p, b.const([rnd.uniform(-0.5, 0.5) for _ in range(heads * d)], [heads * d])])
+        return p
+
+    def heads_first(p, heads):  # [B, S, h·D] -> [B, h, S, D]
+        r = b.node("Reshape", [p, b.int64s([batch, s, heads, d])])
+        return b.node("Transpose", [r], perm=[0, 2, 1, 3])
+
+    def rotated(heads):
+        p = projection(heads)
+        if form == "rotate_half":
+            t = heads_first(p, heads)
+            axis = b.int64s([-1])
+            lo = b.node("Slice", [t, b.int64s([0]), b.int64s([d // 2]), axis])
+            hi = b.node("Slice", [t, b.int64s([d // 2]), b.int64s([d]), axis])
+            r = b.node("Concat", [b.node("Neg", [hi]), lo], axis=-1)
+            return b.node("Add", [b.node("Mul", [t, tables[0]]), b.node("Mul", [r, tables[1]])])
+        attrs = {"interleaved": int(form == "op_interleaved")}
+        if three_d:
+            y = b.node("RotaryEmbedding", [p] + tables, num_heads=heads, **attrs)
+            return heads_first(y, heads)
+        return b.node("RotaryEmbedding", [heads_first(p, heads)] + tables, **attrs)
+
+    heads = rnd.choice([1, 2, 4])
+    if rnd.random() < 0.5:
+        out, total = rotated(heads), heads
+    else:
+        kv = rnd.choice([1, 2])
+        parts = [rotated(heads), rotated(kv), heads_first(projection(kv), kv)]
+        out, total = b.node("Concat", parts, axis=1), heads + 2 * kv
+    return b.model([(out, [batch, total, s, d])], opset=23), True
+
+
+def inspect_kernels(braze, path):
     r = subprocess.run([braze, "inspect", path, "--json"], capture_output=True, text=True)
-    if r.returncode != 0:
+    return json.loads(r.stdout).get("kernels", []) if r.returncode == 0 else None
+
+
+def attention_kernels(braze, path):
+    kernels = inspect_kernels(braze, path)
+    return None if kernels is None else sum(1 for k in kernels if k.get("kind") == "attention")
+
+
+def rotating_products(braze, path):
+    """GEMM kernels that rotate (SwapPairs in their ops); None when inspect fails, -1 when a
+    kernel other than a product's rotates."""
+    kernels = inspect_kernels(braze, path)
+    if kernels is None:
         return None
-    return sum(1 for k in json.loads(r.stdout).get("kernels", []) if k.get("kind") == "attention")
+    rotating = [k for k in kernels if "SwapPairs" in k.get("ops", [])]
+    return -1 if any(k.get("kind") != "gemm" for k in rotating) else len(rotating)
 
 
 def isolated_mismatches(diff_output):
@@ -311,16 +397,21 @@ def main():
     work = tempfile.mkdtemp(prefix="braze_random_graphs_")
     failed = []
     kinds = (("pointwise", lambda x: (pointwise_reduction_graph(x), False)),
-             ("gemm", lambda x: (gemm_epilogue_graph(x), False)), ("attention", attention_graph))
+             ("gemm", lambda x: (gemm_epilogue_graph(x), False)), ("attention", attention_graph),
+             ("rotary", rotary_graph))
     for kind, make in kinds:
         for i in range(count):
             model, one_attention = make(seed * 100003 + i)
             onnx.checker.check_model(model, full_check=True)
             path = os.path.join(work, f"{kind}_{i}.onnx")
             onnx.save(model, path)
-            if one_attention and attention_kernels(braze, path) != 1:
+            if kind == "attention" and one_attention and attention_kernels(braze, path) != 1:
                 failed.append(path)
                 print(f"FAIL {path}: not one attention kernel")
+                continue
+            if kind == "rotary" and rotating_products(braze, path) != 1:
+                failed.append(path)
+                print(f"FAIL {path}: the rotation is not in one product's kernel")
                 continue
             r = subprocess.run([braze, "diff", path, "--a", backend, "--b", "reference", "--seed", str(seed + i)],
                                capture_output=True, text=True, timeout=900)

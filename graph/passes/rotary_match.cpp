@@ -36,7 +36,6 @@ bool position_table(const Graph& g, ValueId c, const Shape& t, DType dt) {
   return std::all_of(v.shape.begin(), v.shape.end() - 2, [](int64_t s) { return s == 1; });
 }
 
-
 }  // namespace
 
 // rotate_half as written out: out = T · cos + Concat(−T[…, D/2:], T[…, :D/2]) · sin.

@@ -332,15 +332,17 @@ void upgrade_and_infer(Graph& g, const graph::OpDef& op, NodeId id, const std::s
 // A Constant node's output becomes a constant value, as an initializer's is, so that the
 // shapes inferred after it (a Reshape's to the constant shape) and the expansions of ops
 // defined as functions (RotaryEmbedding of a 4-D X needs X's shape) see it while importing.
+// A `value` tensor is shared, not copied (copies of a Tensor share its buffer): a model that
+// keeps its weights in Constant nodes holds each once.
 void constant_as_initializer(Graph& g, NodeId id) {
   const graph::Node n = g.node(id);  // a copy: the node is killed
-  std::vector<Tensor> out = graph::evaluate_node(n, {});
+  Tensor t = n.has_attr("value") ? n.attr_tensor("value") : graph::evaluate_node(n, {}).at(0);
   g.kill_node(id);
   graph::Value& v = g.value(n.outputs.at(0));
-  v.dtype = out.at(0).dtype();
-  v.shape = out[0].shape();
+  v.dtype = t.dtype();
+  v.shape = t.shape();
   v.has_shape = true;
-  v.constant = std::make_shared<const Tensor>(std::move(out[0]));
+  v.constant = std::make_shared<const Tensor>(std::move(t));
 }
 
 // Adds ONNX node `idx` to `g`, its outputs as new values, and infers it.

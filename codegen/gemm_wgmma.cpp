@@ -1220,6 +1220,12 @@ class WgmmaBuilder {
       e_.line(fmt::format("const long long jp = j0 + c * {} + se_c;", cols_));
       return;
     }
+    open_fragment_loops();
+  }
+
+  // The loops over a thread's fragment elements (mi, ni, r), down to the coordinates (i, jp) of
+  // its pair of columns.
+  void open_fragment_loops() {
     e_.line("#pragma unroll");
     e_.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw_));
     e_.line("#pragma unroll");
@@ -1275,15 +1281,7 @@ class WgmmaBuilder {
   //     │ bn   │ bn   │ bn   │  ──▶    shfl_xor 1, 2     ──▶    ld.shared::cluster, ranks 0..rc-1
   //     └──────┴──────┴──────┘
   void open_row_elements(bool guard) {
-    e_.line("#pragma unroll");
-    e_.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw_));
-    e_.line("#pragma unroll");
-    e_.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", t_.bn / 8));
-    e_.line("#pragma unroll");
-    e_.open("for (int r = 0; r < 2; ++r) {");
-    e_.line(fmt::format("const long long i = i0 + {} + mi * 64 + cwarp * 16 + lane / 4 + r * 8;",
-                        row0_));
-    e_.line("const long long jp = j0 + ni * 8 + (lane % 4) * 2;");
+    open_fragment_loops();
     if (guard) e_.open(fmt::format("if (i < {}LL) {{", d_.m));
   }
   void close_row_elements(bool guard) {

@@ -12,7 +12,9 @@ the CPU by the emulator, against the reference executor, at braze's default tole
   sizes;
 - GEMMs with epilogues: MatMul (batched, the second operand's batch broadcast or not) or
   Gemm (alpha, beta, transposes) followed by up to four of bias, GELU written out with Erf,
-  SiLU, Tanh, Relu, a residual input, a scale, a cast round trip; sizes 1-130;
+  SiLU, Tanh, Relu, a residual input, a scale, a cast round trip, then a third of the time a
+  LayerNormalization over the columns (pre-norm some of those times: the sum an output too);
+  sizes 1-130;
 - attention as the exporters write it, float16 or bfloat16: Q, K, V as [B, H, S, D] inputs
   or split from [B, S, H·D] by Reshape / Transpose, Kᵀ transposed in the graph or given so,
   the scale on the scores, as Div, on Q, or on Q and Kᵀ, no mask, an additive [B, 1, 1, Sk]
@@ -211,7 +213,16 @@ def gemm_epilogue_graph(seed):
             x = b.node("Tanh", [x])
         else:
             x = b.round_trip(x)
-    return b.model([(x, shape)])
+    outputs = [(x, shape)]
+    # A normalisation over the product's columns after the epilogue (BERT's post-norm; pre-norm
+    # with the sum also an output): on sm_90a in the product's kernel (its row epilogue).
+    if rnd.random() < 0.35:
+        ins = [x, b.const([rnd.uniform(0.5, 1.5) for _ in range(n)], [n])]
+        if rnd.random() < 0.7:
+            ins.append(b.const([rnd.uniform(-0.5, 0.5) for _ in range(n)], [n]))
+        y = b.node("LayerNormalization", ins, axis=-1, epsilon=rnd.choice([1e-5, 1e-12]))
+        outputs = [(y, shape)] + ([(x, shape)] if rnd.random() < 0.4 else [])
+    return b.model(outputs)
 
 
 def attention_graph(seed):

@@ -77,23 +77,6 @@ bool ScheduleCapabilities::gemm_reads_view(const graph::Graph& g,
          gemm_tc_operand_problem(g, *d, 1 - operand).empty();
 }
 
-std::string ScheduleCapabilities::gemm_row_epilogue(const graph::Graph& g,
-                                                    const std::vector<graph::NodeId>& nodes,
-                                                    graph::NodeId mm, graph::NodeId row) const {
-  fusion::Group group;
-  group.kind = fusion::GroupKind::Gemm;
-  group.nodes = nodes;
-  std::sort(group.nodes.begin(), group.nodes.end());
-  fusion::compute_boundary(g, group, *g.shared_users());
-  std::string why;
-  std::optional<GemmDims> d = gemm_dims(g, group, &why);
-  if (!d || d->node != &g.node(mm)) return why.empty() ? "not one product's group" : why;
-  std::optional<GemmEpilogue> epi = gemm_epilogue(g, group, *d, &why);
-  if (!epi) return why;
-  if (!epi->row || epi->row->node != &g.node(row)) return "the row program is not in the epilogue";
-  return gemm_row_epilogue_problem(g, group, *d, *epi, target_);
-}
-
 std::string ScheduleCapabilities::attention(const graph::Graph& g,
                                             const std::vector<graph::NodeId>& nodes) const {
   fusion::Group group;

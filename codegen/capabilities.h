@@ -19,8 +19,6 @@ class ScheduleCapabilities : public fusion::Capabilities {
                            graph::NodeId mm, int operand) const override;
   bool gemm_reads_view(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
                        graph::NodeId mm, int operand) const override;
-  std::string gemm_row_epilogue(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
-                                graph::NodeId mm, graph::NodeId row) const override;
   std::string attention(const graph::Graph& g,
                         const std::vector<graph::NodeId>& nodes) const override;
 

@@ -248,94 +248,6 @@ std::string swap_pairs_problem(const graph::Graph& g, const std::set<graph::Node
 
 }  // namespace
 
-namespace {
-
-// Row program node cn after the epilogue so far (epi.out its input): its rows must be the
-// product's, the columns whole and in order (cols_kept) along its input's last dim, alone in
-// the epilogue.
-bool take_row_step(const graph::Graph& g, const GemmDims& d, const graph::Node& cn, bool cols_kept,
-                   const std::optional<graph::Layout>& view, GemmEpilogue& epi,
-                   std::string* why_not) {
-  auto no = [&](const std::string& why) {
-    *why_not = cn.describe() + " in a GEMM's epilogue: " + why;
-    return false;
-  };
-  if (epi.row) return no("a second row program");
-  if (epi.paired() || !cols_kept || cn.inputs.empty() || cn.inputs[0] != epi.out)
-    return no("its rows are not the product's columns in order");
-  std::optional<CudaRowProgram> prog = lowering(cn).row(cn, cuda_row_inputs(g, cn));
-  const Shape& x = g.value(epi.out).shape;
-  if (!prog) return no("no row program for its shapes");
-  if (!prog->x_view.empty() ||
-      prog->axes != std::vector<int64_t>{static_cast<int64_t>(x.size()) - 1} || x.back() != d.nn)
-    return no("its rows are not the product's columns");
-  GemmRowStep st;
-  st.node = &cn;
-  st.prog = std::move(*prog);
-  st.in = epi.out;
-  st.in_coords = epi.out_coords;
-  st.in_value = epi.value;
-  st.in_value_coords = epi.value_coords;
-  if (view && !d.a_vec && !d.b_vec) st.in_store = store_map(*view, d, epi.cols);
-  epi.row = std::move(st);
-  return true;
-}
-
-// Whether the group's nodes after row program node `row` (those its output reaches) read only
-// values computed after it (its outputs included) or outside the group: the row epilogue's last
-// phase has the values from before it no longer.
-bool after_row_reads_after_row(const graph::Graph& g, const std::set<graph::NodeId>& members,
-                               const graph::Node& row, const graph::Users& users) {
-  std::set<graph::NodeId> after;
-  std::vector<graph::NodeId> stack;
-  for (graph::NodeId id : members)
-    if (&g.node(id) == &row) after.insert(id), stack.push_back(id);
-  while (!stack.empty()) {
-    const graph::NodeId n = stack.back();
-    stack.pop_back();
-    for (graph::ValueId v : g.node(n).outputs)
-      if (v != graph::kNoValue)
-        for (graph::NodeId u : users[v])
-          if (members.count(u) && after.insert(u).second) stack.push_back(u);
-  }
-  for (graph::NodeId n : after) {
-    if (&g.node(n) == &row) continue;
-    for (graph::ValueId u : g.node(n).inputs) {
-      if (u == graph::kNoValue) continue;
-      const graph::NodeId p = g.value(u).producer;
-      if (p != graph::kNoNode && members.count(p) && !after.count(p)) return false;
-    }
-  }
-  return true;
-}
-
-// Whether a member of the group among `readers` has a row program (the value is its input).
-bool lowering_reads_rows(const graph::Graph& g, const std::set<graph::NodeId>& members,
-                         const std::vector<graph::NodeId>& readers) {
-  return std::any_of(readers.begin(), readers.end(),
-                     [&](graph::NodeId u) { return members.count(u) && lowering(g.node(u)).row; });
-}
-
-}  // namespace
-
-GemmEpilogue GemmEpilogue::before_row() const {
-  BRAZE_CHECK(row.has_value(), "before_row: the epilogue has no row program");
-  GemmEpilogue b = *this;
-  b.row.reset();
-  b.out = row->in;
-  b.out_coords = row->in_coords;
-  b.store = row->in_store;
-  b.value = row->in_value;
-  b.value_coords = row->in_value_coords;
-  return b;
-}
-
-const graph::Node* gemm_row_node(const graph::Graph& g, const fusion::Group& group) {
-  for (graph::NodeId id : group.nodes)
-    if (lowering(g.node(id)).row) return &g.node(id);
-  return nullptr;
-}
-
 std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::Group& group,
                                           const GemmDims& d, std::string* why_not) {
   std::set<graph::NodeId> members(group.nodes.begin(), group.nodes.end());
@@ -350,16 +262,8 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
   const Shape prod_shape = g.value(epi.out).shape;
   std::optional<graph::Layout> view = graph::Layout::contiguous(prod_shape);
   bool cols_kept = !d.a_vec && !d.b_vec;  // only layout ops keeping the columns so far
-  bool layout_cols_kept = cols_kept;      // the same, element-wise ops between them allowed
-  auto read_in_group = [&](graph::ValueId v) {
-    return std::any_of(users[v].begin(), users[v].end(),
-                       [&](graph::NodeId u) { return members.count(u) != 0; });
-  };
   for (size_t guard = 0; guard < group.nodes.size(); ++guard) {
-    // A group output ends the chain, unless it is a row program's input that the group reads
-    // on (pre-norm: checked below).
-    if (std::find(group.outputs.begin(), group.outputs.end(), epi.out) != group.outputs.end() &&
-        !(read_in_group(epi.out) && lowering_reads_rows(g, members, users[epi.out])))
+    if (std::find(group.outputs.begin(), group.outputs.end(), epi.out) != group.outputs.end())
       break;
     if (cols_kept && !epi.paired()) {
       const std::optional<graph::ColumnPair> cp = graph::column_pair_of(g, epi.out, users[epi.out]);
@@ -378,7 +282,6 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
     }
     const graph::Node& cn = g.node(c);
     cols_kept = cols_kept && graph::keeps_columns(g, cn);
-    if (lowering(cn).forward) layout_cols_kept = layout_cols_kept && graph::keeps_columns(g, cn);
     if (lowering(cn).forward && cn.inputs[0] == epi.out) {
       epi.out_coords = lowering(cn).forward(cn, epi.out_coords, g.value(epi.out).shape,
                                             g.value(cn.outputs[0]).shape);
@@ -386,25 +289,15 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
     } else if (graph::is_elementwise(cn) && !epi.paired()) {
       epi.value = cn.outputs[0];
       epi.value_coords = epi.out_coords;
-    } else if (lowering(cn).row) {
-      if (!take_row_step(g, d, cn, layout_cols_kept, view, epi, why_not)) return std::nullopt;
-      // Its output is the last value computed, at its input's coordinates (the row epilogue
-      // binds it there, gemm_wgmma.cpp).
-      epi.value = cn.outputs[0];
-      epi.value_coords = epi.out_coords;
     } else {
       epi.value = graph::kNoValue;
     }
     epi.out = cn.outputs[0];
   }
-  const bool pre_norm = epi.row && group.outputs.size() == 2 &&
-                        std::count(group.outputs.begin(), group.outputs.end(), epi.out) == 1 &&
-                        std::count(group.outputs.begin(), group.outputs.end(), epi.row->in) == 1;
-  if (!pre_norm && (group.outputs.size() != 1 || group.outputs[0] != epi.out)) {
+  if (group.outputs.size() != 1 || group.outputs[0] != epi.out) {
     *why_not = "the GEMM group's epilogue has more than one output";
     return std::nullopt;
   }
-  if (pre_norm) epi.row->store_in = true;
   if (view && !d.a_vec && !d.b_vec) epi.store = store_map(*view, d, epi.cols);
   for (graph::NodeId id : group.nodes) {
     const graph::Node& n = g.node(id);
@@ -416,14 +309,6 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
       return std::nullopt;
     }
     epi.swaps.push_back(n.outputs[0]);
-  }
-  if (epi.row && !epi.swaps.empty()) {
-    *why_not = "SwapPairs beside a row program in a GEMM's epilogue";
-    return std::nullopt;
-  }
-  if (epi.row && !after_row_reads_after_row(g, members, *epi.row->node, users)) {
-    *why_not = "an op after the row program in a GEMM's epilogue reads a value from before it";
-    return std::nullopt;
   }
   return epi;
 }
@@ -441,6 +326,8 @@ Emitter gemm_emitter(const graph::Graph& g, const fusion::Group& group, const Ge
   return e;
 }
 
+namespace {
+
 // `s` with the identifier `name` (not part of a longer one) replaced by `by`.
 std::string replace_identifier(const std::string& s, const std::string& name,
                                const std::string& by) {
@@ -457,8 +344,6 @@ std::string replace_identifier(const std::string& s, const std::string& name,
   }
   return out;
 }
-
-namespace {
 
 // emit_gemm_value with the product element's column `j` (an expression) and its
 // accumulator named `acc`.
@@ -657,55 +542,6 @@ void emit_gemm_pair_stores(Emitter& e, const graph::Graph& g, const GemmDims& d,
 
 }  // namespace
 
-std::vector<std::string> emit_gemm_lane_values(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                                               const GemmEpilogue& epi, int width,
-                                               const std::string& sum_q) {
-  e.line(fmt::format("{} acc_q[{}];", cuda_compute_type(g.value(d.node->outputs[0]).dtype), width));
-  e.line("#pragma unroll");
-  e.line(fmt::format("for (int q = 0; q < {}; ++q) acc_q[q] = {};", width, sum_q));
-  e.line("const long long j = jp;");
-  e.push_scope();
-  e.set_lanes("j", width);
-  const Emitter::Intercept outer = e.intercept();
-  const graph::ValueId prod = d.node->outputs[0];
-  std::vector<std::string> lanes;
-  for (int q = 0; q < width; ++q) {
-    const std::string acc = fmt::format("acc{}", q);
-    e.set_intercept(
-        [&outer, prod, acc](graph::ValueId v,
-                            const std::vector<std::string>& c) -> std::optional<std::string> {
-          if (v == prod) return acc;
-          return outer ? outer(v, c) : std::nullopt;
-        });
-    lanes.push_back(emit_gemm_value_at(e, g, d, epi, fmt::format("acc_q[{}]", q),
-                                       Emitter::lane_expr("j", q), acc,
-                                       fmt::format("acc_q[{}]", q ^ 1)));
-  }
-  e.set_intercept(outer);
-  e.set_lanes("", 1);
-  e.pop_scope();
-  return lanes;
-}
-
-void emit_gemm_lane_store(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                          const GemmEpilogue& epi, const std::vector<std::string>& values) {
-  const graph::Value& ov = g.value(epi.out);
-  const std::string ct = cuda_compute_type(ov.dtype), st = cuda_storage_type(ov.dtype);
-  const int width = static_cast<int>(values.size());
-  if (gemm_vector_store_ok(g, d, epi, width)) {
-    std::string packed;
-    for (int q = 0; q < width; ++q)
-      packed +=
-          fmt::format("{}braze_pack(braze_tag<{}>(), ({}){})", q ? ", " : "", st, ct, values[q]);
-    e.line(fmt::format("braze_vstore_typed<{}>({}, {}, braze_vec<{}, {}>{{{{{}}}}});", width,
-                       e.output_param(epi.out), gemm_store_offset(epi, g), st, width, packed));
-    return;
-  }
-  for (int q = 0; q < width; ++q)
-    e.line(fmt::format("{{ const long long j = jp + {}; braze_store({}, {}, ({}){}); }}", q,
-                       e.output_param(epi.out), gemm_store_offset(epi, g), ct, values[q]));
-}
-
 void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
                       int width, const std::string& sum_q, bool in_range) {
   if (epi.paired()) {
@@ -736,8 +572,31 @@ void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, cons
   // bias) is one vector load shared by the lanes (Emitter::set_lanes), not `width` loads.
   const std::string ct = cuda_compute_type(ov.dtype), st = cuda_storage_type(ov.dtype);
   e.open(in_range ? std::string("{") : fmt::format("if (i < {}LL && jp < {}LL) {{", d.m, d.nn));
-  std::vector<std::string> lanes = emit_gemm_lane_values(e, g, d, epi, width, sum_q);
-  for (std::string& r : lanes) r = fmt::format("braze_pack(braze_tag<{}>(), ({}){})", st, ct, r);
+  e.line(fmt::format("{} acc_q[{}];", cuda_compute_type(g.value(d.node->outputs[0]).dtype), width));
+  e.line("#pragma unroll");
+  e.line(fmt::format("for (int q = 0; q < {}; ++q) acc_q[q] = {};", width, sum_q));
+  e.line("const long long j = jp;");
+  e.push_scope();
+  e.set_lanes("j", width);
+  const Emitter::Intercept outer = e.intercept();
+  const graph::ValueId prod = d.node->outputs[0];
+  std::vector<std::string> lanes;
+  for (int q = 0; q < width; ++q) {
+    const std::string acc = fmt::format("acc{}", q);
+    e.set_intercept(
+        [&outer, prod, acc](graph::ValueId v,
+                            const std::vector<std::string>& c) -> std::optional<std::string> {
+          if (v == prod) return acc;
+          return outer ? outer(v, c) : std::nullopt;
+        });
+    const std::string r =
+        emit_gemm_value_at(e, g, d, epi, fmt::format("acc_q[{}]", q), Emitter::lane_expr("j", q),
+                           acc, fmt::format("acc_q[{}]", q ^ 1));
+    lanes.push_back(fmt::format("braze_pack(braze_tag<{}>(), ({}){})", st, ct, r));
+  }
+  e.set_intercept(outer);
+  e.set_lanes("", 1);
+  e.pop_scope();
   // Lanes r, r + split, … are one vector at column jp + r (all of them when split is 1).
   const int per = width / split;
   for (int r = 0; r < split; ++r) {
@@ -809,12 +668,6 @@ std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group
   std::string ignored;
   std::optional<GemmDims> d = gemm_dims(g, group, &ignored);
   if (!d) return {};
-  // A row program in the epilogue: the wgmma schedule's row epilogue alone computes it.
-  if (gemm_row_node(g, group)) {
-    std::optional<GemmEpilogue> epi = gemm_epilogue(g, group, *d, &ignored);
-    if (!epi || !gemm_wgmma_unsupported(g, group, *d, target).empty()) return {};
-    return gemm_wgmma_row_candidates(*d, *epi, target);
-  }
   std::vector<Tunables> c;
   if (gemm_tc_unsupported(g, group, *d, target).empty()) c = gemm_tc_candidates(g, *d, target);
   // On sm_90a the wgmma schedule leads (it beat mma.sync, split-K included, on every shape
@@ -834,19 +687,7 @@ std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& gr
   if (!dims) return std::nullopt;
   std::optional<GemmEpilogue> epi = gemm_epilogue(g, group, *dims, why_not);
   if (!epi) return std::nullopt;
-  const std::vector<Tunables> cands =
-      tune ? std::vector<Tunables>{} : gemm_candidates(g, group, target);
-  if (!tune && cands.empty()) {
-    *why_not = epi->row ? gemm_row_epilogue_problem(g, group, *dims, *epi, target)
-                        : std::string("no GEMM schedule takes the product");
-    if (why_not->empty()) *why_not = "no GEMM schedule takes the product";
-    return std::nullopt;
-  }
-  const Tunables chosen = tune ? *tune : cands.front();
-  if (epi->row && !(chosen.count("rc") && chosen.at("rc") > 0)) {
-    *why_not = "a row program in the epilogue needs the wgmma schedule's row epilogue";
-    return std::nullopt;
-  }
+  const Tunables chosen = tune ? *tune : gemm_candidates(g, group, target).front();
   if (chosen.count("wg") && chosen.at("wg") != 0)
     return gemm_wgmma_kernel(g, group, *dims, *epi, target, chosen, why_not);
   if (chosen.count("tc") && chosen.at("tc") != 0)

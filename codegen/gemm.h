@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cuda_hooks.h"
 #include "codegen/emitter.h"
 #include "codegen/kernel.h"
 #include "fusion/plan.h"
@@ -104,23 +103,6 @@ struct StoreMap {
   bool fits_32_bits = false;  // every index and offset below 2^31
 };
 
-// A row program (codegen/cuda_hooks.h) in the epilogue: a normalisation over the product's
-// columns (LayerNormalization after a projection and its residual), whose rows are the
-// product's, whole and in order along its input's last dim. The wgmma schedule alone computes
-// it (gemm_wgmma.cpp: its row epilogue); `in` is the node's input 0, which the epilogue up to
-// it gives at `in_coords` (and `in_value` at `in_value_coords`, as GemmEpilogue's value).
-struct GemmRowStep {
-  const graph::Node* node = nullptr;
-  CudaRowProgram prog;
-  graph::ValueId in = graph::kNoValue, in_value = graph::kNoValue;
-  std::vector<std::string> in_coords, in_value_coords;
-  // Pre-norm (GPT-2, ViT): `in` is also the group's output (the residual stream, read again
-  // later), stored as the first phase computes it, where `in_store` says (nullopt: in_coords'
-  // own linearisation).
-  bool store_in = false;
-  std::optional<StoreMap> in_store;
-};
-
 struct GemmEpilogue {
   graph::ValueId out = graph::kNoValue;
   std::vector<std::string> out_coords;
@@ -141,21 +123,11 @@ struct GemmEpilogue {
   // layout ops (index arithmetic that goes out and back). kNoValue: none.
   graph::ValueId value = graph::kNoValue;
   std::vector<std::string> value_coords;
-  std::optional<GemmRowStep> row;
-  // The epilogue up to the row program's input: what its first phase computes.
-  GemmEpilogue before_row() const;
 };
-// The group's node with a row program (a normalisation in its epilogue), or null.
-const graph::Node* gemm_row_node(const graph::Graph& g, const fusion::Group& group);
 // The output offset of element (b, i, j) (all in scope) as an expression.
 std::string gemm_store_offset(const GemmEpilogue& epi, const graph::Graph& g);
 std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::Group& group,
                                           const GemmDims& d, std::string* why_not);
-
-// `s` with the identifier `name` (not part of a longer one) replaced by `by` (a coordinate
-// expression's "j" by a lane's column).
-std::string replace_identifier(const std::string& s, const std::string& name,
-                               const std::string& by);
 
 // An emitter for the group whose product reads as the local "acc".
 Emitter gemm_emitter(const graph::Graph& g, const fusion::Group& group, const GemmDims& d);
@@ -181,18 +153,6 @@ std::string emit_gemm_value(Emitter& e, const graph::Graph& g, const GemmDims& d
 // branches keeping the compiler from overlapping one element's loads and math with the next's.
 void emit_gemm_stores(Emitter& e, const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
                       int width, const std::string& sum_q, bool in_range = false);
-// The values of epi.out's `width` adjacent elements (b, i, jp + q), q < width, from `sum_q` (an
-// expression in q), computed in a scope the caller opens ("b", "i" and "jp" in it, the elements in
-// range, jp a multiple of `width`): inputs read along the row as one vector load shared by the
-// lanes. Declares "j" (= jp). Each lane's value (in its compute type), lane 0 first. Not with a
-// column pair or SwapPairs.
-std::vector<std::string> emit_gemm_lane_values(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                                               const GemmEpilogue& epi, int width,
-                                               const std::string& sum_q);
-// Stores `values` (emit_gemm_lane_values's, in scope) at epi.out's (b, i, jp + q): one vector
-// store where gemm_vector_store_ok, else one store each.
-void emit_gemm_lane_store(Emitter& e, const graph::Graph& g, const GemmDims& d,
-                          const GemmEpilogue& epi, const std::vector<std::string>& values);
 // (`width` output elements: with a column pair, half the product columns.)
 bool gemm_vector_store_ok(const graph::Graph& g, const GemmDims& d, const GemmEpilogue& epi,
                           int width);
@@ -261,14 +221,6 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
                                         const GemmDims& d, const GemmEpilogue& epi,
                                         const Target& target, const Tunables& tune,
                                         std::string* why_not);
-// The wgmma schedule's row epilogue (a row program over the product's columns, epi.row): why it
-// cannot take the group on `target`, or empty; its candidates (Tunables "rc", the blocks of a
-// cluster sharing each row), heuristic default first — none where it cannot.
-std::string gemm_row_epilogue_problem(const graph::Graph& g, const fusion::Group& group,
-                                      const GemmDims& d, const GemmEpilogue& epi,
-                                      const Target& target);
-std::vector<Tunables> gemm_wgmma_row_candidates(const GemmDims& d, const GemmEpilogue& epi,
-                                                const Target& target);
 std::optional<Kernel> gemm_tc_kernel(const graph::Graph& g, const fusion::Group& group,
                                      const GemmDims& d, const GemmEpilogue& epi,
                                      const Target& target, const Tunables& tune,

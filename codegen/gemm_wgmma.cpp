@@ -26,10 +26,7 @@
 // each, as drawn) and ping-pong ("pp": persistent, see WgTile), whose consumer warpgroups
 // take whole tiles in turns and walk the tiles, batches included, across blockIdx.x.
 // Either shape may stage its epilogue through shared memory (se, see WgTile).
-#include <braze/error.h>
-
 #include <algorithm>
-#include <cctype>
 #include <functional>
 #include <limits>
 
@@ -38,7 +35,6 @@
 #include "codegen/codegen.h"
 #include "codegen/gemm.h"
 #include "codegen/cuda_hooks.h"
-#include "codegen/row_program.h"
 
 namespace braze::codegen {
 
@@ -61,8 +57,6 @@ constexpr int64_t kMaxSharedBytes = 227 * 1024;
 // that the fragments' 8-byte writes (rows lane / 4, columns 2 (lane % 4)) hit distinct banks
 // in each half-warp, and a quarter-warp's 16-byte reads of 32 adjacent floats still do.
 constexpr int kStageCols = 32;
-// A row epilogue's passes (a layer norm's two: the mean, then the centred squares).
-constexpr int kRowPasses = 4;
 
 // pp ("ping-pong", persistent): one block an SM walks the tiles; its two consumer warpgroups
 // take alternate bm x bn tiles (each whole, bm / 64 wgmma's a k16 step), so that one's
@@ -87,9 +81,6 @@ struct WgTile {
   int cw = 1;  // cooperative: 64-row blocks a consumer computes (2: 256 x bn as two 128-row halves)
   int64_t rb = 0;  // se: each consumer's buffer of epilogue inputs copied ahead (cp.async), bytes
   int split = 1;   // split-K: a cluster of `split` blocks a tile, each over a share of the k-tiles
-  // Row epilogue (a row program over the product's columns, GemmEpilogue::row): a cluster of rc
-  // blocks side by side along n holds whole rows, rc x bn = n; 0: no row epilogue.
-  int rc = 0;
   int consumers() const { return pp ? 2 : bm / (64 * cw); }
   int turn_bytes() const { return pp ? 16 : 0; }
   int row_blocks() const { return pp ? bm / 64 : cw; }  // 64-row blocks a consumer computes
@@ -105,18 +96,11 @@ struct WgTile {
   int64_t staging_bytes() const { return int64_t{64} * stage_cols() * 4; }  // 64 rows
   // split: every thread's partial sums parked in shared memory (over the stages) for rank 0.
   int64_t red_bytes() const { return int64_t{row_blocks()} * bn / 2 * threads() * 4; }
-  // Row epilogue over a cluster: each block's partial results of a pass for its bm rows, for up
-  // to kRowPasses passes, after the barriers (at staging_offset).
-  int64_t row_red_bytes() const { return rc > 1 ? int64_t{kRowPasses} * bm * 4 : 0; }
   int64_t shared_bytes() const {
     return se ? staging_offset() + consumers() * (staging_bytes() + rb) + 1024
-              : (rc > 1 ? staging_offset() + row_red_bytes()
-                        : stages * stage_bytes() + 16 * stages + turn_bytes()) +
-                    1024;
+              : stages * stage_bytes() + 16 * stages + turn_bytes() + 1024;
   }
 };
-
-bool tile_supported(const WgTile& t, const GemmDims& d);
 
 Tunables tunables_of(const WgTile& t) {
   Tunables u{{"tc", 1}, {"wg", 1}, {"bm", t.bm}, {"bn", t.bn}, {"stages", t.stages}};
@@ -126,7 +110,6 @@ Tunables tunables_of(const WgTile& t) {
   if (t.rr != 8) u["rr"] = t.rr;
   if (t.cw != 1) u["cw"] = t.cw;
   if (t.split != 1) u["split"] = t.split;
-  if (t.rc) u["rc"] = t.rc;
   return u;
 }
 
@@ -346,33 +329,29 @@ int fitting_stages(WgTile t, int64_t ktiles) {
 // 64), 64 x 160 for 512 x 2560 (128; 160 of 128 x 64, two waves); cuBLAS's kernels on those
 // products run 132, 128 and 128 tiles of about the same areas. Ties go to the fewer bytes
 // loaded. `min_step`: the least step of widths tried.
-// A bm x bn tiling's clocks by the model below (wave_fit_tile), without its staging term.
-double tile_clocks(const GemmDims& d, const Target& target, int bm, int bn) {
-  const int64_t sms = std::max(target.num_sms, 1);
-  const int64_t tiles = ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
-  const int64_t waves = (tiles + sms - 1) / sms;
-  // A k-tile: 64 16-bit multiply-adds a row and column, or 32 tf32 ones at half the rate.
-  const double mma = double(bm) * bn * 64 / 1100.0, load = double(bm + bn) * 128 / 60.0;
-  return double(waves) * (double(k_tiles(d)) * std::max(mma, load) + 2000 + double(bm) * bn / 20);
-}
-
 WgTile wave_fit_tile(const GemmDims& d, const Target& target, std::vector<int> bms = {128, 64},
                      int min_step = 16) {
+  const int64_t sms = std::max(target.num_sms, 1), ktiles = k_tiles(d);
   const int step = std::max(bn_step(d), min_step);
   WgTile best{bms[0], 64, 8};
   double best_clocks = std::numeric_limits<double>::infinity(), best_load = best_clocks;
   for (int bm : bms) {
     for (int bn = 256; bn >= std::max(48, step); bn -= step) {
-      const double load = double(bm + bn) * 128 / 60.0;
+      const int64_t tiles = ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
+      const int64_t waves = (tiles + sms - 1) / sms;
+      // A k-tile: 64 16-bit multiply-adds a row and column, or 32 tf32 ones at half the rate.
+      const double mma = double(bm) * bn * 64 / 1100.0, load = double(bm + bn) * 128 / 60.0;
       const bool staged = bn % kStageCols == 0;
-      const double clocks = tile_clocks(d, target, bm, bn) * (staged ? 1.0 : 1.25);
+      const double clocks = double(waves) *
+                            (double(ktiles) * std::max(mma, load) + 2000 + double(bm) * bn / 20) *
+                            (staged ? 1.0 : 1.25);
       if (clocks < best_clocks * 0.999 || (clocks <= best_clocks * 1.001 && load < best_load)) {
         best_clocks = std::min(best_clocks, clocks), best_load = load;
         best = WgTile{bm, bn, 8, false, staged ? 1 : 0};
       }
     }
   }
-  best.stages = fitting_stages(best, k_tiles(d));
+  best.stages = fitting_stages(best, ktiles);
   return best;
 }
 
@@ -556,104 +535,6 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
 
 namespace {
 
-// Row epilogue tiles (WgTile::rc): cooperative and unstaged, as the passes run on the
-// accumulators' fragments; 128 or 64 rows; n split into rc ≤ 8 (a portable cluster) tiles of a
-// whole step's columns. Fewest clocks first by wave_fit_tile's model, ties to the fewer loads.
-std::vector<WgTile> row_tiles(const GemmDims& d, const Target& target) {
-  std::vector<std::pair<double, WgTile>> found;
-  for (int bm : {128, 64})
-    for (int rc = 1; rc <= 8; ++rc) {
-      if (d.nn % rc != 0) continue;
-      WgTile t{bm, static_cast<int>(d.nn / rc), 8};
-      t.rc = rc;
-      t.stages = fitting_stages(t, k_tiles(d));
-      if (t.bn > 256 || !tile_supported(t, d)) continue;
-      found.push_back({tile_clocks(d, target, bm, t.bn) * (1 + 1e-6 * (bm + t.bn)), t});
-    }
-  std::stable_sort(found.begin(), found.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
-  std::vector<WgTile> tiles;
-  for (const auto& f : found) tiles.push_back(f.second);
-  return tiles;
-}
-
-// The fields a row program's templates may use in the row epilogue.
-bool row_field_known(const std::string& f, size_t inputs, size_t passes) {
-  auto numbered = [&](const char* prefix, size_t below, size_t from) {
-    const size_t n = std::char_traits<char>::length(prefix);
-    if (f.compare(0, n, prefix) != 0 || f.size() == n) return false;
-    const std::string digits = f.substr(n);
-    if (digits.size() > 2 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return false;
-    const size_t k = std::stoul(digits);
-    return k >= from && k < below;
-  };
-  return f == "x" || f == "n" || f == "r" || numbered("s", passes, 0) || numbered("p", passes, 0) ||
-         numbered("in", inputs, 1);
-}
-
-std::string row_program_problem(const graph::Node& n, const CudaRowProgram& p) {
-  if (p.passes.empty() || p.passes.size() > static_cast<size_t>(kRowPasses))
-    return fmt::format("its row program has {} passes (1 to {} run in a GEMM's epilogue)",
-                       p.passes.size(), kRowPasses);
-  for (const CudaRowProgram::Pass& pass : p.passes)
-    if (pass.type != ComputeType::Float ||
-        (pass.combine != Combine::Sum && pass.combine != Combine::Max &&
-         pass.combine != Combine::Min && pass.combine != Combine::Prod))
-      return "its row program keeps an index or a non-float accumulator";
-  if (p.outputs.empty() || !p.outputs[0].per_element || p.outputs[0].expr.empty())
-    return "its row program's first output is not per element";
-  std::vector<std::string> templates = {p.outputs[0].expr};
-  for (const CudaRowProgram::Pass& pass : p.passes) templates.push_back(pass.map);
-  for (const std::string& t : templates)
-    for (size_t i = t.find('{'); i != std::string::npos; i = t.find('{', i + 1)) {
-      const size_t j = t.find('}', i);
-      if (j == std::string::npos ||
-          !row_field_known(t.substr(i + 1, j - i - 1), n.inputs.size(), p.passes.size()))
-        return "its row program uses a field the GEMM's epilogue does not bind";
-    }
-  return "";
-}
-
-}  // namespace
-
-std::string gemm_row_epilogue_problem(const graph::Graph& g, const fusion::Group& group,
-                                      const GemmDims& d, const GemmEpilogue& epi,
-                                      const Target& target) {
-  BRAZE_CHECK(epi.row.has_value(), "gemm_row_epilogue_problem: no row program in the epilogue");
-  std::string why = gemm_wgmma_unsupported(g, group, d, target);
-  if (!why.empty()) return why;
-  why = row_program_problem(*epi.row->node, epi.row->prog);
-  if (!why.empty()) return why;
-  const std::vector<WgTile> tiles = row_tiles(d, target);
-  if (tiles.empty())
-    return fmt::format("no tile of whole rows: {} columns in at most 8 tiles of at most 256", d.nn);
-  // Whole rows a cluster must not cost the product its tiling: within 10% of the best tiling's
-  // clocks by the same model, plus a pipeline fill's 2000 (the normalisation's own kernel, which
-  // this saves, launches once more and reads and writes the output once more).
-  double best = std::numeric_limits<double>::infinity();
-  for (int bm : {128, 64})
-    for (int bn = 256; bn >= std::max(48, bn_step(d)); bn -= bn_step(d))
-      best = std::min(best, tile_clocks(d, target, bm, bn));
-  const WgTile& t = tiles.front();
-  const double clocks = tile_clocks(d, target, t.bm, t.bn);
-  if (clocks > 1.1 * best + 2000)
-    return fmt::format(
-        "its tiles of whole rows ({} x {}, clusters of {}) would fill the GPU worse "
-        "({:.0f} modelled clocks against {:.0f})",
-        t.bm, t.bn, t.rc, clocks, best);
-  return "";
-}
-
-std::vector<Tunables> gemm_wgmma_row_candidates(const GemmDims& d, const GemmEpilogue& epi,
-                                                const Target& target) {
-  (void)epi;
-  std::vector<Tunables> c;
-  for (const WgTile& t : row_tiles(d, target)) c.push_back(tunables_of(t));
-  return c;
-}
-
-namespace {
-
 // The tile `tune` asks for (its keys as tunables_of writes them).
 WgTile tile_of(const Tunables& tune) {
   return WgTile{tune.at("bm"),
@@ -665,8 +546,7 @@ WgTile tile_of(const Tunables& tune) {
                 tune.count("rr") ? tune.at("rr") : 8,
                 tune.count("cw") ? tune.at("cw") : 1,
                 0,
-                tune.count("split") ? tune.at("split") : 1,
-                tune.count("rc") ? tune.at("rc") : 0};
+                tune.count("split") ? tune.at("split") : 1};
 }
 
 bool tile_supported(const WgTile& t, const GemmDims& d) {
@@ -678,9 +558,7 @@ bool tile_supported(const WgTile& t, const GemmDims& d) {
            t.rr < 1 || t.rr > 64 || (t.se && t.bn % t.stage_cols() != 0) ||
            t.shared_bytes() > kMaxSharedBytes ||
            (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8) ||
-           (t.split > 1 && (t.pp || t.se || t.red_bytes() > t.stages * t.stage_bytes())) ||
-           (t.rc != 0 && (t.rc < 1 || t.rc > 8 || t.pp || t.se || t.split != 1 || t.cw != 1 ||
-                          t.bm == 256 || int64_t{t.rc} * t.bn != d.nn)));
+           (t.split > 1 && (t.pp || t.se || t.red_bytes() > t.stages * t.stage_bytes())));
 }
 
 // Builds one product's kernel; each member function emits one part of it, in order.
@@ -724,15 +602,11 @@ class WgmmaBuilder {
     emit_consumer_start();
     emit_mainloop();
     emit_split_reduce();
+    emit_epilogue_setup();
     try {
-      if (epi_.row) {
-        emit_row_epilogue();
-      } else {
-        emit_epilogue_setup();
-        for (bool in_range : {true, false}) {
-          if (!in_range && !edges_) break;
-          emit_epilogue(in_range);
-        }
+      for (bool in_range : {true, false}) {
+        if (!in_range && !edges_) break;
+        emit_epilogue(in_range);
       }
     } catch (const CudaUnsupported& u) {
       *why_not = u.why;
@@ -824,14 +698,7 @@ class WgmmaBuilder {
 
   // The origin (i0, j0) and batch b of tile `tl` of the walk (pp), or of this block's.
   void emit_tile(const std::string& tl) {
-    if (t_.rc) {
-      // Row epilogue: cluster blockIdx.x / rc takes a row of tiles, rank blockIdx.x % rc its
-      // columns.
-      e_.line(fmt::format(
-          "const int i0 = ((int)blockIdx.x / {0}) * {1}, j0 = ((int)blockIdx.x % {0}) * {2};",
-          t_.rc, t_.bm, t_.bn));
-      e_.line("const long long b = blockIdx.z;");
-    } else if (!t_.pp) {
+    if (!t_.pp) {
       const std::string tile =
           t_.split > 1 ? fmt::format("(int)blockIdx.x / {}", t_.split) : "(int)blockIdx.x";
       emit_gemm_tile_origin(e_, tiles_m_, tiles_n_, t_.bm, t_.bn, tile, t_.rr);
@@ -984,11 +851,6 @@ class WgmmaBuilder {
     e_.close();             // thread 0
     // split: the warpgroup takes part in the consumers' two cluster barriers (split_reduce).
     if (t_.split > 1) e_.line("__syncwarp();\n  braze_cluster_sync();\n  braze_cluster_sync();");
-    // rc: and in the row epilogue's, one a pass and one after the last.
-    if (t_.rc > 1) {
-      e_.line("__syncwarp();");
-      for (size_t p = 0; p <= epi_.row->prog.passes.size(); ++p) e_.line("braze_cluster_sync();");
-    }
     e_.line("return;");
     e_.close();  // producer
   }
@@ -1220,12 +1082,6 @@ class WgmmaBuilder {
       e_.line(fmt::format("const long long jp = j0 + c * {} + se_c;", cols_));
       return;
     }
-    open_fragment_loops();
-  }
-
-  // The loops over a thread's fragment elements (mi, ni, r), down to the coordinates (i, jp) of
-  // its pair of columns.
-  void open_fragment_loops() {
     e_.line("#pragma unroll");
     e_.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw_));
     e_.line("#pragma unroll");
@@ -1265,171 +1121,6 @@ class WgmmaBuilder {
     if (edges_) e_.close();
   }
 
-  // ---- the row epilogue (epi.row) ----------------------------------------------------
-  // A row program over the product's columns, whose rows a cluster of rc blocks (or one block)
-  // holds whole, in three phases on the accumulators:
-  //  1. each element's value at the program's input (the epilogue before it: bias, residual …)
-  //     in place of its sum;
-  //  2. per pass, each thread's share of its two rows of each 64-row block, the quad's four
-  //     lanes combined (a warp's fragment holds a row's columns in four lanes), then (rc > 1)
-  //     the cluster's partials through distributed shared memory, combined in rank order so that
-  //     every block has the same result;
-  //  3. the program's per-element output, the rest of the epilogue after it, the stores.
-  //
-  //     block (cluster rank 0..rc-1)    rows of the tile        pass p's partials
-  //     ┌──────┬──────┬──────┐         fragment lanes 4g..4g+3  row_red[p·bm + row]
-  //     │ bn   │ bn   │ bn   │  ──▶    shfl_xor 1, 2     ──▶    ld.shared::cluster, ranks 0..rc-1
-  //     └──────┴──────┴──────┘
-  void open_row_elements(bool guard) {
-    open_fragment_loops();
-    if (guard) e_.open(fmt::format("if (i < {}LL) {{", d_.m));
-  }
-  void close_row_elements(bool guard) {
-    if (guard) e_.close();
-    for (int k = 0; k < 3; ++k) e_.close();
-  }
-
-  // The fields of the program's templates at the element whose input value is `x` at `xc`, with
-  // the first `passes` passes' results (rs0 … of the thread's row: mi and r in scope).
-  std::map<std::string, std::string> row_fields(size_t passes, const std::string& x,
-                                                const std::vector<std::string>& xc) {
-    const GemmRowStep& row = *epi_.row;
-    const graph::Node& n = *row.node;
-    const Shape& xshape = g_.value(row.in).shape;
-    std::map<std::string, std::string> f;
-    f["x"] = x;
-    f["n"] = cuda_literal(ComputeType::Float, static_cast<double>(d_.nn));
-    f["r"] = "(" + xc.back() + ")";
-    for (size_t k = 0; k < passes; ++k) f[fmt::format("s{}", k)] = fmt::format("rs{}[mi][r]", k);
-    for (size_t i = 1; i < n.inputs.size(); ++i) {
-      const std::string name = "in" + std::to_string(i);
-      if (n.inputs[i] == graph::kNoValue || !uses_field(row.prog, name)) continue;
-      const Shape view = i - 1 < row.prog.views.size() && !row.prog.views[i - 1].empty()
-                             ? row.prog.views[i - 1]
-                             : g_.value(n.inputs[i]).shape;
-      f[name] = e_.value_at_view(n.inputs[i], view, broadcast_coords(xc, xshape, view));
-    }
-    for (size_t k = 0; k < passes; ++k)
-      if (uses_field(row.prog, fmt::format("p{}", k)))
-        f[fmt::format("p{}", k)] = "(" + substitute(row.prog.passes[k].map, f, n) + ")";
-    return f;
-  }
-
-  void emit_row_epilogue() {
-    const GemmRowStep& row = *epi_.row;
-    const CudaRowProgram& prog = row.prog;
-    const std::string acc_q = "accum[mi][4 * ni + 2 * r + q]";
-    const bool guard = d_.m % t_.bm != 0;
-    e_.line("const int cwarp = ((int)threadIdx.x / 32) % 4;");
-    if (t_.rc > 1)
-      e_.line(fmt::format(
-          "float* const row_red = reinterpret_cast<float*>(reinterpret_cast<char*>(braze_smem) + "
-          "(smem + {}u - braze_smem_addr(braze_smem)));",
-          t_.staging_offset()));
-    // 1. The program's input in place of the sums (rows past m keep theirs, unread), and (pre-norm)
-    //    stored.
-    open_row_elements(guard);
-    e_.push_scope();
-    const GemmEpilogue before = epi_.before_row();
-    const std::vector<std::string> x = emit_gemm_lane_values(e_, g_, d_, before, 2, acc_q);
-    if (row.store_in) emit_gemm_lane_store(e_, g_, d_, before, x);  // pre-norm: the sum too
-    for (int q = 0; q < 2; ++q)
-      e_.line(fmt::format("accum[mi][4 * ni + 2 * r + {}] = {};", q, x[q]));
-    e_.pop_scope();
-    close_row_elements(guard);
-    // 2. The passes.
-    for (size_t p = 0; p < prog.passes.size(); ++p) emit_row_pass(p);
-    if (t_.rc > 1) e_.line("braze_cluster_sync();");  // every block's reads done before any exits
-    // 3. The outputs: the product's value is now the program's input (alpha and C applied).
-    GemmDims dy = d_;
-    dy.alpha = 1;
-    dy.beta = 0;
-    const graph::ValueId out = row.node->outputs[0];
-    std::vector<std::string> lane_coords[2];
-    for (int q = 0; q < 2; ++q)
-      for (const std::string& c : row.in_coords)
-        lane_coords[q].push_back(replace_identifier(c, "j", Emitter::lane_expr("j", q)));
-    const ComputeType ct = compute_type(g_.value(out).dtype);
-    const Emitter::Intercept outer = e_.intercept();
-    e_.set_intercept([&](graph::ValueId v,
-                         const std::vector<std::string>& c) -> std::optional<std::string> {
-      if (v != out) return outer ? outer(v, c) : std::nullopt;
-      for (int q = 0; q < 2; ++q)
-        if (c == lane_coords[q]) {
-          const std::map<std::string, std::string> f =
-              row_fields(prog.passes.size(), fmt::format("accum[mi][4 * ni + 2 * r + {}]", q), c);
-          return e_.let(cuda_name(ct), fmt::format("({})({})", cuda_name(ct),
-                                                   substitute(prog.outputs[0].expr, f, *row.node)));
-        }
-      throw CudaUnsupported{"the row program's output read away from its element"};
-    });
-    open_row_elements(guard);
-    e_.push_scope();
-    emit_gemm_stores(e_, g_, dy, epi_, 2, acc_q, true);
-    e_.pop_scope();
-    close_row_elements(guard);
-    e_.set_intercept(outer);
-  }
-
-  // Pass p: rs<p>[mi][r], the pass's result for each of the thread's rows.
-  void emit_row_pass(size_t p) {
-    const GemmRowStep& row = *epi_.row;
-    const CudaRowProgram::Pass& pass = row.prog.passes[p];
-    const std::string t = cuda_name(pass.type), comb = combiner(pass.combine, pass.type);
-    e_.line(fmt::format("{} rs{}[{}][2];", t, p, mw_));
-    auto open_rows = [&] {
-      e_.line("#pragma unroll");
-      e_.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw_));
-      e_.line("#pragma unroll");
-      e_.open("for (int r = 0; r < 2; ++r) {");
-    };
-    open_rows();
-    e_.line(fmt::format("{} part = {};", t, identity_of(pass.combine, pass.type)));
-    e_.line(fmt::format("const long long i = i0 + {} + mi * 64 + cwarp * 16 + lane / 4 + r * 8;",
-                        row0_));
-    e_.line("(void)i;");
-    e_.line("#pragma unroll");
-    e_.open(fmt::format("for (int ni = 0; ni < {}; ++ni) {{", t_.bn / 8));
-    e_.line("#pragma unroll");
-    e_.open("for (int q = 0; q < 2; ++q) {");
-    e_.line("const long long j = j0 + ni * 8 + (lane % 4) * 2 + q;");
-    e_.push_scope();
-    const std::map<std::string, std::string> f =
-        row_fields(p, "accum[mi][4 * ni + 2 * r + q]", row.in_coords);
-    e_.line(fmt::format("part = ({})(part, {});", comb, substitute(pass.map, f, *row.node)));
-    e_.pop_scope();
-    e_.close();
-    e_.close();
-    for (int lanes : {1, 2})
-      e_.line(
-          fmt::format("part = ({})(part, __shfl_xor_sync(0xffffffffu, part, {}));", comb, lanes));
-    e_.line(fmt::format("rs{}[mi][r] = part;", p));
-    e_.close();
-    e_.close();
-    if (t_.rc <= 1) return;
-    const std::string slot = fmt::format(
-        "row_red + {} + {} + mi * 64 + cwarp * 16 + lane / 4 + r * 8", p * t_.bm, row0_);
-    open_rows();
-    e_.line(fmt::format("if (lane % 4 == 0) *({}) = rs{}[mi][r];", slot, p));
-    e_.close();
-    e_.close();
-    e_.line("braze_cluster_sync();");
-    open_rows();
-    e_.line(fmt::format("{} v = braze_cluster_read({}, 0u);", t, slot));
-    e_.line(
-        fmt::format("for (unsigned q = 1; q < {}u; ++q) v = ({})(v, braze_cluster_read({}, q));",
-                    t_.rc, comb, slot));
-    e_.line(fmt::format("rs{}[mi][r] = v;", p));
-    e_.close();
-    e_.close();
-  }
-
-  // split or rc: the blocks of a cluster along x.
-  std::string cluster_dims() const {
-    const int c = std::max(t_.split, t_.rc);
-    return c > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", c) : "";
-  }
-
   Kernel finish() {
     const graph::Value& a = g_.value(d_.node->inputs[0]);
     // Blocks: one a tile (split: a cluster of them), batches along z; pp: one an SM (at most),
@@ -1465,10 +1156,10 @@ class WgmmaBuilder {
         "const __grid_constant__ braze_tmap braze_tmap_a, "
         "const __grid_constant__ braze_tmap braze_tmap_b) {{\n"
         "  BRAZE_DYNAMIC_SMEM(braze_smem, {2});\n{3}}}\n",
-        t_.threads(), e_.signature(), kern.shared_bytes, e_.body(), cluster_dims());
-    finish_kernel(
-        g_, kern, code,
-        kMmaHelpers | kWgmmaHelpers | (res_pre_.empty() && t_.rc <= 1 ? 0 : int{kReduceHelpers}));
+        t_.threads(), e_.signature(), kern.shared_bytes, e_.body(),
+        t_.split > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", t_.split) : "");
+    finish_kernel(g_, kern, code,
+                  kMmaHelpers | kWgmmaHelpers | (res_pre_.empty() ? 0 : kReduceHelpers));
     return kern;
   }
 

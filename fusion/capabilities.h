@@ -25,18 +25,6 @@ class Capabilities {
   // epilogue would store the consumer's layout with strided stores).
   virtual bool gemm_reads_view(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
                                graph::NodeId mm, int operand) const = 0;
-  // Empty when the product `mm`'s kernel computes row program node `row` (a normalisation over
-  // the product's columns) in its epilogue at full speed: `nodes` are the group with the
-  // epilogue so far and `row`; else why not.
-  virtual std::string gemm_row_epilogue(const graph::Graph& g,
-                                        const std::vector<graph::NodeId>& nodes, graph::NodeId mm,
-                                        graph::NodeId row) const {
-    (void)g;
-    (void)nodes;
-    (void)mm;
-    (void)row;
-    return "no GEMM schedule computes a row program in its epilogue";
-  }
   // Empty when one kernel runs the attention of `nodes` (its match, fusion/attention.h, with
   // the layout ops in front of Q, K and V and after the output) at full speed; else why not.
   virtual std::string attention(const graph::Graph& g,

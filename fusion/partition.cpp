@@ -388,12 +388,6 @@ class Partitioner {
     // while the product's columns are whole: a SwapPairs of a region value reads its partner
     // from each lane's other accumulator of the pair where the view keeps the pairs.
     std::optional<graph::Layout> view;
-    // A row program over the product's columns taken (a normalisation: row_takes), and whether
-    // the layout ops so far keep the product's columns whole and in order (element-wise ops
-    // between them do not matter to it, as they do to rows_kept).
-    NodeId row = kNoNode;
-    bool cols_kept = true;
-    mutable bool row_refused = false;  // a normalisation's refusal recorded
   };
 
   // Whether SwapPairs node c can join e: of a region value whose view keeps the product's
@@ -435,14 +429,11 @@ class Partitioner {
     const Node& cn = g_.node(c);
     const graph::Value& out = g_.value(cn.outputs[0]);
     if (graph::is_swap_pairs(cn)) return swap_pairs_takes(e, mm, cn);
-    if (lower_.rows(cn)) return row_takes(ga, mm, e, v, c);
     if (is_elementwise(cn))
       return out.shape == e.space &&
              std::all_of(cn.inputs.begin(), cn.inputs.end(), [&](ValueId u) {
                if (u == kNoValue || e.region.count(u)) return true;
                NodeId p = g_.value(u).producer;
-               // After a row program, nothing from before it (its kernel has those no longer).
-               if (e.row != kNoNode && p != kNoNode && (p == mm || e.tried.count(p))) return false;
                return p == kNoNode || group_of_[p] != ga;  // external, not the prologue
              });
     std::set<NodeId> after = e.tried;
@@ -464,55 +455,6 @@ class Partitioner {
     return ok;
   }
 
-  // Whether row program node c (a normalisation) over region value v can join epilogue e of
-  // product mm (group ga): its rows the product's, whole columns in order (the layout ops so
-  // far keep them), its other inputs from outside the group, its other outputs unused, and the
-  // schedule able to compute it there (Capabilities::gemm_row_epilogue: on sm_90a, the wgmma
-  // schedule's clusters of blocks holding whole rows). The normalisation's kernel goes: one
-  // launch and one read and write of the product's output fewer (BERT's LayerNorm after each
-  // output projection and FFN).
-  bool row_takes(int ga, NodeId mm, const GemmEpilogue& e, ValueId v, NodeId c) {
-    const Node& cn = g_.node(c);
-    if (!caps_ || e.row != kNoNode || e.paired || !e.cols_kept || cn.inputs.empty() ||
-        cn.inputs[0] != v || g_.value(v).shape != e.space)
-      return false;
-    for (size_t i = 1; i < cn.inputs.size(); ++i) {
-      const ValueId u = cn.inputs[i];
-      if (u == kNoValue) continue;
-      const NodeId p = g_.value(u).producer;
-      if (e.region.count(u) ||
-          (p != kNoNode && (p == mm || e.tried.count(p) || group_of_[p] == ga)))
-        return false;
-    }
-    for (size_t k = 1; k < cn.outputs.size(); ++k)
-      if (cn.outputs[k] != kNoValue && (!users_[cn.outputs[k]].empty() || is_output(cn.outputs[k])))
-        return false;
-    // Said once an epilogue (the first normalisation it meets: a pre-norm residual stream
-    // walked on by the element-wise ops meets every layer's).
-    auto no = [&](const std::string& why) {
-      if (!e.row_refused) refuse(mm, c, "not in the GEMM's epilogue: " + why);
-      e.row_refused = true;
-      return false;
-    };
-    // Its input may be read elsewhere too (pre-norm: the residual stream; the kernel writes it
-    // as well), no other value before it.
-    std::set<NodeId> after = e.tried;
-    after.insert(mm);
-    after.insert(c);
-    std::set<ValueId> others = e.region;
-    others.erase(v);
-    if (escapes(others, after) > 0)
-      return no(
-          "values before it other than its input are read elsewhere too, so the product's "
-          "kernel would write more than two results");
-    std::vector<NodeId> nodes(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
-    nodes.insert(nodes.end(), e.tried.begin(), e.tried.end());
-    nodes.push_back(c);
-    const std::string why = caps_->gemm_row_epilogue(g_, nodes, mm, c);
-    if (!why.empty()) return no(why);
-    return true;
-  }
-
   // Epilogue: element-wise ops over the product's shape (a DAG: GELU written out reads its
   // input twice), then layout ops, as long as one value leaves the group. Simulated on a node
   // set, which grow_gemm then merges node by node.
@@ -530,27 +472,18 @@ class Partitioner {
       for (ValueId v : e.region) {
         if (g_.value(v).shape != e.space) continue;
         for (NodeId c : users_[v]) {
-          const bool row = lower_.rows(g_.node(c)) && single(c);
-          if (e.tried.count(c) || !(free_pointwise(c) || row) ||
-              (!row && g_.node(c).outputs.size() != 1))
-            continue;
+          if (e.tried.count(c) || !free_pointwise(c) || g_.node(c).outputs.size() != 1) continue;
           if (epilogue_takes(ga, mm, e, v, c) && (pick == kNoNode || c < pick)) pick = c;
         }
       }
       if (pick == kNoNode) break;
       e.tried.insert(pick);
       const Node& pn = g_.node(pick);
-      if (lower_.rows(pn)) {
-        // The region starts again at its output (same shape and columns as its input).
-        e.row = pick;
-        e.region = {pn.outputs[0]};
-        e.view.reset();
-      } else if (!is_elementwise(pn) && !graph::is_swap_pairs(pn)) {
+      if (!is_elementwise(pn) && !graph::is_swap_pairs(pn)) {
         if (e.view) e.view = pn.op->layout ? pn.op->layout(g_, pn, *e.view) : std::nullopt;
         e.region = {pn.outputs[0]};
         e.space = g_.value(pn.outputs[0]).shape;
         e.rows_kept = e.rows_kept && graph::keeps_columns(g_, pn);
-        e.cols_kept = e.cols_kept && graph::keeps_columns(g_, pn);
       } else {
         e.region.insert(pn.outputs[0]);
         e.rows_kept = false;

@@ -108,6 +108,27 @@ PeakRates peak_rates(const Arch& a) {
   return {15.7, 125.0, 0.0};                  // V100
 }
 
+namespace {
+
+// The elements of v the step's kernel reads at least: all of them, but where the kernel reads
+// v only as the table of its Gathers (an embedding), the rows they gather (their outputs'
+// elements) if fewer — the kernel never touches the rest of the table.
+int64_t elements_read(const graph::Graph& g, const Step& s, graph::ValueId v) {
+  const int64_t all = checked_numel(g.value(v).shape);
+  int64_t gathered = 0;
+  for (graph::NodeId id : s.group.nodes) {
+    const graph::Node& n = g.node(id);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] != v) continue;
+      if (n.op_type() != "Gather" || i != 0) return all;
+      gathered += checked_numel(g.value(n.outputs[0]).shape);
+    }
+  }
+  return gathered > 0 ? std::min(all, gathered) : all;
+}
+
+}  // namespace
+
 uint64_t step_bytes(const graph::Graph& g, const Step& s) {
   if (!s.kernel) return 0;
   std::set<graph::ValueId> seen;
@@ -115,7 +136,8 @@ uint64_t step_bytes(const graph::Graph& g, const Step& s) {
   for (const codegen::Param& p : s.kernel->params)
     if (seen.insert(p.value).second) {
       const graph::Value& v = g.value(p.value);
-      b += static_cast<uint64_t>(checked_numel(v.shape)) * dtype_size(v.dtype);
+      const int64_t n = p.is_output ? checked_numel(v.shape) : elements_read(g, s, p.value);
+      b += static_cast<uint64_t>(n) * dtype_size(v.dtype);
     }
   return b;
 }

@@ -214,8 +214,8 @@ def gemm_epilogue_graph(seed):
         else:
             x = b.round_trip(x)
     outputs = [(x, shape)]
-    # A normalisation over the product's columns after the epilogue (BERT's post-norm; pre-norm
-    # with the sum also an output): on sm_90a in the product's kernel (its row epilogue).
+    # A normalisation over the product's columns after the epilogue, as BERT (post-norm) and
+    # GPT-2 (pre-norm: the sum before it also an output) write it.
     if rnd.random() < 0.35:
         ins = [x, b.const([rnd.uniform(0.5, 1.5) for _ in range(n)], [n])]
         if rnd.random() < 0.7:

@@ -110,21 +110,21 @@ PeakRates peak_rates(const Arch& a) {
 
 namespace {
 
-// The elements of v the step's kernel reads at least: all of them, but where the kernel reads
-// v only as the table of its Gathers (an embedding), the rows they gather (their outputs'
-// elements) if fewer — the kernel never touches the rest of the table.
+// The elements of v the step's kernel reads at least: all of them, or fewer where its readers
+// in the kernel are element-wise or index maps (the registry's kinds up to Injective), each of
+// which reads at most one element of an input per output element — a Gather of an embedding
+// table reads the rows it gathers, a Slice its slice.
 int64_t elements_read(const graph::Graph& g, const Step& s, graph::ValueId v) {
   const int64_t all = checked_numel(g.value(v).shape);
-  int64_t gathered = 0;
+  int64_t most = 0;
   for (graph::NodeId id : s.group.nodes) {
     const graph::Node& n = g.node(id);
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      if (n.inputs[i] != v) continue;
-      if (n.op_type() != "Gather" || i != 0) return all;
-      gathered += checked_numel(g.value(n.outputs[0]).shape);
-    }
+    if (std::find(n.inputs.begin(), n.inputs.end(), v) == n.inputs.end()) continue;
+    if (n.op->kind > graph::FusionKind::Injective) return all;
+    for (graph::ValueId out : n.outputs)
+      if (out != graph::kNoValue) most += checked_numel(g.value(out).shape);
   }
-  return gathered > 0 ? std::min(all, gathered) : all;
+  return most > 0 ? std::min(all, most) : all;
 }
 
 }  // namespace

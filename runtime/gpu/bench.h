@@ -60,9 +60,9 @@ struct BenchResult {
   std::vector<KernelTiming> kernels;
 };
 
-// Bytes a step's kernel moves at least (each distinct buffer once; of a table its Gathers alone
-// read, the rows gathered) and FLOPs it does (matrix products; element-wise work is counted as
-// memory-bound).
+// Bytes a step's kernel moves at least (each distinct buffer once; of an input read only by
+// element-wise ops and index maps, no more than their outputs' elements: a Gather's rows) and
+// FLOPs it does (matrix products; element-wise work is counted as memory-bound).
 uint64_t step_bytes(const graph::Graph& g, const Step& s);
 double step_flops(const graph::Graph& g, const Step& s);
 

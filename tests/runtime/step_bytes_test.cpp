@@ -1,7 +1,7 @@
 // `braze bench`'s byte counts (runtime/gpu/bench.h step_bytes), the roofline column of its
-// per-kernel table: a kernel reading an embedding table through a Gather moves the rows it
-// gathers, not the table (BERT-base's 47.9 MiB of word embeddings were counted whole, 180% of
-// the copy bandwidth). Builds need no GPU.
+// per-kernel table: a kernel reading an embedding table through a Gather (an index map, by the
+// registry's kind) moves the rows it gathers, not the table (BERT-base's 47.9 MiB of word
+// embeddings were counted whole, 180% of the copy bandwidth). Builds need no GPU.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -33,6 +33,18 @@ TEST(StepBytes, AGatheredTableCountsTheRowsGathered) {
   ASSERT_EQ(e->steps().size(), 1u);
   // ids 80 bytes, 10 rows of 256 bytes read, the bias 256, the output 2560.
   EXPECT_EQ(gpu::step_bytes(g, e->steps()[0]), 80u + 2560u + 256u + 2560u);
+}
+
+TEST(StepBytes, ASliceCountsTheSlice) {
+  // Rows 3 .. 12 of a [1000, 64] float table, negated: 10 rows read, 10 written.
+  graph::Graph g = test::graph_from_text(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[1000,64] table) => (float[10,64] y) {
+      st = Constant <value = int64[1] {3}> ()  en = Constant <value = int64[1] {13}> ()
+      ax = Constant <value = int64[1] {0}> ()
+      r = Slice(table, st, en, ax)  y = Neg(r) })");
+  auto e = engine_of(g);
+  ASSERT_EQ(e->steps().size(), 1u);
+  EXPECT_EQ(gpu::step_bytes(g, e->steps()[0]), 2560u + 2560u);
 }
 
 TEST(StepBytes, ATableAlsoReadWholeCountsWhole) {

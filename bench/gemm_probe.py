@@ -26,7 +26,8 @@ import numpy as np
 
 # name: (batch, m, n, k, epilogue); epilogue "" (none), "bias" (an Add), "bias_gelu",
 # "bias_residual" (an Add of the bias, then of an [m, n] input), "gemm_bias" (a Gemm with the
-# bias as C)
+# bias as C); a sixth field "f32" makes the model float32 (braze's exact SIMT schedule against
+# cuBLAS's SGEMM, TF32 off), float16 otherwise
 SHAPES = {
     "bert_qkv": (1, 1024, 2304, 768, "bias"),
     "gpt2_qkv": (1, 1024, 2304, 768, "gemm_bias"),
@@ -47,29 +48,38 @@ SHAPES = {
     "b32_out_proj": (1, 4096, 768, 768, "bias"),
     "b32_out_proj_res": (1, 4096, 768, 768, "bias_residual"),  # BERT b32's; GPT-2 b8 s512's
     "ffn_down_res": (1, 1024, 768, 3072, "bias_residual"),  # BERT b8's FFN down as in the model
+    # BERT-base b1 s128 in float32 (bench/models.py's bert-b1-s128-fp32): SIMT products
+    "f32_b1_qkv": (1, 128, 2304, 768, "bias", "f32"),
+    "f32_b1_proj_res": (1, 128, 768, 768, "bias_residual", "f32"),
+    "f32_b1_ffn_up": (1, 128, 3072, 768, "bias_gelu", "f32"),
+    "f32_b1_ffn_down_res": (1, 128, 768, 3072, "bias_residual", "f32"),
+    # larger float32 products, where 128 x 64 and 128 x 128 register-staged tiles lead
+    "f32_m1024_qkv": (1, 1024, 2304, 768, "bias", "f32"),
+    "f32_m4096_ffn_down": (1, 4096, 768, 3072, "bias", "f32"),
 }
 
 
-def build_onnx(path, b, m, n, k, epi):
+def build_onnx(path, b, m, n, k, epi, f32=False):
     import onnx
     from onnx import TensorProto as T, helper as h, numpy_helper as nh
     rng = np.random.default_rng(0)
+    ET, npt = (T.FLOAT, np.float32) if f32 else (T.FLOAT16, np.float16)
     inits, nodes, inputs = [], [], []
     if b == 1:
-        inputs.append(h.make_tensor_value_info("x", T.FLOAT16, [m, k]))
-        inits.append(nh.from_array((rng.standard_normal((k, n)) * 0.05).astype(np.float16), "w"))
+        inputs.append(h.make_tensor_value_info("x", ET, [m, k]))
+        inits.append(nh.from_array((rng.standard_normal((k, n)) * 0.05).astype(npt), "w"))
         if epi == "gemm_bias":  # GPT-2's Conv1D: Gemm with the bias as C
-            inits.append(nh.from_array((rng.standard_normal(n) * 0.1).astype(np.float16), "bias"))
+            inits.append(nh.from_array((rng.standard_normal(n) * 0.1).astype(npt), "bias"))
             nodes.append(h.make_node("Gemm", ["x", "w", "bias"], ["y0"]))
         else:
             nodes.append(h.make_node("MatMul", ["x", "w"], ["y0"]))
     else:
-        inputs.append(h.make_tensor_value_info("x", T.FLOAT16, [b, m, k]))
-        inputs.append(h.make_tensor_value_info("w", T.FLOAT16, [b, k, n]))
+        inputs.append(h.make_tensor_value_info("x", ET, [b, m, k]))
+        inputs.append(h.make_tensor_value_info("w", ET, [b, k, n]))
         nodes.append(h.make_node("MatMul", ["x", "w"], ["y0"]))
     last = "y0"
     if epi.startswith("bias"):  # an Add after the product
-        inits.append(nh.from_array((rng.standard_normal(n) * 0.1).astype(np.float16), "bias"))
+        inits.append(nh.from_array((rng.standard_normal(n) * 0.1).astype(npt), "bias"))
         nodes.append(h.make_node("Add", [last, "bias"], ["y1"]))
         last = "y1"
     if epi.endswith("gelu"):
@@ -77,11 +87,11 @@ def build_onnx(path, b, m, n, k, epi):
         last = "y2"
     if epi.endswith("residual"):  # BERT's FFN down and output projection: + the block's input
         out = [m, n] if b == 1 else [b, m, n]
-        inputs.append(h.make_tensor_value_info("r", T.FLOAT16, out))
+        inputs.append(h.make_tensor_value_info("r", ET, out))
         nodes.append(h.make_node("Add", [last, "r"], ["y3"]))
         last = "y3"
     out_shape = [m, n] if b == 1 else [b, m, n]
-    g = h.make_graph(nodes, "gemm", inputs, [h.make_tensor_value_info(last, T.FLOAT16, out_shape)], inits)
+    g = h.make_graph(nodes, "gemm", inputs, [h.make_tensor_value_info(last, ET, out_shape)], inits)
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 20)]), path)
 
 
@@ -102,11 +112,13 @@ def gemm_us(bench_json):
     return None, None, None
 
 
-def torch_us(b, m, n, k):
+def torch_us(b, m, n, k, f32=False):
     import torch
     import triton.testing
-    a = torch.randn(b, m, k, device="cuda", dtype=torch.float16)
-    w = torch.randn(b, k, n, device="cuda", dtype=torch.float16) if b > 1 else torch.randn(k, n, device="cuda", dtype=torch.float16)
+    torch.backends.cuda.matmul.allow_tf32 = False  # float32: SGEMM, as braze's exact schedule
+    dt = torch.float32 if f32 else torch.float16
+    a = torch.randn(b, m, k, device="cuda", dtype=dt)
+    w = torch.randn(b, k, n, device="cuda", dtype=dt) if b > 1 else torch.randn(k, n, device="cuda", dtype=dt)
     x = a if b > 1 else a[0]
     return triton.testing.do_bench(lambda: torch.matmul(x, w), warmup=25, rep=100, return_mode="median") * 1e3
 
@@ -130,13 +142,14 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     pats = [p for p in args.only.split(",") if p]
     rows = []
-    for name, (b, m, n, k, epi) in SHAPES.items():
+    for name, (b, m, n, k, epi, *rest) in SHAPES.items():
+        f32 = rest == ["f32"]
         if pats and not any(fnmatch.fnmatch(name, p) for p in pats):
             continue
         d = os.path.join(args.out, name)
         os.makedirs(d, exist_ok=True)
         model = os.path.join(d, "model.onnx")
-        build_onnx(model, b, m, n, k, epi)
+        build_onnx(model, b, m, n, k, epi, f32)
         env_cache = ["--tuning-cache", os.path.join(d, "tuning.json")]
         run([args.braze, "bench", model, "--json", os.path.join(d, "heur.json")], os.path.join(d, "heur.txt"))
         heur, kname, _ = gemm_us(os.path.join(d, "heur.json"))
@@ -145,16 +158,18 @@ def main():
             run([args.braze, "bench", model, "--tune", "--json", os.path.join(d, "tuned.json")] + env_cache,
                 os.path.join(d, "tuned.txt"))
             tuned, _, _ = gemm_us(os.path.join(d, "tuned.json"))
-        t = torch_us(b, m, n, k)
-        row = {"name": name, "batch": b, "m": m, "n": n, "k": k, "epilogue": epi, "kernel": kname,
+        t = torch_us(b, m, n, k, f32)
+        row = {"name": name, "batch": b, "m": m, "n": n, "k": k, "epilogue": epi,
+               "dtype": "float32" if f32 else "float16", "kernel": kname,
                "heuristic_us": heur, "tuned_us": tuned, "torch_us": t}
         rows.append(row)
         print(f"{name:12s} b{b} {m}x{n}x{k} {epi:9s} heuristic {heur} us  tuned {tuned} us  torch.matmul {t:.2f} us"
               f"  ratio {heur / t if heur else float('nan'):.2f} / {tuned / t if tuned else float('nan'):.2f}", flush=True)
         if args.ncu:
             ncu([args.braze, "run", model], "braze_gemm", os.path.join(d, "ncu_braze.txt"))
-            py = (f"import torch; b,m,n,k={b},{m},{n},{k}; a=torch.randn(b,m,k,device='cuda',dtype=torch.float16);"
-                  f"w=torch.randn(b,k,n,device='cuda',dtype=torch.float16) if b>1 else torch.randn(k,n,device='cuda',dtype=torch.float16);"
+            dt = "torch.float32" if f32 else "torch.float16"
+            py = (f"import torch; torch.backends.cuda.matmul.allow_tf32=False; b,m,n,k={b},{m},{n},{k}; a=torch.randn(b,m,k,device='cuda',dtype={dt});"
+                  f"w=torch.randn(b,k,n,device='cuda',dtype={dt}) if b>1 else torch.randn(k,n,device='cuda',dtype={dt});"
                   f"x=a if b>1 else a[0]; [torch.matmul(x,w) for _ in range(3)]; torch.cuda.synchronize()")
             ncu([sys.executable, "-c", py], "gemm|nvjet|sm90|cutlass|xmma", os.path.join(d, "ncu_torch.txt"))
     with open(os.path.join(args.out, "probe.json"), "w") as f:

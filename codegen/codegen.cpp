@@ -59,6 +59,7 @@ void finish_kernel(const graph::Graph& g, Kernel& k, const std::string& generate
   if (helpers & kReduceHelpers) source += std::string(device_reduce());
   if (helpers & kMmaHelpers) source += std::string(device_mma());
   if (helpers & kSimtGemmHelpers) source += std::string(device_simt_gemm());
+  if (helpers & kSimtAsyncHelpers) source += std::string(device_simt_async());
   if (helpers & kWgmmaHelpers) source += std::string(device_wgmma());
   if (helpers & kAttentionHelpers) source += std::string(device_attention());
   if (helpers & kAttentionWgmmaHelpers) source += std::string(device_attention_wgmma());

@@ -51,7 +51,8 @@ enum DeviceHelpers : unsigned {
   kWgmmaHelpers = 8,       // device/wgmma.cuh: TMA, mbarriers, wgmma (sm_90a; after kMmaHelpers)
   kAttentionHelpers = 16,  // device/attention.cuh: flash attention (after kMmaHelpers)
   kAttentionWgmmaHelpers =
-      32,  // device/attention_wgmma.cuh: flash attention on wgmma (after all three)
+      32,                  // device/attention_wgmma.cuh: flash attention on wgmma (after all three)
+  kSimtAsyncHelpers = 64,  // device/simt_async.cuh: SIMT stages by cp.async (after mma, simt)
 };
 
 // The whole translation unit: device helpers, then "// ---- generated ----", a comment

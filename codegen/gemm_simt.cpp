@@ -38,13 +38,15 @@ namespace {
 constexpr int64_t kStaticSharedBytes = 48 * 1024;
 
 // One point of the search space: block tile bm x bn, k-tile bk, thread micro-tile tm x tn,
-// and whether the next k-step's fragments are read ahead into registers of their own (pf).
+// whether the next k-step's fragments are read ahead into registers of their own (pf), and
+// st: 0 for two stages filled through registers, else st stages filled by cp.async
+// (device/simt_async.cuh; float32 operands read in place, sm_80+).
 struct SimtTile {
-  int bm, bn, bk, tm, tn, pf, split = 1;
+  int bm, bn, bk, tm, tn, pf, split = 1, st = 0;
   int threads() const { return (bm / tm) * (bn / tn); }
-  // The two stages; split-K also parks the tile's partial sums there.
+  // The stages; split-K also parks the tile's partial sums there.
   int64_t shared_bytes(int acc_bytes) const {
-    const int64_t stages = int64_t{2} * bk * (bm + 4 + bn + 4) * acc_bytes;
+    const int64_t stages = int64_t{st ? st : 2} * bk * (bm + 4 + bn + 4) * acc_bytes;
     return split > 1 ? std::max<int64_t>(stages, int64_t{bm} * bn * 4) : stages;
   }
 };
@@ -53,12 +55,13 @@ struct SimtTile {
 SimtTile tile_of(const Tunables& t) {
   auto get = [&t](const char* key) { return t.count(key) ? t.at(key) : 0; };
   const int split = t.count("split") ? t.at("split") : 1;
-  return {get("bm"), get("bn"), get("bk"), get("tm"), get("tn"), get("pf"), split};
+  return {get("bm"), get("bn"), get("bk"), get("tm"), get("tn"), get("pf"), split, get("st")};
 }
 
 Tunables tunables_of(const SimtTile& t) {
   Tunables u{{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"tm", t.tm}, {"tn", t.tn}, {"pf", t.pf}};
   if (t.split > 1) u["split"] = t.split;
+  if (t.st) u["st"] = t.st;
   return u;
 }
 
@@ -81,8 +84,27 @@ std::string tile_problem(const SimtTile& t, int acc_bytes) {
   if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8)
     return "SIMT split-K over 1, 2, 4 or 8 blocks";
   if (t.split > 1 && acc_bytes != 4) return "SIMT split-K sums in float only";
+  if (t.st != 0 && (t.st < 2 || t.st > 6 || t.pf != 0 || acc_bytes != 4))
+    return "SIMT cp.async stages: 2 to 6, float accumulators, no prefetched fragments";
   if (t.shared_bytes(acc_bytes) > kStaticSharedBytes)
     return fmt::format("SIMT GEMM tile needs {} bytes of shared memory", t.shared_bytes(acc_bytes));
+  return "";
+}
+
+// Why the cp.async stages (tile key st) cannot read this product's operands, or empty: both
+// must be float32 tensors (or views of them) read in place, with float accumulators, sm_80+.
+std::string simt_async_problem(const graph::Graph& g, const GemmDims& d, const Target& target) {
+  if (target.sm < 80) return "SIMT cp.async stages need sm_80";
+  if (acc_bytes_of(g.value(d.node->outputs[0]).dtype) != 4)
+    return "SIMT cp.async stages: float accumulators only";
+  for (int i = 0; i < 2; ++i) {
+    const bool vec = i == 0 ? d.a_vec : d.b_vec;
+    const graph::Value& v = g.value(d.node->inputs[i]);
+    if (!d.view[i] || vec || (v.constant && v.constant->numel() == 1) ||
+        g.value(d.view[i]->root).dtype != DType::Float32)
+      return fmt::format("SIMT cp.async stages: operand {} is not a float32 tensor read in place",
+                         i == 0 ? "A" : "B");
+  }
   return "";
 }
 
@@ -112,6 +134,13 @@ void emit_operand_reader(Emitter& e, const graph::Graph& g, const GemmDims& d, i
     bool aligned = ov.ld % w == 0 && ov.offset % w == 0 && (fast ? d.k : rows) % w == 0 &&
                    (fast ? t.bk : tile_rows) % w == 0;
     for (const graph::StridedDim& f : ov.batch) aligned = aligned && f.stride % w == 0;
+    if (t.st) {  // simt_async_problem said the operand is a float32 view
+      e.line(fmt::format(
+          "braze_simt_async<{}, {}, {}, {}, {}> {}({} + ({}), {}LL, {}, {}LL, {}LL);", tile_rows,
+          t.bk, t.threads(), fast ? "true" : "false", !fast && aligned ? w : 1, name,
+          e.input_param(ov.root), operand_view_offset(ov), ov.ld, row0, rows, d.k));
+      return;
+    }
     e.line(
         fmt::format("braze_simt_gmem<{}, {}, {}, {}, {}, {}, {}> {}({} + ({}), {}LL, {}, {}LL, "
                     "{}LL);",
@@ -130,6 +159,40 @@ void emit_operand_reader(Emitter& e, const graph::Graph& g, const GemmDims& d, i
   e.line(fmt::format("braze_simt_fn<{}, {}, {}, {}, {}, decltype({})> {}({}, {}, {}LL, {}LL);", acc,
                      tile_rows, t.bk, t.threads(), kfast ? "true" : "false", fn, name, fn, row0,
                      rows, d.k));
+}
+
+}  // namespace
+
+namespace {
+
+// The cp.async tiles (none where simt_async_problem objects), the default first: 64 x 64 tiles
+// of 128 threads holding 8 x 4 each, four stages of 16-deep k-tiles — cuBLAS's shape for these
+// products (sm80_xmma_gemm_f32f32 64x64x8, three stages, 128 threads) — split over the largest
+// cluster that keeps at most three blocks an SM with at least 4 k-tiles each, as cuBLAS runs
+// 2-3 blocks an SM split over k (BERT b1's 128 x 768 x 3072: 24 tiles x 11 on an H100).
+template <class Blocks>
+std::vector<SimtTile> async_tiles(const GemmDims& d, const Blocks& blocks, int64_t sms,
+                                  bool can_split) {
+  const SimtTile quad{64, 64, 16, 8, 4, 0, 1, 4};
+  const int64_t ktiles = (d.k + quad.bk - 1) / quad.bk;
+  auto splits = [&](int s) { return s == 1 || (can_split && ktiles >= 4 * s); };
+  int lead = 1;
+  for (int s : {8, 4, 2})
+    if (splits(s) && blocks(quad) * s <= 3 * sms) {
+      lead = s;
+      break;
+    }
+  std::vector<SimtTile> out;
+  for (int s : {lead, 8, 4, 2, 1})
+    if (splits(s)) {
+      out.push_back(quad);
+      out.back().split = s;
+    }
+  for (const SimtTile& t :
+       {SimtTile{64, 64, 8, 8, 4, 0, 1, 4}, SimtTile{32, 64, 16, 4, 4, 0, 1, 4},
+        SimtTile{128, 64, 16, 8, 8, 0, 1, 3}, SimtTile{64, 64, 16, 8, 4, 0, 1, 3}})
+    out.push_back(t);
+  return out;
 }
 
 }  // namespace
@@ -175,6 +238,14 @@ std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims
         if (blocks(t) * s <= 2 * sms && (d.k + t.bk - 1) / t.bk >= 4 * s)
           splits.push_back(with_split(t, s));
   if (!splits.empty() && blocks(def) < sms) def = splits.front();
+  std::vector<SimtTile> staged;
+  if (simt_async_problem(g, d, target).empty()) staged = async_tiles(d, blocks, sms, can_split);
+  // Where the register-staged default is a small tile (fewer than two blocks an SM of 128 x
+  // 64) and the cp.async one fills the SMs. Larger outputs keep 128 x 128 and 128 x 64 until
+  // measured against them.
+  if (!staged.empty() && blocks(tall) < 2 * sms &&
+      blocks(staged.front()) * staged.front().split >= sms)
+    def = staged.front();
   std::vector<Tunables> c{tunables_of(def)};
   std::vector<SimtTile> all = {big,
                                SimtTile{128, 128, 8, 8, 8, 1},
@@ -186,6 +257,7 @@ std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims
                                narrow,
                                small};
   all.insert(all.end(), splits.begin(), splits.end());
+  all.insert(all.end(), staged.begin(), staged.end());
   for (const SimtTile& t : all) {
     if (wide && t.tm * t.tn > 32) continue;
     if (!tile_problem(t, acc_bytes).empty()) continue;
@@ -236,18 +308,20 @@ void emit_simt_tile(Emitter& e, const graph::Graph& g, const GemmDims& d, const 
   emit_operand_reader(e, g, d, 1, n.inputs[1], d.b_vec, b_coords, "lb", "jj", "j0", d.nn, t.bn,
                       d.tb, t, acc);
   e.line(fmt::format("{} sum[{}][{}];", acc, t.tm, t.tn));
+  // The main loop's template arguments: whether fragments are prefetched (register stages).
+  const std::string run =
+      t.st ? "tile_gemm::run" : fmt::format("tile_gemm::run<{}>", t.pf ? "true" : "false");
   if (split) {
     // Block rank r of the cluster sums k-tiles r * share onwards (the last share may be short
     // or empty).
     e.line(fmt::format("const int kt0 = (int)(blockIdx.x % {}) * {};", t.split, share));
-    e.line(fmt::format("tile_gemm::run<{}>(sum, la, lb, {} - kt0 < {} ? {} - kt0 : {}, smem, kt0);",
-                       t.pf ? "true" : "false", ktiles, share, ktiles, share));
+    e.line(fmt::format("{}(sum, la, lb, {} - kt0 < {} ? {} - kt0 : {}, smem, kt0);", run, ktiles,
+                       share, ktiles, share));
     e.open(fmt::format(
         "if (braze_split_reduce<{}, {}>(&sum[0][0], reinterpret_cast<float*>(smem))) {{", t.split,
         t.tm * t.tn));
   } else {
-    e.line(
-        fmt::format("tile_gemm::run<{}>(sum, la, lb, {}, smem);", t.pf ? "true" : "false", ktiles));
+    e.line(fmt::format("{}(sum, la, lb, {}, smem);", run, ktiles));
   }
   // The epilogue: accumulator row ti, columns 4s .. 4s + 3 are adjacent in C.
   e.line("#pragma unroll");
@@ -272,7 +346,11 @@ std::string simt_kernel_text(const Emitter& e, const SimtTile& t, int acc_bytes,
   // they need (ptxas -v, sm_90).
   const bool two_blocks =
       t.threads() == 256 && acc_bytes == 4 && (t.tm * t.tn <= 32 || (t.pf == 0 && t.bk == 8));
-  const int min_blocks = two_blocks ? 2 : 1;
+  // cp.async stages: 128 registers a thread for up to 32 accumulators, else 255, and blocks
+  // as many as that leaves room for.
+  const int min_blocks = t.st ? std::clamp((t.tm * t.tn <= 32 ? 512 : 256) / t.threads(), 1, 8)
+                         : two_blocks ? 2
+                                      : 1;
   const bool split = t.split > 1;
   // The stages are declared as 4-vectors of the accumulator type, for their alignment.
   // split: the stages also hold the tile's partial sums, bm x bn floats.
@@ -282,12 +360,16 @@ std::string simt_kernel_text(const Emitter& e, const SimtTile& t, int acc_bytes,
             : "tile_gemm::kSharedElems";
   return fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}, {1}){10} KERNEL_NAME({2}) {{\n"
-      "  typedef braze_simt_gemm<{3}, {4}, {5}, {6}, {7}, {8}> tile_gemm;\n"
+      "  typedef {12} tile_gemm;\n"
       "  __shared__ braze_vec<{3}, 4> stages[{11} / 4];\n"
       "  {3}* const smem = stages[0].v;\n"
       "  const int tr = tile_gemm::thread_row(), tc = tile_gemm::thread_col();\n{9}}}\n",
       t.threads(), min_blocks, e.signature(), acc, t.bm, t.bn, t.bk, t.tm, t.tn, e.body(),
-      split ? fmt::format(" __cluster_dims__({}, 1, 1)", t.split) : "", elems);
+      split ? fmt::format(" __cluster_dims__({}, 1, 1)", t.split) : "", elems,
+      t.st ? fmt::format("braze_simt_gemm_async<{}, {}, {}, {}, {}, {}>", t.bm, t.bn, t.bk, t.tm,
+                         t.tn, t.st)
+           : fmt::format("braze_simt_gemm<{}, {}, {}, {}, {}, {}>", acc, t.bm, t.bn, t.bk, t.tm,
+                         t.tn));
 }
 
 }  // namespace
@@ -305,6 +387,7 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
   if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, t.bk, t.split);
   if (why.empty() && t.split > 1 && (target.sm < 90 || target.emulated))
     why = "split-K needs thread-block clusters (sm_90)";
+  if (why.empty() && t.st) why = simt_async_problem(g, d, target);
   if (!why.empty()) {
     *why_not = why;
     return std::nullopt;
@@ -321,7 +404,8 @@ std::optional<Kernel> gemm_simt_kernel(const graph::Graph& g, const fusion::Grou
   kern.grid = {static_cast<unsigned>(std::max<int64_t>(tiles_m * tiles_n * t.split, 1)), 1,
                static_cast<unsigned>(std::clamp<int64_t>(d.batches, 1, 65535))};
   kern.empty_launch = d.m == 0 || d.nn == 0 || d.batches == 0;
-  finish_kernel(g, kern, simt_kernel_text(e, t, acc_bytes, acc), kSimtGemmHelpers);
+  finish_kernel(g, kern, simt_kernel_text(e, t, acc_bytes, acc),
+                t.st ? kMmaHelpers | kSimtGemmHelpers | kSimtAsyncHelpers : kSimtGemmHelpers);
   return kern;
 }
 

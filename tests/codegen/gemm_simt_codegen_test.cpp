@@ -105,9 +105,20 @@ TEST(GemmSimtCodegen, EveryCandidateCompilesToVectorFragmentsInRegisters) {
           split > 1)
           << k.name;
       EXPECT_EQ(ptx.find("barrier.cluster.wait") != std::string::npos, split > 1) << k.name;
-      // A and B of this graph are plain inputs with sizes that take 16-byte loads.
-      EXPECT_NE(ptx.find(f32 ? "ld.global.nc.v4.f32" : "ld.global.nc.v2.f64"), std::string::npos)
-          << type << " " << k.name;
+      // A and B of this graph are plain inputs with sizes that take 16-byte loads; with
+      // cp.async stages (st), B's are 16-byte copies and A's (k contiguous, transposed into
+      // the k-major stage) 4-byte ones, st - 1 k-tiles of them in flight.
+      if (t.count("st")) {
+        EXPECT_TRUE(f32) << k.name;
+        EXPECT_NE(ptx.find("cp.async.cg.shared.global [%r"), std::string::npos) << k.name;
+        EXPECT_NE(ptx.find("], 4, %r"), std::string::npos) << k.name;
+        EXPECT_NE(ptx.find(fmt::format("cp.async.wait_group {};", t.at("st") - 2)),
+                  std::string::npos)
+            << k.name;
+      } else {
+        EXPECT_NE(ptx.find(f32 ? "ld.global.nc.v4.f32" : "ld.global.nc.v2.f64"), std::string::npos)
+            << type << " " << k.name;
+      }
     }
   }
 }
@@ -179,11 +190,20 @@ TEST(GemmSimtCodegen, DefaultTileFollowsTheProblemSize) {
   EXPECT_EQ(default_of("float", 8192, 8192, 8192), std::make_tuple(128, 128, 1));
   EXPECT_EQ(default_of("float", 4096, 3072, 768), std::make_tuple(128, 128, 1));
   EXPECT_EQ(default_of("float", 4096, 768, 3072), std::make_tuple(128, 64, 1));
-  // 96 tiles of 64 x 64 (fewer than the SMs): two blocks a tile.
-  EXPECT_EQ(default_of("float", 128, 3072, 768), std::make_tuple(64, 64, 2));
-  // 24 tiles of 64 x 64: eight blocks a tile, 6 (768) and 24 (3072) k-tiles each.
+  // Small outputs of float32 operands: 64 x 64 tiles of 128 threads in four cp.async stages,
+  // split over the largest cluster that keeps at most three blocks an SM. 96 tiles (128 x
+  // 3072) and 72 (128 x 2304): four blocks a tile; 24 tiles: eight, 6 (768) and 24 (3072)
+  // k-tiles each.
+  EXPECT_EQ(default_of("float", 128, 3072, 768), std::make_tuple(64, 64, 4));
+  EXPECT_EQ(default_of("float", 128, 2304, 768), std::make_tuple(64, 64, 4));
   EXPECT_EQ(default_of("float", 128, 768, 768), std::make_tuple(64, 64, 8));
   EXPECT_EQ(default_of("float", 128, 768, 3072), std::make_tuple(64, 64, 8));
+  {
+    GemmGroup gg = gemm_group_of(matmul_text("float", 128, 768, 768));
+    const codegen::Tunables c = codegen::candidates(gg.g, gg.group, kH200).front();
+    EXPECT_EQ(c.at("st"), 4);
+    EXPECT_EQ(c.at("tm") * c.at("tn"), 32);
+  }
   EXPECT_EQ(default_of("double", 8192, 8192, 8192), std::make_tuple(128, 64, 1));
   // No clusters before sm_90, none in the emulator, no float sums of doubles: no split-K.
   EXPECT_EQ(default_of("float", 128, 768, 768, codegen::Target{80, 108}),

@@ -123,7 +123,8 @@ def torch_us(b, m, n, k, f32=False):
     return triton.testing.do_bench(lambda: torch.matmul(x, w), warmup=25, rep=100, return_mode="median") * 1e3
 
 
-NCU_SECTIONS = ["SpeedOfLight", "MemoryWorkloadAnalysis", "WarpStateStats", "LaunchStats"]
+NCU_SECTIONS = ["SpeedOfLight", "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables", "WarpStateStats",
+                "LaunchStats", "Occupancy"]
 
 
 def ncu(cmd, kernel_regex, log):

@@ -81,8 +81,9 @@ std::string tile_problem(const SimtTile& t, int acc_bytes) {
       (t.pf != 0 && t.pf != 1))
     return fmt::format("SIMT GEMM tile {}x{}x{} with {}x{} per thread is not supported", t.bm, t.bn,
                        t.bk, t.tm, t.tn);
-  if (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8)
-    return "SIMT split-K over 1, 2, 4 or 8 blocks";
+  if (t.split < 1 || t.split > 8 ||
+      (t.st == 0 && t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8))
+    return "SIMT split-K over 1 to 8 blocks (register-staged tiles: 1, 2, 4 or 8)";
   if (t.split > 1 && acc_bytes != 4) return "SIMT split-K sums in float only";
   if (t.st != 0 && (t.st < 2 || t.st > 6 || t.pf != 0 || acc_bytes != 4))
     return "SIMT cp.async stages: 2 to 6, float accumulators, no prefetched fragments";
@@ -168,8 +169,10 @@ namespace {
 // The cp.async tiles (none where simt_async_problem objects), the default first: 64 x 64 tiles
 // of 128 threads holding 8 x 4 each, four stages of 16-deep k-tiles — cuBLAS's shape for these
 // products (sm80_xmma_gemm_f32f32 64x64x8, three stages, 128 threads) — split over the largest
-// cluster that keeps at most three blocks an SM with at least 4 k-tiles each, as cuBLAS runs
-// 2-3 blocks an SM split over k (BERT b1's 128 x 768 x 3072: 24 tiles x 11 on an H100).
+// cluster that keeps at most three blocks an SM with at least 12 k-tiles each (cuBLAS runs 2-3
+// blocks an SM split over k: BERT b1's 128 x 768 x 3072 as 24 tiles x 11 on an H100; braze's
+// best there, H100 2026-12-07: 128 x 768 x 768 split 4, 16.7 us against 18.1 for 8; 128 x 2304
+// x 768 split 4, 25.9 against 33.4 for 8 and 33.2 for 2).
 template <class Blocks>
 std::vector<SimtTile> async_tiles(const GemmDims& d, const Blocks& blocks, int64_t sms,
                                   bool can_split) {
@@ -177,20 +180,25 @@ std::vector<SimtTile> async_tiles(const GemmDims& d, const Blocks& blocks, int64
   const int64_t ktiles = (d.k + quad.bk - 1) / quad.bk;
   auto splits = [&](int s) { return s == 1 || (can_split && ktiles >= 4 * s); };
   int lead = 1;
-  for (int s : {8, 4, 2})
-    if (splits(s) && blocks(quad) * s <= 3 * sms) {
+  for (int s : {8, 6, 5, 4, 3, 2})
+    if (splits(s) && blocks(quad) * s <= 3 * sms && ktiles >= 12 * s) {
       lead = s;
       break;
     }
   std::vector<SimtTile> out;
-  for (int s : {lead, 8, 4, 2, 1})
-    if (splits(s)) {
-      out.push_back(quad);
-      out.back().split = s;
-    }
+  // For --tune: the same and 8 x 8 a thread (64 threads: fewer shared-memory reads an FMA),
+  // each over every split; then other depths and shapes unsplit.
+  const SimtTile oct{64, 64, 16, 8, 8, 0, 1, 4};
+  for (const SimtTile& t : {quad, oct})
+    for (int s : {lead, 8, 6, 5, 4, 3, 2, 1})
+      if (splits(s) && (t.tn == 4 || s % 2 == 0 || s == 1)) {
+        out.push_back(t);
+        out.back().split = s;
+      }
   for (const SimtTile& t :
-       {SimtTile{64, 64, 8, 8, 4, 0, 1, 4}, SimtTile{32, 64, 16, 4, 4, 0, 1, 4},
-        SimtTile{128, 64, 16, 8, 8, 0, 1, 3}, SimtTile{64, 64, 16, 8, 4, 0, 1, 3}})
+       {SimtTile{64, 64, 8, 8, 4, 0, 1, 4}, SimtTile{64, 64, 8, 8, 8, 0, 1, 6},
+        SimtTile{32, 64, 16, 4, 4, 0, 1, 4}, SimtTile{128, 64, 16, 8, 8, 0, 1, 3},
+        SimtTile{64, 64, 16, 8, 4, 0, 1, 3}})
     out.push_back(t);
   return out;
 }
@@ -240,11 +248,12 @@ std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims
   if (!splits.empty() && blocks(def) < sms) def = splits.front();
   std::vector<SimtTile> staged;
   if (simt_async_problem(g, d, target).empty()) staged = async_tiles(d, blocks, sms, can_split);
-  // Where the register-staged default is a small tile (fewer than two blocks an SM of 128 x
-  // 64) and the cp.async one fills the SMs. Larger outputs keep 128 x 128 and 128 x 64 until
-  // measured against them.
-  if (!staged.empty() && blocks(tall) < 2 * sms &&
-      blocks(staged.front()) * staged.front().split >= sms)
+  // Where the register-staged default is not 128 x 128 (fewer than two blocks an SM of it)
+  // and the cp.async one fills half the SMs or more (H100, 2026-12-07, against the register-staged
+  // default: 128 x 2304 x 768 25.9 us against 39.5, 1024 x 2304 x 768 129 against 203, 4096
+  // x 768 x 3072 589 against 881). Larger outputs keep 128 x 128 until measured against it.
+  if (!staged.empty() && blocks(big) < 2 * sms &&
+      2 * blocks(staged.front()) * staged.front().split >= sms)
     def = staged.front();
   std::vector<Tunables> c{tunables_of(def)};
   std::vector<SimtTile> all = {big,

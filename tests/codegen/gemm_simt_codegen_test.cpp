@@ -189,14 +189,16 @@ TEST(GemmSimtCodegen, DefaultTileFollowsTheProblemSize) {
   };
   EXPECT_EQ(default_of("float", 8192, 8192, 8192), std::make_tuple(128, 128, 1));
   EXPECT_EQ(default_of("float", 4096, 3072, 768), std::make_tuple(128, 128, 1));
-  EXPECT_EQ(default_of("float", 4096, 768, 3072), std::make_tuple(128, 64, 1));
+  // Fewer than two blocks an SM of 128 x 128: the 64 x 64 cp.async tile (4096 x 768: 768
+  // tiles, unsplit).
+  EXPECT_EQ(default_of("float", 4096, 768, 3072), std::make_tuple(64, 64, 1));
   // Small outputs of float32 operands: 64 x 64 tiles of 128 threads in four cp.async stages,
-  // split over the largest cluster that keeps at most three blocks an SM. 96 tiles (128 x
-  // 3072) and 72 (128 x 2304): four blocks a tile; 24 tiles: eight, 6 (768) and 24 (3072)
-  // k-tiles each.
+  // split over the largest cluster that keeps at most three blocks an SM with 12 k-tiles or
+  // more each. 96 tiles (128 x 3072) and 72 (128 x 2304): four blocks a tile; 24 tiles: four
+  // over 768 (12 k-tiles each), eight over 3072 (24 each).
   EXPECT_EQ(default_of("float", 128, 3072, 768), std::make_tuple(64, 64, 4));
   EXPECT_EQ(default_of("float", 128, 2304, 768), std::make_tuple(64, 64, 4));
-  EXPECT_EQ(default_of("float", 128, 768, 768), std::make_tuple(64, 64, 8));
+  EXPECT_EQ(default_of("float", 128, 768, 768), std::make_tuple(64, 64, 4));
   EXPECT_EQ(default_of("float", 128, 768, 3072), std::make_tuple(64, 64, 8));
   {
     GemmGroup gg = gemm_group_of(matmul_text("float", 128, 768, 768));

@@ -186,19 +186,19 @@ std::vector<SimtTile> async_tiles(const GemmDims& d, const Blocks& blocks, int64
       break;
     }
   std::vector<SimtTile> out;
-  // For --tune: the same and 8 x 8 a thread (64 threads: fewer shared-memory reads an FMA),
-  // each over every split; then other depths and shapes unsplit.
-  const SimtTile oct{64, 64, 16, 8, 8, 0, 1, 4};
-  for (const SimtTile& t : {quad, oct})
+  // For --tune, each over every split: the same, 8 x 8 a thread (64 threads: fewer
+  // shared-memory reads an FMA), 8-deep k-tiles in six stages, and 32 x 64 tiles of 4 x 4
+  // (twice the tiles); then two shapes unsplit.
+  for (const SimtTile& t :
+       {quad, SimtTile{64, 64, 16, 8, 8, 0, 1, 4}, SimtTile{64, 64, 8, 8, 4, 0, 1, 6},
+        SimtTile{32, 64, 16, 4, 4, 0, 1, 4}})
     for (int s : {lead, 8, 6, 5, 4, 3, 2, 1})
-      if (splits(s) && (t.tn == 4 || s % 2 == 0 || s == 1)) {
+      if (splits(s) && (t.bk == 16 || ktiles >= 8 * s)) {
         out.push_back(t);
         out.back().split = s;
       }
   for (const SimtTile& t :
-       {SimtTile{64, 64, 8, 8, 4, 0, 1, 4}, SimtTile{64, 64, 8, 8, 8, 0, 1, 6},
-        SimtTile{32, 64, 16, 4, 4, 0, 1, 4}, SimtTile{128, 64, 16, 8, 8, 0, 1, 3},
-        SimtTile{64, 64, 16, 8, 4, 0, 1, 3}})
+       {SimtTile{128, 64, 16, 8, 8, 0, 1, 3}, SimtTile{64, 64, 16, 8, 4, 0, 1, 3}})
     out.push_back(t);
   return out;
 }

@@ -167,32 +167,38 @@ void emit_operand_reader(Emitter& e, const graph::Graph& g, const GemmDims& d, i
 namespace {
 
 // The cp.async tiles (none where simt_async_problem objects), the default first: 64 x 64 tiles
-// of 128 threads holding 8 x 4 each, four stages of 16-deep k-tiles — cuBLAS's shape for these
-// products (sm80_xmma_gemm_f32f32 64x64x8, three stages, 128 threads) — split over the largest
-// cluster that keeps at most three blocks an SM with at least 12 k-tiles each (cuBLAS runs 2-3
-// blocks an SM split over k: BERT b1's 128 x 768 x 3072 as 24 tiles x 11 on an H100; braze's
-// best there, H100 2026-12-07: 128 x 768 x 768 split 4, 16.7 us against 18.1 for 8; 128 x 2304
-// x 768 split 4, 25.9 against 33.4 for 8 and 33.2 for 2).
+// of 128 threads holding 8 x 4 each, or 32 x 64 of 4 x 4 (twice the tiles), in four stages of
+// 16-deep k-tiles — cuBLAS's shape for these products is 64 x 64 x 8 in three stages, 128
+// threads (sm80_xmma_gemm_f32f32) — split over a cluster of blocks: of the two tiles and the
+// splits 1-8 that leave each block 8 k-tiles or more, the most blocks up to three an SM,
+// ties to the larger tile (cuBLAS runs 2-3 blocks an SM, split over k: BERT b1's 128 x 768 x
+// 3072 as 24 tiles x 11 on an H100). The rule fits `--tune` on BERT b1's four float32
+// products (H100, 2026-12-07, bench/RESULTS.md): 128 x 2304 x 768 best at 64 x 64 split 5
+// (23.8 us; split 4 25.8), 128 x 768 x 768 at 32 x 64 split 5 or 6 (15.3, 15.5; 64 x 64 split 4
+// 16.7), 128 x 3072 x 768 at 64 x 64 split 4 (27.0; 32 x 64 split 2 29.3), 128 x 768 x 3072 at
+// 32 x 64 split 6 or 8 (36.0, 36.3; 64 x 64 split 8 38.1).
 template <class Blocks>
 std::vector<SimtTile> async_tiles(const GemmDims& d, const Blocks& blocks, int64_t sms,
                                   bool can_split) {
-  const SimtTile quad{64, 64, 16, 8, 4, 0, 1, 4};
+  const SimtTile quad{64, 64, 16, 8, 4, 0, 1, 4}, half{32, 64, 16, 4, 4, 0, 1, 4};
   const int64_t ktiles = (d.k + quad.bk - 1) / quad.bk;
   auto splits = [&](int s) { return s == 1 || (can_split && ktiles >= 4 * s); };
-  int lead = 1;
-  for (int s : {8, 6, 5, 4, 3, 2})
-    if (splits(s) && blocks(quad) * s <= 3 * sms && ktiles >= 12 * s) {
-      lead = s;
-      break;
-    }
-  std::vector<SimtTile> out;
-  // For --tune, each over every split: the same, 8 x 8 a thread (64 threads: fewer
-  // shared-memory reads an FMA), 8-deep k-tiles in six stages, and 32 x 64 tiles of 4 x 4
-  // (twice the tiles); then two shapes unsplit.
+  SimtTile lead = quad;
+  int64_t most = 0;
+  for (const SimtTile& t : {quad, half})
+    for (int s = 1; s <= 8; ++s)
+      if (splits(s) && (s == 1 || ktiles >= 8 * s) && blocks(t) * s <= 3 * sms &&
+          blocks(t) * s > most) {
+        most = blocks(t) * s;
+        lead = t;
+        lead.split = s;
+      }
+  std::vector<SimtTile> out{lead};
+  // For --tune, each over every split: the two, 8 x 8 a thread (64 threads: fewer
+  // shared-memory reads an FMA) and 8-deep k-tiles in six stages; then two shapes unsplit.
   for (const SimtTile& t :
-       {quad, SimtTile{64, 64, 16, 8, 8, 0, 1, 4}, SimtTile{64, 64, 8, 8, 4, 0, 1, 6},
-        SimtTile{32, 64, 16, 4, 4, 0, 1, 4}})
-    for (int s : {lead, 8, 6, 5, 4, 3, 2, 1})
+       {quad, half, SimtTile{64, 64, 16, 8, 8, 0, 1, 4}, SimtTile{64, 64, 8, 8, 4, 0, 1, 6}})
+    for (int s : {8, 6, 5, 4, 3, 2, 1})
       if (splits(s) && (t.bk == 16 || ktiles >= 8 * s)) {
         out.push_back(t);
         out.back().split = s;

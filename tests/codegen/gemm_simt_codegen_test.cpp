@@ -192,19 +192,19 @@ TEST(GemmSimtCodegen, DefaultTileFollowsTheProblemSize) {
   // Fewer than two blocks an SM of 128 x 128: the 64 x 64 cp.async tile (4096 x 768: 768
   // tiles, unsplit).
   EXPECT_EQ(default_of("float", 4096, 768, 3072), std::make_tuple(64, 64, 1));
-  // Small outputs of float32 operands: 64 x 64 tiles of 128 threads in four cp.async stages,
-  // split over the largest cluster that keeps at most three blocks an SM with 12 k-tiles or
-  // more each. 96 tiles (128 x 3072) and 72 (128 x 2304): four blocks a tile; 24 tiles: four
-  // over 768 (12 k-tiles each), eight over 3072 (24 each).
+  // Small outputs of float32 operands: 64 x 64 or 32 x 64 tiles of 128 threads in four
+  // cp.async stages, split over a cluster: the most blocks up to three an SM with 8 k-tiles
+  // or more each. 128 x 3072: 96 tiles x 4; 128 x 2304: 72 x 5; 128 x 768: 48 tiles of 32 x
+  // 64, x 6 over 768 (8 k-tiles each), x 8 over 3072.
   EXPECT_EQ(default_of("float", 128, 3072, 768), std::make_tuple(64, 64, 4));
-  EXPECT_EQ(default_of("float", 128, 2304, 768), std::make_tuple(64, 64, 4));
-  EXPECT_EQ(default_of("float", 128, 768, 768), std::make_tuple(64, 64, 4));
-  EXPECT_EQ(default_of("float", 128, 768, 3072), std::make_tuple(64, 64, 8));
+  EXPECT_EQ(default_of("float", 128, 2304, 768), std::make_tuple(64, 64, 5));
+  EXPECT_EQ(default_of("float", 128, 768, 768), std::make_tuple(32, 64, 6));
+  EXPECT_EQ(default_of("float", 128, 768, 3072), std::make_tuple(32, 64, 8));
   {
     GemmGroup gg = gemm_group_of(matmul_text("float", 128, 768, 768));
     const codegen::Tunables c = codegen::candidates(gg.g, gg.group, kH200).front();
     EXPECT_EQ(c.at("st"), 4);
-    EXPECT_EQ(c.at("tm") * c.at("tn"), 32);
+    EXPECT_EQ(c.at("tm") * c.at("tn"), 16);
   }
   EXPECT_EQ(default_of("double", 8192, 8192, 8192), std::make_tuple(128, 64, 1));
   // No clusters before sm_90, none in the emulator, no float sums of doubles: no split-K.

@@ -1,11 +1,11 @@
 #include "runtime/gpu/engine.h"
 
-#include <cstdlib>
 #include <braze/error.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <string_view>
 
@@ -130,9 +130,15 @@ void configure_function(CUfunction fn, const codegen::Kernel& k) {
   // the default policy, which left a third of the SMs' cycles idle; the spread policy 33.9;
   // the other split-K products the same under all three. A preference only: a driver that
   // does not know it is not an error.
-  if (k.source.find("__cluster_dims__(") != std::string::npos)
+  constexpr std::string_view kClusterDims = "__cluster_dims__(";
+  if (const size_t at = k.source.find(kClusterDims); at != std::string::npos) {
     driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
                                 CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING);
+    // Clusters of more than 8 blocks (SIMT split-K candidates) are non-portable: allowed
+    // where the device takes them (sm_90: 16), else their launch fails and --tune skips them.
+    if (std::atoi(k.source.c_str() + at + kClusterDims.size()) > 8)
+      driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+  }
   if (k.shared_bytes == 0) return;
   if (k.shared_bytes > 48 * 1024)
     BRAZE_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -3,7 +3,9 @@
 // type (float for the half types). The main loop is device code, braze_simt_gemm in
 // codegen/device/simt_gemm.cuh: a block computes a bm x bn tile, each thread a tm x tn
 // micro-tile of 4 x 4 sub-tiles, both operands staged k-major in two shared-memory stages
-// through registers, fragments read 16 bytes at a time. This file picks the tile, tells the
+// through registers, fragments read 16 bytes at a time; or, for float32 operands read in place
+// on sm_80+ (tile key st), in st stages filled by cp.async (braze_simt_gemm_async in
+// codegen/device/simt_async.cuh), st - 1 k-tiles in flight. This file picks the tile, tells the
 // loop how to read each operand, rasterises the blocks (emit_gemm_tile_origin) and writes the
 // epilogue (gemm.h), 4 adjacent columns at a time.
 //

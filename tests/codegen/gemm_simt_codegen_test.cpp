@@ -1,8 +1,9 @@
 // The SIMT GEMM schedule's generated CUDA, compiled with NVRTC for sm_90 (no GPU needed):
 // every candidate compiles for float and double with its accumulators in registers, reads
 // 16-byte fragments from shared memory with at least eight FMAs a read for 8 x 8
-// micro-tiles, loads plain operands 16 bytes at a time where their layout allows and reads
-// views through the emitter; the default tile follows the problem size.
+// micro-tiles, loads plain operands 16 bytes at a time where their layout allows (or copies
+// them by cp.async into st stages) and reads views through the emitter; the default tile
+// follows the problem size.
 #include <gtest/gtest.h>
 
 #include <cstdio>

@@ -4,10 +4,10 @@
 // simt_gemm.cuh (the stage layout, the fragments, the thread grid): the stages are laid out
 // k-major as braze_simt_gemm's two are, so the k-steps read the same fragments; only the way
 // a k-tile reaches shared memory differs. With two register-staged buffers a k-tile's global
-// loads had to land within one k-tile's FMAs (a 64 x 64 block of 4 x 4 micro-tiles spent
-// most of its cycles waiting on them: BERT b1's 128 x 2304 x 768 at 23% of an SM's FMA rate
-// while cuBLAS's three-stage cp.async kernel ran at 61%, H100 2026-12-07); here STAGES - 1
-// k-tiles are in flight while one is computed.
+// loads had to land within one k-tile's FMAs (BERT b1's 128 x 2304 x 768: SM throughput 29%
+// against 61% for cuBLAS's three-stage cp.async kernel, Nsight Compute, H100 2026-12-07;
+// 39.5 us against 25.9 here, bench/RESULTS.md); here STAGES - 1 k-tiles are in flight while
+// one is computed.
 
 #ifdef BRAZE_CPU_EMULATION
 BRAZE_DEV void braze_cp_async4(braze_saddr dst, const void* src, bool valid) {

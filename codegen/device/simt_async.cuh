@@ -29,13 +29,11 @@ BRAZE_DEV void braze_cp_async4(braze_saddr dst, const void* src, bool valid) {
 // row]. KFAST operands are transposed on the way, a float a copy, consecutive threads along k
 // (so that a warp's reads are whole sectors); the others VEC rows a copy (16 bytes when VEC is
 // 4: `rows` and ld multiples of 4, src aligned). Rows from `rows` and k from `k` read as zero.
+// The copies are braze_simt_stage's (simt_gemm.cuh): its tile coordinates and stage layout.
 template <int ROWS, int BK, int THREADS, bool KFAST, int VEC>
 struct braze_simt_async {
   static constexpr int kWidth = KFAST ? 1 : VEC;  // floats a copy
-  static constexpr int kCopies = ROWS * BK / kWidth;
-  static constexpr int kPer = (kCopies + THREADS - 1) / THREADS;
-  static constexpr int kStride = ROWS + 4;
-  static_assert((KFAST ? BK : ROWS) % kWidth == 0, "copies tile the fast dim");
+  typedef braze_simt_stage<float, ROWS, BK, THREADS, KFAST, kWidth> Stage;
   const float* src_;
   long long ld_, row0_, rows_;
   int k_;
@@ -44,30 +42,17 @@ struct braze_simt_async {
                              long long k)
       : src_(src), ld_(ld), row0_(row0), rows_(rows), k_((int)k) {}
 
-  // The tile coordinates (row r, k c) of this thread's copy j; false when it has none.
-  static BRAZE_DEV bool at(int j, int& r, int& c) {
-    const unsigned l = j * THREADS + threadIdx.x;
-    if (KFAST) {
-      r = (int)(l / BK);
-      c = (int)(l % BK);
-    } else {
-      c = (int)(l / (ROWS / kWidth));
-      r = (int)(l % (ROWS / kWidth) * kWidth);
-    }
-    return kCopies % THREADS == 0 || l < (unsigned)kCopies;
-  }
-
   // Starts the copies of the k-tile from k = p0 into the stage at s.
   BRAZE_DEV void issue(float* s, int p0) const {
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) {
+    for (int j = 0; j < Stage::kPer; ++j) {
       int r, c;
-      if (!at(j, r, c)) break;
+      if (!Stage::at(j, r, c)) break;
       const long long row = row0_ + r;
       const int p = p0 + c;
       const bool ok = row < rows_ && p < k_;
       const float* from = ok ? (KFAST ? src_ + row * ld_ + p : src_ + (long long)p * ld_ + row) : src_;
-      const braze_saddr to = braze_smem_addr(s + c * kStride + r);
+      const braze_saddr to = braze_smem_addr(s + c * Stage::kStride + r);
       if (kWidth == 4)
         braze_cp_async16(to, from, ok);
       else

@@ -10,12 +10,14 @@
 #include "graph/passes/dce.h"
 #include "graph/passes/fold_conv_affine.h"
 #include "graph/passes/gated_matmuls.h"
+#include "graph/passes/gather_views.h"
 #include "graph/passes/gelu_fusion.h"
 #include "graph/passes/identity_elim.h"
 #include "graph/passes/matmul_rows.h"
 #include "graph/passes/matmul_scale.h"
 #include "graph/passes/rotary_projection.h"
 #include "graph/passes/sibling_matmuls.h"
+#include "graph/passes/sink_expands.h"
 #include "graph/passes/sink_transposes.h"
 #include "graph/passes/softmax_fusion.h"
 #include "graph/passes/split_to_slices.h"
@@ -30,6 +32,9 @@ namespace {
 constexpr Pass kPasses[] = {
     {"fold_constants", fold_constants},
     {"eliminate_identities", eliminate_identities},
+    {"gathers_as_reshapes", gathers_as_reshapes},
+    {"drop_neutral_operands", drop_neutral_operands},
+    {"sink_expands", sink_expands},
     {"fold_conv_affine", fold_conv_affine},
     {"conv_as_matmul", conv_as_matmul},
     {"sink_transposes", sink_transposes},

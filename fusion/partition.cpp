@@ -455,6 +455,30 @@ class Partitioner {
     return ok;
   }
 
+  // Side producers of epilogue op c: element-wise and layout ops computing another of its
+  // inputs from values outside the group, read by c alone (a residual written as (x - mean) ·
+  // rstd · γ + β, a rank-one correction mean ⊗ c of a reshaped mean): computed in the epilogue
+  // at each element rather than written whole by a kernel of their own. Up to six deep.
+  void take_side_producers(int ga, GemmEpilogue& e, NodeId c, size_t depth) {
+    if (depth >= 6) return;
+    for (ValueId u : g_.node(c).inputs) {
+      if (u == kNoValue || e.region.count(u) || is_output(u) || users_[u].size() != 1) continue;
+      const NodeId p = g_.value(u).producer;
+      if (p == kNoNode || e.tried.count(p) || !free_pointwise(p) ||
+          !(is_elementwise(g_.node(p)) || is_layout(g_.node(p))) || g_.node(p).outputs.size() != 1)
+        continue;
+      const Node& pn = g_.node(p);
+      const bool outside = std::all_of(pn.inputs.begin(), pn.inputs.end(), [&](ValueId w) {
+        if (w == kNoValue) return true;
+        const NodeId q = g_.value(w).producer;
+        return !e.region.count(w) && (q == kNoNode || group_of_[q] != ga);
+      });
+      if (!outside) continue;
+      e.tried.insert(p);
+      take_side_producers(ga, e, p, depth + 1);
+    }
+  }
+
   // Epilogue: element-wise ops over the product's shape (a DAG: GELU written out reads its
   // input twice), then layout ops, as long as one value leaves the group. Simulated on a node
   // set, which grow_gemm then merges node by node.
@@ -479,6 +503,7 @@ class Partitioner {
       if (pick == kNoNode) break;
       e.tried.insert(pick);
       const Node& pn = g_.node(pick);
+      if (is_elementwise(pn)) take_side_producers(ga, e, pick, 0);
       if (!is_elementwise(pn) && !graph::is_swap_pairs(pn)) {
         if (e.view) e.view = pn.op->layout ? pn.op->layout(g_, pn, *e.view) : std::nullopt;
         e.region = {pn.outputs[0]};

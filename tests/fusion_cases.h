@@ -44,6 +44,14 @@ inline const std::vector<FusionCase>& fusion_cases() {
       one = Constant <value = float {1.0}> ()  e1 = Add(e, one)  m = Mul(h, e1)
       half = Constant <value = float {0.5}> ()  y = Mul(m, half) })",
        1, "gemm"},
+      // A residual computed from other kernels' values by element-wise ops read by the
+      // epilogue alone (LayerNorm's output rebuilt from its input and statistics), and a
+      // rank-one correction mean ⊗ c: computed in the GEMM's epilogue, not written whole.
+      {"EpilogueComputesItsResidualAndCorrection", R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,9,32] a, float[2,9,48] x, float[2,9,1] mu, float[2,9,1] rs, float[32,48] w, float[48] c, float[48] gm, float[48] bt) => (float[2,9,48] y) {
+      mm = MatMul(a, w)  t = Mul(mu, c)  u = Sub(mm, t)  v = Mul(u, rs)
+      xs = Sub(x, mu)  xr = Mul(xs, rs)  xg = Mul(xr, gm)  h = Add(xg, bt)  y = Add(v, h) })",
+       1, "gemm"},
       {"TransposeReshapeAddSiluIsOneKernel", R"(<ir_version: 8, opset_import: ["" : 17]>
     g (float[2,6,4,5] x, float[6,20] b) => (float[2,6,20] y) {
       t = Transpose <perm = [0, 2, 1, 3]> (x)  sh = Constant <value = int64[3] {2, 6, 20}> ()

@@ -33,12 +33,12 @@ TEST(MaskPasses, GatherNdOverEveryPairInOrderBecomesAReshape) {
 }
 
 TEST(MaskPasses, GathersThatPermuteRepeatOrSkipElementsStay) {
-  for (const char* indices : {"int64[2,1,1,3,2] {0,0, 0,2, 0,1, 1,0, 1,1, 1,2}",    // permuted
+  for (const char* indices : {"int64[2,1,1,3,2] {0,0, 0,2, 0,1, 1,0, 1,1, 1,2}",     // permuted
                               "int64[2,1,1,3,2] {0,0, 0,1, 0,1, 1,0, 1,1, 1,2}"}) {  // repeated
-    const graph::Graph before = test::graph_from_text(
-        std::string(R"(<ir_version: 8, opset_import: ["" : 18]>
+    const graph::Graph before =
+        test::graph_from_text(std::string(R"(<ir_version: 8, opset_import: ["" : 18]>
       g (bool[2,3] m) => (bool[2,1,1,3] y) { i = Constant <value = )") +
-        indices + R"(> ()  y = GatherND(m, i) })");
+                              indices + R"(> ()  y = GatherND(m, i) })");
     graph::Graph after = before;
     graph::passes::run_pipeline(after, {});
     EXPECT_EQ(count(after, "GatherND"), 1) << indices;

@@ -77,6 +77,21 @@ bool ScheduleCapabilities::gemm_reads_view(const graph::Graph& g,
          gemm_tc_operand_problem(g, *d, 1 - operand).empty();
 }
 
+std::string ScheduleCapabilities::gemm_row_stats(const graph::Graph& g,
+                                                 const std::vector<graph::NodeId>& nodes,
+                                                 graph::NodeId mm) const {
+  fusion::Group group;
+  group.kind = fusion::GroupKind::Gemm;
+  group.nodes = nodes;
+  std::sort(group.nodes.begin(), group.nodes.end());
+  std::string why;
+  std::optional<GemmDims> d = gemm_dims(g, group, &why);
+  if (!d) return why;
+  if (d->node != &g.node(mm) || !d->row_stats) return "no statistics of A's rows in the group";
+  why = gemm_wgmma_unsupported(g, group, *d, target_);
+  return why.empty() ? "" : "the product's schedule does not compute A's row statistics: " + why;
+}
+
 std::string ScheduleCapabilities::attention(const graph::Graph& g,
                                             const std::vector<graph::NodeId>& nodes) const {
   fusion::Group group;

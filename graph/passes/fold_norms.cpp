@@ -141,10 +141,10 @@ class Folder {
   }
   ValueId node(const char* op_name, std::vector<ValueId> ins, DType dt, Shape shape,
                Attributes attrs = {}) {
-    const ValueId out = g_.add_value(g_.unique_name(fmt::format("{}_{}", name_, op_name)), dt,
-                                     std::move(shape));
-    infer_node(g_, g_.add_node(&op(op_name), g_.unique_name(name_ + "_fold"), std::move(ins),
-                               {out}, std::move(attrs), 19));
+    const ValueId out =
+        g_.add_value(g_.unique_name(fmt::format("{}_{}", name_, op_name)), dt, std::move(shape));
+    infer_node(g_, g_.add_node(&op(op_name), g_.unique_name(name_ + "_fold"), std::move(ins), {out},
+                               std::move(attrs), 19));
     return out;
   }
   ValueId cast(ValueId v, DType to) {
@@ -152,8 +152,9 @@ class Folder {
     return node("Cast", {v}, to, g_.value(v).shape, {{"to", dtype_to_onnx(to)}});
   }
   ValueId reshape(ValueId v, const Shape& to) {
-    const ValueId s = constant("shape", Tensor::from_int64s(std::vector<int64_t>(to.begin(), to.end()),
-                                                            {static_cast<int64_t>(to.size())}));
+    const ValueId s =
+        constant("shape", Tensor::from_int64s(std::vector<int64_t>(to.begin(), to.end()),
+                                              {static_cast<int64_t>(to.size())}));
     return node("Reshape", {v, s}, g_.value(v).dtype, to);
   }
 
@@ -165,9 +166,9 @@ class Folder {
     n.outputs.resize(3, kNoValue);
     for (size_t o = 1; o < 3; ++o) {
       if (n.outputs[o] == kNoValue) {
-        const ValueId v = g_.add_value(
-            g_.unique_name(fmt::format("{}_{}", name_, o == 1 ? "mean" : "rstd")), DType::Float32,
-            stat);
+        const ValueId v =
+            g_.add_value(g_.unique_name(fmt::format("{}_{}", name_, o == 1 ? "mean" : "rstd")),
+                         DType::Float32, stat);
         g_.node(f_.norm).outputs[o] = v;
         g_.value(v).producer = f_.norm;
       }
@@ -191,24 +192,50 @@ class Folder {
         d[nn] += beta_[kk] * wv;
       }
     ValueId wv = constant("weights", std::move(scaled));
-    if (r.k_major) wv = node("Transpose", {wv}, w.dtype(), {k_, n_cols}, {{"perm", std::vector<int64_t>{1, 0}}});
-    const Node& mm = g_.node(r.matmul);
-    const ValueId old_out = mm.outputs[0];
+    if (r.k_major)
+      wv = node("Transpose", {wv}, w.dtype(), {k_, n_cols}, {{"perm", std::vector<int64_t>{1, 0}}});
+    const ValueId old_out = g_.node(r.matmul).outputs[0];
     const Shape out_shape = g_.value(old_out).shape;
     const DType out_dtype = g_.value(old_out).dtype;
-    Shape rows = shape_, stat_rows = out_shape;
-    if (r.reshape != kNoNode) rows = g_.value(g_.node(r.reshape).outputs[0]).shape;
-    stat_rows.back() = 1;
-    const ValueId a = r.reshape != kNoNode ? reshape(x_, rows) : x_;
+    const ValueId a =
+        r.reshape != kNoNode ? reshape(x_, g_.value(g_.node(r.reshape).outputs[0]).shape) : x_;
     const ValueId product = node("MatMul", {a, wv}, out_dtype, out_shape);
-    const ValueId mean = reshape(mean_, stat_rows), rstd = reshape(rstd_, stat_rows);
-    const ValueId t = node("Mul", {mean, floats("colsum", c)}, DType::Float32, out_shape);
-    const ValueId u = node("Sub", {cast(product, DType::Float32), t}, DType::Float32, out_shape);
-    const ValueId v = node("Mul", {u, rstd}, DType::Float32, out_shape);
-    const ValueId y = node("Add", {v, floats("bias", d)}, DType::Float32, out_shape);
-    g_.replace_all_uses(old_out, cast(y, out_dtype));
+    // The correction where the statistics have their own shape (x's rows' dims): after the
+    // Reshape back from rows that flatten_matmul_rows put after the product, if there is one —
+    // a Reshape of the statistics would be one more value the products' kernels share.
+    Shape full = shape_;
+    full.back() = n_cols;
+    const NodeId back = reshape_back(old_out, full);
+    const ValueId target = back != kNoNode ? g_.node(back).outputs[0] : old_out;
+    ValueId sum = product, mean = mean_, rstd = rstd_;
+    if (back != kNoNode || r.reshape == kNoNode) {
+      if (back != kNoNode) sum = reshape(product, full);
+    } else {
+      Shape stat_rows = out_shape;
+      stat_rows.back() = 1;
+      mean = reshape(mean_, stat_rows);
+      rstd = reshape(rstd_, stat_rows);
+    }
+    const Shape ys = g_.value(sum).shape;
+    const ValueId t = node("Mul", {mean, floats("colsum", c)}, DType::Float32, ys);
+    const ValueId u = node("Sub", {cast(sum, DType::Float32), t}, DType::Float32, ys);
+    const ValueId v = node("Mul", {u, rstd}, DType::Float32, ys);
+    const ValueId y = node("Add", {v, floats("bias", d)}, DType::Float32, ys);
+    g_.replace_all_uses(target, cast(y, out_dtype));
+    if (back != kNoNode) g_.kill_node(back);
     g_.kill_node(r.matmul);
     if (r.reshape != kNoNode) g_.kill_node(r.reshape);
+  }
+
+  // The Reshape of `v` to `shape` that is v's only reader, or kNoNode.
+  NodeId reshape_back(ValueId v, const Shape& shape) const {
+    const Users users = g_.users();
+    if (g_.is_graph_output(v) || users[v].size() != 1) return kNoNode;
+    const NodeId u = users[v][0];
+    const Node& un = g_.node(u);
+    if (!is_op(un, "Reshape") || un.inputs[0] != v || g_.value(un.outputs[0]).shape != shape)
+      return kNoNode;
+    return u;
   }
 
   // LN(x) rebuilt for its element-wise readers: (x − mean) · rstd · γ + β in float32.
@@ -217,7 +244,8 @@ class Folder {
     const ValueId s = node("Sub", {cast(x_, DType::Float32), mean_}, DType::Float32, shape_);
     const ValueId r = node("Mul", {s, rstd_}, DType::Float32, shape_);
     const ValueId gm = node("Mul", {r, floats("scale", gamma_)}, DType::Float32, shape_);
-    const ValueId h = cast(node("Add", {gm, floats("shift", beta_)}, DType::Float32, shape_), dtype_);
+    const ValueId h =
+        cast(node("Add", {gm, floats("shift", beta_)}, DType::Float32, shape_), dtype_);
     for (NodeId e : f_.elementwise)
       for (ValueId& in : g_.node(e).inputs)
         if (in == y_old) in = h;

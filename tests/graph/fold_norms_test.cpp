@@ -43,7 +43,8 @@ void expect_statistics_only(const graph::Graph& g) {
 std::string post_norm() {
   return R"(<ir_version: 8, opset_import: ["" : 18]>
   g (float[2,5,16] x, float[2,5,24] r) => (float[2,5,24] y, float[2,5,16] z) {
-    )" + weights("w", 16, 24, 3) + R"(
+    )" + weights("w", 16, 24, 3) +
+         R"(
     gm = Constant <value = float[16] {1.5, 0.5, 1, 2, 0.25, 1, 1, 0.75, 1.25, 1, 0.5, 2, 1, 1, 0.9, 1.1}> ()
     bt = Constant <value = float[16] {0.1, -0.2, 0, 0.3, 0, 0, 0.5, -1, 0, 0.2, 0, 0, 0.1, 0, 0, -0.3}> ()
     h = LayerNormalization <axis = -1, epsilon = 1e-5> (x, gm, bt)
@@ -73,7 +74,8 @@ TEST(FoldNorms, KMajorWeightsKeepTheirLayout) {
     g (float[6,16] x) => (float[6,8] y) {
       gm = Constant <value = float[16] {1.5, 0.5, 1, 2, 0.25, 1, 1, 0.75, 1.25, 1, 0.5, 2, 1, 1, 0.9, 1.1}> ()
       h = LayerNormalization <axis = -1> (x, gm)
-      )" + weights("wt", 8, 16, 5) + R"(  w = Transpose <perm = [1, 0]> (wt)  y = MatMul(h, w) })");
+      )" +
+      weights("wt", 8, 16, 5) + R"(  w = Transpose <perm = [1, 0]> (wt)  y = MatMul(h, w) })");
   graph::Graph after = before;
   EXPECT_EQ(graph::passes::fold_norms_into_products(after), 1);
   graph::passes::eliminate_dead_code(after);
@@ -88,7 +90,8 @@ TEST(FoldNorms, NormsReadOtherwiseStay) {
       g (float[6,16] x) => (float[6,16] y, float[6,8] q) {
         gm = Constant <value = float[16] {1.0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}> ()
         h = LayerNormalization <axis = -1> (x, gm)
-        )") + weights("w", 16, 8, 5) + "  q = MatMul(h, w)  " + reader + " }");
+        )") + weights("w", 16, 8, 5) + "  q = MatMul(h, w)  " +
+                                           reader + " }");
     graph::passes::run_pipeline(g);
     EXPECT_EQ(graph::passes::fold_norms_into_products(g), 0) << reader;
   }

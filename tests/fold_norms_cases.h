@@ -23,9 +23,9 @@ inline std::string constant(const char* name, int rows, int cols, unsigned seed,
     v += fmt::format("{}{:.4f}", i ? ", " : "",
                      scale * (static_cast<double>((seed >> 8) % 2000) / 1000 - 1));
   }
-  return rows == 1 ? fmt::format("{} = Constant <value = float[{}] {{{}}}> ()\n", name, cols, v)
-                   : fmt::format("{} = Constant <value = float[{},{}] {{{}}}> ()\n", name, rows,
-                                 cols, v);
+  return rows == 1
+             ? fmt::format("{} = Constant <value = float[{}] {{{}}}> ()\n", name, cols, v)
+             : fmt::format("{} = Constant <value = float[{},{}] {{{}}}> ()\n", name, rows, cols, v);
 }
 
 // x [2, 128, k] → h = LN(x) → y1 = h W1 + b1 (a projection) and y2 = GELU-free h W2 + h (a

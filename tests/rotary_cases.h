@@ -143,8 +143,9 @@ inline const std::vector<RotaryCase>& rotary_cases() {
       y = Concat <axis = 1> (q, k) })",
        0, 1, 2},
       // Opset 23's RotaryEmbedding on 3-D Q and K ([B, S, h · D], num_heads), its caches
-      // [B, S, D/2] given at run time (no position_ids): the tables interleaved by two small
-      // kernels, the rotation in the merged product's epilogue, V's heads left alone.
+      // [B, S, D/2] given at run time (no position_ids): the cosines interleaved by a small
+      // kernel, the signed sines (read by the product alone) in its epilogue as a side input,
+      // the rotation in the merged product's epilogue, V's heads left alone.
       {"RotaryOpQkv",
        R"(<ir_version: 10, opset_import: ["" : 23]>
     g (@[2,9,64] x, @[2,9,8] c, @[2,9,8] s) => (@[2,8,9,16] y) {
@@ -157,7 +158,7 @@ inline const std::vector<RotaryCase>& rotary_cases() {
       rk = Reshape(k, skv)  tk = Transpose <perm = [0, 2, 1, 3]> (rk)
       rv = Reshape(pv, skv)  tv = Transpose <perm = [0, 2, 1, 3]> (rv)
       y = Concat <axis = 1> (tq, tk, tv) })",
-       1, 1, 4},
+       1, 1, 3},
       // The interleaved form (GPT-J's pairs 2t, 2t + 1: no columns move) on a 4-D X after a
       // biased projection, the caches gathered at constant positions (folded into tables).
       {"RotaryOpInterleaved",

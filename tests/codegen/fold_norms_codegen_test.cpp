@@ -26,13 +26,15 @@ TEST(FoldNormsCodegen, StatisticsJoinTheProductsAndEveryCandidateCompiles) {
     const fusion::Plan plan = codegen::plan_for(g, true, test::h200a());
     std::string refused;
     for (const fusion::RefusedMerge& r : plan.refused)
-      refused += g.node(r.producer).describe() + " -> " + g.node(r.consumer).describe() + ": " + r.reason + "\n";
+      refused += g.node(r.producer).describe() + " -> " + g.node(r.consumer).describe() + ": " +
+                 r.reason + "\n";
     EXPECT_EQ(reductions(plan), 0u) << "k " << k << "\n" << refused;
     size_t with_stats = 0;
     for (const fusion::Group& grp : plan.groups) {
       if (grp.kind != fusion::GroupKind::Gemm) continue;
       bool stats = false;
-      for (graph::NodeId id : grp.nodes) stats = stats || g.node(id).op_type() == "LayerNormalization";
+      for (graph::NodeId id : grp.nodes)
+        stats = stats || g.node(id).op_type() == "LayerNormalization";
       if (!stats) continue;
       ++with_stats;
       const std::vector<codegen::Tunables> cands = codegen::candidates(g, grp, test::h200a());
@@ -42,8 +44,8 @@ TEST(FoldNormsCodegen, StatisticsJoinTheProductsAndEveryCandidateCompiles) {
         EXPECT_FALSE(t.count("split") && t.at("split") != 1) << "split-K sees part of each row";
         codegen::GroupCode gc = codegen::generate(g, grp, test::h200a(), &t);
         ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
-        gpu::Compiled c =
-            gpu::nvrtc_compile(gc.kernel->source, gc.kernel->name, gpu::Arch::parse("sm_90a"), true);
+        gpu::Compiled c = gpu::nvrtc_compile(gc.kernel->source, gc.kernel->name,
+                                             gpu::Arch::parse("sm_90a"), true);
         EXPECT_FALSE(c.cubin.empty()) << gc.kernel->name;
         EXPECT_NE(c.ptx.find("wgmma.mma_async"), std::string::npos);
       }

@@ -52,7 +52,13 @@ TEST_P(EmulatedRotary, TheProjectionsKernelRotates) {
   }
   EXPECT_EQ(rotating, c.swaps);
   EXPECT_EQ(gemms, c.gemm_kernels);
-  EXPECT_EQ(plan.groups.size(), c.kernels);
+  std::string groups;
+  for (const fusion::Group& grp : plan.groups) {
+    groups += fusion::group_kind_name(grp.kind);
+    for (graph::NodeId id : grp.nodes) groups += " " + g.node(id).op_type();
+    groups += "\n";
+  }
+  EXPECT_EQ(plan.groups.size(), c.kernels) << groups;
   const std::vector<Tensor> in = test::random_inputs(g, 61);
   const Tensor want = runtime::run_reference(before, in).at(0);
   test::expect_emulated_matches(g, plan, target, in, want, fmt::format("{} {}", c.name, dtype));

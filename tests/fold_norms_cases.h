@@ -41,12 +41,18 @@ inline std::string post_norm_block(int k, int n) {
                      constant("w2", k, k, 11, 0.1));
 }
 
-// The block in `half` after the pipeline, precision conversion and the fold.
-inline graph::Graph folded_post_norm_block(int k, int n, DType half) {
+// The block in `half` after the pipeline and precision conversion, not folded.
+inline graph::Graph half_post_norm_block(int k, int n, DType half) {
   graph::Graph g = graph_from_text(post_norm_block(k, n));
   graph::passes::run_pipeline(g);
   graph::passes::convert_precision(g, half);
   graph::passes::run_pipeline(g);
+  return g;
+}
+
+// The same after the fold.
+inline graph::Graph folded_post_norm_block(int k, int n, DType half) {
+  graph::Graph g = half_post_norm_block(k, n, half);
   if (graph::passes::fold_norms_into_products(g) != 1)
     throw InternalError("the post-norm block's LayerNormalization did not fold");
   graph::passes::eliminate_common_subexpressions(g);

@@ -818,8 +818,9 @@ class WgmmaBuilder {
     }
     WgTile with = t_;
     with.rb = std::max<int64_t>(rb, 0);
-    while (with.shared_bytes() > kMaxSharedBytes && with.stages > 3) --with.stages;
-    if (!res_pre_.empty() && rb > 0 && with.shared_bytes() <= kMaxSharedBytes && (rb % 16) == 0) {
+    const int64_t most = kMaxSharedBytes - row_stats_bytes();
+    while (with.shared_bytes() > most && with.stages > 3) --with.stages;
+    if (!res_pre_.empty() && rb > 0 && with.shared_bytes() <= most && (rb % 16) == 0) {
       t_ = with;
     } else {
       res_pre_.clear();

@@ -10,14 +10,20 @@ namespace braze::codegen {
 
 namespace {
 
-// The product's dims when it runs on a tensor-core schedule for `target`, else nullopt.
-std::optional<GemmDims> tensor_core_dims(const graph::Graph& g,
-                                         const std::vector<graph::NodeId>& nodes, graph::NodeId mm,
-                                         const Target& target) {
+// A GEMM group of `nodes`, as the partitioner would make it.
+fusion::Group gemm_group(const std::vector<graph::NodeId>& nodes) {
   fusion::Group group;
   group.kind = fusion::GroupKind::Gemm;
   group.nodes = nodes;
   std::sort(group.nodes.begin(), group.nodes.end());
+  return group;
+}
+
+// The product's dims when it runs on a tensor-core schedule for `target`, else nullopt.
+std::optional<GemmDims> tensor_core_dims(const graph::Graph& g,
+                                         const std::vector<graph::NodeId>& nodes, graph::NodeId mm,
+                                         const Target& target) {
+  const fusion::Group group = gemm_group(nodes);
   std::string why;
   std::optional<GemmDims> d = gemm_dims(g, group, &why);
   if (!d || d->node != &g.node(mm) || !gemm_tensor_core_types(g, *d, target) || d->a_vec ||
@@ -80,10 +86,7 @@ bool ScheduleCapabilities::gemm_reads_view(const graph::Graph& g,
 std::string ScheduleCapabilities::gemm_row_stats(const graph::Graph& g,
                                                  const std::vector<graph::NodeId>& nodes,
                                                  graph::NodeId mm) const {
-  fusion::Group group;
-  group.kind = fusion::GroupKind::Gemm;
-  group.nodes = nodes;
-  std::sort(group.nodes.begin(), group.nodes.end());
+  const fusion::Group group = gemm_group(nodes);
   std::string why;
   std::optional<GemmDims> d = gemm_dims(g, group, &why);
   if (!d) return why;

@@ -7,6 +7,7 @@
 
 #include "graph/onnx_dtype.h"
 #include "graph/op_context.h"
+#include "graph/passes/pass.h"
 #include "graph/registry.h"
 
 namespace braze::graph::passes {
@@ -152,9 +153,7 @@ class Folder {
     return node("Cast", {v}, to, g_.value(v).shape, {{"to", dtype_to_onnx(to)}});
   }
   ValueId reshape(ValueId v, const Shape& to) {
-    const ValueId s =
-        constant("shape", Tensor::from_int64s(std::vector<int64_t>(to.begin(), to.end()),
-                                              {static_cast<int64_t>(to.size())}));
+    const ValueId s = shape_constant(g_, name_ + "_shape", to);
     return node("Reshape", {v, s}, g_.value(v).dtype, to);
   }
 
@@ -266,7 +265,7 @@ class Folder {
 int fold_norms_into_products(Graph& g) {
   int folded = 0;
   for (NodeId id : g.topo_order()) {
-    if (g.node(id).dead) continue;
+    if (g.node(id).dead || !is_op(g.node(id), "LayerNormalization")) continue;
     const Users users = g.users();
     const std::optional<Fold> f = fold_of(g, users, id);
     if (!f) continue;

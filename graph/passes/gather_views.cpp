@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "graph/op_context.h"
+#include "graph/passes/pass.h"
 #include "graph/registry.h"
 
 namespace braze::graph::passes {
@@ -80,12 +81,6 @@ int passed_operand(const Graph& g, const Node& n) {
     if (leaves_operand(g, n, c)) return static_cast<int>(1 - c);
   }
   return -1;
-}
-
-ValueId shape_constant(Graph& g, const std::string& name, const Shape& shape) {
-  return g.add_constant(g.unique_name(name),
-                        Tensor::from_int64s(std::vector<int64_t>(shape.begin(), shape.end()),
-                                            {static_cast<int64_t>(shape.size())}));
 }
 
 }  // namespace

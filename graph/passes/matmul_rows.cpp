@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "graph/op_context.h"
+#include "graph/passes/pass.h"
 #include "graph/registry.h"
 
 namespace braze::graph::passes {
@@ -28,9 +29,7 @@ int flatten_matmul_rows(Graph& g) {
     const DType dt = yv.dtype, a_dtype = av.dtype;
     const Shape a2 = {rows, av.shape.back()}, y2 = {rows, bv.shape[1]};
     auto shape_const = [&](const Shape& s, const char* what) {
-      return g.add_constant(g.unique_name(fmt::format("{}_{}", base, what)),
-                            Tensor::from_int64s(std::vector<int64_t>(s.begin(), s.end()),
-                                                {static_cast<int64_t>(s.size())}));
+      return shape_constant(g, fmt::format("{}_{}", base, what), s);
     };
     const ValueId a_flat = g.add_value(g.unique_name(a_name + "_rows"), a_dtype, a2);
     NodeId r1 =

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "graph/ir.h"
@@ -25,6 +26,13 @@ struct Uses {
     return (*r)[0];
   }
 };
+
+// `shape` as a new 1-D int64 constant named after `name` (a Reshape's or Expand's shape input).
+inline ValueId shape_constant(Graph& g, const std::string& name, const Shape& shape) {
+  return g.add_constant(g.unique_name(name),
+                        Tensor::from_int64s(std::vector<int64_t>(shape.begin(), shape.end()),
+                                            {static_cast<int64_t>(shape.size())}));
+}
 
 using PassFn = int (*)(Graph& g);
 

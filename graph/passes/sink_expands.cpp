@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "graph/op_context.h"
+#include "graph/passes/pass.h"
 #include "graph/registry.h"
 
 namespace braze::graph::passes {
@@ -58,10 +59,7 @@ void move_below(Graph& g, NodeId id, NodeId u, const Shape& shape) {
   un.outputs[0] = small;
   g.value(small).producer = u;
   g.value(out).producer = kNoNode;
-  const ValueId dims =
-      g.add_constant(g.unique_name(name + "_shape"),
-                     Tensor::from_int64s(std::vector<int64_t>(full.begin(), full.end()),
-                                         {static_cast<int64_t>(full.size())}));
+  const ValueId dims = shape_constant(g, name + "_shape", full);
   infer_node(
       g, g.add_node(&op("Expand"), g.unique_name(name + "_expand"), {small, dims}, {out}, {}, 13));
 }

@@ -27,11 +27,13 @@ namespace braze::codegen::flash {
 namespace {
 
 // bn keys a tile, cons consumer warpgroups of 64 query rows, stages K / V stages; blocks: at
-// most that many blocks, each taking items in turn (0: a block an item).
+// most that many blocks, each taking items in turn (0: a block an item); grp: the items go in
+// groups of that many batches, one group's before the next's (0: one group).
 struct WgFlash {
   int bn = 128, cons = 2, stages = 2;
   int pp = 1;  // two consumer warpgroups take turns to issue their products
   int blocks = 0;
+  int grp = 0;
   int bm() const { return 64 * cons; }
   int threads() const { return 128 * (cons + 1); }
   int64_t shared_bytes(int64_t d) const {
@@ -44,12 +46,13 @@ Tunables tunables_of(const WgFlash& t) {
   Tunables u{{"flash", 1}, {"wg", 1}, {"bn", t.bn}, {"cons", t.cons}, {"stages", t.stages}};
   if (t.cons == 2) u["pp"] = t.pp;
   if (t.blocks > 0) u["blocks"] = t.blocks;
+  if (t.grp > 0) u["grp"] = t.grp;
   return u;
 }
 WgFlash tile_of(const Tunables& t) {
-  return {t.count("bn") ? t.at("bn") : 128, t.count("cons") ? t.at("cons") : 2,
+  return {t.count("bn") ? t.at("bn") : 128,       t.count("cons") ? t.at("cons") : 2,
           t.count("stages") ? t.at("stages") : 2, t.count("pp") ? t.at("pp") : 0,
-          t.count("blocks") ? t.at("blocks") : 0};
+          t.count("blocks") ? t.at("blocks") : 0, t.count("grp") ? t.at("grp") : 0};
 }
 
 // The items: query tiles times batches.
@@ -114,6 +117,23 @@ std::string wgmma_problem(const AttentionDims& a, const Target& target) {
   return "";
 }
 
+namespace {
+
+// Batches (batch x head) whose K and V together fill at most this much of L2 go in one group
+// of items (WgFlash::grp). Ordered by query tile alone, the 132 items in flight would read
+// every head's K and V at once: at A5 (4, 16, 4096, 128) that is 128 MB through a 50 MB L2,
+// and Nsight Compute (H100, 2026-12-07) measured DRAM 75.6% busy and L2 96%, against cuDNN's
+// 9.3% and 39% (bench/RESULTS.md). 0 where all batches fit.
+constexpr int64_t kL2GroupBytes = int64_t{16} << 20;
+
+int batches_a_group(const AttentionDims& a) {
+  const int64_t kv_bytes = 2 * a.sk * a.d * static_cast<int64_t>(dtype_size(a.dtype));
+  const int64_t g = std::max<int64_t>(kL2GroupBytes / std::max<int64_t>(kv_bytes, 1), 1);
+  return g >= a.batches ? 0 : static_cast<int>(g);
+}
+
+}  // namespace
+
 std::vector<Tunables> wgmma_candidates(const AttentionDims& a, const Target& target) {
   if (!wgmma_problem(a, target).empty()) return {};
   // Each consumer thread holds (D + bn) / 2 fp32 accumulators and bn / 4 registers of P in the
@@ -129,6 +149,7 @@ std::vector<Tunables> wgmma_candidates(const AttentionDims& a, const Target& tar
   std::vector<Tunables> c;
   for (WgFlash t : a.d == 128 ? d128 : d64) {
     t.blocks = target.num_sms;
+    t.grp = batches_a_group(a);
     if (t.shared_bytes(a.d) <= kMaxSharedBytes) c.push_back(tunables_of(t));
   }
   if (!c.empty() && items_of(a, tile_of(c[0])) > target.num_sms) {
@@ -136,21 +157,38 @@ std::vector<Tunables> wgmma_candidates(const AttentionDims& a, const Target& tar
     t.blocks = 0;
     c.push_back(tunables_of(t));
   }
+  // The first in smaller groups (the last one short where they do not divide the batches).
+  if (!c.empty() && a.batches > 1) {
+    WgFlash t = tile_of(c[0]);
+    t.grp = static_cast<int>(std::min<int64_t>(t.grp > 0 ? t.grp / 2 : a.batches, a.batches) - 1);
+    if (t.grp >= 1) c.push_back(tunables_of(t));
+  }
   return c;
 }
 
 namespace {
 
-// `b` and the lambda `item`: slot → braze_flash_item, b set to the item's batch (slot's
-// remainder; its quotient the query tile, the last first). Returns the device table of each
-// query tile's key tile end (key_tile_ends) where `ends` has one.
+// `b` and the lambda `item`: slot → braze_flash_item, b set to the item's batch. The batches
+// go in groups (batches_a_group); within a group the last query tile first (a causal mask's
+// longest), the group's batches in turn. Returns the device table of each query tile's key
+// tile end (key_tile_ends) where `ends` has one.
 std::string emit_items(Emitter& e, const AttentionDims& a, const WgFlash& t, const MaskRead& mr,
                        const std::vector<int>& ends) {
   const int64_t q_tiles = (a.sq + t.bm() - 1) / t.bm();
+  const int64_t group = t.grp;
   e.line("long long b = 0;");
   e.open("auto item = [&](int slot) -> braze_flash_item {");
-  e.line(fmt::format("const int qt = {} - slot / {};", q_tiles - 1, a.batches));
-  e.line(fmt::format("b = slot % {};", a.batches));
+  if (group <= 0 || group >= a.batches) {
+    e.line(fmt::format("const int qt = {} - slot / {};", q_tiles - 1, a.batches));
+    e.line(fmt::format("b = slot % {};", a.batches));
+  } else {
+    e.line(fmt::format("const int g = slot / {};", group * q_tiles));
+    e.line(fmt::format("const int r = slot - g * {};", group * q_tiles));
+    e.line(fmt::format("const int in_g = {} - g * {} < {} ? {} - g * {} : {};", a.batches, group,
+                       group, a.batches, group, group));
+    e.line(fmt::format("const int qt = {} - r / in_g;", q_tiles - 1));
+    e.line(fmt::format("b = (long long)g * {} + r % in_g;", group));
+  }
   e.line(fmt::format("const int q0 = qt * {};", t.bm()));
   if (ends.empty()) {
     e.line(fmt::format("return {{q0, {}, 0}};", (a.sk + t.bn - 1) / t.bn));

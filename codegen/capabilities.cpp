@@ -1,6 +1,7 @@
 #include "codegen/capabilities.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "codegen/attention.h"
 #include "codegen/gemm.h"
@@ -86,6 +87,10 @@ bool ScheduleCapabilities::gemm_reads_view(const graph::Graph& g,
 std::string ScheduleCapabilities::gemm_row_stats(const graph::Graph& g,
                                                  const std::vector<graph::NodeId>& nodes,
                                                  graph::NodeId mm) const {
+  // BRAZE_GEMM_ROW_STATS=0 (with the BRAZE_FOLD_NORMS experiment): the statistics stay a
+  // reduction kernel of their own, to weigh them against the product computing them.
+  if (const char* env = std::getenv("BRAZE_GEMM_ROW_STATS"); env && std::string(env) == "0")
+    return "BRAZE_GEMM_ROW_STATS=0";
   const fusion::Group group = gemm_group(nodes);
   std::string why;
   std::optional<GemmDims> d = gemm_dims(g, group, &why);

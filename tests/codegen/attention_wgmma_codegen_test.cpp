@@ -192,6 +192,26 @@ TEST(AttentionWgmmaCodegen, BlocksTakeItemsInTurn) {
   }
 }
 
+// Items go in groups of batches whose K and V fit a share of L2 (A4's 4 MiB a head: 4 of 32),
+// the last query tile of each group first; where every batch fits, one group, and the tuner
+// also gets smaller groups (the last one short).
+TEST(AttentionWgmmaCodegen, ItemsGoInGroupsOfBatchesWhoseKAndVFitL2) {
+  const AttentionGroup a4 = attention_group(causal_gqa(32, 32, 8192, 128), h200a());
+  const codegen::Tunables lead = codegen::candidates(a4.g, a4.group, h200a()).front();
+  ASSERT_TRUE(is_wg(lead));
+  EXPECT_EQ(lead.at("grp"), 4);
+  const codegen::GroupCode gc = codegen::generate(a4.g, a4.group, h200a(), &lead);
+  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+  EXPECT_NE(gc.kernel->source.find("const int g = slot / 256;"), std::string::npos)
+      << "4 batches of 64 query tiles a group";
+  const AttentionGroup bert = attention_group(masked(8, 12, 128, 64), h200a());
+  const std::vector<codegen::Tunables> c = codegen::candidates(bert.g, bert.group, h200a());
+  EXPECT_EQ(c.front().count("grp"), 0u);
+  EXPECT_TRUE(std::any_of(c.begin(), c.end(), [](const codegen::Tunables& t) {
+    return t.count("grp") && t.at("grp") == 95;
+  }));
+}
+
 // Below a causal mask's diagonal the scores' chain of a scaled product (Mul or Div by a
 // constant, the mask's 0 added) is the scale alone: the live tiles get it as a
 // braze_live_scale (each exponent one FMA of the product); a softcap (tanh) keeps its chain.

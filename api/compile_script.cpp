@@ -4,16 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <ostream>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "codegen/capabilities.h"
-#include "graph/passes/cse.h"
-#include "graph/passes/dce.h"
-#include "graph/passes/fold_norms.h"
 #include "graph/passes/pipeline.h"
 #include "graph/passes/precision.h"
 #include "graph/passes/weights_k_major.h"
@@ -122,35 +118,21 @@ std::string passes_step(const CompileOptions& o, Script& s) {
       plural(static_cast<size_t>(r.rounds), "round"), plural(s.pass_log.size(), "rewrite"));
 }
 
-// BRAZE_FOLD_NORMS=1 (an experiment, off by default): LayerNormalizations folded into the
-// products that read them (graph/passes/fold_norms.h), after the graph has its final dtypes.
-std::string fold_norms(Script& s) {
-  const char* env = std::getenv("BRAZE_FOLD_NORMS");
-  if (!env || std::string(env) != "1") return "";
-  const int folded = graph::passes::fold_norms_into_products(s.graph);
-  if (folded == 0) return "";
-  graph::passes::eliminate_common_subexpressions(s.graph);
-  graph::passes::eliminate_dead_code(s.graph);
-  return fmt::format("; {} folded into products",
-                     plural(static_cast<size_t>(folded), "LayerNormalization"));
-}
-
 std::string precision_step(const CompileOptions& o, Script& s) {
   const DType to = graph::passes::precision_dtype(o.precision);
-  if (to == DType::Float32 && o.precision != "tf32") return "fp32: unchanged" + fold_norms(s);
+  if (to == DType::Float32 && o.precision != "tf32") return "fp32: unchanged";
   if (to == DType::Float32) {
     const int weights = graph::passes::store_weights_k_major_as(s.graph, DType::Float32);
     return fmt::format(
         "tf32: float32 graph, products on tensor cores in tf32, {} with k-major "
-        "weights{}",
-        plural(static_cast<size_t>(weights), "product"), fold_norms(s));
+        "weights",
+        plural(static_cast<size_t>(weights), "product"));
   }
   const int values = graph::passes::convert_precision(s.graph, to);
   graph::passes::run_pipeline(s.graph);
-  const std::string folded = fold_norms(s);
   if (std::ostream* d = dump_after(o, "precision", "precision")) *d << s.graph;
-  return fmt::format("{}: {} of {}, inputs and outputs kept float32{}", o.precision,
-                     plural(static_cast<size_t>(values), "value"), dtype_name(to), folded);
+  return fmt::format("{}: {} of {}, inputs and outputs kept float32", o.precision,
+                     plural(static_cast<size_t>(values), "value"), dtype_name(to));
 }
 
 gpu::EngineOptions engine_options(const ScriptOptions& so) {

@@ -1,7 +1,6 @@
 #include "codegen/capabilities.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "codegen/attention.h"
 #include "codegen/gemm.h"
@@ -11,20 +10,14 @@ namespace braze::codegen {
 
 namespace {
 
-// A GEMM group of `nodes`, as the partitioner would make it.
-fusion::Group gemm_group(const std::vector<graph::NodeId>& nodes) {
-  fusion::Group group;
-  group.kind = fusion::GroupKind::Gemm;
-  group.nodes = nodes;
-  std::sort(group.nodes.begin(), group.nodes.end());
-  return group;
-}
-
 // The product's dims when it runs on a tensor-core schedule for `target`, else nullopt.
 std::optional<GemmDims> tensor_core_dims(const graph::Graph& g,
                                          const std::vector<graph::NodeId>& nodes, graph::NodeId mm,
                                          const Target& target) {
-  const fusion::Group group = gemm_group(nodes);
+  fusion::Group group;
+  group.kind = fusion::GroupKind::Gemm;
+  group.nodes = nodes;
+  std::sort(group.nodes.begin(), group.nodes.end());
   std::string why;
   std::optional<GemmDims> d = gemm_dims(g, group, &why);
   if (!d || d->node != &g.node(mm) || !gemm_tensor_core_types(g, *d, target) || d->a_vec ||
@@ -82,22 +75,6 @@ bool ScheduleCapabilities::gemm_reads_view(const graph::Graph& g,
   // product on one (were that operand to need SIMT, the view would be read there).
   return d && operand_problems(g, *d, operand, target_).none() &&
          gemm_tc_operand_problem(g, *d, 1 - operand).empty();
-}
-
-std::string ScheduleCapabilities::gemm_row_stats(const graph::Graph& g,
-                                                 const std::vector<graph::NodeId>& nodes,
-                                                 graph::NodeId mm) const {
-  // BRAZE_GEMM_ROW_STATS=0 (with the BRAZE_FOLD_NORMS experiment): the statistics stay a
-  // reduction kernel of their own, to weigh them against the product computing them.
-  if (const char* env = std::getenv("BRAZE_GEMM_ROW_STATS"); env && std::string(env) == "0")
-    return "BRAZE_GEMM_ROW_STATS=0";
-  const fusion::Group group = gemm_group(nodes);
-  std::string why;
-  std::optional<GemmDims> d = gemm_dims(g, group, &why);
-  if (!d) return why;
-  if (d->node != &g.node(mm) || !d->row_stats) return "no statistics of A's rows in the group";
-  why = gemm_wgmma_unsupported(g, group, *d, target_);
-  return why.empty() ? "" : "the product's schedule does not compute A's row statistics: " + why;
 }
 
 std::string ScheduleCapabilities::attention(const graph::Graph& g,

@@ -21,8 +21,6 @@ class ScheduleCapabilities : public fusion::Capabilities {
                        graph::NodeId mm, int operand) const override;
   std::string attention(const graph::Graph& g,
                         const std::vector<graph::NodeId>& nodes) const override;
-  std::string gemm_row_stats(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
-                             graph::NodeId mm) const override;
 
  private:
   Target target_;

@@ -38,19 +38,14 @@ std::vector<std::string> operand_coords(const Shape& out_batch, const Shape& in_
 std::optional<GemmDims> gemm_dims(const graph::Graph& g, const fusion::Group& group,
                                   std::string* why_not) {
   GemmDims d;
-  for (graph::NodeId id : group.nodes) {
-    const graph::FusionKind kind = g.node(id).op->kind;
-    const graph::Node** slot = kind == graph::FusionKind::OutEWiseFusable ? &d.node
-                               : kind == graph::FusionKind::Reduce        ? &d.row_stats
-                                                                          : nullptr;
-    if (!slot) continue;
-    if (*slot) {
-      *why_not =
-          d.node == *slot ? "two matrix products in one group" : "two reductions in one GEMM group";
-      return std::nullopt;
+  for (graph::NodeId id : group.nodes)
+    if (g.node(id).op->kind == graph::FusionKind::OutEWiseFusable) {
+      if (d.node) {
+        *why_not = "two matrix products in one group";
+        return std::nullopt;
+      }
+      d.node = &g.node(id);
     }
-    *slot = &g.node(id);
-  }
   BRAZE_CHECK(d.node != nullptr, "a GEMM group without a matrix product");
   const graph::Node& n = *d.node;
   if (n.op_type() == "Gemm") {
@@ -299,17 +294,7 @@ std::optional<GemmEpilogue> gemm_epilogue(const graph::Graph& g, const fusion::G
     }
     epi.out = cn.outputs[0];
   }
-  // Besides the epilogue's result, only the statistics of A's rows (d.row_stats) leave.
-  for (graph::ValueId o : group.outputs) {
-    const bool stat = d.row_stats && o != graph::kNoValue &&
-                      g.value(o).producer != graph::kNoNode &&
-                      &g.node(g.value(o).producer) == d.row_stats;
-    if (o != epi.out && !stat) {
-      *why_not = "the GEMM group's epilogue has more than one output";
-      return std::nullopt;
-    }
-  }
-  if (std::find(group.outputs.begin(), group.outputs.end(), epi.out) == group.outputs.end()) {
+  if (group.outputs.size() != 1 || group.outputs[0] != epi.out) {
     *why_not = "the GEMM group's epilogue has more than one output";
     return std::nullopt;
   }
@@ -684,13 +669,6 @@ std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group
   std::optional<GemmDims> d = gemm_dims(g, group, &ignored);
   if (!d) return {};
   std::vector<Tunables> c;
-  // A's row statistics: the wgmma schedule's, without split-K (each block sees whole rows).
-  if (d->row_stats) {
-    if (!gemm_wgmma_unsupported(g, group, *d, target).empty()) return {};
-    for (Tunables& t : gemm_wgmma_candidates(*d, target))
-      if (!t.count("split") || t.at("split") == 1) c.push_back(std::move(t));
-    return c;
-  }
   if (gemm_tc_unsupported(g, group, *d, target).empty()) c = gemm_tc_candidates(g, *d, target);
   // On sm_90a the wgmma schedule leads (it beat mma.sync, split-K included, on every shape
   // timed: bench/RESULTS.md).
@@ -709,17 +687,7 @@ std::optional<Kernel> gemm_kernel(const graph::Graph& g, const fusion::Group& gr
   if (!dims) return std::nullopt;
   std::optional<GemmEpilogue> epi = gemm_epilogue(g, group, *dims, why_not);
   if (!epi) return std::nullopt;
-  const std::vector<Tunables> all = gemm_candidates(g, group, target);
-  if (!tune && all.empty()) {
-    *why_not =
-        "no schedule takes the group (" + gemm_wgmma_unsupported(g, group, *dims, target) + ")";
-    return std::nullopt;
-  }
-  const Tunables chosen = tune ? *tune : all.front();
-  if (dims->row_stats && !(chosen.count("wg") && chosen.at("wg") != 0)) {
-    *why_not = "the statistics of A's rows are computed by the wgmma schedule only";
-    return std::nullopt;
-  }
+  const Tunables chosen = tune ? *tune : gemm_candidates(g, group, target).front();
   if (chosen.count("wg") && chosen.at("wg") != 0)
     return gemm_wgmma_kernel(g, group, *dims, *epi, target, chosen, why_not);
   if (chosen.count("tc") && chosen.at("tc") != 0)

@@ -60,10 +60,6 @@ struct GemmDims {
   std::optional<OperandView> view[2];
   std::string no_view[2];
   std::optional<WindowView> window;  // A's windows, where A has no view
-  // A LayerNormalization of A's rows in the group (fold_norms_into_products left it computing
-  // its Mean and InvStdDev only): the wgmma schedule computes them from A's tiles as they pass
-  // through shared memory, for the epilogue (and writes them where other kernels read them).
-  const graph::Node* row_stats = nullptr;
 };
 std::optional<GemmDims> gemm_dims(const graph::Graph& g, const fusion::Group& group,
                                   std::string* why_not);
@@ -196,9 +192,6 @@ bool gemm_tensor_core_types(const graph::Graph& g, const GemmDims& d, const Targ
 std::string gemm_tc_operand_problem(const graph::Graph& g, const GemmDims& d, int i);
 // (For A with no view but windows, d.window: why TMA's im2col mode cannot load them.)
 std::string gemm_wgmma_operand_problem(const GemmDims& d, int i);
-// Why the wgmma schedule cannot compute d.row_stats from A's tiles; empty when it can (or
-// there is none).
-std::string gemm_row_stats_problem(const graph::Graph& g, const GemmDims& d);
 // The TMA coordinates of output batch "b" along a view's batch dims of non-zero stride, outermost
 // first (at least one: a single matrix is one batch of one).
 std::vector<std::string> tma_batch_coords(const OperandView& v);

@@ -297,28 +297,6 @@ std::string gemm_wgmma_unsupported(const graph::Graph& g, const fusion::Group& g
   if (d.batches > 65535) return "wgmma schedule: more than 65535 batches";
   if (d.m > (1LL << 31) - 256 || d.nn > (1LL << 31) - 256 || d.k > (1LL << 31) - k_tile(d))
     return "wgmma schedule: a dim beyond 32-bit TMA coordinates";
-  return gemm_row_stats_problem(g, d);
-}
-
-std::string gemm_row_stats_problem(const graph::Graph& g, const GemmDims& d) {
-  if (!d.row_stats) return "";
-  const graph::Node& n = *d.row_stats;
-  if (n.op_type() != "LayerNormalization" || n.outputs.size() != 3)
-    return "A's row statistics: a LayerNormalization's Mean and InvStdDev only";
-  const graph::ValueId y = n.outputs[0];
-  if (y != graph::kNoValue && (g.is_graph_output(y) || !(*g.shared_users())[y].empty()))
-    return "A's row statistics: the LayerNormalization's output is read";
-  const graph::Value& x = g.value(n.inputs[0]);
-  if (x.dtype != DType::Float16 && x.dtype != DType::BFloat16)
-    return "A's row statistics: float16 and bfloat16 A";
-  int64_t axis = n.attr_int("axis");
-  if (axis < 0) axis += static_cast<int64_t>(x.shape.size());
-  if (axis + 1 != static_cast<int64_t>(x.shape.size()) || n.attr_int("stash_type") != 1)
-    return "A's row statistics: over the last axis, in float32";
-  const std::optional<OperandView>& v = d.view[0];
-  if (!v || !v->kcontig || v->root != n.inputs[0] || v->offset != 0 || v->ld != d.k || d.ta ||
-      d.batches != 1 || x.shape.back() != d.k || d.m * d.k != checked_numel(x.shape))
-    return "A's row statistics: A must be the normalised rows themselves, k-contiguous";
   return "";
 }
 
@@ -616,15 +594,6 @@ class WgmmaBuilder {
   }
 
   std::optional<Kernel> build(std::string* why_not) {
-    if (d_.row_stats) {
-      // The statistics' buffers after the tile's shared memory: a stage fewer where needed.
-      while (t_.shared_bytes() + row_stats_bytes() > kMaxSharedBytes && t_.stages > 2) --t_.stages;
-      if (t_.shared_bytes() + row_stats_bytes() > kMaxSharedBytes) {
-        *why_not = "A's row statistics do not fit in shared memory beside the tile";
-        return std::nullopt;
-      }
-      intercept_row_stats();
-    }
     e_.input_param(va_ ? va_->root : d_.window->root);
     e_.input_param(vb_.root);
     if (t_.se && t_.sr == 0 && !t_.pp) plan_row_preloads();
@@ -633,7 +602,6 @@ class WgmmaBuilder {
     emit_consumer_start();
     emit_mainloop();
     emit_split_reduce();
-    if (d_.row_stats) emit_row_stats_finish();
     emit_epilogue_setup();
     try {
       for (bool in_range : {true, false}) {
@@ -649,106 +617,6 @@ class WgmmaBuilder {
   }
 
  private:
-  // ---- A's row statistics (d.row_stats) ----
-  // Each consumer thread pair sums one of the consumer's rows of every k-tile of A as it sits
-  // in shared memory (the 128-byte swizzle: 16-byte chunk c of row r at r · 128 + (c ^ r % 8)
-  // · 16), shifted by the row's first element; after the k-loop the pair's sums become the
-  // row's mean and 1 / σ, in a buffer of the consumer's (after the tile's shared memory) for the
-  // epilogue, and stored by the blocks of the first column of tiles where other kernels read them.
-  int64_t row_stats_bytes() const {
-    return d_.row_stats ? int64_t{t_.consumers()} * mw_ * 64 * 2 * 4 : 0;
-  }
-  std::string a_type() const {
-    return g_.value(d_.node->inputs[0]).dtype == DType::BFloat16 ? "__nv_bfloat16" : "__half";
-  }
-
-  void emit_row_stats_start() {
-    e_.line(fmt::format("float rs_shift[{0}], rs_s[{0}], rs_q[{0}];", mw_));
-    e_.line(fmt::format("for (int mi = 0; mi < {}; ++mi) rs_shift[mi] = rs_s[mi] = rs_q[mi] = 0.f;",
-                        mw_));
-    e_.line("const int rs_t = (int)threadIdx.x % 128;");
-    e_.line(fmt::format(
-        "float* const rs_buf = reinterpret_cast<float*>(braze_smem + ((smem + {}u + cons * {}u) - "
-        "braze_smem_addr(braze_smem)));",
-        t_.shared_bytes() - 1024, mw_ * 64 * 8));
-  }
-
-  // The epilogue reads the statistics where it asks for the LayerNormalization's outputs.
-  void intercept_row_stats() {
-    const graph::Node& n = *d_.row_stats;
-    const Shape& x = g_.value(n.inputs[0]).shape;
-    const graph::ValueId mean = n.outputs[1], rstd = n.outputs[2];
-    const std::string origin = fmt::format("(i0 + {})", row0_);
-    const Emitter::Intercept outer = e_.intercept();
-    e_.set_intercept(
-        [=](graph::ValueId v, const std::vector<std::string>& c) -> std::optional<std::string> {
-          if (v == mean || v == rstd) {
-            std::string row = "0LL";
-            for (size_t k = 0; k + 1 < x.size(); ++k)
-              row = fmt::format("(({}) * {}LL + ({}))", row, x[k], c[k]);
-            return fmt::format("rs_buf[2 * (int)({} - {}) + {}]", row, origin, v == mean ? 0 : 1);
-          }
-          return outer ? outer(v, c) : std::nullopt;
-        });
-  }
-
-  void emit_row_stats_step() {
-    e_.line("#pragma unroll");
-    e_.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw_));
-    e_.line(fmt::format("const unsigned rs_row = {} + mi * 64 + rs_t / 2;", row0_));
-    e_.line("const braze_saddr rs_a = sa + rs_row * 128u;");
-    e_.line(fmt::format(
-        "if (kt == 0) rs_shift[mi] = braze_row_first<{}>(rs_a + ((rs_row & 7u) << 4));", a_type()));
-    e_.line("#pragma unroll");
-    e_.open("for (int c = 0; c < 4; ++c) {");
-    e_.line("const unsigned ch = (unsigned)(rs_t & 1) * 4u + (unsigned)c;");
-    const std::string valid =
-        d_.k % ek_ == 0
-            ? "8"
-            : fmt::format("(int)min(8LL, max(0LL, {}LL - (long long)kt * {} - ch * 8))", d_.k, ek_);
-    e_.line(fmt::format(
-        "braze_row_stats_add<{}>(rs_a + ((ch ^ (rs_row & 7u)) << 4), rs_shift[mi], {}, rs_s[mi], "
-        "rs_q[mi]);",
-        a_type(), valid));
-    e_.close();  // c
-    e_.close();  // mi
-  }
-
-  void emit_row_stats_finish() {
-    const graph::Node& n = *d_.row_stats;
-    const graph::ValueId outs[2] = {n.outputs[1], n.outputs[2]};
-    const auto users = g_.shared_users();
-    std::string stores;
-    for (int w = 0; w < 2; ++w) {
-      const graph::ValueId v = outs[w];
-      if (!g_.is_graph_output(v) &&
-          std::none_of((*users)[v].begin(), (*users)[v].end(), [&](graph::NodeId u) {
-            return std::find(group_.nodes.begin(), group_.nodes.end(), u) == group_.nodes.end();
-          }))
-        continue;  // read in this kernel only
-      stores += fmt::format(" braze_store({}, rs_i, {});", e_.output_param(v), w ? "rstd" : "mean");
-    }
-    e_.line(fmt::format("braze_bar_sync(1 + cons, 128);  // the previous tile's epilogue is done"));
-    e_.line("#pragma unroll");
-    e_.open(fmt::format("for (int mi = 0; mi < {}; ++mi) {{", mw_));
-    e_.line("const float s = rs_s[mi] + __shfl_xor_sync(0xffffffffu, rs_s[mi], 1);");
-    e_.line("const float q = rs_q[mi] + __shfl_xor_sync(0xffffffffu, rs_q[mi], 1);");
-    e_.line(
-        fmt::format("const float m1 = s / {0}.f, var = fmaxf(q / {0}.f - m1 * m1, 0.f);", d_.k));
-    e_.line(fmt::format("const float mean = rs_shift[mi] + m1, rstd = 1.f / sqrtf(var + {});",
-                        cuda_literal(ComputeType::Float, n.attr_float("epsilon"))));
-    e_.open("if ((rs_t & 1) == 0) {");
-    e_.line("rs_buf[2 * (mi * 64 + rs_t / 2)] = mean;");
-    e_.line("rs_buf[2 * (mi * 64 + rs_t / 2) + 1] = rstd;");
-    if (!stores.empty()) {
-      e_.line(fmt::format("const long long rs_i = i0 + {} + mi * 64 + rs_t / 2;", row0_));
-      e_.line(fmt::format("if (j0 == 0 && rs_i < {}LL) {{{} }}", d_.m, stores));
-    }
-    e_.close();
-    e_.close();  // mi
-    e_.line("braze_bar_sync(1 + cons, 128);");
-  }
-
   // The staged epilogue's walk of a warpgroup's rows x BN at the coordinates (i, jp) of a
   // thread's 4 adjacent columns, around `body` (se_t and se_c declared by the caller).
   void emit_block_walk(const std::function<void()>& body) {
@@ -818,9 +686,8 @@ class WgmmaBuilder {
     }
     WgTile with = t_;
     with.rb = std::max<int64_t>(rb, 0);
-    const int64_t most = kMaxSharedBytes - row_stats_bytes();
-    while (with.shared_bytes() > most && with.stages > 3) --with.stages;
-    if (!res_pre_.empty() && rb > 0 && with.shared_bytes() <= most && (rb % 16) == 0) {
+    while (with.shared_bytes() > kMaxSharedBytes && with.stages > 3) --with.stages;
+    if (!res_pre_.empty() && rb > 0 && with.shared_bytes() <= kMaxSharedBytes && (rb % 16) == 0) {
       t_ = with;
     } else {
       res_pre_.clear();
@@ -1031,7 +898,6 @@ class WgmmaBuilder {
     } else {
       e_.line("const int gk0 = 0;");
     }
-    if (d_.row_stats) emit_row_stats_start();
     e_.line(fmt::format("float accum[{}][{}];", mw_, regs));
     e_.line("#pragma unroll");
     e_.line(fmt::format("for (int r = 0; r < {}; ++r) {{", regs));
@@ -1090,7 +956,6 @@ class WgmmaBuilder {
     e_.close();
     e_.line("braze_wgmma_commit();");
     fence_accum();
-    if (d_.row_stats) emit_row_stats_step();
     // The previous k-tile's wgmma's have retired: its stage is free for the producer. The last
     // k-tile waits for all of its own too, inside the loop: with the wait only after the loop,
     // ptxas (CUDA 13.0) was seen to hoist an epilogue read of the accumulators above it — a
@@ -1265,7 +1130,7 @@ class WgmmaBuilder {
     Kernel kern = kernel_record(e_, fusion::GroupKind::Gemm, group_, tunables_of(t_));
     kern.block = {static_cast<unsigned>(t_.threads()), 1, 1};
     kern.grid = {static_cast<unsigned>(grid_x), 1, static_cast<unsigned>(t_.pp ? 1 : d_.batches)};
-    kern.shared_bytes = static_cast<unsigned>(t_.shared_bytes() + row_stats_bytes());
+    kern.shared_bytes = static_cast<unsigned>(t_.shared_bytes());
     auto param_of = [&](graph::ValueId v) {
       for (size_t i = 0; i < kern.params.size(); ++i)
         if (kern.params[i].value == v) return i;

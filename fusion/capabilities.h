@@ -25,17 +25,6 @@ class Capabilities {
   // epilogue would store the consumer's layout with strided stores).
   virtual bool gemm_reads_view(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
                                graph::NodeId mm, int operand) const = 0;
-  // Empty when the product `mm` in a group of `nodes` — among them a reduction over the rows
-  // of its operand A that only computes statistics (a LayerNormalization folded into the
-  // product: graph/passes/fold_norms.h) — computes them from A's tiles as its k-loop reads
-  // them; else why not.
-  virtual std::string gemm_row_stats(const graph::Graph& g, const std::vector<graph::NodeId>& nodes,
-                                     graph::NodeId mm) const {
-    (void)g;
-    (void)nodes;
-    (void)mm;
-    return "no schedule computes row statistics";
-  }
   // Empty when one kernel runs the attention of `nodes` (its match, fusion/attention.h, with
   // the layout ops in front of Q, K and V and after the output) at full speed; else why not.
   virtual std::string attention(const graph::Graph& g,

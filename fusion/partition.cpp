@@ -305,35 +305,6 @@ class Partitioner {
       if (!merge(ga, group_of_[c], mm, c, opts_.max_gemm_epilogue + 8)) break;
     for (NodeId c : in_order(e.tried))
       if (!e.best.count(c)) refuse(mm, c, "the GEMM epilogue would write more than one result");
-    take_row_statistics(ga, mm);
-  }
-
-  // A reduction over the rows of A's root (the value the product reads through its layout
-  // ops) whose first output nothing reads — statistics only — joins the product's kernel
-  // when its schedule computes them from A's tiles (caps_->gemm_row_stats).
-  void take_row_statistics(int ga, NodeId mm) {
-    if (!caps_) return;
-    ValueId root = g_.node(mm).inputs[0];
-    for (NodeId p = g_.value(root).producer; p != kNoNode && group_of_[p] == ga;
-         p = g_.value(root).producer)
-      root = g_.node(p).inputs[0];
-    for (NodeId r : users_[root]) {
-      const Node& rn = g_.node(r);
-      if (rn.op->kind != graph::FusionKind::Reduce || rn.inputs[0] != root || !single(r) ||
-          rn.outputs.empty() ||
-          (rn.outputs[0] != kNoValue &&
-           (is_output(rn.outputs[0]) || !users_[rn.outputs[0]].empty())))
-        continue;
-      std::vector<NodeId> nodes(groups_[ga].nodes.begin(), groups_[ga].nodes.end());
-      nodes.push_back(r);
-      const std::string why = caps_->gemm_row_stats(g_, nodes, mm);
-      if (!why.empty()) {
-        refuse(r, mm, why);
-        continue;
-      }
-      merge(ga, group_of_[r], r, mm, opts_.max_gemm_epilogue + 9);
-      return;
-    }
   }
 
   // An index map that is no strided layout (Im2Col's windows) in front of operand i of mm
@@ -485,9 +456,9 @@ class Partitioner {
   }
 
   // Side producers of epilogue op c: element-wise and layout ops computing another of its
-  // inputs from values outside the group, read by c alone (a residual written as (x - mean) ·
-  // rstd · γ + β, a rank-one correction mean ⊗ c of a reshaped mean): computed in the epilogue
-  // at each element rather than written whole by a kernel of their own. Up to six deep.
+  // inputs from values outside the group, read by c alone (a residual that is itself a sum or
+  // a cast, a rotary embedding's signed sine table): computed in the epilogue at each element
+  // rather than written whole by a kernel of their own. Up to six deep.
   void take_side_producers(int ga, GemmEpilogue& e, NodeId c, size_t depth) {
     if (depth >= 6) return;
     for (ValueId u : g_.node(c).inputs) {

@@ -91,39 +91,6 @@ BRAZE_DEV void braze_st_shared_v2(braze_saddr a, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(a), "f"(x), "f"(y) : "memory");
 }
 
-// ---- A's row statistics (gemm_wgmma.cpp, GemmDims::row_stats) ----
-
-// Adds a 16-byte chunk of a row of A (8 float16 or bfloat16 elements, at shared address a) to
-// the row's shifted sums: s += x - shift, q += (x - shift)^2 over its first `valid` elements.
-template <class T>
-BRAZE_DEV void braze_row_stats_add(braze_saddr a, float shift, int valid, float& s, float& q) {
-  unsigned w[4];
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-               : "r"(a));
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    const unsigned short bits = (unsigned short)(w[e / 2] >> (16 * (e % 2)));
-    T h;
-    memcpy(&h, &bits, 2);
-    const float x = braze_val(h) - shift;
-    if (e < valid) {
-      s += x;
-      q += x * x;
-    }
-  }
-}
-
-// The first element of a row of A at shared address a.
-template <class T>
-BRAZE_DEV float braze_row_first(braze_saddr a) {
-  unsigned short bits;
-  asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(bits) : "r"(a));
-  T h;
-  memcpy(&h, &bits, 2);
-  return braze_val(h);
-}
-
 // ---- TMA ----
 
 // The box of `map` at coordinates (c0 innermost, c1, c2) into shared memory at dst (1024-byte

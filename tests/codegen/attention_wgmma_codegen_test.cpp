@@ -192,18 +192,22 @@ TEST(AttentionWgmmaCodegen, BlocksTakeItemsInTurn) {
   }
 }
 
-// Items go in groups of batches whose K and V fit a share of L2 (A4's 4 MiB a head: 4 of 32),
-// the last query tile of each group first; where every batch fits, one group, and the tuner
-// also gets smaller groups (the last one short).
+// Items go in groups of batches whose K and V fit a share of L2 (A3's 1 MiB a head: at most
+// 16 of 32), the last query tile of each group first — under a causal mask the smallest size
+// of at most that many whose rounds share the key tiles as evenly as any (A3: groups of 1, the
+// busiest block 34 key tiles where an even share is 33; of 16, 48); where every batch fits,
+// one group, and the tuner also gets smaller groups (the last one short).
 TEST(AttentionWgmmaCodegen, ItemsGoInGroupsOfBatchesWhoseKAndVFitL2) {
-  const AttentionGroup a4 = attention_group(causal_gqa(32, 32, 8192, 128), h200a());
-  const codegen::Tunables lead = codegen::candidates(a4.g, a4.group, h200a()).front();
+  const AttentionGroup a3 = attention_group(causal_gqa(32, 4, 2048, 128), h200a());
+  const codegen::Tunables lead = codegen::candidates(a3.g, a3.group, h200a()).front();
   ASSERT_TRUE(is_wg(lead));
-  EXPECT_EQ(lead.at("grp"), 4);
-  const codegen::GroupCode gc = codegen::generate(a4.g, a4.group, h200a(), &lead);
+  ASSERT_EQ(lead.at("cons"), 2);
+  EXPECT_EQ(lead.at("grp"), 16);
+  const codegen::GroupCode gc = codegen::generate(a3.g, a3.group, h200a(), &lead);
   ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
-  EXPECT_NE(gc.kernel->source.find("const int g = slot / 256;"), std::string::npos)
-      << "4 batches of 64 query tiles a group";
+  EXPECT_NE(gc.kernel->source.find("const int g = slot / 16;"), std::string::npos)
+      << "groups of 1 batch of 16 query tiles";
+  EXPECT_NE(gc.kernel->source.find("braze_key_tile_end[qt]"), std::string::npos) << "causal";
   const AttentionGroup bert = attention_group(masked(8, 12, 128, 64), h200a());
   const std::vector<codegen::Tunables> c = codegen::candidates(bert.g, bert.group, h200a());
   EXPECT_EQ(c.front().count("grp"), 0u);

@@ -194,12 +194,14 @@ int64_t group_size(const AttentionDims& a, const WgFlash& t, const std::vector<i
   if (t.grp <= 0 || t.grp >= a.batches || ends.empty() || t.blocks <= 0 || items <= t.blocks ||
       items > (int64_t{1} << 18))
     return t.grp;
-  std::vector<int64_t> busiest;
-  for (int64_t g = 1; g <= t.grp; ++g)
-    busiest.push_back(busiest_block(a.batches, ends, g, t.blocks));
-  const int64_t best = *std::min_element(busiest.begin(), busiest.end());
-  for (size_t i = 0; i < busiest.size(); ++i)
-    if (busiest[i] * 100 <= best * 101) return static_cast<int64_t>(i) + 1;
+  // Sizes 1 to 32 and t.grp itself (at most 33 walks of 2^18 items).
+  std::vector<std::pair<int64_t, int64_t>> busiest;  // (size, busiest block's key tiles)
+  for (int64_t g = 1; g <= t.grp; g = g < 32 ? g + 1 : std::max<int64_t>(g + 1, t.grp))
+    busiest.emplace_back(g, busiest_block(a.batches, ends, g, t.blocks));
+  int64_t best = busiest.front().second;
+  for (const auto& [g, load] : busiest) best = std::min(best, load);
+  for (const auto& [g, load] : busiest)
+    if (load * 100 <= best * 101) return g;
   return t.grp;
 }
 

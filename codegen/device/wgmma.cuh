@@ -40,14 +40,12 @@ BRAZE_DEV void braze_mbar_arrive(braze_saddr bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 // One arrival on the barrier at bar's offset in block `rank` of the cluster (this block's
-// own included; mc: a consumer frees a stage that the other block's producer also writes).
-// The default release, at CTA scope, as CUTLASS's cluster barrier arrives: the stage's reads
-// are the wgmma's, retired by wgmma.wait_group before. `.release.cluster` cost a round trip
-// between the blocks every k-tile (H200, 2026-12-03: 2-2.5x the time; bench/RESULTS.md).
+// own included), releasing this thread's earlier accesses at cluster scope (mc: a consumer
+// frees a stage that the other block's producer also writes).
 BRAZE_DEV void braze_mbar_arrive_cluster(braze_saddr bar, unsigned rank) {
   asm volatile(
       "{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n"
-      " mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
       "r"(rank)
       : "memory");
 }

@@ -243,7 +243,7 @@ TEST(GemmWgmmaCodegen, MulticastPairsShareAnOperandOfSmallProducts) {
     EXPECT_EQ(k.grid[0] % 2, 0u);
     gpu::Compiled comp = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90a"), true);
     for (const char* want : {".multicast::cluster", "mapa.shared::cluster",
-                             "mbarrier.arrive.shared::cluster",
+                             "mbarrier.arrive.release.cluster.shared::cluster",
                              "barrier.cluster.arrive", "barrier.cluster.wait"})
       EXPECT_NE(comp.ptx.find(want), std::string::npos) << k.name << " lacks " << want;
     EXPECT_EQ(comp.ptx.find("ld.local"), std::string::npos) << k.name;

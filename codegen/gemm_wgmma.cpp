@@ -25,9 +25,7 @@
 // by all. Two block shapes: cooperative (one tile a block, its consumer warpgroups 64 rows
 // each, as drawn) and ping-pong ("pp": persistent, see WgTile), whose consumer warpgroups
 // take whole tiles in turns and walk the tiles, batches included, across blockIdx.x.
-// Either shape may stage its epilogue through shared memory (se, see WgTile). Cooperative
-// blocks may go in clusters of two that share one operand's k-tiles (mc, see WgTile): each
-// block loads half of them and the TMA multicasts the copy into both blocks' stages.
+// Either shape may stage its epilogue through shared memory (se, see WgTile).
 #include <algorithm>
 #include <functional>
 #include <limits>

@@ -8,9 +8,6 @@
 //     full[s] with the stage's byte count, start the TMA copies of A's and B's tiles into it;
 //   warpgroups 1..: wait until full[s] has its bytes, issue the wgmma's over the stage,
 //     and once the previous stage's wgmma's have retired, release that stage (empty[s']).
-// Multicast pairs (mc): two blocks of a cluster share one operand; each producer copies half of
-//   its k-tile into both blocks' stage s (both full[s] count those bytes), so empty[s] waits
-//   for both blocks' consumers, which arrive on the two blocks' barriers.
 // Phases: a barrier's k-th completion flips its phase parity; waiting for parity P returns
 // once the phase of parity P has completed, so a fresh barrier "has completed" parity 1.
 

@@ -247,6 +247,7 @@ TEST(GemmWgmmaCodegen, MulticastPairsShareAnOperandOfSmallProducts) {
                              "barrier.cluster.arrive", "barrier.cluster.wait"})
       EXPECT_NE(comp.ptx.find(want), std::string::npos) << k.name << " lacks " << want;
     EXPECT_EQ(comp.ptx.find("ld.local"), std::string::npos) << k.name;
+    if (getenv("BRAZE_TEST_DUMP")) printf("%s\n", k.source.c_str());
   }
   EXPECT_EQ(seen, 2) << "1024 x 768: 8 row tiles and an even count of column tiles";
 }

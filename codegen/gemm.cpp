@@ -641,8 +641,7 @@ std::vector<Emitter::Preload> emit_gemm_preloads(Emitter& e, const graph::Graph&
 }
 
 void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm, int bn,
-                           const std::string& tile, int raster_rows, const std::string& i_add,
-                           const std::string& j_add) {
+                           const std::string& tile, int raster_rows) {
   e.line(fmt::format("const int tile = {};", tile));
   e.line(fmt::format("const int raster = tile / {}, first_row = raster * {};",
                      raster_rows * tiles_n, raster_rows));
@@ -650,9 +649,9 @@ void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm,
                      tiles_m, raster_rows));
   e.line(fmt::format("const int in_raster = tile % {};", raster_rows * tiles_n));
   e.line(
-      fmt::format("const int i0 = (first_row + in_raster % raster_rows) * {}{}, "
-                  "j0 = (in_raster / raster_rows) * {}{};",
-                  bm, i_add.empty() ? "" : " + " + i_add, bn, j_add.empty() ? "" : " + " + j_add));
+      fmt::format("const int i0 = (first_row + in_raster % raster_rows) * {}, "
+                  "j0 = (in_raster / raster_rows) * {};",
+                  bm, bn));
 }
 
 std::string gemm_too_large(const GemmDims& d, int bm, int bn, int bk, int split) {

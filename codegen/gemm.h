@@ -172,11 +172,9 @@ std::string gemm_too_large(const GemmDims& d, int bm, int bn, int bk, int split 
 // the tiles_m x tiles_n grid, from the tile index `tile` (an int expression: blockIdx.x, or
 // its quotient by a split-K cluster's size): blocks walk the grid in groups of a few
 // block-rows (raster_rows, 8 unless a schedule tunes it), down a group's columns first, so
-// blocks running together share A rows and B columns in L2. `i_add` / `j_add`, where given,
-// are added to the origin (a multicast pair's second block: its grid's tiles are the pairs).
+// blocks running together share A rows and B columns in L2.
 void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm, int bn,
-                           const std::string& tile = "(int)blockIdx.x", int raster_rows = 8,
-                           const std::string& i_add = "", const std::string& j_add = "");
+                           const std::string& tile = "(int)blockIdx.x", int raster_rows = 8);
 
 // The SIMT schedule (gemm_simt.cpp): any product; its search space, heuristic default first.
 std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims& d,

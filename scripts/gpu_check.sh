@@ -19,7 +19,7 @@
 #   (BRAZE_STEP_NOTES=0/1, alternated three times) on the first of those rows;
 #   attention: the attention GPU tests, then bench/run_bench.py over BRAZE_ATTN_ROWS (default A4);
 #   ncu_source: Nsight Compute per-instruction samples (SASS with stall reasons, CSV) of the
-#   GEMM kernel of each of BRAZE_NCU_ROWS (gemm_probe.py's products).
+#   GEMM kernel of each of BRAZE_NCU_ROWS (gemm_probe.py's products; default b32_out_proj_res,ffn_up).
 # BRAZE_BUILD_TARGETS (say "braze gpu_tests") builds only those targets.
 # Logs go under $BRAZE_GPU_RESULTS (default ./gpu-out). Where $OUT is set (the device tool,
 # which returns at most 8 files), they are packed into $OUT/results.tgz after every step, so a
@@ -154,10 +154,11 @@ if has attention; then
   done_step "${summary[-2]}; ${summary[-1]}"
 fi
 if has ncu_source; then
-  for row in ${BRAZE_NCU_ROWS//,/ }; do
+  ncu_rows=${BRAZE_NCU_ROWS:-b32_out_proj_res,ffn_up}
+  for row in ${ncu_rows//,/ }; do
     python3 -c "import sys; sys.path.insert(0, 'bench'); import gemm_probe as g; s = g.SHAPES['$row']
 g.build_onnx('$out/ncu_$row.onnx', *s[:5], len(s) > 5)"
-    timeout 180 ncu --clock-control none -k regex:braze_gemm -c 1 --set none --section SourceCounters \
+    timeout 180 ncu -f --clock-control none -k regex:braze_gemm -c 1 --set none --section SourceCounters \
       --section WarpStateStats --section SpeedOfLight --import-source yes -o "$out/ncu_$row" \
       "$b" run "$out/ncu_$row.onnx" >"$out/ncu_$row.txt" 2>&1
     ncu --import "$out/ncu_$row.ncu-rep" --page source --csv --print-source sass >"$out/ncu_${row}_sass.csv" 2>&1

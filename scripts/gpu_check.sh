@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run on the GPU machine from the project root (after `source .gpu-deps/setup.sh`):
-# builds, then runs everything that needs the GPU, writing logs under $OUT (or ./gpu-out).
+# builds, then runs everything that needs the GPU, writing logs under ./gpu-out (see below).
 #   doctor, ctest -L gpu, conformance on the GPU backend fused and unfused (ONNX node tests
 #   and models/), diff of fused vs unfused and per kernel on the models, and
 #   compute-sanitizer memcheck over the GPU conformance run and over the GPU search-space

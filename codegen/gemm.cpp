@@ -641,8 +641,7 @@ std::vector<Emitter::Preload> emit_gemm_preloads(Emitter& e, const graph::Graph&
 }
 
 void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm, int bn,
-                           const std::string& tile, int raster_rows, const std::string& i_add,
-                           const std::string& j_add) {
+                           const std::string& tile, int raster_rows) {
   e.line(fmt::format("const int tile = {};", tile));
   e.line(fmt::format("const int raster = tile / {}, first_row = raster * {};",
                      raster_rows * tiles_n, raster_rows));
@@ -650,9 +649,9 @@ void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm,
                      tiles_m, raster_rows));
   e.line(fmt::format("const int in_raster = tile % {};", raster_rows * tiles_n));
   e.line(
-      fmt::format("const int i0 = (first_row + in_raster % raster_rows) * {}{}, "
-                  "j0 = (in_raster / raster_rows) * {}{};",
-                  bm, i_add.empty() ? "" : " + " + i_add, bn, j_add.empty() ? "" : " + " + j_add));
+      fmt::format("const int i0 = (first_row + in_raster % raster_rows) * {}, "
+                  "j0 = (in_raster / raster_rows) * {};",
+                  bm, bn));
 }
 
 std::string gemm_too_large(const GemmDims& d, int bm, int bn, int bk, int split) {
@@ -662,26 +661,6 @@ std::string gemm_too_large(const GemmDims& d, int bm, int bn, int bk, int split)
       d.batches > kIntMax)
     return "matrix too large for the tiled GEMM grid";
   return "";
-}
-
-bool gemm_epilogue_reads_rows(const graph::Graph& g, const fusion::Group& group,
-                              const GemmDims& d) {
-  std::string ignored;
-  std::optional<GemmEpilogue> epi = gemm_epilogue(g, group, d, &ignored);
-  if (!epi) return false;
-  Emitter e = gemm_emitter(g, group, d);
-  std::vector<Emitter::Preload> pre;
-  try {
-    pre = emit_gemm_preloads(e, g, d, *epi, 4, [](graph::ValueId, int, int, const std::string&) {
-      return std::string();
-    });
-  } catch (const CudaUnsupported&) {
-    return false;
-  }
-  // As the wgmma schedule copies them: 16-bit floats, four to a copy.
-  return !pre.empty() && std::all_of(pre.begin(), pre.end(), [](const Emitter::Preload& p) {
-    return (p.dtype == DType::Float16 || p.dtype == DType::BFloat16) && p.bytes == 8;
-  });
 }
 
 std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group& group,
@@ -694,8 +673,7 @@ std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group
   // On sm_90a the wgmma schedule leads (it beat mma.sync, split-K included, on every shape
   // timed: bench/RESULTS.md).
   if (gemm_wgmma_unsupported(g, group, *d, target).empty()) {
-    std::vector<Tunables> w =
-        gemm_wgmma_candidates(*d, target, gemm_epilogue_reads_rows(g, group, *d));
+    std::vector<Tunables> w = gemm_wgmma_candidates(*d, target);
     c.insert(c.begin(), w.begin(), w.end());
   }
   for (Tunables& t : gemm_simt_candidates(g, *d, target)) c.push_back(std::move(t));

@@ -172,11 +172,9 @@ std::string gemm_too_large(const GemmDims& d, int bm, int bn, int bk, int split 
 // the tiles_m x tiles_n grid, from the tile index `tile` (an int expression: blockIdx.x, or
 // its quotient by a split-K cluster's size): blocks walk the grid in groups of a few
 // block-rows (raster_rows, 8 unless a schedule tunes it), down a group's columns first, so
-// blocks running together share A rows and B columns in L2. `i_add` / `j_add`, where given,
-// are added to the origin (a multicast pair's second block: its grid's tiles are the pairs).
+// blocks running together share A rows and B columns in L2.
 void emit_gemm_tile_origin(Emitter& e, int64_t tiles_m, int64_t tiles_n, int bm, int bn,
-                           const std::string& tile = "(int)blockIdx.x", int raster_rows = 8,
-                           const std::string& i_add = "", const std::string& j_add = "");
+                           const std::string& tile = "(int)blockIdx.x", int raster_rows = 8);
 
 // The SIMT schedule (gemm_simt.cpp): any product; its search space, heuristic default first.
 std::vector<Tunables> gemm_simt_candidates(const graph::Graph& g, const GemmDims& d,
@@ -215,16 +213,10 @@ std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& 
                                          const Target& target);
 // The wgmma schedule (gemm_wgmma.cpp, sm_90a): float16 / bfloat16 products. Empty when it
 // applies, else why not; its search space ("tc" = 1, "wg" = 1); its kernel, which takes two
-// tensor maps (Kernel::tensor_maps) after its pointers. `rows_ahead`: the epilogue reads
-// inputs at each output element (a residual; gemm_epilogue_reads_rows), whose copies ahead
-// the search space also places later in the k-loop.
+// tensor maps (Kernel::tensor_maps) after its pointers.
 std::string gemm_wgmma_unsupported(const graph::Graph& g, const fusion::Group& group,
                                    const GemmDims& d, const Target& target);
-std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target,
-                                            bool rows_ahead = false);
-// Whether the product's epilogue reads 16-bit float inputs at each output element, as a
-// residual Add does (emit_gemm_preloads finds such loads), four elements to a copy.
-bool gemm_epilogue_reads_rows(const graph::Graph& g, const fusion::Group& group, const GemmDims& d);
+std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target);
 std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Group& group,
                                         const GemmDims& d, const GemmEpilogue& epi,
                                         const Target& target, const Tunables& tune,

@@ -25,9 +25,7 @@
 // by all. Two block shapes: cooperative (one tile a block, its consumer warpgroups 64 rows
 // each, as drawn) and ping-pong ("pp": persistent, see WgTile), whose consumer warpgroups
 // take whole tiles in turns and walk the tiles, batches included, across blockIdx.x.
-// Either shape may stage its epilogue through shared memory (se, see WgTile). Cooperative
-// blocks may go in clusters of two that share one operand's k-tiles (mc, see WgTile): each
-// block loads half of them and the TMA multicasts the copy into both blocks' stages.
+// Either shape may stage its epilogue through shared memory (se, see WgTile).
 #include <algorithm>
 #include <functional>
 #include <limits>
@@ -83,20 +81,6 @@ struct WgTile {
   int cw = 1;  // cooperative: 64-row blocks a consumer computes (2: 256 x bn as two 128-row halves)
   int64_t rb = 0;  // se: each consumer's buffer of epilogue inputs copied ahead (cp.async), bytes
   int split = 1;   // split-K: a cluster of `split` blocks a tile, each over a share of the k-tiles
-  // mc (multicast, cooperative only): blocks in clusters of two, side by side along n (1: the
-  // pair shares A's rows) or down m (2: it shares B's columns); each block's producer loads
-  // half of the shared operand's k-tile and the TMA writes it into both blocks' stages, so a
-  // pair reads the shared operand from L2 once. A stage is free once both blocks' consumers
-  // have released it (each consumer warp arrives on both blocks' empty barrier).
-  int mc = 0;
-  // rb: the k-tile after whose wgmma's are issued the consumers copy the epilogue's row-wise
-  // inputs ahead (0: before the k-loop), so that a one-wave product's first k-tiles do not
-  // queue at DRAM behind them.
-  int ra = 0;
-  // tp: the producer warpgroup's second warp asks for both tensor maps' descriptors
-  // (prefetch.tensormap) before the barriers are set up, so that the first copies need not
-  // fetch them (as CUTLASS's TMA loads do).
-  int tp = 0;
   int consumers() const { return pp ? 2 : bm / (64 * cw); }
   int turn_bytes() const { return pp ? 16 : 0; }
   int row_blocks() const { return pp ? bm / 64 : cw; }  // 64-row blocks a consumer computes
@@ -126,9 +110,6 @@ Tunables tunables_of(const WgTile& t) {
   if (t.rr != 8) u["rr"] = t.rr;
   if (t.cw != 1) u["cw"] = t.cw;
   if (t.split != 1) u["split"] = t.split;
-  if (t.mc) u["mc"] = t.mc;
-  if (t.ra) u["ra"] = t.ra;
-  if (t.tp) u["tp"] = t.tp;
   return u;
 }
 
@@ -471,49 +452,6 @@ void add_split_tiles(std::vector<WgTile>& tiles, const GemmDims& d, const Target
 
 }  // namespace
 
-// Why the product cannot take tile t's multicast pairs ("" where it can): the pairs need an
-// even count of tiles along their side, and A's windows (a convolution's im2col copies) are
-// not shared.
-std::string multicast_unsupported(const GemmDims& d, const WgTile& t) {
-  const int64_t tiles = t.mc == 1 ? (d.nn + t.bn - 1) / t.bn : (d.m + t.bm - 1) / t.bm;
-  if (tiles % 2 != 0)
-    return fmt::format("multicast pairs {} need an even count of tiles ({})",
-                       t.mc == 1 ? "along n" : "down m", tiles);
-  if (t.mc == 1 && !d.view[0]) return "multicast pairs do not share A's windows";
-  return "";
-}
-
-// Multicast pairs of the leading cooperative tile, both ways where the product takes them,
-// for --tune (after the lead: the default stays the unpaired tile until the pairs are timed).
-void add_multicast_tiles(std::vector<WgTile>& tiles, const GemmDims& d) {
-  if (tiles.empty() || tiles[0].pp || tiles[0].split > 1) return;
-  for (int mc : {2, 1}) {
-    WgTile t = tiles[0];
-    t.mc = mc;
-    if (multicast_unsupported(d, t).empty()) tiles.insert(tiles.begin() + 1, t);
-  }
-}
-
-// The leading tile with its tensor maps' descriptors asked for ahead (tp), for --tune.
-void add_descriptor_prefetch(std::vector<WgTile>& tiles) {
-  if (tiles.empty()) return;
-  WgTile t = tiles[0];
-  t.tp = 1;
-  tiles.insert(tiles.begin() + 1, t);
-}
-
-// The leading tile with its row-wise epilogue inputs copied a quarter and half way through
-// its k-tiles rather than before them, for --tune (the default stays before).
-void add_late_row_copies(std::vector<WgTile>& tiles, const GemmDims& d) {
-  const int kt = static_cast<int>(k_tiles(d));
-  if (tiles.empty() || !tiles[0].se || tiles[0].sr != 0 || tiles[0].pp || kt < 4) return;
-  for (int ra : {kt / 2, kt / 4}) {
-    WgTile t = tiles[0];
-    t.ra = ra;
-    tiles.insert(tiles.begin() + 1, t);
-  }
-}
-
 // Narrow outputs (up to 192 columns) over few k-tiles and many rows (a convolution net's 1x1
 // products, channels-last): the time is the epilogue's, storing the output, and the ping-pong
 // tiles of the rule below computed and staged columns past n. The persistent ping-pong 128-row
@@ -535,8 +473,7 @@ void lead_narrow_tile(std::vector<WgTile>& tiles, const GemmDims& d) {
   tiles.insert(tiles.begin(), t);
 }
 
-std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target,
-                                            bool rows_ahead) {
+std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target) {
   auto tiles_of = [&](int bm, int bn) {
     return ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
   };
@@ -589,9 +526,6 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // 1727.1 / 1727.1 / 1727.2).
   else
     lead(128, 256, false, 1, 0, (d.m + 127) / 128 >= 16 ? 16 : 8);
-  add_multicast_tiles(tiles, d);
-  if (rows_ahead) add_late_row_copies(tiles, d);
-  add_descriptor_prefetch(tiles);
   add_split_tiles(tiles, d, target);
   std::vector<Tunables> c;
   for (const WgTile& t : tiles)
@@ -612,10 +546,7 @@ WgTile tile_of(const Tunables& tune) {
                 tune.count("rr") ? tune.at("rr") : 8,
                 tune.count("cw") ? tune.at("cw") : 1,
                 0,
-                tune.count("split") ? tune.at("split") : 1,
-                tune.count("mc") ? tune.at("mc") : 0,
-                tune.count("ra") ? tune.at("ra") : 0,
-                tune.count("tp") ? tune.at("tp") : 0};
+                tune.count("split") ? tune.at("split") : 1};
 }
 
 bool tile_supported(const WgTile& t, const GemmDims& d) {
@@ -627,9 +558,7 @@ bool tile_supported(const WgTile& t, const GemmDims& d) {
            t.rr < 1 || t.rr > 64 || (t.se && t.bn % t.stage_cols() != 0) ||
            t.shared_bytes() > kMaxSharedBytes ||
            (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8) ||
-           (t.split > 1 && (t.pp || t.se || t.red_bytes() > t.stages * t.stage_bytes())) ||
-           t.mc < 0 || t.mc > 2 || (t.mc && (t.pp || t.split > 1)) || t.ra < 0 ||
-           (t.ra && (!t.se || t.sr != 0 || t.pp || t.ra >= k_tiles(d))) || t.tp < 0 || t.tp > 1);
+           (t.split > 1 && (t.pp || t.se || t.red_bytes() > t.stages * t.stage_bytes())));
 }
 
 // Builds one product's kernel; each member function emits one part of it, in order.
@@ -668,10 +597,6 @@ class WgmmaBuilder {
     e_.input_param(va_ ? va_->root : d_.window->root);
     e_.input_param(vb_.root);
     if (t_.se && t_.sr == 0 && !t_.pp) plan_row_preloads();
-    if (t_.ra && res_pre_.empty()) {
-      *why_not = "ra: the epilogue has no row-wise inputs copied ahead";
-      return std::nullopt;
-    }
     emit_setup();
     emit_producer();
     emit_consumer_start();
@@ -688,7 +613,6 @@ class WgmmaBuilder {
       return std::nullopt;
     }
     if (t_.pp) e_.close();  // tl
-    if (t_.mc) e_.line("__syncwarp();\n  braze_cluster_wait();");
     return finish();
   }
 
@@ -777,19 +701,7 @@ class WgmmaBuilder {
     if (!t_.pp) {
       const std::string tile =
           t_.split > 1 ? fmt::format("(int)blockIdx.x / {}", t_.split) : "(int)blockIdx.x";
-      if (t_.mc) {
-        // mc: the walk is over pairs of tiles (2 bm x bn or bm x 2 bn), the pair's second
-        // block (cluster rank 1) the second tile.
-        e_.line("const int mc_rank = (int)(blockIdx.x % 2);");
-        const bool along_n = t_.mc == 1;
-        emit_gemm_tile_origin(e_, along_n ? tiles_m_ : tiles_m_ / 2,
-                              along_n ? tiles_n_ / 2 : tiles_n_, along_n ? t_.bm : 2 * t_.bm,
-                              along_n ? 2 * t_.bn : t_.bn, "(int)blockIdx.x / 2", t_.rr,
-                              along_n ? "" : fmt::format("mc_rank * {}", t_.bm),
-                              along_n ? fmt::format("mc_rank * {}", t_.bn) : "");
-      } else {
-        emit_gemm_tile_origin(e_, tiles_m_, tiles_n_, t_.bm, t_.bn, tile, t_.rr);
-      }
+      emit_gemm_tile_origin(e_, tiles_m_, tiles_n_, t_.bm, t_.bn, tile, t_.rr);
       e_.line("const long long b = blockIdx.z;");
       // split: this block's k-tiles, kt_first onwards (every rank has some: split_shares).
       if (t_.split > 1)
@@ -813,16 +725,11 @@ class WgmmaBuilder {
                         t_.stages * t_.stage_bytes(), 8 * t_.stages));
     if (t_.pp) e_.line(fmt::format("const braze_saddr turn = empty + {}u;", 8 * t_.stages));
     e_.line("const int wg = (int)threadIdx.x / 128, lane = (int)threadIdx.x % 32;");
-    if (t_.tp)
-      e_.line(
-          "if (threadIdx.x == 32) { braze_tma_prefetch(braze_tmap_a); "
-          "braze_tma_prefetch(braze_tmap_b); }");
     if (!t_.pp) emit_tile("");
     e_.open("if (threadIdx.x == 0) {");
     e_.open(fmt::format("for (int s = 0; s < {}; ++s) {{", t_.stages));
     e_.line("braze_mbar_init(full + 8 * s, 1);");
-    // mc: both blocks' consumers release a stage.
-    e_.line(fmt::format("braze_mbar_init(empty + 8 * s, {});", consumer_warps * (t_.mc ? 2 : 1)));
+    e_.line(fmt::format("braze_mbar_init(empty + 8 * s, {});", consumer_warps));
     e_.close();
     if (t_.pp) {
       e_.line("braze_mbar_init(turn, 128);");
@@ -830,20 +737,15 @@ class WgmmaBuilder {
     }
     e_.line("braze_mbar_init_fence();");
     e_.close();
-    // mc: the other block's barriers are initialised before its stages are written.
-    e_.line(t_.mc ? "braze_cluster_sync();" : "__syncthreads();");
+    e_.line("__syncthreads();");
   }
 
   // An operand's k-tile into shared memory at `dst`: one box of rows x 64 k (k-contiguous),
   // or 64 x 64 boxes side by side along m or n (mn-contiguous) from `origin` (i0 or j0).
   void emit_load(const char* dst, const char* map, bool mn, int rows, const char* origin,
-                 const std::vector<std::string>& batch, bool shared = false) {
+                 const std::vector<std::string>& batch) {
     const std::string fn = fmt::format("braze_tma_load_{}d", 2 + batch.size());
     const std::string bc = fmt::format("{}", fmt::join(batch, ", "));
-    if (shared) {
-      emit_shared_load(dst, map, mn, rows, origin, fn + "_mc", bc);
-      return;
-    }
     if (!mn) {
       e_.line(fmt::format("{}({}, {}, kg * {}, {}, {}, bar);", fn, dst, map, ek_, origin, bc));
       return;
@@ -851,21 +753,6 @@ class WgmmaBuilder {
     for (int q = 0; q < rows / kBox; ++q)
       e_.line(fmt::format("{}({} + {}u, {}, {} + {}, kg * {}, {}, bar);", fn, dst, q * kBox * 128,
                           map, origin, q * kBox, ek_, bc));
-  }
-
-  // mc: this block's half of the shared operand's k-tile, multicast to both blocks of the
-  // pair — rows (rows / 2) · rank onwards (k-contiguous: the map's box is half the tile's
-  // rows), or the 64 x 64 boxes of its parity (mn-contiguous).
-  void emit_shared_load(const char* dst, const char* map, bool mn, int rows, const char* origin,
-                        const std::string& fn, const std::string& bc) {
-    if (!mn) {
-      e_.line(fmt::format("{}({} + mc_rank * {}u, {}, kg * {}, {} + mc_rank * {}, {}, bar, 3);", fn,
-                          dst, rows / 2 * kRowBytes, map, ek_, origin, rows / 2, bc));
-      return;
-    }
-    for (int q = 0; q < rows / kBox; ++q)
-      e_.line(fmt::format("if (mc_rank == {}) {}({} + {}u, {}, {} + {}, kg * {}, {}, bar, 3);",
-                          q % 2, fn, dst, q * kBox * 128, map, origin, q * kBox, ek_, bc));
   }
 
   // A's windows (d.window): the image and window corner of the tile's first row i0 (wn, and
@@ -955,18 +842,15 @@ class WgmmaBuilder {
                         t_.stage_bytes(), t_.a_bytes()));
     e_.line(fmt::format("braze_mbar_arrive_expect(bar, {}u);", t_.stage_bytes()));
     if (va_)
-      emit_load("sa", "braze_tmap_a", a_mn_, t_.bm, "i0", ba, t_.mc == 1);
+      emit_load("sa", "braze_tmap_a", a_mn_, t_.bm, "i0", ba);
     else
       emit_window_load();
-    emit_load("sb", "braze_tmap_b", b_mn_, t_.bn, "j0", bb, t_.mc == 2);
+    emit_load("sb", "braze_tmap_b", b_mn_, t_.bn, "j0", bb);
     e_.close();             // kt
     if (t_.pp) e_.close();  // tl
     e_.close();             // thread 0
     // split: the warpgroup takes part in the consumers' two cluster barriers (split_reduce).
     if (t_.split > 1) e_.line("__syncwarp();\n  braze_cluster_sync();\n  braze_cluster_sync();");
-    // mc: the warpgroup takes part in the cluster barrier that keeps each block (its
-    // barriers, which the other's consumers arrive on) until the other's k-loop is done.
-    if (t_.mc) e_.line("__syncwarp();\n  braze_cluster_arrive();\n  braze_cluster_wait();");
     e_.line("return;");
     e_.close();  // producer
   }
@@ -1024,7 +908,7 @@ class WgmmaBuilder {
           "char* const res_ptr = reinterpret_cast<char*>(braze_smem) + ((smem + {}u + cons * {}u) "
           "- braze_smem_addr(braze_smem));",
           t_.staging_offset() + t_.consumers() * t_.staging_bytes(), t_.rb));
-      if (!t_.ra) emit_res_copies(false);
+      emit_res_copies(false);
     }
   }
 
@@ -1071,11 +955,6 @@ class WgmmaBuilder {
                         a_desc, b_desc));
     e_.close();
     e_.line("braze_wgmma_commit();");
-    if (t_.ra && !res_pre_.empty()) {
-      e_.open(fmt::format("if (kt == {}) {{", t_.ra));
-      emit_res_copies(false);
-      e_.close();
-    }
     fence_accum();
     // The previous k-tile's wgmma's have retired: its stage is free for the producer. The last
     // k-tile waits for all of its own too, inside the loop: with the wait only after the loop,
@@ -1084,19 +963,11 @@ class WgmmaBuilder {
     e_.line(fmt::format("if (kt + 1 < {}) braze_wgmma_wait<1>(); else braze_wgmma_wait<0>();",
                         kt_count()));
     fence_accum();
-    if (t_.mc)
-      e_.line(fmt::format(
-          "if (kt > 0 && lane == 0) {{ braze_mbar_arrive_cluster(empty + 8 * ((gk - 1) % {0}), 0); "
-          "braze_mbar_arrive_cluster(empty + 8 * ((gk - 1) % {0}), 1); }}",
-          t_.stages));
-    else
-      e_.line(fmt::format(
-          "if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));", t_.stages));
+    e_.line(fmt::format("if (kt > 0 && lane == 0) braze_mbar_arrive(empty + 8 * ((gk - 1) % {}));",
+                        t_.stages));
     e_.close();
     e_.line("braze_wgmma_wait<0>();");
     fence_accum();
-    // mc: this block's arrivals on the other's barriers are done (cluster_wait at the end).
-    if (t_.mc) e_.line("braze_cluster_arrive();");
     // pp: the tile's last stage is released here (the producer goes on to the next tiles).
     if (t_.pp)
       e_.line(fmt::format("if (lane == 0) braze_mbar_arrive(empty + 8 * ((gk0 + {}) % {}));",
@@ -1274,8 +1145,8 @@ class WgmmaBuilder {
       kern.tensor_maps.push_back(window_map(*d_.window, param_of(d_.window->root), a.dtype, t_.bm,
                                             narrow_ ? static_cast<int>(d_.window->channels) : ek_));
     else
-      kern.tensor_maps.push_back(map_of(*va_, a_mn_, d_.m, t_.mc == 1 ? t_.bm / 2 : t_.bm));
-    kern.tensor_maps.push_back(map_of(vb_, b_mn_, d_.nn, t_.mc == 2 ? t_.bn / 2 : t_.bn));
+      kern.tensor_maps.push_back(map_of(*va_, a_mn_, d_.m, t_.bm));
+    kern.tensor_maps.push_back(map_of(vb_, b_mn_, d_.nn, t_.bn));
     const char* type = a.dtype == DType::Float16    ? "f16"
                        : a.dtype == DType::BFloat16 ? "bf16"
                                                     : "tf32";
@@ -1286,9 +1157,7 @@ class WgmmaBuilder {
         "const __grid_constant__ braze_tmap braze_tmap_b) {{\n"
         "  BRAZE_DYNAMIC_SMEM(braze_smem, {2});\n{3}}}\n",
         t_.threads(), e_.signature(), kern.shared_bytes, e_.body(),
-        t_.split > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", t_.split)
-        : t_.mc      ? std::string(" __cluster_dims__(2, 1, 1)")
-                     : std::string());
+        t_.split > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", t_.split) : "");
     finish_kernel(g_, kern, code,
                   kMmaHelpers | kWgmmaHelpers | (res_pre_.empty() ? 0 : kReduceHelpers));
     return kern;
@@ -1330,7 +1199,6 @@ std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Gro
   if (why.empty() && t.split > 1 && !split_shares(k_tiles(d), t.split))
     why = fmt::format("split-K over {} blocks of {} k-tiles leaves a block none", t.split,
                       k_tiles(d));
-  if (why.empty() && t.mc) why = multicast_unsupported(d, t);
   if (why.empty()) why = gemm_too_large(d, t.bm, t.bn, k_tile(d));
   const int64_t tiles = (d.m + t.bm - 1) / t.bm * ((d.nn + t.bn - 1) / t.bn) * d.batches;
   if (why.empty() && tiles > 2147483647 / 4) why = "wgmma schedule: too many tiles";

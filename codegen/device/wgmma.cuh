@@ -8,9 +8,6 @@
 //     full[s] with the stage's byte count, start the TMA copies of A's and B's tiles into it;
 //   warpgroups 1..: wait until full[s] has its bytes, issue the wgmma's over the stage,
 //     and once the previous stage's wgmma's have retired, release that stage (empty[s']).
-// Multicast pairs (mc): two blocks of a cluster share one operand; each producer copies half of
-//   its k-tile into both blocks' stage s (both full[s] count those bytes), so empty[s] waits
-//   for both blocks' consumers, which arrive on the two blocks' barriers.
 // Phases: a barrier's k-th completion flips its phase parity; waiting for parity P returns
 // once the phase of parity P has completed, so a fresh barrier "has completed" parity 1.
 
@@ -38,26 +35,6 @@ BRAZE_DEV void braze_mbar_arrive_expect(braze_saddr bar, unsigned bytes) {
 }
 BRAZE_DEV void braze_mbar_arrive(braze_saddr bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-// One arrival on the barrier at bar's offset in block `rank` of the cluster (this block's
-// own included; mc: a consumer frees a stage that the other block's producer also writes).
-// The default release, at CTA scope, as CUTLASS's cluster barrier arrives: the stage's reads
-// are the wgmma's, retired by wgmma.wait_group before. `.release.cluster` cost a round trip
-// between the blocks every k-tile (H200, 2026-12-03: 2-2.5x the time; bench/RESULTS.md).
-BRAZE_DEV void braze_mbar_arrive_cluster(braze_saddr bar, unsigned rank) {
-  asm volatile(
-      "{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n"
-      " mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-      "r"(rank)
-      : "memory");
-}
-// The halves of a cluster barrier (all threads of every block of the cluster; warps
-// converged): arrive releasing this thread's accesses, wait acquiring the others'.
-BRAZE_DEV void braze_cluster_arrive() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-}
-BRAZE_DEV void braze_cluster_wait() {
-  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 BRAZE_DEV unsigned long long braze_globaltimer() {
   unsigned long long t;
@@ -119,13 +96,6 @@ BRAZE_DEV void braze_st_shared_v2(braze_saddr a, float x, float y) {
 // The box of `map` at coordinates (c0 innermost, c1, c2) into shared memory at dst (1024-byte
 // aligned for the 128-byte swizzle), completing `bar`'s transaction bytes. Elements outside
 // the tensor arrive as zeros (and still count as bytes).
-// Asks for a tensor map's descriptor ahead of its first copy (a hint; the map a
-// __grid_constant__ parameter, addressed generically).
-BRAZE_DEV void braze_tma_prefetch(const braze_tmap& map) {
-  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map))
-               : "memory");
-}
-
 BRAZE_DEV void braze_tma_load_3d(braze_saddr dst, const braze_tmap& map, int c0, int c1, int c2,
                                  braze_saddr bar) {
   asm volatile(
@@ -151,39 +121,6 @@ BRAZE_DEV void braze_tma_load_5d(braze_saddr dst, const braze_tmap& map, int c0,
       " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(dst),
       "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
       "r"(bar)
-      : "memory");
-}
-
-// mc (gemm_wgmma.cpp, WgTile::mc): the same copies multicast to the blocks of the cluster
-// whose bits `mask` sets, each at dst's offset in its own shared memory, completing the
-// bytes on its barrier at bar's offset.
-BRAZE_DEV void braze_tma_load_3d_mc(braze_saddr dst, const braze_tmap& map, int c0, int c1, int c2,
-                                    braze_saddr bar, unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar),
-      "h"(mask)
-      : "memory");
-}
-
-BRAZE_DEV void braze_tma_load_4d_mc(braze_saddr dst, const braze_tmap& map, int c0, int c1, int c2,
-                                    int c3, braze_saddr bar, unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar),
-      "h"(mask)
-      : "memory");
-}
-
-BRAZE_DEV void braze_tma_load_5d_mc(braze_saddr dst, const braze_tmap& map, int c0, int c1, int c2,
-                                    int c3, int c4, braze_saddr bar, unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%2, %3, %4, %5, %6}], [%7], %8;\n" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
-      "r"(bar), "h"(mask)
       : "memory");
 }
 

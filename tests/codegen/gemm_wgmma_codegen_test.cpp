@@ -52,19 +52,17 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
     const int bm = t.at("bm"), bn = t.at("bn");
     const bool pp = t.count("pp") && t.at("pp") == 1;  // persistent, alternate tiles
     const int cw = t.count("cw") ? t.at("cw") : 1;     // a cooperative consumer's 64-row blocks
-    const int mc = t.count("mc") ? t.at("mc") : 0;     // multicast pairs sharing A (1) or B (2)
     EXPECT_EQ(k.block[0], pp ? 384u : 128u * (1 + bm / (64 * cw)));
     if (pp) {
       EXPECT_LE(k.grid[0], 132u);
     }
     EXPECT_LE(k.shared_bytes, 227u * 1024);
-    // Boxes: 64 contiguous elements, then the tile's rows (k-contiguous; half of them where a
-    // multicast pair shares the operand) or 64 k-rows.
+    // Boxes: 64 contiguous elements, then the tile's rows (k-contiguous) or 64 k-rows.
     const codegen::TensorMap &ma = k.tensor_maps[0], &mb = k.tensor_maps[1];
     EXPECT_EQ(ma.box[0], 64u);
-    EXPECT_EQ(ma.box[1], c.a_kcontig ? static_cast<unsigned>(mc == 1 ? bm / 2 : bm) : 64u);
+    EXPECT_EQ(ma.box[1], c.a_kcontig ? static_cast<unsigned>(bm) : 64u);
     EXPECT_EQ(mb.box[0], 64u);
-    EXPECT_EQ(mb.box[1], c.b_kcontig ? static_cast<unsigned>(mc == 2 ? bn / 2 : bn) : 64u);
+    EXPECT_EQ(mb.box[1], c.b_kcontig ? static_cast<unsigned>(bn) : 64u);
     EXPECT_EQ(ma.strides[0] % 16, 0u);
     EXPECT_EQ(mb.strides[0] % 16, 0u);
     EXPECT_LT(ma.param, k.params.size());
@@ -81,15 +79,6 @@ TEST_P(GemmWgmmaCodegen, EveryCandidateCompilesToWgmmaAndTma) {
                               (c.b_kcontig ? "0" : "1") + ";";
     EXPECT_NE(ptx.find(flags), std::string::npos) << k.name << " lacks " << flags;
     EXPECT_NE(ptx.find("cp.async.bulk.tensor.3d.shared::cluster.global"), std::string::npos);
-    // mc: clusters of two, the shared operand's copies multicast, stages released on both
-    // blocks' barriers.
-    EXPECT_EQ(ptx.find(".multicast::cluster") != std::string::npos, mc != 0) << k.name;
-    const bool pairs = mc != 0 || (t.count("split") && t.at("split") == 2);
-    EXPECT_EQ(k.source.find("__cluster_dims__(2, 1, 1)") != std::string::npos, pairs) << k.name;
-    if (mc) {
-      EXPECT_NE(k.source.find("braze_mbar_arrive_cluster(empty"), std::string::npos);
-      EXPECT_NE(ptx.find("barrier.cluster.wait"), std::string::npos);
-    }
     // se: the accumulators pass through shared memory between warpgroup barriers.
     const bool se = t.count("se") && t.at("se") != 0;
     EXPECT_EQ(ptx.find("ld.shared.v4.f32") != std::string::npos, se) << k.name;
@@ -213,106 +202,6 @@ TEST(GemmWgmmaCodegen, SplitKWhereFewTilesHaveLongK) {
   }
   const codegen::Tunables bert = default_of(128, 768, 768, true);
   EXPECT_EQ(bert.count("split"), 0u);
-}
-
-// Multicast pairs: BERT b8's small products (k-contiguous weights, under two waves of tiles)
-// offer the leading tile in clusters of two sharing A (pairs along n) or B (down m) where the
-// tiles pair up evenly: half the shared operand's rows a block, multicast to both blocks'
-// stages, each stage released on both blocks' barriers (mapa), the blocks held together at the
-// start and the end by cluster barriers.
-TEST(GemmWgmmaCodegen, MulticastPairsShareAnOperandOfSmallProducts) {
-  test::GemmGroup gg = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
-    g (float16[1024,768] a, float16[768,768] b, float16[768] c) => (float16[1024,768] y) {
-      y = Gemm <transB = 1> (a, b, c) })");
-  const std::vector<codegen::Tunables> cands = wg_candidates(gg, h200a());
-  ASSERT_FALSE(cands.empty());
-  const codegen::Tunables& lead = cands.front();
-  EXPECT_EQ(lead.count("mc"), 0u) << "the pairs are not the default until timed";
-  int seen = 0;
-  for (const codegen::Tunables& t : cands) {
-    if (!t.count("mc")) continue;
-    ++seen;
-    EXPECT_EQ(t.at("bm"), lead.at("bm"));
-    EXPECT_EQ(t.at("bn"), lead.at("bn"));
-    codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), &t);
-    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
-    const codegen::Kernel& k = *gc.kernel;
-    const int mc = t.at("mc");
-    EXPECT_EQ(k.tensor_maps[0].box[1], static_cast<unsigned>(t.at("bm") / (mc == 1 ? 2 : 1)));
-    EXPECT_EQ(k.tensor_maps[1].box[1], static_cast<unsigned>(t.at("bn") / (mc == 2 ? 2 : 1)));
-    EXPECT_EQ(k.grid[0] % 2, 0u);
-    gpu::Compiled comp = gpu::nvrtc_compile(k.source, k.name, gpu::Arch::parse("sm_90a"), true);
-    for (const char* want :
-         {".multicast::cluster", "mapa.shared::cluster", "mbarrier.arrive.shared::cluster",
-          "barrier.cluster.arrive", "barrier.cluster.wait"})
-      EXPECT_NE(comp.ptx.find(want), std::string::npos) << k.name << " lacks " << want;
-    EXPECT_EQ(comp.ptx.find("ld.local"), std::string::npos) << k.name;
-  }
-  EXPECT_EQ(seen, 2) << "1024 x 768: 8 row tiles and an even count of column tiles";
-}
-
-// A product whose epilogue adds a residual (BERT's output projection) also offers its leading
-// tile with the residual's copies ahead issued a quarter and half way through the k-loop (ra),
-// each inside the k-loop after that k-tile's wgmma's and none before the first; a product
-// without one offers none.
-TEST(GemmWgmmaCodegen, ResidualCopiesAheadAlsoLaterInTheKLoop) {
-  test::GemmGroup gg = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
-    g (float16[4096,768] a, float16[768,768] b, float16[768] c, float16[4096,768] r)
-        => (float16[4096,768] y) {
-      p = MatMul(a, b)
-      q = Add(p, c)
-      y = Add(q, r) })");
-  const std::vector<codegen::Tunables> cands = wg_candidates(gg, h200a());
-  ASSERT_FALSE(cands.empty());
-  const codegen::Tunables& lead = cands.front();
-  EXPECT_EQ(lead.count("ra"), 0u) << "the copies stay before the k-loop until timed";
-  std::vector<int> seen;
-  for (const codegen::Tunables& t : cands) {
-    if (!t.count("ra")) continue;
-    seen.push_back(t.at("ra"));
-    EXPECT_EQ(t.at("bm"), lead.at("bm"));
-    EXPECT_EQ(t.at("bn"), lead.at("bn"));
-    codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), &t);
-    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
-    const std::string& src = gc.kernel->source;
-    const size_t at = src.find(fmt::format("if (kt == {}) {{", t.at("ra")));
-    ASSERT_NE(at, std::string::npos) << src;
-    EXPECT_LT(src.find("braze_wgmma_commit();"), at);
-    EXPECT_GT(src.find("braze_cp_async<8>("), at) << "no copy before the k-loop";
-    gpu::Compiled comp = gpu::nvrtc_compile(src, gc.kernel->name, gpu::Arch::parse("sm_90a"), true);
-    EXPECT_NE(comp.ptx.find("cp.async.ca.shared.global"), std::string::npos);
-    EXPECT_EQ(comp.ptx.find("ld.local"), std::string::npos) << gc.kernel->name;
-  }
-  EXPECT_EQ(seen, (std::vector<int>{3, 6})) << "12 k-tiles";
-  test::GemmGroup plain = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
-    g (float16[4096,768] a, float16[768,768] b, float16[768] c) => (float16[4096,768] y) {
-      p = MatMul(a, b)
-      y = Add(p, c) })");
-  for (const codegen::Tunables& t : wg_candidates(plain, h200a())) EXPECT_EQ(t.count("ra"), 0u);
-}
-
-// The leading tile is also offered with both tensor maps' descriptors prefetched (tp) before
-// the barriers are set up; the default asks for none.
-TEST(GemmWgmmaCodegen, DescriptorPrefetchIsACandidate) {
-  test::GemmGroup gg = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
-    g (float16[1024,768] a, float16[768,3072] b) => (float16[1024,3072] y) { y = MatMul(a, b) })");
-  const std::vector<codegen::Tunables> cands = wg_candidates(gg, h200a());
-  ASSERT_GE(cands.size(), 2u);
-  EXPECT_EQ(cands.front().count("tp"), 0u);
-  int seen = 0;
-  for (const codegen::Tunables& t : cands) {
-    const bool tp = t.count("tp") > 0;
-    if (!tp && &t != &cands.front()) continue;
-    seen += tp;
-    codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), &t);
-    ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
-    gpu::Compiled comp =
-        gpu::nvrtc_compile(gc.kernel->source, gc.kernel->name, gpu::Arch::parse("sm_90a"), true);
-    const size_t at = comp.ptx.find("prefetch.tensormap");
-    EXPECT_EQ(at != std::string::npos, tp) << gc.kernel->name;
-    if (tp) EXPECT_LT(at, comp.ptx.find("mbarrier.init")) << "before the barriers";
-  }
-  EXPECT_EQ(seen, 1);
 }
 
 TEST(GemmWgmmaCodegen, DefaultTileFollowsTheOutputSize) {

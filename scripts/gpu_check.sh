@@ -37,7 +37,7 @@ done_step() {
   echo "[$(($(date +%s) - t0)) s] $1" >>"$out/summary.txt"
   if [ -n "${OUT:-}" ]; then
     tar -czf "$OUT/results.tgz.part" --exclude='*.onnx' --exclude='*.onnx.data' --exclude='*.braze' \
-      --exclude='*.ncu-rep' -C "$out" . && mv "$OUT/results.tgz.part" "$OUT/results.tgz"
+      --exclude='*.ncu-rep' --exclude='*.npy' --exclude='*.bin' -C "$out" . && mv "$OUT/results.tgz.part" "$OUT/results.tgz"
     cp "$out/summary.txt" "$OUT/summary.txt"
   fi
 }
@@ -144,9 +144,15 @@ if has probe; then
   done_step "${summary[-1]}"
 fi
 if has attention; then
-  timeout 300 build-gpu/tests/gpu_tests --gtest_filter='Cases/GpuAttention.*:GpuAttentionAtModelSize.*' \
-    >"$out/attention_tests.txt" 2>&1
-  summary+=("attention tests (exit $?): $(grep -E '^\[  (PASSED|FAILED)' "$out/attention_tests.txt" | tr '\n' ' ')")
+  # In shards side by side: each case compiles every candidate (NVRTC, one CPU core a process).
+  shards=${BRAZE_ATTN_SHARDS:-4}
+  for i in $(seq 0 $((shards - 1))); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "${BRAZE_ATTN_TEST_SECONDS:-300}" build-gpu/tests/gpu_tests \
+      --gtest_filter="${BRAZE_ATTN_TESTS:-Cases/GpuAttention.*:GpuAttentionAtModelSize.*}" \
+      >"$out/attention_tests_$i.txt" 2>&1 &
+  done
+  wait
+  summary+=("attention tests: $(cat "$out"/attention_tests_*.txt | grep -cE '^\[       OK') passed, $(grep -hE '^\[  FAILED  \] [A-Z]' "$out"/attention_tests_*.txt | sort -u | wc -l) failed, unfinished in shards: $(grep -LE '^\[==========\] .* ran\.' "$out"/attention_tests_*.txt | tr '\n' ' ')")
   PYTHONUNBUFFERED=1 timeout "${BRAZE_ATTN_SECONDS:-300}" python3 bench/run_bench.py --braze "$b" \
     --out "$out/attention" --only "${BRAZE_ATTN_ROWS:-A4}" --no-max-autotune >"$out/attention.txt" 2>&1
   summary+=("run_bench ${BRAZE_ATTN_ROWS:-A4} (exit $?): $out/attention.txt")

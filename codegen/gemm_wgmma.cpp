@@ -418,6 +418,13 @@ void lead_wave_fit(std::vector<WgTile>& tiles, const GemmDims& d, const Target& 
     tiles.erase(std::remove_if(tiles.begin(), tiles.end(), same), tiles.end());
     tiles.insert(tiles.begin(), t);
   }
+  // For --tune, after it: its half as a staged ping-pong tile, two an SM, so that one consumer's
+  // epilogue (a one-wave product's stores, all at its end) overlaps the other's k-loop.
+  if (fit.bm == 128 && fit.cw == 1 && !fit.pp && fit.se && fit.bn % kStageCols == 0) {
+    WgTile half{64, fit.bn, 8, true, 1};
+    half.stages = fitting_stages(half, 2 * k_tiles(d));
+    tiles.insert(tiles.begin() + 1, half);
+  }
 }
 
 }  // namespace

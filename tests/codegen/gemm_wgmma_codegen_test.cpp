@@ -352,6 +352,35 @@ TEST(GemmWgmmaCodegen, StoresThroughAPermutationKeepTheirDigits) {
       << src;
 }
 
+// A product of one wave of 128-row tiles (BERT-base b32's output projection + bias + residual:
+// 128 tiles of 128 x 192 on 132 SMs) also offers --tune its half as a staged ping-pong tile,
+// two a block, right after the default: one consumer's epilogue then overlaps the other's
+// k-loop, where the cooperative tile stores all of its output after its last k-tile.
+TEST(GemmWgmmaCodegen, OneWaveProductsOfferTheirHalfAsPingPong) {
+  test::GemmGroup gg = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[4096,768] a, float16[768,768] w, float16[768] c, float16[4096,768] r)
+        => (float16[4096,768] y) {
+      m = Gemm <transB = 1> (a, w)  s = Add(m, c)  y = Add(s, r) })");
+  const std::vector<codegen::Tunables> cands = wg_candidates(gg, h200a());
+  ASSERT_GE(cands.size(), 2u);
+  EXPECT_EQ(cands[0].at("bm"), 128);
+  EXPECT_EQ(cands[0].at("bn"), 192);
+  EXPECT_EQ(cands[0].count("pp"), 0u);
+  const codegen::Tunables& half = cands[1];
+  EXPECT_EQ(half.at("bm"), 64);
+  EXPECT_EQ(half.at("bn"), 192);
+  ASSERT_EQ(half.count("pp"), 1u);
+  EXPECT_EQ(half.at("se"), 1);
+  codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), &half);
+  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+  EXPECT_EQ(gc.kernel->grid[0], 132u);  // 256 tiles walked by one block an SM
+  gpu::Compiled c = gpu::nvrtc_compile(gc.kernel->source, gc.kernel->name,
+                                       gpu::Arch::parse("sm_90a"), true, {"--ptxas-options=-v"});
+  ASSERT_FALSE(c.cubin.empty());
+  EXPECT_NE(c.ptx.find("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16"), std::string::npos);
+  EXPECT_NE(c.log.find(" 0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << c.log;
+}
+
 // BERT-base b32's products (M = 4096, weights k-major as store_weights_k_major stores them,
 // the epilogues the model fuses): every candidate compiles; ptxas's registers and spills are
 // printed for each (what --tune will time), and the untuned default spills at most 64 bytes

@@ -28,7 +28,8 @@ struct BigCase {
   const char* name;
   const char* text;
   int64_t m, n, k;
-  bool b_kcontig;  // B stored [N, K]
+  bool b_kcontig;         // B stored [N, K]
+  bool residual = false;  // inputs a, b, a bias [N] and a residual [M, N] added to the product
 };
 
 const BigCase kCases[] = {
@@ -61,6 +62,15 @@ const BigCase kCases[] = {
     {"matmul_196x256x2304", R"(<ir_version: 8, opset_import: ["" : 20]>
       g (bfloat16[196,2304] a, bfloat16[2304,256] b) => (bfloat16[196,256] y) { y = MatMul(a, b) })",
      196, 256, 2304, false},
+    // BERT b32's output projection: a bias and a residual in the epilogue, the residual copied
+    // ahead into shared memory (before the k-loop, or a quarter or half way through it: ra).
+    {"matmul_bias_residual_4096x768x768", R"(<ir_version: 8, opset_import: ["" : 20]>
+      g (float16[4096,768] a, float16[768,768] b, float16[768] c, float16[4096,768] r)
+          => (float16[4096,768] y) {
+        p = MatMul(a, b)
+        q = Add(p, c)
+        y = Add(q, r) })",
+     4096, 768, 768, false, true},
 };
 
 // Elements of got and want (m x n) further apart than float16 rounding of two fp32 sums can
@@ -111,6 +121,7 @@ TEST_P(GpuGemmWgmma, EveryCandidateAgreesWithMmaSyncAndFloat64) {
       double s = 0;
       for (int64_t p = 0; p < c.k; ++p)
         s += in[0].get_f64(i * c.k + p) * in[1].get_f64(c.b_kcontig ? j * c.k + p : p * c.n + j);
+      if (c.residual) s += in[2].get_f64(j) + in[3].get_f64(i * c.n + j);
       ASSERT_NEAR(want.get_f64(i * c.n + j), s, 2e-2 + 1e-2 * std::fabs(s))
           << "mma.sync at " << i << ", " << j;
     }

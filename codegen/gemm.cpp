@@ -663,6 +663,26 @@ std::string gemm_too_large(const GemmDims& d, int bm, int bn, int bk, int split)
   return "";
 }
 
+bool gemm_epilogue_reads_rows(const graph::Graph& g, const fusion::Group& group,
+                              const GemmDims& d) {
+  std::string ignored;
+  std::optional<GemmEpilogue> epi = gemm_epilogue(g, group, d, &ignored);
+  if (!epi) return false;
+  Emitter e = gemm_emitter(g, group, d);
+  std::vector<Emitter::Preload> pre;
+  try {
+    pre = emit_gemm_preloads(e, g, d, *epi, 4, [](graph::ValueId, int, int, const std::string&) {
+      return std::string();
+    });
+  } catch (const CudaUnsupported&) {
+    return false;
+  }
+  // As the wgmma schedule copies them: 16-bit floats, four to a copy.
+  return !pre.empty() && std::all_of(pre.begin(), pre.end(), [](const Emitter::Preload& p) {
+    return (p.dtype == DType::Float16 || p.dtype == DType::BFloat16) && p.bytes == 8;
+  });
+}
+
 std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group& group,
                                       const Target& target) {
   std::string ignored;
@@ -673,7 +693,8 @@ std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group
   // On sm_90a the wgmma schedule leads (it beat mma.sync, split-K included, on every shape
   // timed: bench/RESULTS.md).
   if (gemm_wgmma_unsupported(g, group, *d, target).empty()) {
-    std::vector<Tunables> w = gemm_wgmma_candidates(*d, target);
+    std::vector<Tunables> w =
+        gemm_wgmma_candidates(*d, target, gemm_epilogue_reads_rows(g, group, *d));
     c.insert(c.begin(), w.begin(), w.end());
   }
   for (Tunables& t : gemm_simt_candidates(g, *d, target)) c.push_back(std::move(t));

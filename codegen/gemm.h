@@ -216,7 +216,13 @@ std::vector<Tunables> gemm_tc_candidates(const graph::Graph& g, const GemmDims& 
 // tensor maps (Kernel::tensor_maps) after its pointers.
 std::string gemm_wgmma_unsupported(const graph::Graph& g, const fusion::Group& group,
                                    const GemmDims& d, const Target& target);
-std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target);
+// rows_ahead: the epilogue reads a 16-bit input at each element (a residual), which the
+// staged tiles can copy into shared memory ahead (gemm_epilogue_reads_rows).
+std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target,
+                                            bool rows_ahead = false);
+// Whether the product's epilogue reads a 16-bit float input at each element, four adjacent
+// ones a vector (what the wgmma schedule's staged tiles copy ahead by cp.async).
+bool gemm_epilogue_reads_rows(const graph::Graph& g, const fusion::Group& group, const GemmDims& d);
 std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Group& group,
                                         const GemmDims& d, const GemmEpilogue& epi,
                                         const Target& target, const Tunables& tune,

@@ -79,8 +79,9 @@ struct WgTile {
   int sr = 0;  // se: 0 unrolled, 1 rolled, 2 blocks unrolled and 32 elements a step rolled
   int rr = 8;  // raster: the walk takes rr rows of tiles at a time (emit_gemm_tile_origin)
   int cw = 1;  // cooperative: 64-row blocks a consumer computes (2: 256 x bn as two 128-row halves)
-  int64_t rb = 0;  // se: each consumer's buffer of epilogue inputs copied ahead (cp.async), bytes
-  int split = 1;   // split-K: a cluster of `split` blocks a tile, each over a share of the k-tiles
+  int64_t rb = 0;   // se: each consumer's buffer of epilogue inputs copied ahead (cp.async), bytes
+  int split = 1;    // split-K: a cluster of `split` blocks a tile, each over a share of the k-tiles
+  bool ca = false;  // pp, se: the epilogue's row-wise inputs copied ahead as each tile begins (rb)
   int consumers() const { return pp ? 2 : bm / (64 * cw); }
   int turn_bytes() const { return pp ? 16 : 0; }
   int row_blocks() const { return pp ? bm / 64 : cw; }  // 64-row blocks a consumer computes
@@ -110,6 +111,7 @@ Tunables tunables_of(const WgTile& t) {
   if (t.rr != 8) u["rr"] = t.rr;
   if (t.cw != 1) u["cw"] = t.cw;
   if (t.split != 1) u["split"] = t.split;
+  if (t.ca) u["ca"] = 1;
   return u;
 }
 
@@ -400,7 +402,8 @@ std::vector<WgTile> tile_order() {
 
 // The tile that fills the SMs best first, and for --tune the best of the other block shape
 // and the best of any multiple of 16 columns.
-void lead_wave_fit(std::vector<WgTile>& tiles, const GemmDims& d, const Target& target) {
+void lead_wave_fit(std::vector<WgTile>& tiles, const GemmDims& d, const Target& target,
+                   bool rows_ahead) {
   WgTile fit = wave_fit_tile(d, target),
          other = wave_fit_tile(d, target, {fit.bm == 128 ? 64 : 128});
   WgTile any = fit;
@@ -419,11 +422,17 @@ void lead_wave_fit(std::vector<WgTile>& tiles, const GemmDims& d, const Target& 
     tiles.insert(tiles.begin(), t);
   }
   // For --tune, after it: its half as a staged ping-pong tile, two an SM, so that one consumer's
-  // epilogue (a one-wave product's stores, all at its end) overlaps the other's k-loop.
+  // epilogue (a one-wave product's stores, all at its end) overlaps the other's k-loop; where
+  // the epilogue reads a residual, also with the residual copied ahead as each tile begins.
   if (fit.bm == 128 && fit.cw == 1 && !fit.pp && fit.se && fit.bn % kStageCols == 0) {
     WgTile half{64, fit.bn, 8, true, 1};
     half.stages = fitting_stages(half, 2 * k_tiles(d));
     tiles.insert(tiles.begin() + 1, half);
+    if (rows_ahead) {
+      half.ca = true;
+      tiles.insert(tiles.begin() + 2,
+                   half);  // its stages drop to fit the copies (plan_row_preloads)
+    }
   }
 }
 
@@ -480,7 +489,8 @@ void lead_narrow_tile(std::vector<WgTile>& tiles, const GemmDims& d) {
   tiles.insert(tiles.begin(), t);
 }
 
-std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target) {
+std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& target,
+                                            bool rows_ahead) {
   auto tiles_of = [&](int bm, int bn) {
     return ((d.m + bm - 1) / bm) * ((d.nn + bn - 1) / bn) * d.batches;
   };
@@ -511,7 +521,7 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
   // best, and for --tune the best of the other block shape and the best of any multiple of 16
   // columns.
   if (big_tiles < 2 * sms || (d.nn <= 128 && k_tiles(d) >= 4)) {
-    lead_wave_fit(tiles, d, target);
+    lead_wave_fit(tiles, d, target, rows_ahead);
   } else if (d.nn <= 192 && k_tiles(d) < 4) {
     lead_narrow_tile(tiles, d);
   } else if (k_tiles(d) <= 16 && big_tiles >= sms) {
@@ -553,7 +563,8 @@ WgTile tile_of(const Tunables& tune) {
                 tune.count("rr") ? tune.at("rr") : 8,
                 tune.count("cw") ? tune.at("cw") : 1,
                 0,
-                tune.count("split") ? tune.at("split") : 1};
+                tune.count("split") ? tune.at("split") : 1,
+                tune.count("ca") && tune.at("ca") != 0};
 }
 
 bool tile_supported(const WgTile& t, const GemmDims& d) {
@@ -565,7 +576,8 @@ bool tile_supported(const WgTile& t, const GemmDims& d) {
            t.rr < 1 || t.rr > 64 || (t.se && t.bn % t.stage_cols() != 0) ||
            t.shared_bytes() > kMaxSharedBytes ||
            (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8) ||
-           (t.split > 1 && (t.pp || t.se || t.red_bytes() > t.stages * t.stage_bytes())));
+           (t.split > 1 && (t.pp || t.se || t.red_bytes() > t.stages * t.stage_bytes())) ||
+           (t.ca && (!t.pp || !t.se || t.sr != 0)));
 }
 
 // Builds one product's kernel; each member function emits one part of it, in order.
@@ -603,7 +615,12 @@ class WgmmaBuilder {
   std::optional<Kernel> build(std::string* why_not) {
     e_.input_param(va_ ? va_->root : d_.window->root);
     e_.input_param(vb_.root);
-    if (t_.se && t_.sr == 0 && !t_.pp) plan_row_preloads();
+    if (t_.se && t_.sr == 0 && (!t_.pp || t_.ca)) plan_row_preloads();
+    if (t_.ca && res_pre_.empty()) {
+      *why_not =
+          "wgmma tile: ca asks for the epilogue's row-wise inputs copied ahead, and it has none";
+      return std::nullopt;
+    }
     emit_setup();
     emit_producer();
     emit_consumer_start();
@@ -670,9 +687,10 @@ class WgmmaBuilder {
   // the epilogue reads them there, where it would otherwise wait on DRAM once the k-loop is
   // done: in a one-wave product every block's epilogue does so at once (H200, 2026-12-04 at
   // c863546: 4096 x 768 x 768 + bias + residual 15.8 us against 17.8, 4096 x 768 x 3072 33.9
-  // against 35.2, with a stage fewer to make room). Cooperative tiles (one a block), unrolled
-  // staging, interior tiles; the stages drop (to 3 at least) to fit the buffer, else it is not
-  // used.
+  // against 35.2, with a stage fewer to make room). Cooperative tiles (one a block) and
+  // ping-pong tiles that ask for it (ca; their copies as each tile begins, before the turn
+  // wait), unrolled staging, interior tiles; the stages drop (to 3 at least) to fit the
+  // buffer, else it is not used.
   void plan_row_preloads() {
     const size_t at = e_.mark();
     try {
@@ -892,6 +910,7 @@ class WgmmaBuilder {
                       "gk0 += {}, ++it) {{",
                       tiles_, 2 * ktiles_));
       emit_tile("tl");
+      emit_res_copies_ahead();  // ca: while the other warpgroup's k-loop runs
       // Mainloops take turns, warpgroup 0 first: a warpgroup starts waiting for its tile's
       // k-tiles only once the other has seen all of its previous tile's land, so that no wait
       // on a stage runs more than one phase ahead of the barrier (parity waits cannot tell
@@ -910,13 +929,19 @@ class WgmmaBuilder {
     e_.line(fmt::format("for (int r = 0; r < {}; ++r) {{", regs));
     for (int mi = 0; mi < mw_; ++mi) e_.line(fmt::format("  accum[{}][r] = 0.f;", mi));
     e_.line("}");
-    if (!res_pre_.empty()) {
-      e_.line(fmt::format(
-          "char* const res_ptr = reinterpret_cast<char*>(braze_smem) + ((smem + {}u + cons * {}u) "
-          "- braze_smem_addr(braze_smem));",
-          t_.staging_offset() + t_.consumers() * t_.staging_bytes(), t_.rb));
-      emit_res_copies(false);
-    }
+    if (!t_.pp) emit_res_copies_ahead();
+  }
+
+  // rb: this consumer's buffer, and the copies into it of the tile's row-wise inputs. Each
+  // thread reads back only what it copied, so that a ping-pong consumer's copies for its next
+  // tile may follow its last tile's reads with no barrier.
+  void emit_res_copies_ahead() {
+    if (res_pre_.empty()) return;
+    e_.line(fmt::format(
+        "char* const res_ptr = reinterpret_cast<char*>(braze_smem) + ((smem + {}u + cons * {}u) "
+        "- braze_smem_addr(braze_smem));",
+        t_.staging_offset() + t_.consumers() * t_.staging_bytes(), t_.rb));
+    emit_res_copies(false);
   }
 
   void fence_accum() {

@@ -379,6 +379,46 @@ TEST(GemmWgmmaCodegen, OneWaveProductsOfferTheirHalfAsPingPong) {
   ASSERT_FALSE(c.cubin.empty());
   EXPECT_NE(c.ptx.find("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16"), std::string::npos);
   EXPECT_NE(c.log.find(" 0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << c.log;
+  // With the residual copied ahead (ca): the copies as each tile begins, before the consumer
+  // waits for its turn; a stage fewer (5) to make room for 24 KB a consumer.
+  ASSERT_GE(cands.size(), 3u);
+  const codegen::Tunables& ahead = cands[2];
+  ASSERT_EQ(ahead.count("ca"), 1u);
+  EXPECT_EQ(ahead.at("bm"), 64);
+  EXPECT_EQ(ahead.count("pp"), 1u);
+  gc = codegen::generate(gg.g, gg.group, h200a(), &ahead);
+  ASSERT_TRUE(gc.kernel.has_value()) << gc.fallback_reason;
+  const std::string& src = gc.kernel->source;
+  const size_t copy = src.find("braze_cp_async<8>(res_ptr"),
+               turn = src.find("braze_mbar_wait(turn");
+  ASSERT_NE(copy, std::string::npos) << src;
+  ASSERT_NE(turn, std::string::npos) << src;
+  EXPECT_LT(copy, turn);
+  EXPECT_NE(src.find("braze_cp_async_wait_all();"), std::string::npos);
+  EXPECT_NE(src.find("for (int s = 0; s < 5; ++s)"), std::string::npos) << src;
+  c = gpu::nvrtc_compile(gc.kernel->source, gc.kernel->name, gpu::Arch::parse("sm_90a"), true,
+                         {"--ptxas-options=-v"});
+  ASSERT_FALSE(c.cubin.empty());
+  EXPECT_NE(c.log.find(" 0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << c.log;
+  EXPECT_LE(gc.kernel->shared_bytes, 227u * 1024);
+}
+
+// BERT b8's FFN up + GELU (one wave of 128 x 192): the ping-pong half, with nothing to copy
+// ahead, so no ca candidate; asked for anyway, the schedule says why not.
+TEST(GemmWgmmaCodegen, CopiesAheadOnlyWhereTheEpilogueReadsRows) {
+  test::GemmGroup gg = test::gemm_group_of(R"(<ir_version: 8, opset_import: ["" : 20]>
+    g (float16[1024,768] a, float16[3072,768] w, float16[3072] c) => (float16[1024,3072] y) {
+      m = Gemm <transB = 1> (a, w)  s = Add(m, c)  y = Gelu(s) })");
+  const std::vector<codegen::Tunables> cands = wg_candidates(gg, h200a());
+  ASSERT_GE(cands.size(), 2u);
+  EXPECT_EQ(cands[1].at("bm"), 64);
+  EXPECT_EQ(cands[1].count("pp"), 1u);
+  for (const codegen::Tunables& t : cands) EXPECT_EQ(t.count("ca"), 0u);
+  codegen::Tunables ahead = cands[1];
+  ahead["ca"] = 1;
+  codegen::GroupCode gc = codegen::generate(gg.g, gg.group, h200a(), &ahead);
+  EXPECT_FALSE(gc.kernel.has_value());
+  EXPECT_NE(gc.fallback_reason.find("copied ahead"), std::string::npos) << gc.fallback_reason;
 }
 
 // BERT-base b32's products (M = 4096, weights k-major as store_weights_k_major stores them,

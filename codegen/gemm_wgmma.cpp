@@ -428,10 +428,9 @@ void lead_wave_fit(std::vector<WgTile>& tiles, const GemmDims& d, const Target& 
     WgTile half{64, fit.bn, 8, true, 1};
     half.stages = fitting_stages(half, 2 * k_tiles(d));
     tiles.insert(tiles.begin() + 1, half);
-    if (rows_ahead) {
+    if (rows_ahead) {  // its stages drop to fit the copies' buffers (plan_row_preloads)
       half.ca = true;
-      tiles.insert(tiles.begin() + 2,
-                   half);  // its stages drop to fit the copies (plan_row_preloads)
+      tiles.insert(tiles.begin() + 2, half);
     }
   }
 }
@@ -618,7 +617,8 @@ class WgmmaBuilder {
     if (t_.se && t_.sr == 0 && (!t_.pp || t_.ca)) plan_row_preloads();
     if (t_.ca && res_pre_.empty()) {
       *why_not =
-          "wgmma tile: ca asks for the epilogue's row-wise inputs copied ahead, and it has none";
+          "wgmma tile: ca asks for the epilogue's row-wise inputs copied ahead, and it has none "
+          "(or they do not fit in shared memory)";
       return std::nullopt;
     }
     emit_setup();

@@ -677,10 +677,11 @@ bool gemm_epilogue_reads_rows(const graph::Graph& g, const fusion::Group& group,
   } catch (const CudaUnsupported&) {
     return false;
   }
-  // As the wgmma schedule copies them: 16-bit floats, four to a copy.
-  return !pre.empty() && std::all_of(pre.begin(), pre.end(), [](const Emitter::Preload& p) {
-    return (p.dtype == DType::Float16 || p.dtype == DType::BFloat16) && p.bytes == 8;
-  });
+  return !pre.empty() && std::all_of(pre.begin(), pre.end(), gemm_preload_copies_ahead);
+}
+
+bool gemm_preload_copies_ahead(const Emitter::Preload& p) {
+  return (p.dtype == DType::Float16 || p.dtype == DType::BFloat16) && p.bytes == 8;
 }
 
 std::vector<Tunables> gemm_candidates(const graph::Graph& g, const fusion::Group& group,

@@ -223,6 +223,9 @@ std::vector<Tunables> gemm_wgmma_candidates(const GemmDims& d, const Target& tar
 // Whether the product's epilogue reads a 16-bit float input at each element, four adjacent
 // ones a vector (what the wgmma schedule's staged tiles copy ahead by cp.async).
 bool gemm_epilogue_reads_rows(const graph::Graph& g, const fusion::Group& group, const GemmDims& d);
+// Whether the wgmma schedule's staged tiles copy this preload ahead: 16-bit floats, four to a
+// copy (8 bytes; what has run on the GPU — a 1-byte mask's 4-byte copies have not).
+bool gemm_preload_copies_ahead(const Emitter::Preload& p);
 std::optional<Kernel> gemm_wgmma_kernel(const graph::Graph& g, const fusion::Group& group,
                                         const GemmDims& d, const GemmEpilogue& epi,
                                         const Target& target, const Tunables& tune,

@@ -699,11 +699,9 @@ class WgmmaBuilder {
       res_pre_.clear();  // the epilogue's own emission reports it
     }
     e_.rewind(at);
-    // 16-bit float inputs only (8-byte copies): what has run on the GPU; a 1-byte boolean
-    // mask's 4-byte vectors (cp.async<4>) have not yet.
-    int64_t rb = 0;
+    int64_t rb = 0;  // each preload's copies, one after the other (gemm_preload_copies_ahead)
     for (const Emitter::Preload& p : res_pre_) {
-      if ((p.dtype != DType::Float16 && p.dtype != DType::BFloat16) || p.bytes != 8) rb = -1;
+      if (!gemm_preload_copies_ahead(p)) rb = -1;
       if (rb < 0) break;
       res_base_.push_back(rb);
       res_bytes_.push_back(p.bytes);

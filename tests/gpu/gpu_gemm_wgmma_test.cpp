@@ -63,7 +63,8 @@ const BigCase kCases[] = {
       g (bfloat16[196,2304] a, bfloat16[2304,256] b) => (bfloat16[196,256] y) { y = MatMul(a, b) })",
      196, 256, 2304, false},
     // BERT b32's output projection: a bias and a residual in the epilogue, the residual copied
-    // ahead into shared memory (before the k-loop, or a quarter or half way through it: ra).
+    // ahead into shared memory (the cooperative tiles before the k-loop, the ping-pong half
+    // with ca as each tile begins).
     {"matmul_bias_residual_4096x768x768", R"(<ir_version: 8, opset_import: ["" : 20]>
       g (float16[4096,768] a, float16[768,768] b, float16[768] c, float16[4096,768] r)
           => (float16[4096,768] y) {
